@@ -1,0 +1,28 @@
+# Two entry points for a newcomer: `make bench` (the main job) and `make test`.
+# Both create .venv when it is missing and reinstall only when the pins change.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ttfg-installed
+# Extra arguments: make bench BENCH_ARGS="--model all", make test PYTEST_ARGS="-k check"
+BENCH_ARGS ?=
+PYTEST_ARGS ?=
+BENCH_OUT ?= runs/bench.json
+
+.PHONY: install bench test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[all,test]'
+	touch $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/ttfg check --model resnet15
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,7 @@
+"""``python -m harness``: the same as the ``ttfg`` console script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

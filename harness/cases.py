@@ -1,0 +1,147 @@
+"""Cases: model x backend x variant, and turning command-line selections into them.
+
+A model selection is a name with optional size options, ``resnet15`` or
+``resnet15:blocks=30`` or ``convnext_tiny:depths=1x1x3x1``. A variant selection is
+``default`` (each backend's own default), ``all`` (every supported combination) or a
+partial assignment such as ``chain=scan`` applied over each backend's default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import models
+
+from . import engines, variants
+from .errors import Unsupported, UsageError
+
+
+def parse_model(text: str) -> tuple[str, dict]:
+    """``"resnet15:blocks=30"`` -> ``("resnet15", {"blocks": 30})``; ``AxB`` parses as a tuple."""
+    name, _, rest = text.partition(":")
+    if name not in models.names():
+        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models.names())}")
+    options: dict = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            raise UsageError(f"model option {part!r} in {text!r} is not key=value")
+        try:
+            options[key] = tuple(int(v) for v in value.split("x")) if "x" in value else int(value)
+        except ValueError:
+            raise UsageError(f"model option {part!r} in {text!r}: value must be an integer or AxBxC") from None
+    return name, options
+
+
+def load_model(text: str):
+    name, options = parse_model(text)
+    try:
+        return models.load(name, **options)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurable configuration. ``variant`` is fully resolved for the backend."""
+
+    model: str
+    backend: str
+    variant: tuple[tuple[str, str], ...]
+
+    @property
+    def variant_dict(self) -> dict[str, str]:
+        return dict(self.variant)
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}/{self.backend}/{variants.label(self.variant_dict)}"
+
+    @cached_property
+    def spec(self):
+        return load_model(self.model)
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "backend": self.backend, "variant": self.variant_dict}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Case":
+        return cls(data["model"], data["backend"], tuple((a, data["variant"][a]) for a in variants.AXES if a in data["variant"]))
+
+    @classmethod
+    def from_id(cls, text: str) -> "Case":
+        try:
+            model, backend, variant = text.split("/")
+        except ValueError:
+            raise UsageError(f"case id {text!r} is not model/backend/variant") from None
+        return cls(model, backend, tuple(variants.parse(variant).items()))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    model: str
+    backend: str
+    variant: str
+    reason: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}/{self.backend}/{self.variant}"
+
+
+def _expand(name: str, all_names: list[str]) -> list[str]:
+    return list(all_names) if name == "all" else [name]
+
+
+def select(
+    model_sel: list[str] | None = None,
+    backend_sel: list[str] | None = None,
+    variant_sel: list[str] | None = None,
+    check_availability: bool = True,
+) -> tuple[list[Case], list[Skipped]]:
+    """Expand selections into runnable cases and skips (each with its reason).
+
+    Unknown names raise :class:`UsageError`; unsupported or unavailable combinations
+    become :class:`Skipped`. Order: model, then backend, then variant.
+    """
+    model_texts = [m for sel in (model_sel or ["all"]) for m in _expand(sel, models.names())]
+    backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
+    for text in model_texts:
+        parse_model(text)
+    classes = {b: engines.get(b) for b in dict.fromkeys(backend_names)}
+    variant_sel = variant_sel or ["default"]
+    requests: list[dict[str, str] | str] = []
+    for sel in variant_sel:
+        requests.append(sel if sel in ("default", "all") else variants.parse(sel))
+    cases: list[Case] = []
+    skipped: list[Skipped] = []
+    seen: set[str] = set()
+    for model in model_texts:
+        for name, cls in classes.items():
+            unavailable = cls.availability() if check_availability else None
+            for req in requests:
+                if req == "all":
+                    wanted = cls.supported_variants()
+                elif req == "default":
+                    wanted = [cls.default_variant()]
+                else:
+                    wanted = [req]
+                for want in wanted:
+                    try:
+                        resolved = cls.resolve_variant(want)
+                    except Unsupported as exc:
+                        skip = Skipped(model, name, variants.label(want), str(exc))
+                        if skip.id not in seen:
+                            seen.add(skip.id)
+                            skipped.append(skip)
+                        continue
+                    case = Case(model, name, tuple(resolved.items()))
+                    if case.id in seen:
+                        continue
+                    seen.add(case.id)
+                    if unavailable:
+                        skipped.append(Skipped(model, name, variants.label(resolved), f"{name}: {unavailable}"))
+                    else:
+                        cases.append(case)
+    return cases, skipped

@@ -1,0 +1,89 @@
+"""``ttfg check``: every selected case's gradient against the float64 reference.
+
+Correctness comes before timing: a benchmark of a wrong gradient is worthless. Cases
+run in this process, one after another (compile caches are irrelevant here).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from . import engines
+from .cases import Case, Skipped
+from .errors import Unsupported
+from .reference import reference_gradient, relative_error, worst_error
+
+DEFAULT_TOLERANCE = 1e-4
+
+
+@dataclass
+class CheckResult:
+    case_id: str
+    status: str  # "ok", "mismatch", "error", "skipped"
+    loss: float | None = None
+    loss_error: float | None = None
+    worst_error: float | None = None
+    worst_tensor: str = ""
+    seconds: float | None = None
+    detail: str = ""
+
+
+def check_case(case: Case, reference, tolerance: float) -> CheckResult:
+    spec = case.spec
+    weights, x = spec.init(0), spec.example_input(0)
+    ref_loss, ref_grads = reference
+    start = time.perf_counter()
+    try:
+        impl = engines.get(case.backend)()
+        impl.check_available()
+        impl.import_framework()
+        engine = impl.build(spec, weights, x, case.variant_dict)
+        result, _ = engine.first_gradient()
+        loss, grads = engine.to_numpy(result)
+    except Unsupported as exc:
+        return CheckResult(case.id, "skipped", detail=str(exc))
+    except Exception as exc:  # a broken backend is a result, not a crash of the matrix
+        tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return CheckResult(case.id, "error", detail=tail)
+    seconds = time.perf_counter() - start
+    if set(grads) != set(ref_grads) or any(grads[k].shape != ref_grads[k].shape for k in ref_grads):
+        return CheckResult(case.id, "error", loss=loss, seconds=seconds,
+                           detail="gradient keys or shapes differ from the weights")
+    worst, where = worst_error(grads, ref_grads)
+    loss_err = relative_error(loss, ref_loss)
+    status = "ok" if max(worst, loss_err) <= tolerance else "mismatch"
+    return CheckResult(case.id, status, loss, loss_err, worst, where, seconds)
+
+
+def run_check(
+    cases: Iterable[Case],
+    skipped: Iterable[Skipped] = (),
+    tolerance: float = DEFAULT_TOLERANCE,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    """Check each case against its model's float64 reference (computed once per model)."""
+    results = [CheckResult(s.id, "skipped", detail=s.reason) for s in skipped]
+    references: dict[str, tuple] = {}
+    for case in cases:
+        if case.model not in references:
+            spec = case.spec
+            references[case.model] = reference_gradient(spec, spec.init(0), spec.example_input(0))
+        result = check_case(case, references[case.model], tolerance)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+def exit_code(results: list[CheckResult]) -> int:
+    """0 all ran cases agree; 1 any mismatch or error; 2 nothing could run."""
+    ran = [r for r in results if r.status != "skipped"]
+    if not ran:
+        return 2
+    return 1 if any(r.status in ("mismatch", "error") for r in ran) else 0
+
+
+__all__ = ["CheckResult", "DEFAULT_TOLERANCE", "check_case", "exit_code", "run_check"]

@@ -1,0 +1,106 @@
+"""The gradient-engine contract every backend implements.
+
+A :class:`Backend` turns (spec, weights, input, variant) into an :class:`Engine` in two
+timed stages, so the probe can attribute cold-start cost: ``import_framework`` (the
+``import`` phase) and ``build`` (spec to framework objects and weights). The engine's
+``first_gradient`` is the measured first gradient; it returns the result and whatever
+sub-phases the backend can tell apart (``trace``, ``lower``, ``compile``,
+``execute``). ``gradient`` is a warm call. ``to_numpy`` turns a result into
+``(loss, grads)`` keyed and shaped exactly like the weights.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from .. import variants as _variants
+from ..errors import Unavailable, Unsupported
+
+
+class Engine:
+    """A built model, ready to differentiate. Subclasses override the methods below."""
+
+    def first_gradient(self) -> tuple[Any, dict[str, float]]:
+        """The first gradient and its sub-phases in seconds (empty when indivisible)."""
+        return self.gradient(), {}
+
+    def gradient(self) -> Any:
+        raise NotImplementedError
+
+    def to_numpy(self, result: Any) -> tuple[float, dict[str, np.ndarray]]:
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, Any]:
+        """Structural counters (graph sizes, compile events), measured after the timed calls."""
+        return {}
+
+
+class Backend:
+    """One way to get a gradient. Class attributes describe it without importing anything."""
+
+    name: ClassVar[str]
+    framework: ClassVar[str]
+    #: Top-level modules that must be importable; checked with find_spec, not imported.
+    modules: ClassVar[tuple[str, ...]]
+    #: Supported values per variant axis; the first is this backend's default.
+    supports: ClassVar[dict[str, tuple[str, ...]]]
+    description: ClassVar[str] = ""
+    #: Why an axis value is missing, for ``ttfg list`` and skip records.
+    why_not: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def missing_modules(cls) -> list[str]:
+        return [m for m in cls.modules if importlib.util.find_spec(m) is None]
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """``None`` when usable here, else why not (without importing the framework)."""
+        missing = cls.missing_modules()
+        if missing:
+            return f"{', '.join(missing)} not installed (pip install 'ttfg[{cls.framework}]')"
+        return None
+
+    @classmethod
+    def default_variant(cls) -> dict[str, str]:
+        return {axis: values[0] for axis, values in cls.supports.items()}
+
+    @classmethod
+    def resolve_variant(cls, variant: Mapping[str, str]) -> dict[str, str]:
+        """Fill unspecified axes with defaults; raise ``Unsupported`` with the reason."""
+        chosen = {**cls.default_variant(), **_variants.validate(variant)}
+        for axis, value in chosen.items():
+            if value not in cls.supports[axis]:
+                reason = cls.why_not.get(f"{axis}={value}", "not implemented for this backend")
+                raise Unsupported(f"{cls.name} does not support {axis}={value}: {reason}")
+        unsupported = cls.unsupported_combination(chosen)
+        if unsupported:
+            raise Unsupported(f"{cls.name} does not support {_variants.label(chosen)}: {unsupported}")
+        return chosen
+
+    @classmethod
+    def unsupported_combination(cls, variant: Mapping[str, str]) -> str | None:
+        return None
+
+    @classmethod
+    def supported_variants(cls) -> list[dict[str, str]]:
+        """Every supported combination of axis values, the default first."""
+        combos: list[dict[str, str]] = [{}]
+        for axis, values in cls.supports.items():
+            combos = [{**c, axis: v} for c in combos for v in values]
+        return [c for c in combos if cls.unsupported_combination(c) is None]
+
+    def check_available(self) -> None:
+        reason = self.availability()
+        if reason:
+            raise Unavailable(f"{self.name}: {reason}")
+
+    def import_framework(self) -> None:
+        """Import the framework (the ``import`` phase)."""
+        raise NotImplementedError
+
+    def build(self, spec, weights: Mapping[str, np.ndarray], x: np.ndarray, variant: Mapping[str, str]) -> Engine:
+        """Turn the spec and NumPy weights into framework objects (the ``build`` phase)."""
+        raise NotImplementedError

@@ -1,0 +1,74 @@
+"""``jax.eager``: ``value_and_grad`` without ``jit``, dispatching op by op.
+
+Each primitive is compiled on first use, so the first gradient is a storm of small
+XLA compiles; the compile events (``jax.monitoring``) split it into trace, lower and
+compile, and ``execute`` is the remainder. ``chain=scan`` still applies ``lax.scan``,
+whose body is compiled once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from .base import Backend, Engine
+
+
+class JaxEagerEngine(Engine):
+    def __init__(self, spec, weights, x, variant):
+        import jax
+
+        from . import jax_common
+
+        self.jc = jax_common
+        self.spec = spec
+        self.scan = variant["chain"] == "scan"
+        self.events = jax_common.CompileEvents.get()
+        self.params, self.x = jax_common.device_weights(spec, weights, x, self.scan)
+        self.loss = jax_common.make_loss(spec, self.scan)
+        self.fn = jax.value_and_grad(self.loss)
+
+    def first_gradient(self):
+        before, counts_before = self.events.snapshot()
+        start = time.perf_counter()
+        result = self.gradient()
+        total = time.perf_counter() - start
+        after, counts_after = self.events.snapshot()
+        self.first_compiles = counts_after.get("compile", 0) - counts_before.get("compile", 0)
+        phases = {p: after.get(p, 0.0) - before.get(p, 0.0) for p in ("trace", "lower", "compile")}
+        phases["execute"] = max(total - sum(phases.values()), 0.0)
+        return result, phases
+
+    def gradient(self):
+        import jax
+
+        return jax.block_until_ready(self.fn(self.params, self.x))
+
+    def to_numpy(self, result):
+        return self.jc.to_numpy(self.spec, result, self.scan)
+
+    def counters(self) -> dict[str, Any]:
+        import jax
+
+        return {
+            "jaxpr_eqns": self.jc.jaxpr_equations(jax.make_jaxpr(self.fn)(self.params, self.x)),
+            "backend_compiles": getattr(self, "first_compiles", None),
+        }
+
+
+class JaxEagerBackend(Backend):
+    name = "jax.eager"
+    framework = "jax"
+    modules = ("jax", "jaxlib")
+    supports = {"params": ("args",), "chain": ("unrolled", "scan")}
+    description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
+    why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}
+
+    def import_framework(self) -> None:
+        import jax
+        import jax.numpy  # noqa: F401
+
+        from . import jax_common  # noqa: F401
+
+    def build(self, spec, weights: Mapping, x, variant) -> Engine:
+        return JaxEagerEngine(spec, weights, x, variant)
