@@ -102,6 +102,70 @@ def cmd_check(args) -> int:
     return code
 
 
+def cmd_run(args) -> int:
+    from pathlib import Path
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .errors import UsageError
+    from .runner import RunSettings, Runner, failed_cases
+    from .tables import console as make_console, failures_table, run_table
+
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    console = make_console()
+    cases, skipped = selection(args)
+    if not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print("[red]nothing to run[/red]: every selected case was skipped")
+        return 2
+    caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
+    settings = RunSettings(
+        repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
+        allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
+        instructions=args.instructions,
+    )
+    out = Path(args.out) if args.out else None
+    runner = Runner(cases, skipped, settings, out)
+    steps = len(runner.plan.steps)
+    console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
+                  + (f"; results -> {out}" if out else ""), highlight=False)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+
+    def on_sample(done, total, case, sample):
+        progress.update(task, completed=done, description=f"{case.id} [{sample['kind']}]")
+        if not sample["ok"]:
+            progress.console.print(f"[red]failed[/red] {case.id} {sample['kind']} #{sample['index']}: "
+                                   f"{sample['error']}", highlight=False)
+
+    interrupted = False
+    with progress:
+        task = progress.add_task("starting", total=steps)
+        try:
+            results = runner.run(on_sample)
+        except KeyboardInterrupt:
+            interrupted = True
+            results = runner.results
+    console.print(run_table(results))
+    fails = failures_table(results)
+    if fails is not None:
+        console.print(fails)
+    if out:
+        console.print(f"results: {out}", highlight=False)
+    if interrupted:
+        console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
+        return 130
+    bad = failed_cases(results)
+    if bad:
+        console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfg",
@@ -122,6 +186,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("run", help="measure time to first gradient in fresh processes",
+                       description="Measure each selected case in fresh processes, interleaved round-robin, and "
+                                   "write one results file. Each sample records import, build, the first gradient "
+                                   "split into trace/lower/compile/execute where the backend can tell, a warm "
+                                   "second gradient, process TTFG, CPU time of the whole process tree, peak RSS and "
+                                   "structural counters. Exit 1 when a case has no good sample.")
+    add_selection(p, default_model="resnet15")
+    p.add_argument("--repeat", type=int, default=5, help="fresh processes per case (default: 5)")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads for every framework (default: 1, the least noisy here)")
+    p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
+                   help="cold: fresh empty compile caches per sample (default); warm: persistent caches "
+                        "populated beforehand (JAX compilation cache, Inductor FX graph cache); both: side by side")
+    p.add_argument("--warm-cache", dest="cache", action="store_const", const="warm", help="same as --cache warm")
+    p.add_argument("--allocations", action="store_true",
+                   help="also count allocations in the first gradient (memray), in separate processes")
+    p.add_argument("--alloc-repeat", type=int, default=1, help="allocation processes per case (default: 1)")
+    p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count instructions of one whole probe process (perf or valgrind; slow)")
+    p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    p.set_defaults(func=cmd_run)
     return parser
 
 

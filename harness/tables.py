@@ -29,3 +29,83 @@ def check_table(results, tolerance: float) -> Table:
             f"{r.worst_error:.1e}", r.worst_tensor, f"{r.seconds:.2f}",
         )
     return table
+
+
+def _fmt_s(v) -> str:
+    if v is None or v != v:
+        return "-"
+    return f"{v * 1000:.1f}ms" if v < 0.1 else f"{v:.2f}s"
+
+
+def _median(values):
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def _cv(values):
+    import statistics
+
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else None
+
+
+def run_table(results) -> Table:
+    """Per case and cache mode: medians of the cold-process samples, with spread and counters."""
+    from .record import GRADIENT_PHASES
+
+    table = Table(title="time to first gradient (median over fresh processes)", title_justify="left")
+    columns = ("case", "cache", "ok", "first grad", "min-max", "CV", "process", "import", "build",
+               "trace/lower/compile/execute", "second", "allocs", "counters")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("case", "cache", "counters", "trace/lower/compile/execute") else "right",
+                         no_wrap=col != "counters")
+    for case in results.cases:
+        if case.skipped:
+            table.add_row(case.id, "", "skip", "", "", "", "", "", "", f"[dim]{case.skipped}[/]", "", "", "")
+            continue
+        caches = sorted({s.get("cache", "cold") for s in case.samples if s["kind"] == "timing"}) or ["cold"]
+        for cache in caches:
+            timing = [s for s in case.samples if s["kind"] == "timing" and s.get("cache") == cache]
+            good = case.good("timing", cache)
+            first = case.values("first_grad_s", cache=cache)
+            med = _median(first)
+            shares = []
+            for phase in GRADIENT_PHASES:
+                values = case.values(f"{phase}_s", cache=cache)
+                shares.append(f"{100 * _median(values) / med:.0f}%" if values and med else "-")
+            cv = _cv(first)
+            allocs = case.values("alloc_count", kind="allocations", cache=None)
+            counters = good[-1].get("counters", {}) if good else {}
+            counter_text = " ".join(f"{k}={v}" for k, v in counters.items() if v is not None)
+            status = f"{len(good)}/{len(timing)}"
+            if len(good) < len(timing):
+                status = f"[red]{status}[/]"
+            table.add_row(
+                case.id, cache, status, _fmt_s(med),
+                f"{_fmt_s(min(first))}-{_fmt_s(max(first))}" if first else "-",
+                f"{100 * cv:.0f}%" if cv is not None else "-",
+                _fmt_s(_median(case.values("process_ttfg_s", cache=cache))),
+                _fmt_s(_median(case.values("import_s", cache=cache))),
+                _fmt_s(_median(case.values("build_s", cache=cache))),
+                "/".join(shares),
+                _fmt_s(_median(case.values("second_grad_s", cache=cache))),
+                f"{_median(allocs):,.0f}" if allocs else "-",
+                counter_text,
+            )
+    return table
+
+
+def failures_table(results) -> Table | None:
+    rows = [(c.id, s) for c in results.cases for s in c.samples if not s["ok"]]
+    if not rows:
+        return None
+    table = Table(title="failed samples", title_justify="left")
+    for col in ("case", "kind", "#", "error", "stderr (last line)"):
+        table.add_column(col)
+    for case_id, s in rows:
+        last = (s.get("stderr_tail") or "").strip().splitlines()[-1:] or [""]
+        table.add_row(case_id, s["kind"], str(s["index"]), s.get("error") or "", last[0][:160])
+    return table

@@ -1,0 +1,172 @@
+"""The probe: one fresh process, one first gradient, measured. It only measures.
+
+Run by the runner as ``python -m harness.probe --case JSON --kind KIND --report FILE``.
+The parent decides how many processes, spawns them and collects (``runner.py``);
+this side does the work and writes exactly one JSON object to ``--report`` (never to
+stdout: frameworks print). The object is::
+
+    {"ok": true, "import_s", "build_s", "first_grad_s", "trace_s", "lower_s",
+     "compile_s", "execute_s", "second_grad_s", "loss", "counters": {...},
+     "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes"}            (timing)
+    {"ok": true, "alloc_count", "alloc_bytes", "alloc_peak_bytes", "alloc_tool",
+     "python_allocators"}                                                        (allocations)
+    {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
+
+``first_grad_end_monotonic`` is ``time.monotonic()`` when the first gradient returned;
+the parent's spawn time is on the same system-wide clock, giving the process TTFG.
+Phases not split by a backend are ``null``; ``execute_s`` is the whole first gradient
+for backends that cannot tell compilation from execution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from . import engines
+from .cases import Case
+from .record import GRADIENT_PHASES
+
+COMPILE_PHASES = ("trace", "lower", "compile")
+
+
+def register_extra_backends() -> None:
+    """Backends named in ``TTFG_EXTRA_BACKENDS`` (``name=module:Class;...``), for tests."""
+    for item in filter(None, os.environ.get("TTFG_EXTRA_BACKENDS", "").split(";")):
+        name, _, target = item.partition("=")
+        engines.register(name, target)
+
+
+def timing(case: Case) -> dict:
+    clock = time.perf_counter
+    out: dict = {"phase": "setup"}
+    spec = case.spec
+    weights, x = spec.init(0), spec.example_input(0)
+    impl = engines.get(case.backend)()
+    out["phase"] = "import"
+    t0 = clock()
+    impl.import_framework()
+    t1 = clock()
+    out["phase"] = "build"
+    engine = impl.build(spec, weights, x, case.variant_dict)
+    t2 = clock()
+    out["phase"] = "first_gradient"
+    result, phases = engine.first_gradient()
+    t3 = clock()
+    out["first_grad_end_monotonic"] = time.monotonic()
+    out["phase"] = "second_gradient"
+    engine.gradient()
+    t4 = clock()
+    out["phase"] = "counters"
+    loss, _ = engine.to_numpy(result)
+    counters = engine.counters()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    first = t3 - t2
+    split = {p: phases.get(p) for p in GRADIENT_PHASES}
+    if not phases:
+        split["execute"] = first
+    compiled = sum(split[p] or 0.0 for p in COMPILE_PHASES)
+    out.update({
+        "import_s": t1 - t0, "build_s": t2 - t1, "first_grad_s": first, "second_grad_s": t4 - t3,
+        **{f"{p}_s": split[p] for p in GRADIENT_PHASES},
+        "compile_share": compiled / first if first > 0 else None,
+        "loss": loss, "counters": counters,
+        "self_cpu_s": usage.ru_utime + usage.ru_stime,
+        "self_peak_rss_bytes": usage.ru_maxrss * 1024,
+    })
+    if not math.isfinite(loss):
+        raise FloatingPointError(f"first gradient's loss is {loss}")
+    return out
+
+
+def allocations(case: Case, workdir: Path, python_allocators: bool) -> dict:
+    """Allocations during the first gradient only (memray; tracemalloc when memray is missing)."""
+    out: dict = {"phase": "setup"}
+    spec = case.spec
+    weights, x = spec.init(0), spec.example_input(0)
+    impl = engines.get(case.backend)()
+    out["phase"] = "import"
+    impl.import_framework()
+    out["phase"] = "build"
+    engine = impl.build(spec, weights, x, case.variant_dict)
+    out["phase"] = "first_gradient"
+    try:
+        import memray
+    except ImportError:
+        memray = None
+    if memray is None:
+        import tracemalloc
+
+        tracemalloc.start()
+        engine.first_gradient()
+        snapshot = tracemalloc.take_snapshot()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        stats = snapshot.statistics("filename")
+        out.update({"alloc_tool": "tracemalloc (Python objects only; live blocks at the end, not allocations)",
+                    "alloc_count": sum(s.count for s in stats), "alloc_bytes": sum(s.size for s in stats),
+                    "alloc_peak_bytes": peak, "python_allocators": True})
+        return out
+    capture = workdir / "first_gradient.memray"
+    with memray.Tracker(capture, native_traces=False, trace_python_allocators=python_allocators):
+        engine.first_gradient()
+    out["phase"] = "read_allocations"
+    frees = {memray.AllocatorType.FREE, memray.AllocatorType.MUNMAP, memray.AllocatorType.PYMALLOC_FREE}
+    count = size = 0
+    reader = memray.FileReader(capture)
+    for record in reader.get_allocation_records():
+        if record.allocator not in frees:  # count allocations, not frees
+            count += 1
+            size += record.size
+    out.update({"alloc_tool": "memray",
+                "alloc_count": count, "alloc_bytes": size, "alloc_peak_bytes": int(reader.metadata.peak_memory),
+                "python_allocators": python_allocators})
+    reader.close()
+    capture.unlink(missing_ok=True)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.probe", description=__doc__.split("\n")[0])
+    parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
+    parser.add_argument("--kind", choices=("timing", "allocations", "instructions"), default="timing")
+    parser.add_argument("--report", required=True, help="file to write the result object to")
+    parser.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc too")
+    args = parser.parse_args(argv)
+    register_extra_backends()
+    report = Path(args.report)
+    out: dict = {"phase": "setup"}
+    try:
+        case = Case.from_json(json.loads(args.case))
+        if args.kind == "allocations":
+            out = allocations(case, report.parent, args.python_allocators)
+        else:  # instructions: the whole probe runs under the counter; the gradient is the timing path
+            out = timing(case)
+        out["ok"] = True
+        code = 0
+    except BaseException as exc:  # report every failure, including SystemExit from a framework
+        out = {"ok": False, "phase": out.get("phase"),
+               "error": traceback.format_exception_only(type(exc), exc)[-1].strip()}
+        traceback.print_exc()
+        code = 1
+    if out["ok"]:
+        out.pop("phase", None)
+    report.write_text(json.dumps(out, allow_nan=True))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+if __name__ == "__main__":
+    # np is imported before the clock starts so that it is never billed to a phase.
+    assert np is not None
+    sys.exit(main())

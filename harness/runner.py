@@ -1,0 +1,330 @@
+"""The runner: decides how many cold processes, spawns them, collects their reports.
+
+Every sample is a fresh ``python -m harness.probe`` process with fresh, empty compile
+cache folders (removed afterwards), fixed thread counts and ``PYTHONHASHSEED=0``.
+Cases are interleaved round-robin (all cases once, then all again ...) so that the
+machine's drift hits every case alike. A sample that crashes, hangs past its timeout
+or reports garbage is recorded as failed with its stderr tail, and the run goes on.
+The results file is rewritten atomically after every sample, so an interruption
+keeps every finished sample.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import metadata
+from .cases import Case, Skipped
+from .record import PHASES, SAMPLE_FIELDS, CaseResult, Results, now_iso
+
+CACHE_MODES = ("cold", "warm")
+STDERR_TAIL_CHARS = 2000
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class RunSettings:
+    repeat: int = 5
+    timeout_s: float = 600.0
+    threads: int = 1
+    caches: tuple[str, ...] = ("cold",)
+    allocations: bool = False
+    alloc_repeat: int = 1
+    python_allocators: bool = False
+    instructions: bool = False
+    python: str = sys.executable
+    #: Folder the probe runs in; its ``harness`` is the one measured (the gate points it at a worktree).
+    source: Path = ROOT
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["source"] = str(self.source)
+        data["caches"] = list(self.caches)
+        return data
+
+
+def probe_env(settings: RunSettings, cache_dir: Path, cache: str) -> dict[str, str]:
+    """The child's environment: pinned threads and hash seed, caches under ``cache_dir``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "TORCHINDUCTOR_", "TRITON_"))}
+    threads = str(settings.threads)
+    env.update({
+        "PYTHONHASHSEED": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(settings.source), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+        "XDG_CACHE_HOME": str(cache_dir / "xdg"),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    })
+    if settings.threads == 1:
+        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    if cache == "warm":
+        env.update({
+            "JAX_ENABLE_COMPILATION_CACHE": "true",
+            "JAX_COMPILATION_CACHE_DIR": str(cache_dir / "jax"),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        })
+    else:
+        env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    env.update(settings.extra_env)
+    return env
+
+
+def count_files(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder)) if folder.exists() else 0
+
+
+def tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-chars:]
+
+
+INSTRUCTIONS_RE = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def instruction_command() -> tuple[list[str] | None, str]:
+    """The counter to wrap the probe in, or ``None`` and why none works here."""
+    if shutil.which("perf"):
+        probe = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
+        if probe.returncode == 0 and "not supported" not in probe.stderr and "<not" not in probe.stderr:
+            return ["perf", "stat", "-x,", "-e", "instructions"], "perf"
+    if shutil.which("valgrind"):
+        return ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"], "valgrind"
+    return None, "neither perf hardware counters nor valgrind are available on this machine"
+
+
+def parse_instructions(tool: str, stderr: str) -> int | None:
+    if tool == "valgrind":
+        found = INSTRUCTIONS_RE.findall(stderr)
+        return int(found[-1].replace(",", "")) if found else None
+    for line in stderr.splitlines():
+        parts = line.split(",")
+        if len(parts) > 2 and "instructions" in parts[2] and parts[0].strip().isdigit():
+            return int(parts[0])
+    return None
+
+
+def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
+               cache_dir: Path | None = None) -> dict:
+    """Spawn one probe process and turn its report into a sample dict."""
+    workdir = Path(tempfile.mkdtemp(prefix="ttfg-sample-"))
+    own_cache = cache_dir is None
+    cache_dir = cache_dir or workdir / "cache"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    report, out_log, err_log = workdir / "report.json", workdir / "stdout.log", workdir / "stderr.log"
+    cmd = [settings.python, "-m", "harness.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
+           "--report", str(report)]
+    if settings.python_allocators and kind == "allocations":
+        cmd.append("--python-allocators")
+    tool = None
+    sample: dict = {"kind": kind, "ok": False, "index": index, "cache": cache, "error": None, "stderr_tail": None,
+                    "started_at": now_iso(), "process_wall_s": None}
+    if kind == "instructions":
+        wrapper, tool = instruction_command()
+        if wrapper is None:
+            sample.update(error=f"instruction counting unavailable: {tool}", instructions_tool=None)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return sample
+        cmd = wrapper + ["--"] + cmd if tool == "perf" else wrapper + cmd
+    entries_before = count_files(cache_dir)
+    try:
+        with open(out_log, "wb") as out_fh, open(err_log, "wb") as err_fh:
+            spawned = time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
+                                    env=probe_env(settings, cache_dir, cache), cwd=settings.source,
+                                    start_new_session=True)
+            status, usage, timed_out = wait_with_timeout(proc, settings.timeout_s)
+            ended = time.monotonic()
+        sample["process_wall_s"] = ended - spawned
+        stderr = tail(err_log)
+        if timed_out:
+            sample.update(error=f"timed out after {settings.timeout_s:g} s", stderr_tail=stderr)
+            return sample
+        try:
+            data = json.loads(report.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("report is not a JSON object")
+        except (OSError, ValueError) as exc:
+            code = os.waitstatus_to_exitcode(status)
+            sample.update(error=f"probe exited with status {code} and no valid report ({exc.__class__.__name__})",
+                          stderr_tail=stderr)
+            return sample
+        if not data.get("ok"):
+            sample.update(error=f"{data.get('error')} (in phase {data.get('phase')})", stderr_tail=stderr)
+            return sample
+        if kind == "timing":
+            sample.update(timing_fields(data, spawned, usage, cache, entries_before))
+        elif kind == "allocations":
+            sample.update({k: data.get(k) for k in SAMPLE_FIELDS["allocations"]})
+        else:
+            count = parse_instructions(tool, tail(err_log, 20000))
+            if count is None:
+                sample.update(error=f"{tool} printed no instruction count", stderr_tail=stderr)
+                return sample
+            sample.update(instructions=count, instructions_tool=tool, instructions_scope="whole-process")
+        problem = garbage(sample)
+        if problem:
+            sample.update(error=f"probe reported garbage: {problem}", stderr_tail=stderr)
+            return sample
+        sample["ok"] = True
+        return sample
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if own_cache:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def wait_with_timeout(proc: subprocess.Popen, timeout_s: float):
+    """Wait for the child with ``wait4`` (its whole reaped process tree's CPU and peak RSS)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                return status, usage, False
+            if time.monotonic() > deadline:
+                kill_group(proc)
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                return status, usage, True
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+    except BaseException:
+        kill_group(proc)
+        try:
+            os.wait4(proc.pid, 0)
+        except ChildProcessError:
+            pass
+        proc.returncode = -9
+        raise
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def timing_fields(data: dict, spawned: float, usage: resource.struct_rusage, cache: str, entries_before: int) -> dict:
+    fields = {k: data.get(k) for k in SAMPLE_FIELDS["timing"] if k in data}
+    fields["process_ttfg_s"] = data["first_grad_end_monotonic"] - spawned
+    fields["cpu_s"] = usage.ru_utime + usage.ru_stime  # the probe and every child it reaped
+    fields["peak_rss_bytes"] = int(max(usage.ru_maxrss * 1024, data.get("self_peak_rss_bytes") or 0))
+    fields["cold_evidence"] = cold_evidence(data.get("counters") or {}, cache, entries_before)
+    return fields
+
+
+def cold_evidence(counters: dict, cache: str, entries_before: int) -> str:
+    """One line proving (or disproving) that the sample started cold."""
+    parts = [f"{cache} cache: {entries_before} files in the cache folder at start"]
+    if "backend_compiles" in counters:
+        parts.append(f"XLA backend compiles in first gradient: {counters['backend_compiles']}")
+    if "fxgraph_cache_misses" in counters:
+        parts.append(f"Inductor FX graph cache: {counters['fxgraph_cache_misses']} misses, "
+                     f"{counters['fxgraph_cache_hits']} hits")
+    return "; ".join(parts)
+
+
+def garbage(sample: dict) -> str | None:
+    """Why a reported sample cannot be true, or ``None``."""
+    for key, value in sample.items():
+        if key.endswith(("_s", "_bytes", "_count")) and value is not None and not isinstance(value, bool):
+            if not isinstance(value, (int, float)) or value != value or value < 0:
+                return f"{key} = {value!r}"
+    if sample["kind"] == "timing":
+        for key in ("first_grad_s", "import_s", "build_s", "second_grad_s"):
+            if sample.get(key) is None:
+                return f"{key} missing"
+    return None
+
+
+@dataclass
+class Plan:
+    """The interleaved order of samples: (case, kind, cache, index)."""
+
+    steps: list[tuple[Case, str, str, int]]
+
+    @classmethod
+    def make(cls, cases: list[Case], settings: RunSettings) -> "Plan":
+        steps = []
+        for i in range(settings.repeat):
+            for case in cases:
+                for cache in settings.caches:
+                    steps.append((case, "timing", cache, i))
+        if settings.allocations:
+            for i in range(settings.alloc_repeat):
+                steps.extend((case, "allocations", "cold", i) for case in cases)
+        if settings.instructions:
+            steps.extend((case, "instructions", "cold", 0) for case in cases)
+        return cls(steps)
+
+
+class Runner:
+    """Runs a plan, keeping ``results`` saved to ``out`` after every sample."""
+
+    def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None):
+        self.cases, self.settings, self.out = cases, settings, out
+        env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
+                        if k in metadata.THREAD_VARS}
+        self.results = Results(metadata.collect(env_settings), settings.to_json())
+        for case in cases:
+            self.results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
+        for skip in skipped:
+            self.results.cases.append(CaseResult(skip.id, skip.model, skip.backend, {}, skipped=skip.reason))
+        self.plan = Plan.make(cases, settings)
+
+    def save(self) -> None:
+        if self.out:
+            self.results.save(self.out)
+
+    def run(self, on_sample: Callable[[int, int, Case, dict], None] | None = None) -> Results:
+        """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""
+        self.save()
+        warm_dirs: dict[str, Path] = {}
+        try:
+            if "warm" in self.settings.caches:
+                for case in self.cases:  # populate persistent caches with one unrecorded run
+                    warm_dirs[case.id] = Path(tempfile.mkdtemp(prefix="ttfg-warm-"))
+                    run_sample(case, "timing", "warm", -1, self.settings, warm_dirs[case.id])
+            for n, (case, kind, cache, index) in enumerate(self.plan.steps):
+                sample = run_sample(case, kind, cache, index, self.settings, warm_dirs.get(case.id) if cache == "warm" else None)
+                self.results.case(case.id).samples.append(sample)
+                self.save()
+                if on_sample:
+                    on_sample(n + 1, len(self.plan.steps), case, sample)
+            self.results.complete = True
+            self.save()
+            return self.results
+        finally:
+            for folder in warm_dirs.values():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def failed_cases(results: Results) -> list[str]:
+    """Cases that ran but produced no good timing sample."""
+    return [c.id for c in results.cases if not c.skipped and not c.good("timing")]
+
+
+__all__ = ["CACHE_MODES", "PHASES", "Plan", "RunSettings", "Runner", "failed_cases", "run_sample"]
