@@ -46,9 +46,9 @@ def register_extra_backends() -> None:
         engines.register(name, target)
 
 
-def timing(case: Case) -> dict:
+def timing(case: Case, out: dict) -> dict:
+    """Fill ``out`` as the phases pass (``out["phase"]`` names the one running)."""
     clock = time.perf_counter
-    out: dict = {"phase": "setup"}
     spec = case.spec
     weights, x = spec.init(0), spec.example_input(0)
     impl = engines.get(case.backend)()
@@ -88,9 +88,8 @@ def timing(case: Case) -> dict:
     return out
 
 
-def allocations(case: Case, workdir: Path, python_allocators: bool) -> dict:
+def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -> dict:
     """Allocations during the first gradient only (memray; tracemalloc when memray is missing)."""
-    out: dict = {"phase": "setup"}
     spec = case.spec
     weights, x = spec.init(0), spec.example_input(0)
     impl = engines.get(case.backend)()
@@ -148,9 +147,9 @@ def main(argv=None) -> int:
     try:
         case = Case.from_json(json.loads(args.case))
         if args.kind == "allocations":
-            out = allocations(case, report.parent, args.python_allocators)
+            allocations(case, report.parent, args.python_allocators, out)
         else:  # instructions: the whole probe runs under the counter; the gradient is the timing path
-            out = timing(case)
+            timing(case, out)
         out["ok"] = True
         code = 0
     except BaseException as exc:  # report every failure, including SystemExit from a framework

@@ -240,7 +240,8 @@ def cold_evidence(counters: dict, cache: str, entries_before: int) -> str:
     """One line proving (or disproving) that the sample started cold."""
     parts = [f"{cache} cache: {entries_before} files in the cache folder at start"]
     if "backend_compiles" in counters:
-        parts.append(f"XLA backend compiles in first gradient: {counters['backend_compiles']}")
+        parts.append(f"XLA backend compiles in first gradient: {counters['backend_compiles']}, "
+                     f"persistent cache hits: {counters.get('persistent_cache_hits', 0)}")
     if "fxgraph_cache_misses" in counters:
         parts.append(f"Inductor FX graph cache: {counters['fxgraph_cache_misses']} misses, "
                      f"{counters['fxgraph_cache_hits']} hits")

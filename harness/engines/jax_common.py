@@ -23,6 +23,12 @@ COMPILE_EVENTS = {
     "/jax/core/compile/backend_compile_duration": "compile",
 }
 
+# jax.monitoring events of the persistent compilation cache, by counter name.
+CACHE_EVENTS = {
+    "/jax/compilation_cache/cache_hits": "persistent_cache_hits",
+    "/jax/compilation_cache/cache_misses": "persistent_cache_misses",
+}
+
 
 class JaxOps:
     def __init__(self, scan: bool):
@@ -111,6 +117,7 @@ class CompileEvents:
         self.seconds: dict[str, float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        jax.monitoring.register_event_listener(self._on_event)
 
     @classmethod
     def get(cls) -> "CompileEvents":
@@ -124,8 +131,20 @@ class CompileEvents:
             self.seconds[phase] += duration
             self.counts[phase] += 1
 
+    def _on_event(self, event: str, **kwargs: Any) -> None:
+        if event in CACHE_EVENTS:
+            self.counts[CACHE_EVENTS[event]] += 1
+
     def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
         return dict(self.seconds), dict(self.counts)
+
+
+def first_gradient_counts(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Compile-event counters of one window: backend compiles and persistent-cache hits."""
+    return {
+        "backend_compiles": after.get("compile", 0) - before.get("compile", 0),
+        "persistent_cache_hits": after.get("persistent_cache_hits", 0) - before.get("persistent_cache_hits", 0),
+    }
 
 
 def jaxpr_equations(jaxpr) -> int:

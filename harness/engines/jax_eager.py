@@ -34,7 +34,7 @@ class JaxEagerEngine(Engine):
         result = self.gradient()
         total = time.perf_counter() - start
         after, counts_after = self.events.snapshot()
-        self.first_compiles = counts_after.get("compile", 0) - counts_before.get("compile", 0)
+        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
         phases = {p: after.get(p, 0.0) - before.get(p, 0.0) for p in ("trace", "lower", "compile")}
         phases["execute"] = max(total - sum(phases.values()), 0.0)
         return result, phases
@@ -52,7 +52,7 @@ class JaxEagerEngine(Engine):
 
         return {
             "jaxpr_eqns": self.jc.jaxpr_equations(jax.make_jaxpr(self.fn)(self.params, self.x)),
-            "backend_compiles": getattr(self, "first_compiles", None),
+            **getattr(self, "first_counts", {}),
         }
 
 

@@ -49,7 +49,7 @@ class JaxJitEngine(Engine):
         result = jax.block_until_ready(self.compiled(*self.args))
         t4 = clock()
         _, counts_after = self.events.snapshot()
-        self.first_compiles = counts_after.get("compile", 0) - counts_before.get("compile", 0)
+        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
         return result, {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "execute": t4 - t3}
 
     def gradient(self):
@@ -68,7 +68,7 @@ class JaxJitEngine(Engine):
         return {
             "jaxpr_eqns": self.jc.jaxpr_equations(traced.jaxpr),
             "hlo_ops": self.jc.hlo_ops(lowered.as_text()),
-            "backend_compiles": getattr(self, "first_compiles", None),
+            **getattr(self, "first_counts", {}),
         }
 
 
