@@ -80,6 +80,9 @@ def run_table(results) -> Table:
             allocs = case.values("alloc_count", kind="allocations", cache=None)
             counters = good[-1].get("counters", {}) if good else {}
             counter_text = " ".join(f"{k}={v}" for k, v in counters.items() if v is not None)
+            instructions = case.values("instructions", kind="instructions", cache=None)
+            if instructions:
+                counter_text = f"instructions={_median(instructions) / 1e9:.2f}G (whole process) " + counter_text
             status = f"{len(good)}/{len(timing)}"
             if len(good) < len(timing):
                 status = f"[red]{status}[/]"
