@@ -166,6 +166,41 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_study(args) -> int:
+    import json
+    from pathlib import Path
+
+    from .errors import UsageError
+    from .runner import RunSettings
+    from .study import run_study
+    from .tables import console as make_console, depth_table, effects_table
+
+    if args.repeat < 2:
+        raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")
+    console = make_console()
+    out = Path(args.out or f"runs/study-{args.study}.json")
+    settings = RunSettings(repeat=args.repeat, timeout_s=args.timeout, threads=args.threads)
+    console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
+
+    def on_sample(done, total, case, sample):
+        status = "ok" if sample["ok"] else f"[red]failed[/red]: {sample['error']}"
+        first = sample.get("first_grad_s")
+        console.print(f"  [{done}/{total}] {case.id} "
+                      f"{'' if first is None else f'{first:.3f}s '}{status}", highlight=False)
+
+    try:
+        result = run_study(args.study, args.model, args.backend, settings, out, on_sample)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]: finished samples are kept in {out}")
+        return 130
+    for note in result.notes:
+        console.print(f"skipped {note}", highlight=False)
+    console.print(depth_table(result) if args.study == "depth" else effects_table(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfg",
@@ -210,6 +245,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
+                       description="params: closure vs args; chain: scan vs unrolled (effects from paired, "
+                                   "interleaved cold processes, with 95%% intervals per backend); depth: sweep the "
+                                   "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "
+                                   "for k (is compile time linear in depth?).")
+    p.add_argument("study", choices=("params", "chain", "depth"))
+    p.add_argument("--model", default="resnet15", help="resnet15 (default) or convnext_tiny")
+    p.add_argument("--backend", action="append", metavar="NAME", help="repeatable; default: the backends the study applies to")
+    p.add_argument("--repeat", type=int, default=5, help="cold processes per case and arm (default: 5)")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
+    p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
+    p.set_defaults(func=cmd_study)
     return parser
 
 

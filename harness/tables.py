@@ -112,3 +112,33 @@ def failures_table(results) -> Table | None:
         last = (s.get("stderr_tail") or "").strip().splitlines()[-1:] or [""]
         table.add_row(case_id, s["kind"], str(s["index"]), s.get("error") or "", last[0][:160])
     return table
+
+
+def effects_table(study) -> Table:
+    from .study import effect_text
+
+    axis = {"params": "params", "chain": "chain"}[study.study]
+    table = Table(title=f"{study.study} study on {study.model}: effect = treatment / control, "
+                        f"paired cold processes, 95% interval", title_justify="left")
+    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note"):
+        table.add_column(col, no_wrap=col != "note")
+    for row in study.effects:
+        e = row.effect
+        table.add_row(row.backend, row.metric, f"{row.control} -> {row.treatment}", effect_text(e),
+                      str(e.n) if e else "-", f"{e.p_value:.3g}" if e else "-", row.note)
+    return table
+
+
+def depth_table(study) -> Table:
+    from .study import growth_text
+
+    table = Table(title=f"depth study on {study.model}: t = a + b * depth^k, 95% interval for k",
+                  title_justify="left")
+    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note"):
+        table.add_column(col, no_wrap=col not in ("note", "median by depth"))
+    for row in study.depth:
+        points = " ".join(f"{d}:{_fmt_s(v)}" for d, v in row.points)
+        fit = row.fit
+        table.add_row(row.backend, row.metric, growth_text(row), row.growth,
+                      _fmt_s(fit.a) if fit else "-", f"{fit.b:.3g}" if fit else "-", points, row.note)
+    return table

@@ -1,0 +1,227 @@
+"""Studies: the seeds' questions, each one command with an honest answer.
+
+* ``params``: does passing weights as arguments instead of capturing them change TTFG?
+  Effect = closure / args per backend, from paired cold processes.
+* ``chain``: does a homogeneous chain (scan / regional compilation) compile faster
+  than an unrolled one? Effect = scan / unrolled per backend.
+* ``depth``: how does the first gradient grow with depth? Sweeps resnet blocks
+  (1, 2, 4, 8, 15, 30, 60) or ConvNeXt stage-depth multipliers, and fits
+  ``t = a + b * depth**k`` per backend and phase, with an interval for ``k``.
+
+All samples are cold processes from the runner, interleaved round-robin (effects: the
+two arms alternate A B B A within each round), and every sample lands in an ordinary
+results file, so a study can be re-analysed, compared and reported like any run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import engines, stats
+from .cases import Case, parse_model
+from .errors import UsageError
+from .record import GRADIENT_PHASES, CaseResult, Results
+from .runner import RunSettings, Runner
+
+STUDIES = ("params", "chain", "depth")
+#: For each effect study: the axis, the control value and the treatment value.
+ARMS = {"params": ("params", "args", "closure"), "chain": ("chain", "unrolled", "scan")}
+RESNET_DEPTHS = (1, 2, 4, 8, 15, 30, 60)
+CONVNEXT_MULTIPLIERS = (1, 2, 3)  # stage depths (1, 1, 3, 1) x m; m = 3 is ConvNeXt-T
+DEFAULT_BACKENDS = {
+    "params": ("jax.jit", "torch.compile", "torch.compile.aot_eager"),
+    "chain": ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager"),
+    "depth": ("jax.jit", "jax.eager", "torch.eager", "torch.func", "torch.compile.aot_eager", "autograd"),
+}
+#: Metrics a depth fit is made for: the first gradient and each of its phases.
+DEPTH_METRICS = ("first_grad_s", *(f"{p}_s" for p in GRADIENT_PHASES))
+
+
+def depth_models(model: str) -> list[tuple[str, int]]:
+    """``(model selection, depth)`` pairs swept by the depth study."""
+    name, options = parse_model(model)
+    if options:
+        raise UsageError(f"the depth study sets the depth itself; give the bare model name, not {model!r}")
+    if name == "resnet15":
+        return [(f"resnet15:blocks={d}", d) for d in RESNET_DEPTHS]
+    if name == "convnext_tiny":
+        return [(f"convnext_tiny:depths={m}x{m}x{3 * m}x{m}", 6 * m) for m in CONVNEXT_MULTIPLIERS]
+    raise UsageError(f"no depth sweep is defined for model {name!r}")
+
+
+@dataclass
+class EffectRow:
+    backend: str
+    metric: str
+    control: str
+    treatment: str
+    effect: stats.Effect | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "metric": self.metric, "control": self.control, "treatment": self.treatment,
+                "effect": None if self.effect is None else vars(self.effect), "note": self.note}
+
+
+@dataclass
+class DepthRow:
+    backend: str
+    metric: str
+    fit: stats.PowerLawFit | None
+    growth: str
+    points: list[tuple[int, float]] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "metric": self.metric, "growth": self.growth, "note": self.note,
+                "fit": None if self.fit is None else {k: getattr(self.fit, k) for k in
+                                                       ("a", "b", "k", "k_ci_low", "k_ci_high", "n", "method")},
+                "points": self.points}
+
+
+def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tuple[str, Case, Case]], list[str]]:
+    """Per backend, the (control, treatment) case pair; backends lacking either arm are noted."""
+    axis, control, treatment = ARMS[study]
+    pairs, notes = [], []
+    for name in backends:
+        cls = engines.get(name)
+        if cls.availability():
+            notes.append(f"{name}: {cls.availability()}")
+            continue
+        if control not in cls.supports[axis] or treatment not in cls.supports[axis]:
+            notes.append(f"{name}: does not support both {axis}={control} and {axis}={treatment}")
+            continue
+        base = cls.default_variant()
+        arms = []
+        for value in (control, treatment):
+            want = {**base, axis: value}
+            if cls.unsupported_combination(want):
+                want = {**cls.default_variant(), axis: value}
+            arms.append(Case(model, name, tuple(cls.resolve_variant(want).items())))
+        pairs.append((name, arms[0], arms[1]))
+    return pairs, notes
+
+
+def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tuple[list[float], list[float]]:
+    """Values of both arms matched by sample index (a pair is one round of the interleaving)."""
+    def by_index(case: CaseResult) -> dict[int, float]:
+        return {s["index"]: s[metric] for s in case.good() if isinstance(s.get(metric), (int, float))
+                and s[metric] > 0}
+
+    a, b = by_index(control), by_index(treatment)
+    common = sorted(set(a) & set(b))
+    return [a[i] for i in common], [b[i] for i in common]
+
+
+def analyse_effects(study: str, results: Results, pairs: list[tuple[str, Case, Case]],
+                    metrics=("first_grad_s", "process_ttfg_s", "compile_s")) -> list[EffectRow]:
+    axis, control, treatment = ARMS[study]
+    rows = []
+    for backend, c_case, t_case in pairs:
+        c_res, t_res = results.case(c_case.id), results.case(t_case.id)
+        for metric in metrics:
+            ctrl, trt = paired_values(c_res, t_res, metric)
+            if len(ctrl) < 2:
+                rows.append(EffectRow(backend, metric, control, treatment, None,
+                                      f"{len(ctrl)} complete pair(s); need at least 2"))
+                continue
+            rows.append(EffectRow(backend, metric, control, treatment, stats.paired_effect(ctrl, trt)))
+    return rows
+
+
+def analyse_depth(results: Results, sweep: list[tuple[str, int]], backends: list[str]) -> list[DepthRow]:
+    depth_of = dict(sweep)
+    rows = []
+    for backend in backends:
+        for metric in DEPTH_METRICS:
+            xs, ys, points = [], [], []
+            for case in results.cases:
+                if case.backend != backend or case.model not in depth_of or case.skipped:
+                    continue
+                values = [v for v in case.values(metric) if v > 0]
+                for v in values:
+                    xs.append(depth_of[case.model])
+                    ys.append(v)
+                if values:
+                    points.append((depth_of[case.model], sorted(values)[len(values) // 2]))
+            if len({x for x in xs}) < 3:
+                if metric == "first_grad_s" or xs:
+                    rows.append(DepthRow(backend, metric, None, "undetermined", sorted(points),
+                                         "fewer than 3 depths with good samples"))
+                continue
+            fit = stats.fit_power_law(xs, ys)
+            rows.append(DepthRow(backend, metric, fit, stats.linearity(fit), sorted(points)))
+    return rows
+
+
+@dataclass
+class StudyResult:
+    study: str
+    model: str
+    results: Results
+    effects: list[EffectRow] = field(default_factory=list)
+    depth: list[DepthRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"study": self.study, "model": self.model, "notes": self.notes,
+                "effects": [e.to_json() for e in self.effects], "depth": [d.to_json() for d in self.depth]}
+
+
+def run_study(study: str, model: str, backends: list[str] | None, settings: RunSettings, out: Path | None,
+              on_sample: Callable | None = None) -> StudyResult:
+    """Measure and analyse one study; the samples are saved to ``out`` as they arrive."""
+    if study not in STUDIES:
+        raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    backends = list(backends or DEFAULT_BACKENDS[study])
+    for name in backends:
+        engines.get(name)  # unknown names fail before anything runs
+    if study == "depth":
+        sweep = depth_models(model)
+        cases, notes = [], []
+        for name in backends:
+            cls = engines.get(name)
+            if cls.availability():
+                notes.append(f"{name}: {cls.availability()}")
+                continue
+            cases += [Case(m, name, tuple(cls.default_variant().items())) for m, _ in sweep]
+        results = Runner(cases, [], settings, out).run(on_sample)
+        ran = [b for b in backends if any(c.backend == b for c in cases)]
+        res = StudyResult(study, model, results, depth=analyse_depth(results, sweep, ran), notes=notes)
+    else:
+        pairs, notes = effect_cases(study, model, backends)
+        cases = []
+        for i, (_, control, treatment) in enumerate(pairs):
+            cases += [control, treatment] if i % 2 == 0 else [treatment, control]
+        if not cases:
+            raise UsageError(f"no selected backend supports both arms of the {study} study: {'; '.join(notes)}")
+        runner = Runner(cases, [], settings, out)
+        # A B B A: alternate the order of the two arms from round to round so order effects cancel.
+        rounds: dict[int, list] = {}
+        for step in runner.plan.steps:
+            rounds.setdefault(step[3], []).append(step)
+        runner.plan.steps = [s for i in sorted(rounds) for s in (rounds[i] if i % 2 == 0 else rounds[i][::-1])]
+        results = runner.run(on_sample)
+        res = StudyResult(study, model, results, effects=analyse_effects(study, results, pairs), notes=notes)
+    if out:
+        results.settings["study"] = res.to_json()
+        results.save(out)
+    return res
+
+
+def effect_text(effect: stats.Effect | None) -> str:
+    if effect is None:
+        return "-"
+    return f"{effect.ratio:.2f}x [{effect.ci_low:.2f}, {effect.ci_high:.2f}]"
+
+
+def growth_text(row: DepthRow) -> str:
+    if row.fit is None or not math.isfinite(row.fit.k):
+        return "-"
+    return f"k = {row.fit.k:.2f} [{row.fit.k_ci_low:.2f}, {row.fit.k_ci_high:.2f}]"
+
+
+__all__ = ["STUDIES", "StudyResult", "depth_models", "effect_text", "growth_text", "run_study"]
