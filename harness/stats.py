@@ -25,9 +25,9 @@ excludes 1 (for the tests used here the two agree up to rounding).
 
 In two sentences: a change is a regression (improvement) only when it is
 statistically significant at ``alpha`` *and* its estimated size is at least the
-minimum effect; it is unchanged when the confidence interval fits inside the
-minimum-effect band or the significant change is smaller than that band. Anything
-else is inconclusive, which asks for more samples rather than guessing.
+minimum effect. It is unchanged when the confidence interval fits inside the
+minimum-effect band or the significant change is smaller than that band, and
+inconclusive otherwise, which asks for more samples rather than guessing.
 
 Comparisons
 -----------
@@ -244,7 +244,7 @@ def _pct(ratio: float) -> str:
 
 
 def _fmt_p(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha) -> tuple[str, str]:
