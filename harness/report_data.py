@@ -180,7 +180,8 @@ def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
         raise ReportInputError(f"history: missing column(s) {', '.join(missing)}; "
                                f"expected {', '.join(HISTORY_COLUMNS)}")
     notes: list[str] = []
-    df = df[pd.to_numeric(df["value"], errors="coerce").notna()].copy()
+    # A fresh index: the frame may be a concatenation with repeated labels.
+    df = df[pd.to_numeric(df["value"], errors="coerce").notna()].reset_index(drop=True)
     df["value"] = pd.to_numeric(df["value"])
     df["date"] = _dates(df["date"])
     for col in ("machine", "environment"):

@@ -108,17 +108,43 @@ def detect_steps(values, min_change: float = DEFAULT_MIN_CHANGE, min_size: int =
         cuts.append(lo + k)
         todo += [(lo, lo + k), (lo + k, hi)]
     cuts.sort()
+    cuts = _drop_blips(y, cuts, min_change, max_len=max(min_size, 2))
     cuts = _merge_small(y, cuts, min_change)
     bounds = [0, *cuts, n]
     medians = [float(np.median(y[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
     return [Step(int(where[c]), medians[i], medians[i + 1]) for i, c in enumerate(cuts)]
 
 
+def _medians(y: np.ndarray, cuts: list[int]) -> list[float]:
+    bounds = [0, *cuts, len(y)]
+    return [float(np.median(y[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _drop_blips(y: np.ndarray, cuts: list[int], min_change: float, max_len: int) -> list[int]:
+    """Remove short interior excursions that come back to where they left.
+
+    An outlier next to a normal point forms a two-point segment and would read as a
+    step up and a step down; if the levels on both sides agree, nothing changed.
+    A short segment at the end stays: it is the newest commits' change.
+    """
+    changed = True
+    while changed and len(cuts) >= 2:
+        changed = False
+        med = _medians(y, cuts)
+        bounds = [0, *cuts, len(y)]
+        for i in range(1, len(med) - 1):
+            short = bounds[i + 1] - bounds[i] <= max_len
+            if short and med[i - 1] and abs(med[i + 1] / med[i - 1] - 1) < min_change:
+                del cuts[i - 1:i + 1]
+                changed = True
+                break
+    return cuts
+
+
 def _merge_small(y: np.ndarray, cuts: list[int], min_change: float) -> list[int]:
     """Drop cuts whose neighbouring segment medians differ by less than ``min_change``."""
     while cuts:
-        bounds = [0, *cuts, len(y)]
-        med = [float(np.median(y[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
+        med = _medians(y, cuts)
         rel = [abs(b / a - 1) if a else math.inf for a, b in zip(med[:-1], med[1:])]
         worst = int(np.argmin(rel))
         if rel[worst] >= min_change:
