@@ -128,47 +128,44 @@ DASHES = {"-": "", "--": "7 4", ":": "2 3", "-.": "7 3 2 3"}
 
 
 def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], str]]:
-    """One figure per model x metric, grouped into time / memory / counters sections."""
+    """One figure per model x metric: sections by group (time / memory / counters), then
+    a heading per metric with one plot per model, so a metric is compared across models
+    without scrolling past the others."""
     canvas = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits)
     backends = sorted({s.backend for s in trends.series.values()})
     styles = variant_styles(trends)
-    by_model: dict[str, dict[str, list]] = {}
+    by_metric: dict[str, dict[str, list]] = {}
     for s in trends.series.values():
-        by_model.setdefault(s.model, {}).setdefault(s.metric, []).append(s)
+        by_metric.setdefault(s.metric, {}).setdefault(s.model, []).append(s)
     anchors: dict[tuple[str, str], str] = {}
     sections = []
-    n = 0
     for group, title, blurb in GROUPS:
-        figures = []
-        for model in sorted(by_model):
-            metrics = [m for m in by_model[model] if metric(m).group == group]
-            if group != "counters":
-                metrics = [m for m in TREND_METRICS if m in metrics]
-            else:
-                metrics.sort()
-            for name in metrics:
-                info = metric(name)
-                lines = []
-                for s in sorted(by_model[model][name], key=lambda s: (s.backend, s.variant)):
-                    lines.append(plots.Line(
-                        f"{s.backend} · {s.variant}" if s.variant else s.backend,
-                        plots.backend_color(s.backend, backends), styles[s.variant],
-                        s.pos.astype(float), s.values,
-                        [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps]))
-                n += 1
-                slug = _slug(n)
+        names = [m for m in by_metric if metric(m).group == group]
+        names = sorted(names) if group == "counters" else [m for m in TREND_METRICS if m in names]
+        blocks, aggregated = [], 1
+        for name in names:
+            info = metric(name)
+            figures = []
+            for model in sorted(by_metric[name]):
+                series = sorted(by_metric[name][model], key=lambda s: (s.backend, s.variant))
+                lines = [plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
+                                    plots.backend_color(s.backend, backends), styles[s.variant],
+                                    s.pos.astype(float), s.values,
+                                    [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps])
+                         for s in series]
+                slug = _slug(len(anchors) + 1)
                 anchors[(model, name)] = slug
-                n_steps = sum(len(s.steps) for s in by_model[model][name])
-                uri, aggregated = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                uri, agg = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                aggregated = max(aggregated, agg)
                 figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
-                                "lines": len(lines), "steps": n_steps, "aggregated": aggregated})
-        if figures:
-            most = max(f["aggregated"] for f in figures)
+                                "lines": len(lines), "steps": sum(len(s.steps) for s in series)})
+            blocks.append({"metric": name, "label": info.label, "figures": figures})
+        if blocks:
             axis = f"x axis: {trends.n_commits} commit(s) in order, oldest left, labelled with short hash and date"
-            if most > 1:
-                axis += f"; each plotted point averages up to {most} consecutive commits, the band shows their min to max"
+            if aggregated > 1:
+                axis += f"; each plotted point averages up to {aggregated} consecutive commits, the band shows their min to max"
             sections.append({"id": f"trends-{group}", "group": group, "title": title, "blurb": blurb,
-                             "axis": axis + ".", "figures": figures})
+                             "axis": axis + ".", "blocks": blocks})
     return sections, anchors
 
 
@@ -328,14 +325,18 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
     summ = summary_section(prepared.trends, back, threshold)
     for row in summ["rows"]:
         row["spark"] = Markup(row["spark"])  # built from numbers and a checked colour only
+    steps = steps_section(prepared.trends, anchors)
+    glance = [f"{prepared.trends.n_commits} commit(s)", f"{len(summ['rows'])} case(s)",
+              f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)"]
     context = {
         "title": "ttfg report — time to first gradient",
+        "glance": glance,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": prepared.source,
         "notes": prepared.notes,
         "environment": environment_section(prepared),
         "summary": summ,
-        "steps": steps_section(prepared.trends, anchors),
+        "steps": steps,
         "trend_sections": trend,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
