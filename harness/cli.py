@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from .errors import TtfgError
+from .report_cli import add_report_commands
 
 EPILOG = """\
 examples:
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)
+    add_report_commands(sub)
     return parser
 
 

@@ -1,0 +1,395 @@
+"""``ttfg report``: one static HTML file with the history's trends and the latest run's anatomy.
+
+Inputs: an asv history frame (``harness.asv_results.load``'s schema, optional) and ttfg
+results files. Without history, the results files are the commits. Output: a single
+self-contained file (figures embedded as PNG data URIs, no script, nothing fetched),
+written atomically so a failed build never leaves half a report behind.
+
+The pieces, one job each: ``report_data`` (inputs -> points), ``steps`` (change
+detection), ``trends`` (series, steps table, summary), ``run_views`` (one run's phases
+and cache effect), ``plots`` (figures), ``fmt`` (numbers), and the Jinja template
+``templates/report.html.j2`` (autoescaped: case names are user input).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import fmt, plots, report_data, run_views
+from .report_data import TREND_METRICS, History, ReportInputError, metric
+from .steps import DEFAULT_MIN_CHANGE
+from .trends import Trends, analyse, summary
+
+TEMPLATE = "report.html.j2"
+TEMPLATES = Path(__file__).with_name("templates")
+#: Step rows in the HTML (all are in ``ttfg regressions``); after the first
+#: ``OPEN_STEP_ROWS`` (the largest regressions) the rest sit in a folded <details>.
+MAX_STEP_ROWS = 200
+OPEN_STEP_ROWS = 20
+GROUPS = (
+    ("time", "Time trends", "Seconds per case across commits, one line per backend and variant."),
+    ("memory", "Allocation and memory trends",
+     "Allocations counted by memray in the first-gradient window, and peak RSS of the whole process."),
+    ("counters", "Structural counter trends",
+     "Deterministic counts that explain a timing change without timing noise (jaxpr equations, "
+     "HLO ops, graphs, autograd nodes)."),
+)
+
+
+@dataclass
+class Prepared:
+    """Everything the report and ``ttfg regressions`` derive from the inputs."""
+
+    points: pd.DataFrame
+    trends: Trends
+    history: History | None
+    runs: list
+    notes: list[str] = field(default_factory=list)
+    source: str = "results files"
+
+
+def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
+            threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Prepared:
+    """Points and detected steps from asv history when given, else from the results files."""
+    runs = list(runs)
+    notes: list[str] = []
+    history = None
+    if history_df is not None and len(history_df):
+        history = report_data.from_history(history_df, machine=machine)
+        notes += history.notes
+    if history is not None and len(history.points):
+        points, source = history.points, "asv history"
+        if runs:
+            notes.append("trends come from the asv history; the results files feed the latest-run sections")
+    else:
+        if history_df is not None:
+            notes.append("the asv history holds no results; trends come from the results files")
+        points, source = report_data.from_runs(runs), "results files"
+    if not len(points) and not runs:
+        raise ReportInputError("nothing to report: no asv history and no results files "
+                               "(pass --runs FILE from `ttfg run --out FILE`, or point --results at asv results)")
+    if last is not None and last < 1:
+        raise ReportInputError(f"--last must be >= 1, got {last}")
+    points = report_data.keep_last(points, last)
+    return Prepared(points, analyse(points, threshold), history, runs, notes, source)
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+def _ticks(commits: pd.DataFrame, max_ticks: int = 8) -> list[tuple[int, str]]:
+    n = len(commits)
+    if not n:
+        return []
+    where = sorted({int(round(v)) for v in np.linspace(0, n - 1, min(n, max_ticks))})
+    out = []
+    for p in where:
+        row = commits.iloc[p]
+        date = row["date"]
+        text = str(row["label"])
+        if isinstance(date, (pd.Timestamp, datetime)) and not pd.isna(date):
+            text += "\n" + date.strftime("%Y-%m-%d")
+        out.append((p, text))
+    return out
+
+
+def _slug(n: int) -> str:
+    return f"fig-{n}"
+
+
+def variant_styles(trends: Trends) -> dict[str, str]:
+    """One line style per variant for the whole report (most common variant: solid)."""
+    counts: dict[str, int] = {}
+    for s in trends.series.values():
+        counts[s.variant] = counts.get(s.variant, 0) + 1
+    ordered = sorted(counts, key=lambda v: (-counts[v], v))
+    return {v: plots.LINE_STYLES[i % len(plots.LINE_STYLES)] for i, v in enumerate(ordered)}
+
+
+def line_legend(trends: Trends) -> dict:
+    """The HTML legend shared by every trend plot: colour = backend, line style = variant."""
+    backends = sorted({s.backend for s in trends.series.values()})
+    return {"backends": [{"name": b, "color": plots.backend_color(b, backends)} for b in backends],
+            "variants": [{"name": v or "(no variant)", "dash": DASHES[style]}
+                         for v, style in variant_styles(trends).items()]}
+
+
+#: SVG stroke-dasharray for each matplotlib line style, for the HTML legend.
+DASHES = {"-": "", "--": "7 4", ":": "2 3", "-.": "7 3 2 3"}
+
+
+def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], str]]:
+    """One figure per model x metric: sections by group (time / memory / counters), then
+    a heading per metric with one plot per model, so a metric is compared across models
+    without scrolling past the others."""
+    canvas = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits)
+    backends = sorted({s.backend for s in trends.series.values()})
+    styles = variant_styles(trends)
+    by_metric: dict[str, dict[str, list]] = {}
+    for s in trends.series.values():
+        by_metric.setdefault(s.metric, {}).setdefault(s.model, []).append(s)
+    anchors: dict[tuple[str, str], str] = {}
+    sections = []
+    for group, title, blurb in GROUPS:
+        names = [m for m in by_metric if metric(m).group == group]
+        names = sorted(names) if group == "counters" else [m for m in TREND_METRICS if m in names]
+        blocks, aggregated = [], 1
+        for name in names:
+            info = metric(name)
+            figures = []
+            for model in sorted(by_metric[name]):
+                series = sorted(by_metric[name][model], key=lambda s: (s.backend, s.variant))
+                lines = [plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
+                                    plots.backend_color(s.backend, backends), styles[s.variant],
+                                    s.pos.astype(float), s.values,
+                                    [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps])
+                         for s in series]
+                slug = _slug(len(anchors) + 1)
+                anchors[(model, name)] = slug
+                uri, agg = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                aggregated = max(aggregated, agg)
+                figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
+                                "lines": len(lines), "steps": sum(len(s.steps) for s in series)})
+            blocks.append({"metric": name, "label": info.label, "figures": figures})
+        if blocks:
+            axis = f"x axis: {trends.n_commits} commit(s) in order, oldest left, labelled with short hash and date"
+            if aggregated > 1:
+                axis += f"; each plotted point averages up to {aggregated} consecutive commits, the band shows their min to max"
+            sections.append({"id": f"trends-{group}", "group": group, "title": title, "blurb": blurb,
+                             "axis": axis + ".", "blocks": blocks})
+    return sections, anchors
+
+
+def summary_section(trends: Trends, back: int, threshold: float) -> dict:
+    rows = summary(trends, back)
+    backends = sorted({r.backend for r in rows})
+    out = []
+    for r in rows:
+        color = plots.backend_color(r.backend, backends)
+        info = metric(r.metric) if r.metric else None
+
+        def cls(v):
+            if v is None or not math.isfinite(v):
+                return "none"
+            return "worse" if v > threshold else "better" if v < -threshold else "same"
+
+        out.append({
+            "case": r.case, "model": r.model, "backend": r.backend, "variant": r.variant, "color": color,
+            "metric": info.brief if info else "–",
+            "latest": fmt.value(r.latest, info.unit) if info else "–", "latest_label": r.latest_label or "",
+            "vs_previous": fmt.change(r.vs_previous), "vs_previous_class": cls(r.vs_previous),
+            "vs_back": fmt.change(r.vs_back), "vs_back_class": cls(r.vs_back), "back_label": r.back_label or "",
+            "spark": plots.sparkline_svg(r.history, color) if r.history is not None and len(r.history) > 1 else "",
+            "process": fmt.seconds(r.process), "allocations": fmt.count(r.allocations),
+            "regressions": r.regressions,
+        })
+    return {"rows": out, "back": back, "threshold": fmt.ratio(threshold)}
+
+
+def steps_section(trends: Trends, anchors: dict[tuple[str, str], str]) -> dict:
+    steps = trends.steps
+    backends = sorted(steps["backend"].unique()) if len(steps) else []
+    rows = []
+    for r in steps.head(MAX_STEP_ROWS).itertuples(index=False):
+        info = metric(r.metric)
+        date = r.date_after
+        rows.append({
+            "kind": r.kind, "case": r.case, "model": r.model, "backend": r.backend, "variant": r.variant,
+            "color": plots.backend_color(r.backend, backends), "metric": info.brief,
+            "anchor": anchors.get((r.model, r.metric)),
+            "before_label": r.label_before, "after_label": r.label_after,
+            "date": date.strftime("%Y-%m-%d") if isinstance(date, (pd.Timestamp, datetime)) and not pd.isna(date) else "",
+            "before": fmt.value(r.before, info.unit), "after": fmt.value(r.after, info.unit),
+            "change": fmt.change(r.change),
+        })
+    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
+    longest = max((len(s.pos) for s in trends.series.values()), default=0)
+    if longest < 4:
+        why = f"a step needs at least two commits on each side; the longest history here has {longest}"
+    else:
+        why = "no series changed level by more than the threshold"
+    return {"rows": rows[:OPEN_STEP_ROWS], "why_none": why, "folded": rows[OPEN_STEP_ROWS:], "regressions": n_reg,
+            "improvements": len(steps) - n_reg, "hidden": max(len(steps) - MAX_STEP_ROWS, 0)}
+
+
+def _run_title(res) -> str:
+    git = res.environment.get("git") or {}
+    commit = report_data.short_commit(git.get("commit")) + (" (dirty)" if git.get("dirty") else "")
+    name = Path(res.path).name if res.path else "results"
+    return f"{name}, commit {commit}, {res.created}"
+
+
+def phase_section(runs: list) -> dict:
+    res = run_views.latest(runs, need=lambda r: any(c.good("timing", "cold") for c in r.cases))
+    if res is None:
+        return {"figures": [], "note": "needs a results file with cold timing samples (ttfg run --out FILE)"}
+    bars = run_views.phase_bars(res)
+    names = dict(run_views.PHASE_SEGMENTS)
+    backends = sorted({b.backend for b in bars})
+    figures, table = [], []
+    for model in sorted({b.model for b in bars}):
+        mine = sorted((b for b in bars if b.model == model), key=lambda b: (b.backend, b.variant))
+        drawn = [plots.Bar(f"{b.backend}\n{b.variant}" if b.variant else b.backend,
+                           plots.backend_color(b.backend, backends),
+                           b.segments, b.total) for b in mine]
+        figures.append({"model": model, "uri": plots.phase_plot(drawn, names, f"{model} — one cold process, phase by phase")})
+        for b in mine:
+            table.append({"case": b.case, "color": plots.backend_color(b.backend, backends), "samples": b.samples,
+                          "cells": [fmt.seconds(b.segments.get(k)) if k in b.segments else "–"
+                                    for k, _ in run_views.PHASE_SEGMENTS],
+                          "total": fmt.seconds(b.total)})
+    return {"figures": figures, "run": _run_title(res), "columns": [n for _, n in run_views.PHASE_SEGMENTS],
+            "table": table, "note": None}
+
+
+def cache_section(runs: list) -> dict:
+    res = run_views.latest(runs, need=lambda r: bool(run_views.cache_pairs(r)))
+    if res is None:
+        return {"uri": None, "note": "no run measured both caches (ttfg run --cache both)"}
+    pairs = sorted(run_views.cache_pairs(res), key=lambda p: (p.model, p.backend, p.variant))
+    backends = sorted({p.backend for p in pairs})
+    label = lambda p: f"{p.model} · {p.backend}" + (f"\n{p.variant}" if p.variant else "")  # noqa: E731
+    first = [plots.CacheBar(label(p), plots.backend_color(p.backend, backends), p.cold_first, p.warm_first) for p in pairs]
+    proc = [plots.CacheBar(label(p), plots.backend_color(p.backend, backends), p.cold_process, p.warm_process)
+            for p in pairs]
+    uri = plots.cache_plot([("first gradient", first), ("process TTFG", proc)], "cold versus warm compile cache")
+    rows = [{"case": p.case, "color": plots.backend_color(p.backend, backends),
+             "cold_first": fmt.seconds(p.cold_first), "warm_first": fmt.seconds(p.warm_first),
+             "cold_process": fmt.seconds(p.cold_process), "warm_process": fmt.seconds(p.warm_process),
+             "speedup": f"{p.speedup:.1f}×" if p.speedup else "–"} for p in pairs]
+    return {"uri": uri, "rows": rows, "run": _run_title(res), "note": None}
+
+
+def environment_section(prepared: Prepared) -> dict:
+    rows: list[tuple[str, str]] = []
+    trends = prepared.trends
+    if prepared.history is not None and len(prepared.history.points):
+        rows.append(("asv machine", prepared.history.machine or "–"))
+        rows.append(("asv environment", prepared.history.environment or "–"))
+    if trends.n_commits:
+        first, last = trends.commits.iloc[0], trends.commits.iloc[-1]
+
+        def when(row):
+            d = row["date"]
+            return f"{row['label']} ({d.strftime('%Y-%m-%d %H:%M')})" if isinstance(d, (pd.Timestamp, datetime)) and not pd.isna(d) else str(row["label"])
+
+        rows.append(("commits", f"{trends.n_commits}: {when(first)} … {when(last)}"))
+    rows.append(("cases", str(len(trends.cases()))))
+    packages = []
+    res = run_views.latest(prepared.runs)
+    if res is not None:
+        env = res.environment
+        git = env.get("git") or {}
+        rows += [
+            ("host", f"{env.get('hostname', '?')} — {env.get('cpu', '?')}, {env.get('cpu_count', '?')} CPUs"),
+            ("platform", str(env.get("platform", "?"))),
+            ("python", str(env.get("python", "?"))),
+            ("latest run", f"{_run_title(res)}" + (f", branch {git['branch']}" if git.get("branch") else "")),
+        ]
+        threads = env.get("probe_env") or {}
+        if threads:
+            rows.append(("probe environment", ", ".join(f"{k}={v}" for k, v in sorted(threads.items()))))
+        packages = [f"{k} {v}" for k, v in sorted((env.get("packages") or {}).items()) if v]
+    files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
+              "commit": report_data.short_commit(report_data.run_commit(r)),
+              "cases": sum(1 for c in r.cases if not c.skipped)} for r in prepared.runs]
+    return {"rows": rows, "packages": packages, "files": files}
+
+
+# ---------------------------------------------------------------------------- render + write
+
+
+def _template():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    return env.get_template(TEMPLATE)
+
+
+def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
+           threshold: float = DEFAULT_MIN_CHANGE) -> str:
+    """The report's HTML text."""
+    from markupsafe import Markup
+
+    trend, anchors = trend_sections(prepared.trends)
+    summ = summary_section(prepared.trends, back, threshold)
+    for row in summ["rows"]:
+        row["spark"] = Markup(row["spark"])  # built from numbers and a checked colour only
+    steps = steps_section(prepared.trends, anchors)
+    glance = [f"{prepared.trends.n_commits} commit(s)", f"{len(summ['rows'])} case(s)",
+              f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)"]
+    context = {
+        "title": "ttfg report — time to first gradient",
+        "glance": glance,
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "source": prepared.source,
+        "notes": prepared.notes,
+        "environment": environment_section(prepared),
+        "summary": summ,
+        "steps": steps,
+        "trend_sections": trend,
+        "phases": phase_section(prepared.runs),
+        "cache": cache_section(prepared.runs),
+        "asv_link": asv_link,
+        "line_legend": line_legend(prepared.trends),
+    }
+    return _template().render(**context)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write next to ``path`` and rename over it: readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
+    """Relative link from the report to the asv site's index.html, when that exists.
+
+    ``asv_html`` may name the site folder or its ``index.html``; by default the
+    report looks for ``asv/index.html`` beside itself (``reports/asv`` in asv.conf.json).
+    """
+    candidate = Path(asv_html) if asv_html is not None else out.parent / "asv"
+    if candidate.is_dir():
+        candidate = candidate / "index.html"
+    if not candidate.is_file():
+        return None
+    return Path(os.path.relpath(candidate.resolve(), out.parent.resolve())).as_posix()
+
+
+def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), out: str | os.PathLike = "reports/index.html",
+                 asv_html: str | os.PathLike | None = None, *, last: int | None = None, back: int = 10,
+                 threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Path:
+    """Write the report to ``out`` (one self-contained HTML file) and return its path.
+
+    ``history_df``: asv history in ``harness.asv_results.load``'s schema, or None.
+    ``runs``: loaded ``Results``; they make the trends when there is no history and
+    always feed the environment, phase and cold/warm sections. ``last``: newest N
+    commits only. ``back``: the summary's second comparison, N commits back.
+    ``threshold``: smallest relative step reported (counters use 1 %).
+    """
+    out = Path(out)
+    prepared = prepare(history_df, runs, last=last, threshold=threshold, machine=machine)
+    html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold)
+    return write_atomic(out, html)
+
+
+__all__ = ["Prepared", "asv_link_for", "build_report", "prepare", "render", "write_atomic"]

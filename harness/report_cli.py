@@ -1,0 +1,186 @@
+"""``ttfg report`` and ``ttfg regressions``: the command-line side of the trend report.
+
+Kept out of ``cli.py`` so the report can grow without touching the core commands;
+``cli.build_parser`` calls :func:`add_report_commands` once. Nothing here imports an
+AD framework, and heavy imports (pandas, matplotlib) happen only when a command runs.
+
+History comes from asv results through ``harness.asv_results.load`` when that module
+exists and the results folder does; either may be missing, and the commands then say
+so and work from results files alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+DEFAULT_RESULTS = "results"
+DEFAULT_OUT = "reports/index.html"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", metavar="DIR",
+                   help=f"asv results folder with the history across commits (default: {DEFAULT_RESULTS}/ when it "
+                        "exists; without it, or without harness.asv_results, trends come from --runs)")
+    p.add_argument("--runs", nargs="+", action="extend", default=[], metavar="FILE",
+                   help="ttfg results files (from `ttfg run --out FILE`) or folders of them; without history each "
+                        "file is one commit")
+    p.add_argument("--last", type=int, metavar="N", help="only the newest N commits")
+    p.add_argument("--threshold", type=float, default=0.05, metavar="FRACTION",
+                   help="smallest relative step reported (default: 0.05; counters use at most 0.01)")
+    p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
+
+
+def add_report_commands(sub) -> None:
+    """Register ``report`` and ``regressions`` on the ``ttfg`` subparsers."""
+    p = sub.add_parser(
+        "report", help="write an HTML trend report with plots",
+        description="Write one self-contained HTML file (plots embedded, no scripts, nothing fetched): environment, "
+                    "a summary per case, detected steps, trend plots per model and metric across commits, the "
+                    "latest run's phase breakdown, allocation and counter trends, and cold versus warm compile "
+                    "cache. Prints the path written. Exit 2 on bad input (nothing is written then).")
+    _common(p)
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE", help=f"HTML file to write (default: {DEFAULT_OUT})")
+    p.add_argument("--back", type=int, default=10, metavar="N",
+                   help="the summary also compares with N commits back (default: 10)")
+    p.add_argument("--asv-html", metavar="DIR",
+                   help="asv site to link to (default: asv/ beside --out, i.e. reports/asv, when it has index.html)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "regressions", help="list detected steps in the history (terminal table)",
+        description="Detect level changes in every case's metrics across commits and print them, regressions first "
+                    "(largest first). Informational: exit 0 whether or not regressions are found (use `ttfg gate` "
+                    "to fail CI); exit 2 on bad input.")
+    _common(p)
+    p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
+    p.set_defaults(func=cmd_regressions)
+
+
+def _run_files(paths: list[str]) -> list[Path]:
+    from .errors import UsageError
+
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise UsageError(f"{path}: folder holds no results files (*.json)")
+            files += found
+        else:
+            files.append(path)  # a missing file is reported by record.load, by name
+    return files
+
+
+def load_inputs(args, notes: list[str]):
+    """``(history frame or None, [Results])`` from the command's arguments; notes say what was skipped."""
+    from .errors import UsageError
+    from .record import load
+    from .report_data import ReportInputError
+
+    runs = [load(path) for path in _run_files(args.runs)]
+    folder = Path(args.results or DEFAULT_RESULTS)
+    if not folder.is_dir():
+        if args.results:
+            raise UsageError(f"--results {folder}: no such folder")
+        notes.append(f"no asv history ({folder}/ does not exist); trends come from the results files")
+        return None, runs
+    try:
+        asv_results = importlib.import_module("harness.asv_results")
+    except ModuleNotFoundError as exc:
+        if exc.name != "harness.asv_results":
+            raise
+        notes.append(f"asv history in {folder}/ not read: this ttfg has no harness.asv_results yet; "
+                     "trends come from the results files")
+        return None, runs
+    try:
+        history = asv_results.load(folder)
+    except ReportInputError:
+        raise
+    except Exception as exc:  # the loader's own errors name the file; anything else gets the folder
+        from .errors import TtfgError
+
+        if isinstance(exc, TtfgError):
+            raise
+        raise ReportInputError(f"{folder}: cannot read the asv history: {exc}") from exc
+    if history is None or not len(history):
+        notes.append(f"asv history in {folder}/ is empty")
+        return None, runs
+    return history, runs
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def cmd_report(args) -> int:
+    from .errors import UsageError
+    from .report import asv_link_for, prepare, render, write_atomic
+
+    if args.back < 1:
+        raise UsageError(f"--back must be >= 1, got {args.back}")
+    notes: list[str] = []
+    history, runs = load_inputs(args, notes)
+    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
+    prepared.notes[:0] = notes
+    out = Path(args.out)
+    html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold)
+    path = write_atomic(out, html)
+    _print_notes(prepared.notes)
+    steps = prepared.trends.steps
+    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
+    print(f"{prepared.trends.n_commits} commit(s), {len(prepared.trends.cases())} case(s), "
+          f"{n_reg} regression(s), {len(steps) - n_reg} improvement(s) detected", file=sys.stderr)
+    print(path)
+    return 0
+
+
+def regressions_table(prepared, only_regressions: bool = False):
+    """The detected steps as a rich table (regressions first, largest first)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from . import fmt
+    from .report_data import metric
+
+    steps = prepared.trends.steps
+    if only_regressions and len(steps):
+        steps = steps[steps["kind"] == "regression"]
+    table = Table(title=f"detected steps over {prepared.trends.n_commits} commit(s) ({prepared.source})",
+                  title_justify="left")
+    for col, justify in (("kind", "left"), ("case", "left"), ("metric", "left"), ("between commits", "left"),
+                         ("date", "left"), ("before", "right"), ("after", "right"), ("change", "right")):
+        table.add_column(col, justify=justify, no_wrap=col != "case")
+    for r in steps.itertuples(index=False):
+        info = metric(r.metric)
+        style = "red" if r.kind == "regression" else "green"
+        date = r.date_after.strftime("%Y-%m-%d") if hasattr(r.date_after, "strftime") and r.date_after == r.date_after else ""
+        table.add_row(f"[{style}]{r.kind}[/]", escape(r.case), escape(info.brief),
+                      escape(f"{r.label_before} → {r.label_after}"), date,
+                      fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]")
+    return table
+
+
+def cmd_regressions(args) -> int:
+    from .report import prepare
+    from .tables import console as make_console
+
+    notes: list[str] = []
+    history, runs = load_inputs(args, notes)
+    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
+    _print_notes(notes + prepared.notes)
+    console = make_console()
+    steps = prepared.trends.steps
+    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
+    if len(steps) and not (args.only_regressions and not n_reg):
+        console.print(regressions_table(prepared, args.only_regressions))
+    console.print(f"{n_reg} regression(s), {len(steps) - n_reg} improvement(s) in "
+                  f"{len(prepared.trends.series)} series over {prepared.trends.n_commits} commit(s)", highlight=False)
+    return 0
+
+
+__all__ = ["add_report_commands", "cmd_regressions", "cmd_report", "load_inputs", "regressions_table"]
