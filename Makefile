@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 bench: $(STAMP)
 	$(BIN)/ttfg check --model resnet15
 	$(BIN)/ttfg run --model resnet15 --backend all --repeat 3 --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(BIN)/ttfg report --runs $(BENCH_OUT) --out reports/index.html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
