@@ -210,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.set_defaults(func=cmd_run)
+    from .asv_cli import add_asv_commands; add_asv_commands(sub)  # noqa: E702  (ttfg asv ..., harness/asv_cli.py)
     return parser
 
 
