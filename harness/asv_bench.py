@@ -119,8 +119,7 @@ class Selection:
         """``(cases, skipped)`` as ``harness.cases.select`` gives them; raises UsageError on bad names."""
         from .cases import select
 
-        models_sel = [m for sel in self.models for m in (models.names() if sel == "all" else [sel])]
-        return select(models_sel, list(self.backends), list(self.variants))
+        return select(list(self.models), list(self.backends), list(self.variants))
 
 
 def variant_labels() -> list[str]:
