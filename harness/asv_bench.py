@@ -45,7 +45,7 @@ from .errors import UsageError
 ENV_PREFIX = "TTFG_ASV_"
 PARAM_NAMES = ["model", "backend", "variant"]
 
-#: metric -> (unit, where it comes from). Sample fields come from ``harness.record``.
+#: metric -> asv unit. Names are sample fields of ``harness.record`` (``counters.NAME`` for counters).
 METRICS: dict[str, str] = {
     "first_grad_s": "seconds",
     "process_ttfg_s": "seconds",
