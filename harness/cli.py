@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from .errors import TtfgError
+from .asv_cli import add_asv_commands
 from .report_cli import add_report_commands
 
 EPILOG = """\
@@ -262,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)
     add_report_commands(sub)
+    add_asv_commands(sub)
     return parser
 
 

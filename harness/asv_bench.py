@@ -1,0 +1,230 @@
+"""What the asv suites in ``suites/`` call: measure once per environment, answer every metric.
+
+asv keys a benchmark's history by a hash of its source code (the ``track_*`` function,
+its ``setup`` and its ``setup_cache``), so those functions are one-line calls into this
+module and every decision lives here: which cases run, how many cold processes, how a
+metric is read and aggregated. Editing this module keeps asv history; editing a suite
+function starts that benchmark's history afresh.
+
+Params are the full matrix, not the selection. ``asv publish`` draws graphs only for the
+params listed in the latest ``benchmarks.json``; params that followed the selection would
+hide every other case's history after one narrow run. So the params are every registered
+model x backend x variant label (plus any sized model named in ``TTFG_ASV_MODELS``), and a
+combination that was not selected, is not supported by its backend, or had no good sample
+returns NaN, which asv shows as n/a. To keep asv from forking a process for each of those
+NaN combinations, pass ``asv run -b`` patterns (``bench_patterns()``); that also keeps the
+values of unselected cases already stored for the same commit.
+
+Selection, from environment variables (read both when asv imports the suite and in
+``setup_cache``):
+
+``TTFG_ASV_MODELS``      comma-separated models, sized ones allowed (default ``resnet15``)
+``TTFG_ASV_BACKENDS``    comma-separated backends or ``all`` (default ``all``)
+``TTFG_ASV_VARIANTS``    ``;``-separated variant selections: ``default``, ``all`` or
+                         ``axis=value[,axis=value]`` (default ``default``)
+``TTFG_ASV_REPEAT``      cold timing processes per case; metrics are their medians (default 3)
+``TTFG_ASV_ALLOCATIONS`` ``1``/``0``: one extra memray process per case (default 1)
+``TTFG_ASV_TIMEOUT``     seconds per cold process (default 600)
+``TTFG_ASV_SETUP_TIMEOUT`` seconds asv allows ``setup_cache`` (default 14400)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+
+import models
+
+from . import engines, variants
+from .errors import UsageError
+
+ENV_PREFIX = "TTFG_ASV_"
+PARAM_NAMES = ["model", "backend", "variant"]
+
+#: metric -> asv unit. Names are sample fields of ``harness.record`` (``counters.NAME`` for counters).
+METRICS: dict[str, str] = {
+    "first_grad_s": "seconds",
+    "process_ttfg_s": "seconds",
+    "first_grad_compile_s": "seconds",  # trace + lower + compile, where the backend can tell
+    "import_s": "seconds",
+    "second_grad_s": "seconds",
+    "peak_rss_bytes": "bytes",
+    "alloc_count": "count",
+    "alloc_bytes": "bytes",
+    "counters.jaxpr_eqns": "count",
+    "counters.hlo_ops": "count",
+    "counters.backend_compiles": "count",
+    "counters.graphs": "count",
+    "counters.graph_breaks": "count",
+    "counters.recompiles": "count",
+    "counters.fx_nodes": "count",
+    "counters.autograd_nodes": "count",
+    "counters.autograd_primitives": "count",
+}
+ALLOCATION_METRICS = ("alloc_count", "alloc_bytes")
+COMPILE_PHASES = ("trace_s", "lower_s", "compile_s")
+
+
+def _env(name: str, default: str) -> str:
+    value = os.environ.get(ENV_PREFIX + name, "").strip()
+    return value or default
+
+
+def _env_number(name: str, default: float, kind=int):
+    text = _env(name, str(default))
+    try:
+        value = kind(text)
+    except ValueError:
+        raise UsageError(f"{ENV_PREFIX}{name}={text!r} is not a number") from None
+    if value <= 0:
+        raise UsageError(f"{ENV_PREFIX}{name} must be positive, got {text!r}")
+    return value
+
+
+def _flag(name: str, default: bool) -> bool:
+    text = _env(name, "1" if default else "0").lower()
+    if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise UsageError(f"{ENV_PREFIX}{name}={text!r}: use 1 or 0")
+    return text in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``setup_cache`` measures; from ``TTFG_ASV_*`` (see the module docstring)."""
+
+    models: tuple[str, ...] = ("resnet15",)
+    backends: tuple[str, ...] = ("all",)
+    variants: tuple[str, ...] = ("default",)
+    repeat: int = 3
+    allocations: bool = True
+    timeout_s: float = 600.0
+
+    @classmethod
+    def from_env(cls) -> "Selection":
+        split = lambda text, sep: tuple(p.strip() for p in text.split(sep) if p.strip())  # noqa: E731
+        return cls(
+            models=split(_env("MODELS", "resnet15"), ","),
+            backends=split(_env("BACKENDS", "all"), ","),
+            variants=split(_env("VARIANTS", "default"), ";"),
+            repeat=_env_number("REPEAT", 3),
+            allocations=_flag("ALLOCATIONS", True),
+            timeout_s=_env_number("TIMEOUT", 600.0, float),
+        )
+
+    def cases(self):
+        """``(cases, skipped)`` as ``harness.cases.select`` gives them; raises UsageError on bad names."""
+        from .cases import select
+
+        return select(list(self.models), list(self.backends), list(self.variants))
+
+
+def variant_labels() -> list[str]:
+    """Every combination of the variant axes, as canonical labels."""
+    labels = [{}]
+    for axis, values in variants.AXES.items():
+        labels = [{**partial, axis: v} for partial in labels for v in values]
+    return [variants.label(v) for v in labels]
+
+
+def model_params() -> list[str]:
+    """Registered models, then sized models named in ``TTFG_ASV_MODELS`` (unparsable ones are left to setup_cache to report)."""
+    from .cases import parse_model
+
+    out = models.names()
+    for text in _env("MODELS", "").split(","):
+        text = text.strip()
+        if not text or text in out or text == "all":
+            continue
+        try:
+            parse_model(text)
+        except UsageError:
+            continue
+        out.append(text)
+    return out
+
+
+def params() -> list[list[str]]:
+    """asv ``params``: model x backend x variant, fixed at import time."""
+    return [model_params(), engines.names(), variant_labels()]
+
+
+def bench_patterns(selection: Selection | None = None) -> list[str]:
+    """``asv run -b`` patterns matching exactly the selected cases' parameter combinations.
+
+    asv matches ``-b`` against ``name('model', 'backend', 'variant')`` for parameterized
+    benchmarks and runs nothing (NaN, or the value already stored) for the rest.
+    """
+    cases, _ = (selection or Selection.from_env()).cases()
+    return [re.escape(f"({c.model!r}, {c.backend!r}, {variants.label(c.variant_dict)!r})") for c in cases]
+
+
+def setup_timeout_s() -> float:
+    return _env_number("SETUP_TIMEOUT", 14400.0, float)
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else math.nan
+
+
+def aggregate(case_result, metric: str) -> float:
+    """One number for asv: the median over the case's good cold samples, NaN when there is none."""
+    if metric == "first_grad_compile_s":
+        sums = []
+        for s in case_result.good("timing", "cold"):
+            parts = [s.get(k) for k in COMPILE_PHASES]
+            parts = [p for p in parts if isinstance(p, (int, float)) and math.isfinite(p)]
+            if parts:
+                sums.append(float(sum(parts)))
+        return _median(sums)
+    kind = "allocations" if metric in ALLOCATION_METRICS else "timing"
+    return _median(case_result.values(metric, kind=kind))
+
+
+def measure(selection: Selection | None = None, out=None) -> dict:
+    """The body of ``setup_cache``: run the selection's cold processes once, keep the medians.
+
+    Returns a small picklable dict (asv loads it in every benchmark process):
+    ``{"values": {case_id: {metric: float}}, "problems": {case_id: reason}, "selection": {...}}``.
+    Cases that are skipped or fail get no values (NaN later) and a line on stderr, which
+    ``asv run --show-stderr`` prints; only a bad selection raises.
+    """
+    from .runner import RunSettings, Runner
+
+    selection = selection or Selection.from_env()
+    cases, skipped = selection.cases()
+    settings = RunSettings(repeat=selection.repeat, timeout_s=selection.timeout_s,
+                           allocations=selection.allocations)
+    print(f"ttfg: measuring {len(cases)} case(s), {selection.repeat} cold process(es) each"
+          + (" plus one allocation process" if selection.allocations else "")
+          + f", {len(skipped)} skipped", file=sys.stderr)
+    results = Runner(cases, skipped, settings, out).run()
+    values: dict[str, dict[str, float]] = {}
+    problems: dict[str, str] = {}
+    for case in results.cases:
+        if case.skipped:
+            problems[case.id] = f"skipped: {case.skipped}"
+            continue
+        values[case.id] = {m: aggregate(case, m) for m in METRICS}
+        bad = [s for s in case.samples if not s["ok"]]
+        if bad:
+            problems[case.id] = f"{len(bad)} failed sample(s); first: {bad[0]['error']}"
+    for case_id, why in problems.items():
+        print(f"ttfg: {case_id}: {why}", file=sys.stderr)
+    return {"values": values, "problems": problems,
+            "selection": {**selection.__dict__, "python": sys.executable}}
+
+
+def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> float:
+    """The body of each ``track_*``: the stored median, or NaN (asv: n/a)."""
+    if metric not in METRICS:
+        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+    got = cache.get("values", {}).get(f"{model}/{backend}/{variant}", {}).get(metric)
+    return float(got) if isinstance(got, (int, float)) and math.isfinite(got) else math.nan
+
+
+__all__ = ["METRICS", "PARAM_NAMES", "Selection", "aggregate", "bench_patterns", "measure", "params",
+           "setup_timeout_s", "value", "variant_labels"]
