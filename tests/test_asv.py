@@ -144,7 +144,9 @@ def clone_with_two_commits(dest: Path) -> tuple[str, str]:
     if git(dest, "status", "--porcelain"):
         git(dest, "commit", "--quiet", "-m", "working tree under test")
     first = git(dest, "rev-parse", "HEAD")
-    # asv resolves the configured branches ("main") even for an existing environment
+    # asv resolves the configured branches ("main") even for an existing environment; the
+    # second commit goes on a PR-like branch (the clone may have main checked out).
+    git(dest, "checkout", "--quiet", "-B", "pr-under-test")
     git(dest, "branch", "--force", "main", first)
     with open(dest / "README.md", "a") as fh:
         fh.write("\nA second commit for the asv history test.\n")
