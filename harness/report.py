@@ -7,8 +7,9 @@ written atomically so a failed build never leaves half a report behind.
 
 The pieces, one job each: ``report_data`` (inputs -> points), ``steps`` (change
 detection), ``trends`` (series, steps table, summary), ``run_views`` (one run's phases
-and cache effect), ``plots`` (figures), ``fmt`` (numbers), and the Jinja template
-``templates/report.html.j2`` (autoescaped: case names are user input).
+and cache effect), ``study_views`` (``ttfg study`` files' stored analyses), ``plots``
+(figures), ``fmt`` (numbers), and the Jinja template ``templates/report.html.j2``
+(autoescaped: case names are user input).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from . import fmt, plots, report_data, run_views
+from . import fmt, plots, report_data, run_views, study_views
 from .report_data import TREND_METRICS, History, ReportInputError, metric
 from .steps import DEFAULT_MIN_CHANGE
 from .trends import Trends, analyse, summary
@@ -52,16 +53,26 @@ class Prepared:
     points: pd.DataFrame
     trends: Trends
     history: History | None
-    runs: list
+    runs: list                   # ordinary results files: trends, phases, cold/warm
     notes: list[str] = field(default_factory=list)
     source: str = "results files"
+    studies: list = field(default_factory=list)  # results files of `ttfg study`: the Studies section
 
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
             threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Prepared:
-    """Points and detected steps from asv history when given, else from the results files."""
-    runs = list(runs)
+    """Points and detected steps from asv history when given, else from the results files.
+
+    Results files of ``ttfg study`` feed the Studies section only. Their cases are
+    sweeps and arms of one experiment (``resnet15:blocks=60``, ``chain=scan``) under the
+    study's own settings, not a commit's regular measurement: as trend points they
+    would add a one-point "model" per depth and mix a study's arms into the history, and
+    as the "latest run" they would replace the run the phase and cache sections are about.
+    """
+    runs, studies = study_views.split_runs(runs)
     notes: list[str] = []
+    if studies:
+        notes.append(f"{len(studies)} study file(s) shown under Studies only, not in the trends or latest-run sections")
     history = None
     if history_df is not None and len(history_df):
         history = report_data.from_history(history_df, machine=machine)
@@ -74,13 +85,13 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
         if history_df is not None:
             notes.append("the asv history holds no results; trends come from the results files")
         points, source = report_data.from_runs(runs), "results files"
-    if not len(points) and not runs:
+    if not len(points) and not runs and not studies:
         raise ReportInputError("nothing to report: no asv history and no results files "
                                "(pass --runs FILE from `ttfg run --out FILE`, or point --results at asv results)")
     if last is not None and last < 1:
         raise ReportInputError(f"--last must be >= 1, got {last}")
     points = report_data.keep_last(points, last)
-    return Prepared(points, analyse(points, threshold), history, runs, notes, source)
+    return Prepared(points, analyse(points, threshold), history, runs, notes, source, studies)
 
 
 # ---------------------------------------------------------------------------- sections
@@ -269,6 +280,100 @@ def cache_section(runs: list) -> dict:
     return {"uri": uri, "rows": rows, "run": _run_title(res), "note": None}
 
 
+def _times(v: float | None) -> str:
+    """A ratio as people read it: ``0.27×``, ``3.70×``, ``120×``."""
+    if v is None or not math.isfinite(v):
+        return "–"
+    return f"{v:.2f}×" if 0.1 <= v < 100 else f"{v:.2g}×"
+
+
+def effect_reading(row: study_views.EffectRow) -> str:
+    """What the interval says, in words: faster, slower, or no clear difference."""
+    if row.ratio is None or row.ci_low is None or row.ci_high is None:
+        return ""
+    if row.ci_high < 1:
+        return f"{row.treatment} {1 / row.ratio:.1f}× faster"
+    if row.ci_low > 1:
+        return f"{row.treatment} {row.ratio:.1f}× slower"
+    return "no clear difference"
+
+
+def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
+    control, treatment = study.control, study.treatment
+    order = {m: i for i, m in enumerate(dict.fromkeys(r.metric for r in study.effects))}
+    rows = sorted(study.effects, key=lambda r: (order[r.metric], r.backend))
+    bars, table = [], []
+    for r in rows:
+        color = plots.backend_color(r.backend, backends)
+        label = metric(r.metric).brief
+        reading = effect_reading(r)
+        if r.ratio is not None and r.ratio > 0:
+            text = f"{_times(r.ratio)} [{_times(r.ci_low)}, {_times(r.ci_high)}]"
+            text += f" — {reading}" if reading else ""
+            bars.append(plots.EffectBar(f"{r.backend} · {label}", color, r.ratio, r.ci_low, r.ci_high, text))
+        table.append({
+            "key": f"{r.backend}/{r.metric}", "backend": r.backend, "color": color, "metric": label,
+            "control": r.control, "treatment": r.treatment,
+            "control_value": fmt.seconds(r.control_median), "treatment_value": fmt.seconds(r.treatment_median),
+            "ratio": _times(r.ratio), "ci": f"[{_times(r.ci_low)}, {_times(r.ci_high)}]" if r.ratio is not None else "",
+            "reading": reading, "n": "–" if r.n is None else str(r.n),
+            "p": "–" if r.p_value is None else f"{r.p_value:.2g}", "note": r.note,
+        })
+    uri = None
+    if bars:
+        uri = plots.effect_plot(
+            bars, f"{study.kind} study on {study.model}: time with {treatment} / time with {control}",
+            f"ratio {treatment} / {control}, geometric mean over paired cold processes, 95 % interval (log scale)",
+            f"{treatment} faster", f"{treatment} slower")
+    return {"uri": uri, "rows": table, "control": control, "treatment": treatment, "charted": len(bars)}
+
+
+def _depth_block(study: study_views.Study, backends: list[str]) -> dict:
+    panels = []
+    for name in study.depth_metrics():
+        lines = []
+        for s in sorted((s for s in study.depth if s.metric == name and s.points), key=lambda s: s.backend):
+            xs, ys = [d for d, _ in s.points], [t for _, t in s.points]
+            fit_x = list(np.geomspace(xs[0], xs[-1], 60)) if s.fit is not None and len(xs) > 1 else []
+            label = s.backend + (f": k = {s.fit.k:.2f} {s.fit.interval}, {s.growth}".replace("  ", " ")
+                                 if s.fit else ": no fit")
+            lines.append(plots.DepthLine(label, plots.backend_color(s.backend, backends), xs, ys, fit_x,
+                                         s.fit.curve(fit_x) if fit_x else []))
+        panels.append(plots.DepthPanel(metric(name).label, lines))
+    uri = None
+    if panels:
+        uri = plots.depth_plot(panels, f"depth study on {study.model}: median seconds by depth (log-log); "
+                                       "dashed: fitted a + b·depthᵏ", "depth (blocks), log scale")
+    order = {m: i for i, m in enumerate(study_views.DEPTH_METRICS)}
+    rows = []
+    for s in sorted(study.depth, key=lambda s: (s.backend, order.get(s.metric, len(order)), s.metric)):
+        fit = s.fit
+        rows.append({
+            "key": f"{s.backend}/{s.metric}", "backend": s.backend, "color": plots.backend_color(s.backend, backends),
+            "metric": metric(s.metric).label, "k": f"{fit.k:.2f}" if fit else "–",
+            "k_ci": fit.interval if fit else "",
+            "growth": s.growth, "a": fmt.seconds(fit.a) if fit else "–", "b": fmt.seconds(fit.b) if fit else "–",
+            "span": (f"{fmt.seconds(s.points[0][1])} at {s.points[0][0]:g} → {fmt.seconds(s.points[-1][1])} at "
+                     f"{s.points[-1][0]:g}") if s.points else "–",
+            "depths": len(s.points), "note": s.note,
+        })
+    return {"uri": uri, "panels": len(panels), "rows": rows}
+
+
+def studies_section(studies: list) -> dict:
+    """One block per ``ttfg study`` results file: a figure and a table from its stored analysis."""
+    views, notes = study_views.read_studies(studies)
+    backends = sorted({r.backend for v in views for r in (*v.effects, *v.depth)})
+    blocks = []
+    for i, v in enumerate(views, 1):
+        block = {"id": f"study-{i}", "kind": v.kind, "model": v.model, "file": Path(v.file).name,
+                 "created": v.created, "notes": v.notes}
+        block.update(_depth_block(v, backends) if v.kind == "depth" else _effect_block(v, backends))
+        block["has_notes"] = any(r["note"] for r in block["rows"])
+        blocks.append(block)
+    return {"blocks": blocks, "notes": notes, "shown": bool(studies)}
+
+
 def environment_section(prepared: Prepared) -> dict:
     rows: list[tuple[str, str]] = []
     trends = prepared.trends
@@ -285,7 +390,7 @@ def environment_section(prepared: Prepared) -> dict:
         rows.append(("commits", f"{trends.n_commits}: {when(first)} … {when(last)}"))
     rows.append(("cases", str(len(trends.cases()))))
     packages = []
-    res = run_views.latest(prepared.runs)
+    res = run_views.latest([*prepared.runs, *prepared.studies])
     if res is not None:
         env = res.environment
         git = env.get("git") or {}
@@ -301,7 +406,9 @@ def environment_section(prepared: Prepared) -> dict:
         packages = [f"{k} {v}" for k, v in sorted((env.get("packages") or {}).items()) if v]
     files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
               "commit": report_data.short_commit(report_data.run_commit(r)),
-              "cases": sum(1 for c in r.cases if not c.skipped)} for r in prepared.runs]
+              "cases": sum(1 for c in r.cases if not c.skipped),
+              "study": (study_views.study_of(r) or {}).get("study", "")}
+             for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
     return {"rows": rows, "packages": packages, "files": files}
 
 
@@ -328,6 +435,9 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
     steps = steps_section(prepared.trends, anchors)
     glance = [f"{prepared.trends.n_commits} commit(s)", f"{len(summ['rows'])} case(s)",
               f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)"]
+    studies = studies_section(prepared.studies)
+    if studies["blocks"]:
+        glance.append(f"{len(studies['blocks'])} study(ies)")
     context = {
         "title": "ttfg report — time to first gradient",
         "glance": glance,
@@ -340,6 +450,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "trend_sections": trend,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
+        "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),
     }

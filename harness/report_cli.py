@@ -39,8 +39,10 @@ def add_report_commands(sub) -> None:
         "report", help="write an HTML trend report with plots",
         description="Write one self-contained HTML file (plots embedded, no scripts, nothing fetched): environment, "
                     "a summary per case, detected steps, trend plots per model and metric across commits, the "
-                    "latest run's phase breakdown, allocation and counter trends, and cold versus warm compile "
-                    "cache. Prints the path written. Exit 2 on bad input (nothing is written then).")
+                    "latest run's phase breakdown, allocation and counter trends, cold versus warm compile "
+                    "cache, and the studies among the results files (`ttfg study`: effect charts, depth growth fits; "
+                    "study files feed only that section). Prints the path written. Exit 2 on bad input (nothing "
+                    "is written then).")
     _common(p)
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE", help=f"HTML file to write (default: {DEFAULT_OUT})")
     p.add_argument("--back", type=int, default=10, metavar="N",

@@ -4,6 +4,9 @@ Real results files come from ``ttfg run`` on the cheap backends (torch.eager and
 HIPS autograd, a 3-block resnet: seconds per process); trends across commits come
 from a synthetic history in the asv loader's schema with planted steps. The browser
 test needs Debian's Chromium (``/usr/bin/chromium``) and is skipped without it.
+``tests/data/study-*.json`` are real ``ttfg study`` outputs (``study chain --backend
+autograd --backend jax.jit --repeat 2``; ``study depth --backend autograd --backend
+torch.eager --repeat 2``) for the Studies section.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import report_data
+from harness import fmt, report_data
 from harness.record import load
 from harness.report import build_report, prepare
 from harness.steps import detect_steps
@@ -33,6 +36,7 @@ from .conftest import ROOT, run_ttfg
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 EVIL = "<script>alert('x')</script>"
 MODEL = "resnet15:blocks=3"
+STUDY_DATA = ROOT / "tests" / "data"
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -80,6 +84,10 @@ class Page(HTMLParser):
         self.tags: set[str] = set()
         self.urls: list[str] = []
         self.in_tbody = False
+        #: Rows marked ``data-row`` (study tables): key -> text of each cell.
+        self.cells: dict[str, list[str]] = {}
+        self.row = None
+        self.cell = None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -97,8 +105,21 @@ class Page(HTMLParser):
             self.in_tbody = True
         if tag == "tr" and self.in_tbody and "data-case" in attrs:
             self.rows.setdefault(self.section, []).append(attrs["data-case"])
+        if tag == "tr" and self.in_tbody and "data-row" in attrs:
+            self.row = self.cells[attrs["data-row"]] = []
+        if tag == "td" and self.row is not None:
+            self.cell = []
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
 
     def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            self.row.append(" ".join("".join(self.cell).split()))
+            self.cell = None
+        if tag == "tr":
+            self.row = None
         if tag == "tbody":
             self.in_tbody = False
         if tag == "section":
@@ -111,13 +132,13 @@ def parse(html: str) -> Page:
     return page
 
 
-def screenshot(html_path: Path, tmp_path: Path) -> tuple[Path, str]:
+def screenshot(html_path: Path, tmp_path: Path, height: int = 2000) -> tuple[Path, str]:
     """Render in headless Chromium; return the PNG and the browser's log."""
     png = tmp_path / "shot.png"
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
              "--enable-logging=stderr", "--v=0"]
-    shot = subprocess.run([CHROMIUM, *flags, f"--screenshot={png}", "--window-size=1280,2000", html_path.as_uri()],
+    shot = subprocess.run([CHROMIUM, *flags, f"--screenshot={png}", f"--window-size=1280,{height}", html_path.as_uri()],
                           capture_output=True, text=True, timeout=120)
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", html_path.as_uri()], capture_output=True, text=True,
                          timeout=120)
@@ -303,3 +324,98 @@ def test_plots_are_downsampled_for_long_histories():
     assert len(dx) <= MAX_POINTS and lo is not None and np.all(lo <= dy) and np.all(dy <= hi)
     assert downsample(x[:50], x[:50])[2] is None
     assert re.fullmatch(r"<svg .*</svg>", __import__("harness.plots").plots.sparkline_svg([1, 2, 3], "#123456"))
+
+
+# ---------------------------------------------------------------------------- studies
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}×"
+
+
+def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
+    run, chain, depth = load(real_run), load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")
+    out = build_report(None, [chain, run, depth], out=tmp_path / "studies.html")
+    html = out.read_text()
+    page = parse(html)
+    assert 'href="#studies"' in html and "2 study(ies)" in html
+    # One effect chart and one depth figure (a panel per phase inside).
+    assert len(page.imgs["studies"]) == 2
+    assert all(i["src"].startswith("data:image/png;base64,") for i in page.imgs["studies"])
+
+    effects = chain.settings["study"]["effects"]
+    fits = depth.settings["study"]["depth"]
+    assert set(page.cells) == ({f"{e['backend']}/{e['metric']}" for e in effects}
+                               | {f"{d['backend']}/{d['metric']}" for d in fits})
+    assert len(page.cells) == len(effects) + len(fits) == 7
+    for e in effects:  # backend, metric, control -> treatment, ratio, interval, reading, pairs, p
+        cells, eff = page.cells[f"{e['backend']}/{e['metric']}"], e["effect"]
+        assert cells[3] == _x(eff["ratio"]) and cells[4] == f"[{_x(eff['ci_low'])}, {_x(eff['ci_high'])}]"
+        assert cells[6] == str(eff["n"]) and cells[7] == f"{eff['p_value']:.2g}"
+        assert cells[2].startswith("unrolled ") and " → scan " in cells[2]
+    first = page.cells["jax.jit/first_grad_s"]
+    # The arms' medians come from the paired samples of the same file.
+    samples = {c.variant["chain"]: c.values("first_grad_s") for c in chain.cases}
+    assert first[2] == (f"unrolled {fmt.seconds(float(np.median(samples['unrolled'])))} → "
+                        f"scan {fmt.seconds(float(np.median(samples['scan'])))}")
+    assert first[5] == "scan 3.7× faster"
+    for d in fits:  # backend, metric, k, interval, growth, a, b, span, depths
+        cells, fit = page.cells[f"{d['backend']}/{d['metric']}"], d["fit"]
+        assert cells[2] == f"{fit['k']:.2f}" and cells[3] == f"[{fit['k_ci_low']:.2f}, {fit['k_ci_high']:.2f}]"
+        assert cells[4] == d["growth"] and cells[5] == fmt.seconds(fit["a"]) and cells[6] == fmt.seconds(fit["b"])
+        assert cells[8] == str(len(d["points"]))
+    assert page.cells["autograd/first_grad_s"][4] == "super-linear"
+    # Skipped backends are listed.
+    assert "autograd: does not support both chain=unrolled and chain=scan" in html
+
+    # Study files stay out of the trends and the latest-run sections, and are listed as files.
+    assert sorted(page.rows["summary"]) == sorted(c.id for c in run.cases)
+    assert len(page.imgs["phases"]) == 1 and "blocks=60" not in "".join(page.rows.get("phases", []))
+    assert "study-depth.json" in html and "shown under Studies only" in html
+
+
+def test_study_views_read_defensively(tmp_path):
+    from harness import study_views
+
+    chain, depth = load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")
+    studies, notes = study_views.read_studies([depth, chain])
+    assert [s.kind for s in studies] == ["chain", "depth"] and not notes  # oldest first
+    assert studies[1].depth_metrics() == ["first_grad_s", "execute_s"]
+    series = studies[1].depth[0]
+    assert series.points == [tuple(p) for p in depth.settings["study"]["depth"][0]["points"]]
+    assert series.fit.curve([1])[0] == pytest.approx(series.fit.a + series.fit.b)
+    # A broken analysis becomes a note naming the field; the report is still made.
+    broken = load(STUDY_DATA / "study-depth.json")
+    broken.settings["study"]["depth"][1]["points"] = [[1, "fast"]]
+    studies, notes = study_views.read_studies([broken])
+    assert not studies and "settings.study.depth[1].points[0][1]" in notes[0]
+    assert study_views.split_runs([chain, broken]) == ([], [chain, broken])
+    # An effect without an estimate is a table row with its note, not a bar; a fit without
+    # an interval shows none; the broken file is named in the section.
+    chain.settings["study"]["effects"][1].update(effect=None, note="1 complete pair(s); need at least 2")
+    depth.settings["study"]["depth"][2]["fit"]["k_ci_low"] = None
+    out = build_report(None, [chain, depth, broken], out=tmp_path / "partial.html")
+    page = parse(out.read_text())
+    assert len(page.imgs["studies"]) == 2
+    missing = page.cells["jax.jit/process_ttfg_s"]
+    assert missing[3] == "–" and missing[-1].startswith("1 complete")
+    assert page.cells["torch.eager/first_grad_s"][3] == ""
+    assert "study-depth.json: study not shown: settings.study.depth[1]" in out.read_text()
+
+
+def test_study_report_renders_in_a_browser(tmp_path):
+    """Study files alone make a report: no trends, a Studies section that Chromium draws without errors."""
+    runs = [load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")]
+    out = build_report(None, runs, out=tmp_path / "index.html")
+    page = parse(out.read_text())
+    assert len(page.imgs["studies"]) == 2 and not page.rows.get("summary")
+    if not CHROMIUM:
+        pytest.skip("Chromium is not installed (apt-get install -y chromium); structure checked, rendering not")
+    png, log = screenshot(out, tmp_path, height=3000)
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(png).convert("RGB"))
+    teal = np.all(np.abs(pixels.astype(int) - (0x1a, 0x9e, 0x9e)) < 12, axis=2)  # autograd's line
+    assert teal.sum() > 500, "the depth plot is not on screen"
+    console = [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
