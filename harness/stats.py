@@ -1,0 +1,1054 @@
+"""Statistics for ttfg: summaries, regression verdicts, the sequential gate, study fits.
+
+Why this module exists
+----------------------
+A cold-process TTFG sample on a small CI machine is noisy (CV 11-25 %) and the
+machine's speed drifts by 30-50 % within minutes, slowly and multiplicatively, for
+every process running close in time. Comparing two means by eye therefore flags
+noise as regressions. Every comparison here works on *log* times (the noise is
+multiplicative, so ratios are the natural effect size), reports a head/base ratio
+with a confidence interval, and reaches one of four verdicts through one shared
+rule, :func:`decide`.
+
+The decision rule
+-----------------
+Let ``m = min_effect`` (default 5 %). A comparison is *significant* when its
+p-value is below ``alpha`` and its ``1 - alpha`` confidence interval of the ratio
+excludes 1 (for the tests used here the two agree up to rounding).
+
+* ``regressed``: significant and the point estimate ``ratio >= 1 + m``.
+* ``improved``: significant and ``ratio <= 1 / (1 + m)``.
+* ``unchanged``: the whole interval lies inside ``[1/(1+m), 1+m]`` (equivalence
+  shown), or the change is significant but its estimate is smaller than ``m``.
+* ``inconclusive``: anything else: the interval still reaches beyond the minimum
+  effect, and more samples would help.
+
+In two sentences: a change is a regression (improvement) only when it is
+statistically significant at ``alpha`` *and* its estimated size is at least the
+minimum effect. It is unchanged when the confidence interval fits inside the
+minimum-effect band or the significant change is smaller than that band, and
+inconclusive otherwise, which asks for more samples rather than guessing.
+
+Comparisons
+-----------
+* :func:`compare_paired`: base and head measured interleaved (A B B A ...); a
+  one-sample t-test on ``log(head/base)``. Pairing cancels the shared drift.
+* :func:`compare_unpaired`: two result sets measured at different times; a
+  Mann-Whitney U test on log times with the Hodges-Lehmann shift and its
+  distribution-free interval. It cannot tell machine drift from a code change, so
+  its verdicts are weaker evidence than paired ones.
+* :func:`compare_counter`: deterministic counters (allocations, instructions, graph
+  ops) repeat within 0.5 %; medians are compared against a relative threshold, no
+  test.
+
+The sequential gate
+-------------------
+:class:`SequentialPairedTest` looks at the paired data after every new pair and may
+stop early. Looking repeatedly at a fixed-level test inflates the false-alarm rate,
+so the looks share ``alpha`` with a Haybittle-Peto style boundary justified by the
+Bonferroni (union) bound: all interim looks together get ``interim_share * alpha``
+(10 % of it by default), split equally between them, and the last planned look
+(``max_pairs``) gets the rest. Since the probability that *any* look wrongly
+declares significance is at most the sum of the per-look levels, the overall
+two-sided false-significance rate is at most ``alpha`` for every look schedule,
+without numerical integration and whatever the correlation between looks, and the
+one-sided false-alarm rate ("regressed" under A/A) is at most ``alpha / 2``. The
+price is small: the final look runs at ``0.9 * alpha`` (critical z 2.61 instead of
+2.58), while interim looks stop only for gross regressions, which is where
+stopping early saves most CI time. Stopping for "unchanged" needs no alpha.
+
+Defaults: ``min_pairs=5, max_pairs=60, look_every=1``. A 10 % shift at a paired
+log-ratio SD of 0.15 needs about 48 pairs for 95 % power at the final look's
+level; 60 pairs give about 98 % (the tests measure it by simulation).
+
+Noise model
+-----------
+:func:`simulate_pairs` draws independent lognormal noise per sample (default SD
+0.10 in log space) times a slow drift (a random walk in log space whose total SD
+over the run is ``drift_sd``, default 0.3), with samples taken in the order
+A B B A A B B A ... . With the defaults and 60 pairs, a single sample's spread over
+a run is about 15 % and the paired log-ratio SD is about 0.144, matching what was
+measured on the 2-core CI machine (11-25 % and 0.13-0.15).
+
+Study fits
+----------
+:func:`fit_power_law` fits ``time = a + b * depth**k`` on log times with a bootstrap
+interval for ``k``; :func:`linearity` classifies the growth; :func:`paired_effect`
+gives a ratio with interval for paired treatment/control studies.
+
+Docstrings use the numpydoc ``Parameters`` / ``Returns`` sections. Only numpy,
+scipy, dataclasses and math are used, so importing this module imports no AD
+framework.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+
+__all__ = [
+    "VERDICTS", "Summary", "summarize", "Verdict", "decide", "compare_paired", "compare_unpaired",
+    "compare_counter", "SequentialPairedTest", "PowerLawFit", "fit_power_law", "linearity", "Effect",
+    "paired_effect", "simulate_pairs", "paired_log_sd", "simulate_gate", "false_alarm_rate", "power",
+]
+
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
+
+
+def _json_value(value):
+    """Plain JSON value: NaN and infinities become ``None`` so ``json.dumps`` stays strict."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, np.generic):
+        return _json_value(value.item())
+    return value
+
+
+def _to_json(obj) -> dict:
+    return {k: _json_value(v) for k, v in asdict(obj).items()}
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+def _as_float_array(values, what: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be a one-dimensional sequence of numbers, got shape {arr.shape}")
+    return arr
+
+
+def _check_timings(arr: np.ndarray, what: str) -> None:
+    """Timing data must be positive and finite (NaN is allowed: it marks a missing sample)."""
+    bad = arr[~np.isnan(arr) & ~((arr > 0) & np.isfinite(arr))]
+    if bad.size:
+        raise ValueError(
+            f"{what} must be positive and finite (NaN marks a missing sample); "
+            f"got {bad.size} invalid value(s), e.g. {float(bad[0])!r}; "
+            "a zero or negative time means a broken measurement"
+        )
+
+
+def _timings(values, what: str) -> np.ndarray:
+    """Positive finite times with NaN removed."""
+    arr = _as_float_array(values, what)
+    _check_timings(arr, what)
+    return arr[~np.isnan(arr)]
+
+
+def _paired_logs(base, head) -> np.ndarray:
+    """``log(head/base)`` for the pairs where both sides are present."""
+    b = _as_float_array(base, "base")
+    h = _as_float_array(head, "head")
+    if b.shape != h.shape:
+        raise ValueError(f"paired samples need equal lengths, got {b.size} base and {h.size} head values")
+    _check_timings(b, "base")
+    _check_timings(h, "head")
+    keep = ~(np.isnan(b) | np.isnan(h))
+    return np.log(h[keep]) - np.log(b[keep])
+
+
+def _check_level(alpha: float, min_effect: float | None = None) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if min_effect is not None and not min_effect > 0:
+        raise ValueError(f"min_effect must be positive, got {min_effect!r}")
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+@dataclass
+class Summary:
+    """Descriptive statistics of one sample set (NaN samples ignored).
+
+    ``cv`` is ``std(ddof=1) / mean``, NaN when fewer than two samples remain; with
+    no samples every float field is NaN.
+    """
+
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    cv: float
+
+    def to_json(self) -> dict:
+        """Plain dict for result files; NaN becomes ``None``."""
+        return _to_json(self)
+
+
+def summarize(values) -> Summary:
+    """Summarise one set of samples.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Samples; NaN entries (failed or missing runs) are ignored.
+
+    Returns
+    -------
+    Summary
+        ``n`` counts the non-NaN samples; all float fields are NaN when ``n == 0``
+        and ``cv`` is NaN when ``n < 2``.
+    """
+    arr = _as_float_array(values, "values")
+    arr = arr[~np.isnan(arr)]
+    n = int(arr.size)
+    if n == 0:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan)
+    mean = float(np.mean(arr))
+    cv = float(np.std(arr, ddof=1) / mean) if n >= 2 and mean != 0 else math.nan
+    return Summary(n, float(np.median(arr)), mean, float(arr.min()), float(arr.max()), cv)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+@dataclass
+class Verdict:
+    """The outcome of one base/head comparison.
+
+    ``ratio`` is head over base (geometric), so ``ratio > 1`` means head is slower
+    or bigger; ``ci_low``/``ci_high`` bound it at ``1 - alpha`` (two-sided).
+    ``p_value`` is NaN for counters. For paired comparisons ``n_base == n_head`` is
+    the number of complete pairs. ``reason`` says in one sentence why.
+    """
+
+    verdict: str
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_base: int
+    n_head: int
+    method: str
+    reason: str
+
+    def to_json(self) -> dict:
+        """Plain dict for result files; NaN becomes ``None``."""
+        return _to_json(self)
+
+
+def _pct(ratio: float) -> str:
+    """``1.123 -> "12.3% slower"``, ``0.9 -> "10.0% faster"`` (relative to base)."""
+    if ratio >= 1:
+        return f"{(ratio - 1) * 100:.1f}% slower"
+    return f"{(1 - ratio) * 100:.1f}% faster"
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha) -> tuple[str, str]:
+    """The shared decision rule (see the module docstring).
+
+    Parameters
+    ----------
+    ratio : float
+        Point estimate of head/base.
+    ci_low, ci_high : float
+        ``1 - alpha`` two-sided confidence interval of the ratio.
+    p_value : float
+        Two-sided p-value of "ratio == 1".
+    min_effect : float
+        Smallest relative change worth reporting, e.g. 0.05 for 5 %.
+    alpha : float
+        Significance level the p-value and interval were computed for.
+
+    Returns
+    -------
+    tuple of (str, str)
+        ``(verdict, reason)``: a member of :data:`VERDICTS` and one sentence.
+    """
+    _check_level(alpha, min_effect)
+    hi = 1.0 + min_effect
+    lo = 1.0 / hi
+    level = f"{(1 - alpha) * 100:.4g}%"
+    if not all(map(math.isfinite, (ratio, ci_low, ci_high))) or math.isnan(p_value):
+        return "inconclusive", "not enough valid samples to estimate the ratio and its interval"
+    ci = f"{level} CI {ci_low:.3f}-{ci_high:.3f}"
+    significant = p_value < alpha and (ci_low > 1.0 or ci_high < 1.0)
+    band = f"{min_effect * 100:.3g}%"
+    if significant and ratio >= hi:
+        return "regressed", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
+                             f"at least the {band} minimum effect")
+    if significant and ratio <= lo:
+        return "improved", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
+                            f"at least the {band} minimum effect")
+    if lo <= ci_low and ci_high <= hi:
+        return "unchanged", (f"the {ci} lies within the +/-{band} band around 1 "
+                             f"(ratio {ratio:.3f}, p={_fmt_p(p_value)})")
+    if significant:
+        return "unchanged", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)}): "
+                             f"significant but smaller than the {band} minimum effect")
+    return "inconclusive", (f"ratio {ratio:.3f} with {ci} (p={_fmt_p(p_value)}) still reaches beyond the "
+                            f"+/-{band} band without being significant; more samples would help")
+
+
+def _t_interval(n: int, mean: float, sd: float, alpha: float, tcrit: float | None = None):
+    """Ratio, CI and two-sided p of a one-sample t-test on log ratios (from n, mean, sd).
+
+    A zero SD (identical ratios, e.g. identical samples) gives a zero-width interval
+    and p = 0 (or 1 when the mean is exactly zero) instead of NaN.
+    """
+    if n < 2:
+        return math.exp(mean) if n == 1 else math.nan, math.nan, math.nan, math.nan
+    if sd == 0.0:
+        r = math.exp(mean)
+        return r, r, r, (1.0 if mean == 0.0 else 0.0)
+    se = sd / math.sqrt(n)
+    df = n - 1
+    if tcrit is None:
+        tcrit = float(special.stdtrit(df, 1.0 - alpha / 2))
+    p = float(2.0 * special.stdtr(df, -abs(mean / se)))
+    return math.exp(mean), math.exp(mean - tcrit * se), math.exp(mean + tcrit * se), p
+
+
+def _log_t(logr: np.ndarray, alpha: float):
+    n = int(logr.size)
+    mean = float(np.mean(logr)) if n else math.nan
+    sd = float(np.std(logr, ddof=1)) if n >= 2 else math.nan
+    return _t_interval(n, mean, sd, alpha)
+
+
+def compare_paired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
+    """Compare paired measurements: ``base[i]`` and ``head[i]`` were taken close in time.
+
+    A one-sample t-test on ``log(head/base)``; the ratio is the geometric mean of
+    the per-pair ratios. Pairing cancels the machine's slow drift, which is why the
+    gate interleaves base and head.
+
+    Parameters
+    ----------
+    base, head : sequence of float
+        Positive times of equal length; a pair with NaN on either side is dropped.
+    min_effect : float
+        Smallest relative change that counts (0.05 = 5 %).
+    alpha : float
+        Two-sided significance level; the interval is ``1 - alpha``.
+
+    Returns
+    -------
+    Verdict
+        Method ``"paired-t-log"``; ``n_base == n_head`` = complete pairs.
+
+    Raises
+    ------
+    ValueError
+        On unequal lengths, or zero, negative or infinite times.
+    """
+    _check_level(alpha, min_effect)
+    logr = _paired_logs(base, head)
+    n = int(logr.size)
+    ratio, lo, hi, p = _log_t(logr, alpha)
+    if n < 2:
+        verdict, reason = "inconclusive", f"{n} complete pair(s); a paired comparison needs at least 2"
+    else:
+        verdict, reason = decide(ratio, lo, hi, p, min_effect, alpha)
+    return Verdict(verdict, ratio, lo, hi, p, n, n, "paired-t-log", reason)
+
+
+def paired_log_sd(sample_sd: float = 0.10, drift_sd: float = 0.3, n_pairs: int = 60) -> float:
+    """SD of one pair's ``log(head/base)`` under :func:`simulate_pairs`' noise model.
+
+    Two independent sample noises plus one drift step between the two samples:
+    ``sqrt(2 * sample_sd**2 + drift_sd**2 / (2 * n_pairs))``.
+    """
+    return math.sqrt(2 * sample_sd**2 + drift_sd**2 / (2 * n_pairs))
+
+
+# --------------------------------------------------------------------------- unpaired
+
+
+def _mwu_null_cdf(m: int, n: int) -> np.ndarray | None:
+    """Exact null CDF of the Mann-Whitney U statistic (no ties), or None if too large.
+
+    The counts of arrangements with ``U = u`` are the coefficients of the Gaussian
+    binomial ``[m+n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i)``; each
+    factor is applied as a shift-subtract and a strided cumulative sum.
+    """
+    if m + n > 300:
+        return None
+    size = m * n + 1
+    f = np.zeros(size)
+    f[0] = 1.0
+    for i in range(1, m + 1):
+        shift = n + i
+        if shift < size:
+            f[shift:] -= f[:-shift].copy()
+        pad = (-size) % i
+        g = np.concatenate([f, np.zeros(pad)]).reshape(-1, i)
+        f = np.cumsum(g, axis=0).reshape(-1)[:size]
+    f = np.clip(f, 0.0, None)
+    return np.cumsum(f) / f.sum()
+
+
+def _hodges_lehmann(x: np.ndarray, y: np.ndarray, alpha: float):
+    """Hodges-Lehmann shift of ``y`` over ``x`` and its distribution-free interval.
+
+    The interval is ``[D_(k), D_(mn+1-k)]`` over the sorted pairwise differences
+    ``D = y_j - x_i``, with ``k`` the largest integer such that ``P(U <= k-1) <= alpha/2``
+    under the null (exact for ``m + n <= 300``, normal approximation beyond).
+    Returns ``(shift, low, high)``; low/high are infinite when the samples are too
+    small for the requested level.
+    """
+    m, n = x.size, y.size
+    d = np.sort((y[None, :] - x[:, None]).ravel())
+    shift = float(np.median(d))
+    cdf = _mwu_null_cdf(m, n)
+    if cdf is not None:
+        k = int(np.searchsorted(cdf, alpha / 2, side="right"))  # number of u with P(U <= u) <= alpha/2
+    else:
+        z = float(special.ndtri(1 - alpha / 2))
+        k = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
+    if k < 1:
+        return shift, -math.inf, math.inf
+    return shift, float(d[k - 1]), float(d[m * n - k])
+
+
+def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
+    """Compare independent samples, e.g. two result files measured at different times.
+
+    A two-sided Mann-Whitney U test (scipy) on log times; the ratio is
+    ``exp`` of the Hodges-Lehmann shift (median of all pairwise log differences),
+    with the matching distribution-free ``1 - alpha`` interval. Rank-based, so one
+    stray slow process does not decide the outcome. Drift between the two
+    measurement sessions is indistinguishable from a real change: prefer
+    :func:`compare_paired` for gating.
+
+    Parameters
+    ----------
+    base, head : sequence of float
+        Positive times; NaN entries are dropped. Lengths may differ.
+    min_effect : float
+        Smallest relative change that counts.
+    alpha : float
+        Two-sided significance level.
+
+    Returns
+    -------
+    Verdict
+        Method ``"mann-whitney-hl"``.
+
+    Raises
+    ------
+    ValueError
+        On zero, negative or infinite times.
+    """
+    _check_level(alpha, min_effect)
+    b = _timings(base, "base")
+    h = _timings(head, "head")
+    nb, nh = int(b.size), int(h.size)
+    method = "mann-whitney-hl"
+    if nb < 2 or nh < 2:
+        nan = math.nan
+        ratio = float(np.exp(np.median(np.log(h)) - np.median(np.log(b)))) if nb and nh else nan
+        return Verdict("inconclusive", ratio, nan, nan, nan, nb, nh, method,
+                       f"{nb} base and {nh} head sample(s); an unpaired comparison needs at least 2 of each")
+    lb, lh = np.log(b), np.log(h)
+    shift, lo, hi = _hodges_lehmann(lb, lh, alpha)
+    if np.ptp(np.concatenate([lb, lh])) == 0:
+        p = 1.0  # all samples identical: scipy would divide by a zero variance
+    else:
+        p = float(stats.mannwhitneyu(lh, lb, alternative="two-sided").pvalue)
+    ratio, ci_low, ci_high = math.exp(shift), math.exp(lo), math.exp(hi)
+    verdict, reason = decide(ratio, ci_low, ci_high, p, min_effect, alpha)
+    if not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+        verdict = "inconclusive"
+        reason = (f"{nb} base and {nh} head samples are too few for a {(1 - alpha) * 100:.4g}% rank interval "
+                  f"(ratio {ratio:.3f}, p={_fmt_p(p)}); more samples would help")
+    return Verdict(verdict, ratio, ci_low, ci_high, p, nb, nh, method, reason)
+
+
+# --------------------------------------------------------------------------- counters
+
+
+def compare_counter(base, head, threshold=0.01) -> Verdict:
+    """Compare a deterministic metric (allocation, instruction or graph-op counts).
+
+    Such counters repeat exactly or within 0.5 %, so a test is pointless: the
+    medians are compared and ``|ratio - 1| > threshold`` decides. The "interval" is
+    the range the raw samples allow, ``[min(head)/max(base), max(head)/min(base)]``;
+    when it is wider than the threshold the reason says the counter is not
+    deterministic.
+
+    Parameters
+    ----------
+    base, head : sequence of float
+        Non-negative counts; NaN entries are dropped. Zero counts are allowed: 0 vs
+        0 is unchanged, 0 vs a positive count is a regression (infinite ratio).
+    threshold : float
+        Relative change that counts (0.01 = 1 %).
+
+    Returns
+    -------
+    Verdict
+        Method ``"counter-threshold"``, ``p_value`` NaN.
+
+    Raises
+    ------
+    ValueError
+        On negative or infinite counts.
+    """
+    if not threshold >= 0:
+        raise ValueError(f"threshold must be non-negative, got {threshold!r}")
+    b = _as_float_array(base, "base")
+    h = _as_float_array(head, "head")
+    for arr, what in ((b, "base"), (h, "head")):
+        bad = arr[~np.isnan(arr) & ~((arr >= 0) & np.isfinite(arr))]
+        if bad.size:
+            raise ValueError(f"{what} counters must be non-negative and finite, got e.g. {bad[0]!r}")
+    b, h = b[~np.isnan(b)], h[~np.isnan(h)]
+    nb, nh = int(b.size), int(h.size)
+    method, nan = "counter-threshold", math.nan
+    if nb == 0 or nh == 0:
+        return Verdict("inconclusive", nan, nan, nan, nan, nb, nh, method,
+                       f"{nb} base and {nh} head value(s); a counter comparison needs at least 1 of each")
+
+    def div(x, y):
+        return x / y if y > 0 else (1.0 if x == 0 else math.inf)
+
+    mb, mh = float(np.median(b)), float(np.median(h))
+    ratio = div(mh, mb)
+    lo, hi = div(float(h.min()), float(b.max())), div(float(h.max()), float(b.min()))
+    band = f"{threshold * 100:.3g}%"
+    change = "infinitely larger" if math.isinf(ratio) else (
+        f"{(ratio - 1) * 100:+.2f}%")
+    if ratio > 1 + threshold:
+        verdict, reason = "regressed", f"median {mh:.6g} vs {mb:.6g} ({change}) exceeds the {band} threshold"
+    elif ratio < 1 - threshold:
+        verdict, reason = "improved", f"median {mh:.6g} vs {mb:.6g} ({change}) exceeds the {band} threshold"
+    else:
+        verdict, reason = "unchanged", f"median {mh:.6g} vs {mb:.6g} ({change}) is within the {band} threshold"
+    if math.isfinite(lo) and math.isfinite(hi) and (hi - lo) > threshold and (nb > 1 or nh > 1):
+        reason += f"; note the samples spread over ratios {lo:.4f}-{hi:.4f}, so this counter is not deterministic"
+    return Verdict(verdict, ratio, lo, hi, nan, nb, nh, method, reason)
+
+
+# --------------------------------------------------------------------------- sequential gate
+
+
+class SequentialPairedTest:
+    """The gate's test: pairs arrive one at a time; after each look decide whether to stop.
+
+    Looks happen at ``min_pairs, min_pairs + look_every, ...`` and always at
+    ``max_pairs``. Each look runs the paired t-test on ``log(head/base)`` at its own
+    nominal level and applies :func:`decide`. The levels follow a Haybittle-Peto
+    style split justified by the Bonferroni bound: the interim looks share
+    ``interim_share * alpha`` equally, the final look gets
+    ``(1 - interim_share) * alpha``. The per-look levels sum to ``alpha``, so the
+    probability that any look declares a false significant change is at most
+    ``alpha`` (and a false "regressed" at most ``alpha / 2``), for any look schedule.
+    Interim looks are strict (they stop for gross regressions and clear
+    improvements, or for equivalence shown at that strict level); the final look
+    is almost as powerful as a fixed-size test of ``max_pairs`` pairs.
+
+    The bound assumes independent pairs: A B B A interleaving leaves only the
+    drift between a pair's two samples in each log ratio, and a random-walk
+    drift's steps are independent.
+
+    A look with a verdict other than "inconclusive" is final: :meth:`done` turns
+    True and further :meth:`add` calls raise. At ``max_pairs`` the verdict is final
+    whatever it is. Under no change the usual final verdict is "inconclusive", not
+    "unchanged": 60 pairs at a paired SD of 0.144 rarely fit a 99 % interval
+    inside +/-5 %, so a gate should read "inconclusive at the budget" as "no
+    regression shown".
+
+    Parameters
+    ----------
+    min_effect : float
+        Smallest relative change that counts (0.05 = 5 %).
+    alpha : float
+        Overall two-sided significance level across all looks.
+    min_pairs : int
+        Pairs before the first look (at least 2).
+    max_pairs : int
+        The budget: the last look. 60 pairs give about 98 % power for a 10 % shift
+        at a paired log-ratio SD of 0.15.
+    look_every : int
+        Pairs between looks.
+    interim_share : float
+        Fraction of ``alpha`` spent on interim looks (0 means: only the final look
+        can declare significance; early stops for equivalence remain).
+    """
+
+    method = "sequential-paired-t-log"
+
+    def __init__(self, min_effect=0.05, alpha=0.01, min_pairs=5, max_pairs=60, look_every=1, interim_share=0.1):
+        _check_level(alpha, min_effect)
+        if int(min_pairs) != min_pairs or min_pairs < 2:
+            raise ValueError(f"min_pairs must be an integer >= 2, got {min_pairs!r}")
+        if int(max_pairs) != max_pairs or max_pairs < min_pairs:
+            raise ValueError(f"max_pairs must be an integer >= min_pairs ({min_pairs}), got {max_pairs!r}")
+        if int(look_every) != look_every or look_every < 1:
+            raise ValueError(f"look_every must be an integer >= 1, got {look_every!r}")
+        if not 0 <= interim_share < 1:
+            raise ValueError(f"interim_share must be in [0, 1), got {interim_share!r}")
+        self.min_effect, self.alpha = float(min_effect), float(alpha)
+        self.min_pairs, self.max_pairs, self.look_every = int(min_pairs), int(max_pairs), int(look_every)
+        self.interim_share = float(interim_share)
+        interim = list(range(self.min_pairs, self.max_pairs, self.look_every))
+        #: pair counts at which looks happen, and each look's nominal two-sided level
+        self.looks: tuple[int, ...] = (*interim, self.max_pairs)
+        if interim:
+            a_interim = self.alpha * self.interim_share / len(interim)
+            levels = [a_interim] * len(interim) + [self.alpha * (1 - self.interim_share)]
+        else:
+            levels = [self.alpha]
+        self.look_alphas: tuple[float, ...] = tuple(levels)
+        dfs = np.asarray(self.looks, dtype=float) - 1
+        self._tcrit = special.stdtrit(dfs, 1.0 - np.asarray(levels) / 2)
+        self._look_index = {n: i for i, n in enumerate(self.looks)}
+        # Welford running mean / sum of squares of the log ratios.
+        self._n, self._mean, self._m2 = 0, 0.0, 0.0
+        self.n_dropped = 0
+        self._verdict: Verdict | None = None
+        self._final = False
+
+    @property
+    def n(self) -> int:
+        """Complete pairs added so far."""
+        return self._n
+
+    def add(self, base: float, head: float) -> None:
+        """Add one pair, measured close in time.
+
+        A pair with NaN on either side (a failed run) is dropped and does not count
+        towards the looks or ``max_pairs``; callers bound their own retries.
+
+        Raises
+        ------
+        RuntimeError
+            When the verdict is already final (:meth:`done`).
+        ValueError
+            On zero, negative or infinite times.
+        """
+        if self._final:
+            raise RuntimeError(f"the sequential test is done after {self._n} pairs; its verdict is final")
+        b, h = float(base), float(head)
+        _check_timings(np.array([b, h]), "pair")
+        if math.isnan(b) or math.isnan(h):
+            self.n_dropped += 1
+            return
+        x = math.log(h) - math.log(b)
+        self._n += 1
+        delta = x - self._mean
+        self._mean += delta / self._n
+        self._m2 += delta * (x - self._mean)
+        i = self._look_index.get(self._n)
+        if i is not None:
+            self._look(i)
+
+    def _look(self, i: int) -> None:
+        n = self._n
+        a = self.look_alphas[i]
+        sd = math.sqrt(self._m2 / (n - 1)) if n > 1 else math.nan
+        ratio, lo, hi, p = _t_interval(n, self._mean, sd, a, float(self._tcrit[i]))
+        verdict, reason = decide(ratio, lo, hi, p, self.min_effect, a)
+        last = i == len(self.looks) - 1
+        where = f"look {i + 1} of {len(self.looks)}, {n} pairs, per-look alpha {a:.2g}"
+        if verdict == "inconclusive" and last:
+            reason = f"budget of {n} pairs spent ({where}): {reason}"
+        else:
+            reason = f"{where}: {reason}"
+        self._verdict = Verdict(verdict, ratio, lo, hi, p, n, n, self.method, reason)
+        self._final = last or verdict != "inconclusive"
+
+    def done(self) -> bool:
+        """True when the verdict is final: a look decided, or ``max_pairs`` was reached."""
+        return self._final
+
+    def verdict(self) -> Verdict:
+        """The verdict of the latest look (final once :meth:`done`).
+
+        Before the first look it is "inconclusive" with the running estimate only.
+        """
+        if self._verdict is not None:
+            return self._verdict
+        nan = math.nan
+        ratio = math.exp(self._mean) if self._n else nan
+        return Verdict("inconclusive", ratio, nan, nan, nan, self._n, self._n, self.method,
+                       f"{self._n} pair(s) so far; the first look is at {self.looks[0]} pairs")
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def _simulate_logs(trials, n_pairs, shift, sample_sd, drift_sd, rng):
+    """Vectorised :func:`simulate_pairs` in log space: arrays of shape (trials, n_pairs)."""
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1, got {n_pairs!r}")
+    if not shift > -1:
+        raise ValueError(f"shift must be > -1 (head = base * (1 + shift)), got {shift!r}")
+    slots = 2 * n_pairs
+    steps = rng.normal(0.0, drift_sd / math.sqrt(slots), size=(trials, slots))
+    drift = np.cumsum(steps, axis=1)
+    noise = rng.normal(0.0, sample_sd, size=(trials, slots))
+    logt = drift + noise
+    # A B B A A B B A ...: base takes the first slot of even pairs, the second of odd ones.
+    idx = np.arange(n_pairs)
+    base_slot = 2 * idx + (idx % 2)
+    head_slot = 2 * idx + 1 - (idx % 2)
+    return logt[:, base_slot], logt[:, head_slot] + math.log1p(shift)
+
+
+def simulate_pairs(n_pairs, shift=0.0, sample_sd=0.10, drift_sd=0.3, rng=None):
+    """Simulate interleaved cold-start timings with this CI machine's noise.
+
+    Each sample is ``exp(drift(t) + e)`` seconds with ``e ~ N(0, sample_sd)`` (lognormal
+    noise) and ``drift`` a random walk in log space over the ``2 * n_pairs`` sample
+    slots whose total SD over the run is ``drift_sd`` (slow, multiplicative, shared
+    by neighbouring samples). Samples are taken A B B A A B B A ...; head is
+    multiplied by ``1 + shift``. The defaults give a paired log-ratio SD of about
+    0.144 at 60 pairs (:func:`paired_log_sd`) and a single-sample spread over the run
+    of about 15 %, as measured on the 2-core CI machine.
+
+    Parameters
+    ----------
+    n_pairs : int
+        Number of (base, head) pairs.
+    shift : float
+        True relative change of head (0.10 = 10 % slower).
+    sample_sd : float
+        SD of the independent per-sample noise in log space.
+    drift_sd : float
+        SD of the drift accumulated over the whole run, in log space.
+    rng : numpy.random.Generator or int or None
+        Random source or seed.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(base, head)`` times, each of length ``n_pairs``.
+    """
+    rng = np.random.default_rng(rng)
+    lb, lh = _simulate_logs(1, int(n_pairs), shift, sample_sd, drift_sd, rng)
+    return np.exp(lb[0]), np.exp(lh[0])
+
+
+_SIM_KEYS = ("sample_sd", "drift_sd")
+_TEST_KEYS = ("min_effect", "alpha", "min_pairs", "max_pairs", "look_every", "interim_share")
+
+
+def simulate_gate(trials=1000, shift=0.0, seed=0, **kwargs) -> dict:
+    """Run the sequential gate on ``trials`` simulated comparisons.
+
+    Data for all trials is drawn at once (``max_pairs`` pairs each, so the drift
+    spans the whole budget); each trial then feeds :class:`SequentialPairedTest`
+    until it is done.
+
+    Parameters
+    ----------
+    trials : int
+        Number of simulated comparisons.
+    shift : float
+        True relative change of head.
+    seed : int
+        Seed of the random generator.
+    **kwargs
+        ``sample_sd``, ``drift_sd`` for :func:`simulate_pairs`; ``min_effect``,
+        ``alpha``, ``min_pairs``, ``max_pairs``, ``look_every``, ``interim_share``
+        for :class:`SequentialPairedTest`.
+
+    Returns
+    -------
+    dict
+        Fraction of each verdict (keys of :data:`VERDICTS`), ``mean_pairs`` (average
+        pairs used) and ``trials``.
+    """
+    unknown = set(kwargs) - set(_SIM_KEYS) - set(_TEST_KEYS)
+    if unknown:
+        raise TypeError(f"unknown argument(s): {', '.join(sorted(unknown))}")
+    sim = {k: kwargs[k] for k in _SIM_KEYS if k in kwargs}
+    test_kw = {k: kwargs[k] for k in _TEST_KEYS if k in kwargs}
+    max_pairs = SequentialPairedTest(**test_kw).max_pairs
+    rng = np.random.default_rng(seed)
+    lb, lh = _simulate_logs(int(trials), max_pairs, shift, sim.get("sample_sd", 0.10), sim.get("drift_sd", 0.3), rng)
+    base, head = np.exp(lb), np.exp(lh)
+    counts = dict.fromkeys(VERDICTS, 0)
+    used = 0
+    for t in range(int(trials)):
+        test = SequentialPairedTest(**test_kw)
+        for b, h in zip(base[t].tolist(), head[t].tolist()):
+            test.add(b, h)
+            if test.done():
+                break
+        counts[test.verdict().verdict] += 1
+        used += test.n
+    out = {k: v / trials for k, v in counts.items()}
+    out["mean_pairs"] = used / trials
+    out["trials"] = int(trials)
+    return out
+
+
+def false_alarm_rate(trials=1000, **kwargs) -> float:
+    """Fraction of A/A comparisons (no true change) the sequential gate flags "regressed".
+
+    Parameters
+    ----------
+    trials : int
+        Simulated comparisons.
+    **kwargs
+        ``seed`` and the arguments of :func:`simulate_gate`.
+
+    Returns
+    -------
+    float
+        The false-alarm rate.
+    """
+    kwargs.pop("shift", None)
+    return simulate_gate(trials, shift=0.0, **kwargs)["regressed"]
+
+
+def power(shift=0.10, trials=1000, **kwargs) -> float:
+    """Fraction of comparisons with a true ``shift`` the sequential gate flags "regressed".
+
+    Parameters
+    ----------
+    shift : float
+        True relative slowdown of head (0.10 = 10 %).
+    trials : int
+        Simulated comparisons.
+    **kwargs
+        ``seed`` and the arguments of :func:`simulate_gate`.
+
+    Returns
+    -------
+    float
+        The power.
+    """
+    return simulate_gate(trials, shift=shift, **kwargs)["regressed"]
+
+
+# --------------------------------------------------------------------------- study fits
+
+
+@dataclass
+class PowerLawFit:
+    """``time = a + b * depth**k``: constant overhead ``a``, growth ``b * depth**k``.
+
+    ``k_ci_low``/``k_ci_high`` bound the exponent (bootstrap percentile interval);
+    ``n`` counts the (depth, time) points used.
+    """
+
+    a: float
+    b: float
+    k: float
+    k_ci_low: float
+    k_ci_high: float
+    n: int
+    method: str
+
+    def predict(self, depth):
+        """Predicted time at ``depth`` (a float for a scalar, an array for an array)."""
+        d = np.asarray(depth, dtype=float)
+        out = self.a + self.b * d**self.k
+        return float(out) if out.ndim == 0 else out
+
+    def to_json(self) -> dict:
+        """Plain dict for result files; NaN becomes ``None``."""
+        return _to_json(self)
+
+
+_K_BOUNDS = (1e-3, 8.0)
+
+
+def _power_residuals(theta, d, logd, logt):
+    a, logb, k = theta
+    growth = np.exp(logb + k * logd)
+    return np.log(a + growth) - logt
+
+
+def _power_jac(theta, d, logd, logt):
+    a, logb, k = theta
+    growth = np.exp(logb + k * logd)
+    m = a + growth
+    return np.column_stack([1.0 / m, growth / m, growth * logd / m])
+
+
+def _fit_once(d, logd, logt, starts):
+    """Best least-squares fit on log times over several starting points; None if all fail."""
+    best = None
+    lower = [0.0, -np.inf, _K_BOUNDS[0]]
+    upper = [np.inf, np.inf, _K_BOUNDS[1]]
+    for x0 in starts:
+        try:
+            res = optimize.least_squares(_power_residuals, x0, jac=_power_jac, bounds=(lower, upper),
+                                         args=(d, logd, logt), method="trf", x_scale="jac")
+        except (ValueError, FloatingPointError):
+            continue
+        if np.all(np.isfinite(res.x)) and (best is None or res.cost < best.cost):
+            best = res
+    return None if best is None else best.x
+
+
+def _starts(d, t):
+    """Starting points: a at 0, half and most of the smallest time; k from a log-log line."""
+    out = []
+    tmin = float(np.min(t))
+    for frac in (0.0, 0.5, 0.9):
+        a0 = frac * tmin
+        y = np.log(np.maximum(t - a0, 1e-12 * tmin))
+        k0, c0 = np.polyfit(np.log(d), y, 1)
+        out.append([a0, c0, float(np.clip(k0, 0.05, _K_BOUNDS[1] - 0.1))])
+    return out
+
+
+def fit_power_law(depths, times, alpha=0.05, n_boot=2000, seed=0) -> PowerLawFit:
+    """Fit ``times = a + b * depth**k`` (a >= 0, b > 0, k > 0) by least squares on log times.
+
+    Log residuals match multiplicative timing noise, so a deep model's seconds do
+    not drown a shallow one's. The fit (scipy ``least_squares`` with bounds, several
+    starts) minimises ``sum((log(a + b d^k) - log t)^2)``. The interval for ``k`` is
+    a percentile bootstrap: when every depth has at least two samples, cases are
+    resampled *within* each depth (keeps the design, makes no assumption about the
+    noise's shape or constancy), with the replicate spread widened by
+    ``sqrt(m/(m-1))`` (``m`` samples per depth) because resampling ``m`` points
+    shrinks their variance by ``(m-1)/m``; otherwise the log residuals, scaled by
+    ``sqrt(n/(n-3))``, are resampled onto the fitted curve. Percentile intervals of
+    a three-parameter nonlinear fit run slightly narrow: in simulations with
+    lognormal noise SD 0.1, 7 depths and 3-6 samples per depth, the nominal 95 %
+    interval covered the true ``k`` in about 88-93 % of data sets. Prefer more
+    samples per depth and a wide depth range (at least 1.5 decades) over more
+    replicates.
+
+    Parameters
+    ----------
+    depths : sequence of float
+        Positive sizes (blocks, layers, chain length).
+    times : sequence of float
+        Positive times, one per depth entry; pairs with NaN are dropped.
+    alpha : float
+        The interval for ``k`` is ``1 - alpha``.
+    n_boot : int
+        Bootstrap replicates.
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    PowerLawFit
+
+    Raises
+    ------
+    ValueError
+        On unequal lengths, non-positive depths or times, or fewer than 3 distinct
+        depths (three parameters).
+    """
+    _check_level(alpha)
+    d = _as_float_array(depths, "depths")
+    t = _as_float_array(times, "times")
+    if d.shape != t.shape:
+        raise ValueError(f"depths and times need equal lengths, got {d.size} and {t.size}")
+    _check_timings(t, "times")
+    _check_timings(d, "depths")
+    keep = ~(np.isnan(d) | np.isnan(t))
+    d, t = d[keep], t[keep]
+    levels, inverse = np.unique(d, return_inverse=True)
+    if levels.size < 3:
+        raise ValueError(f"a power-law fit needs at least 3 distinct depths, got {levels.size}")
+    logd, logt = np.log(d), np.log(t)
+    theta = _fit_once(d, logd, logt, _starts(d, t))
+    if theta is None:
+        raise ValueError("the power-law fit did not converge")
+    a, logb, k = (float(v) for v in theta)
+
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(inverse == g) for g in range(levels.size)]
+    stratified = all(g.size >= 2 for g in groups)
+    fitted = np.log(a + np.exp(logb + k * logd))
+    # Residuals scaled up for the 3 fitted parameters (Davison & Hinkley 1997, 6.2.3).
+    resid = (logt - fitted) * math.sqrt(d.size / max(d.size - 3, 1))
+    ks = []
+    for _ in range(int(n_boot)):
+        if stratified:
+            idx = np.concatenate([rng.choice(g, size=g.size, replace=True) for g in groups])
+            bd, bld, blt = d[idx], logd[idx], logt[idx]
+        else:
+            bd, bld, blt = d, logd, fitted + rng.choice(resid, size=resid.size, replace=True)
+        th = _fit_once(bd, bld, blt, [theta])
+        if th is not None:
+            ks.append(th[2])
+    ks = np.asarray(ks)
+    if stratified:
+        # Resampling m points within a depth reproduces their variance times (m-1)/m;
+        # undo that shrinkage of the spread (m: harmonic mean of the group sizes).
+        m = len(groups) / sum(1.0 / g.size for g in groups)
+        ks = k + math.sqrt(m / (m - 1)) * (ks - k)
+    if ks.size >= 10:
+        k_lo, k_hi = (float(v) for v in np.quantile(ks, [alpha / 2, 1 - alpha / 2]))
+    else:
+        k_lo = k_hi = math.nan
+    scheme = "stratified case" if stratified else "residual"
+    method = f"log-least-squares; {scheme} bootstrap ({ks.size} replicates, {(1 - alpha) * 100:.4g}% percentile)"
+    return PowerLawFit(a, math.exp(logb), k, k_lo, k_hi, int(d.size), method)
+
+
+def linearity(fit: PowerLawFit, tol=0.15) -> str:
+    """Classify the growth exponent's interval.
+
+    Returns
+    -------
+    str
+        ``"super-linear"`` if ``k_ci_low > 1`` (provably faster than linear, however
+        slightly); ``"sub-linear"`` if ``k_ci_high < 1``; ``"linear"`` if the interval
+        contains 1 and lies within ``[1 - tol, 1 + tol]``; otherwise
+        ``"undetermined"`` (too wide to tell; more depths or samples would help).
+    """
+    lo, hi = fit.k_ci_low, fit.k_ci_high
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undetermined"
+    if lo > 1:
+        return "super-linear"
+    if hi < 1:
+        return "sub-linear"
+    if 1 - tol <= lo and hi <= 1 + tol:
+        return "linear"
+    return "undetermined"
+
+
+@dataclass
+class Effect:
+    """Ratio of treatment over control with its ``1 - alpha`` interval (paired), e.g. scan vs unrolled."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+
+    def to_json(self) -> dict:
+        """Plain dict for result files; NaN becomes ``None``."""
+        return _to_json(self)
+
+
+def paired_effect(control, treatment, alpha=0.05) -> Effect:
+    """Geometric-mean ratio treatment/control of paired measurements, with t interval.
+
+    For studies (``params`` or ``chain`` variants) that report an effect size
+    rather than a verdict.
+
+    Parameters
+    ----------
+    control, treatment : sequence of float
+        Positive times of equal length, measured as pairs; pairs with NaN dropped.
+    alpha : float
+        The interval is ``1 - alpha`` two-sided; ``p_value`` tests ratio == 1.
+
+    Returns
+    -------
+    Effect
+        NaN interval and p-value with fewer than 2 pairs.
+    """
+    _check_level(alpha)
+    logr = _paired_logs(control, treatment)
+    ratio, lo, hi, p = _log_t(logr, alpha)
+    return Effect(ratio, lo, hi, p, int(logr.size))
