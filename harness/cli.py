@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from .errors import TtfgError
+from .gate_cli import add_gate_commands
 
 EPILOG = """\
 examples:
@@ -210,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.set_defaults(func=cmd_run)
+    add_gate_commands(sub)
     return parser
 
 
