@@ -414,4 +414,8 @@ def format_interval(verdict) -> str:
     lo, hi = verdict.ci_low, verdict.ci_high
     if lo is None or hi is None or lo != lo or hi != hi:
         return "-"
-    return f"{lo:.3f}-{hi:.3f}" if math.isfinite(hi) else f"{lo:.3f}-inf"
+
+    def bound(x: float) -> str:  # 3 decimals near 1; huge bounds (a handful of noisy pairs) stay short
+        return "inf" if math.isinf(x) else (f"{x:.3f}" if x < 100 else f"{x:.3g}")
+
+    return f"{bound(lo)}-{bound(hi)}"

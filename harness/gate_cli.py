@@ -201,6 +201,8 @@ def cmd_gate(args) -> int:
         console.print(expectations_table(check))
         for r in check.failures():
             console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
+        if check.not_run:
+            console.print(f"{check.not_run} expectation row(s) are for cases not gated (not checked)", highlight=False)
         if args.write_suggested:
             console.print(f"suggested expectations: {args.write_suggested}", highlight=False)
     summary = gate_markdown(outcome, check)
