@@ -38,12 +38,16 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .cases import Case, Skipped
 from .errors import UsageError
 from .runner import RunSettings, Runner, run_sample
 from .worktrees import GitError, Revision, dirty_files, resolve
+
+if TYPE_CHECKING:
+    from .compare import Row
+    from .stats import SequentialPairedTest, Summary, Verdict
 
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
@@ -105,6 +109,10 @@ class GateSettings:
             raise UsageError(f"need 2 <= --min-pairs <= --max-pairs, got {self.min_pairs} and {self.max_pairs}")
         if self.max_failures < 1:
             raise UsageError(f"--max-failures must be >= 1, got {self.max_failures}")
+        if self.alloc_repeat < 1:
+            raise UsageError(f"--alloc-repeat must be >= 1, got {self.alloc_repeat}")
+        if not 0 < self.alpha < 1 or not self.min_effect > 0:
+            raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -131,7 +139,8 @@ class PairEvent:
     base: dict
     head: dict
     metric: str
-    verdict: "object"  # stats.Verdict of the latest look
+    #: The sequential test's latest look (before the first look: the running ratio only).
+    verdict: "Verdict"
     complete_pairs: int
     elapsed_s: float
     budget_s: float
@@ -140,7 +149,7 @@ class PairEvent:
 @dataclass
 class _CaseState:
     case: Case
-    test: "object"  # stats.SequentialPairedTest
+    test: "SequentialPairedTest"
     base_values: list[float] = field(default_factory=list)
     head_values: list[float] = field(default_factory=list)
     pair_wall_s: list[float] = field(default_factory=list)
@@ -172,16 +181,18 @@ class CaseOutcome:
     """The gate's decision for one case."""
 
     case: str
-    verdict: "object"  # stats.Verdict
+    verdict: "Verdict"
+    #: Complete pairs (both samples good) the verdict rests on.
     pairs: int
     attempted: int
     failed: dict[str, int]
     wall_s: float
     stop: str
-    base: "object"  # stats.Summary of the metric
-    head: "object"
-    #: Counter comparisons (compare.Row) whose verdict is not "unchanged": what changed structurally.
-    changes: list = field(default_factory=list)
+    #: The gated metric over the complete pairs.
+    base: "Summary"
+    head: "Summary"
+    #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
+    changes: "list[Row]" = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"case": self.case, "verdict": self.verdict.to_json(), "pairs": self.pairs, "attempted": self.attempted,

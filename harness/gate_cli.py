@@ -144,6 +144,8 @@ def cmd_gate(args) -> int:
     console = make_console()
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.write_suggested and not args.expectations:
+        raise UsageError("--write-suggested needs --expectations FILE")
     settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,

@@ -11,8 +11,10 @@ creates, the probes.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -108,6 +110,29 @@ def test_base_that_cannot_run_exits_2(repo, tmp_path):
     verdicts = json.loads((tmp_path / "out" / "gate.json").read_text())
     assert verdicts["cases"][0]["stop"] == "base cannot run"
     assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
+    out_dir = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(repo.path)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "gate", "--base", repo.first, "--head", repo.second,
+                             "--backend", "autograd", "--budget", "10m", "--out-dir", str(out_dir)],
+                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (out_dir / "head.json").exists() and record.load(out_dir / "head.json").cases[0].samples:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stdout and "worktrees removed" in stdout
+    assert len(worktrees(repo)) == 1
+    head = record.load(out_dir / "head.json")
+    assert not head.complete and head.case(AUTOGRAD).samples
+    assert not os.path.exists(head.settings["source"]), "the temporary worktree folder is gone"
 
 
 @pytest.mark.slow
