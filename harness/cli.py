@@ -14,6 +14,7 @@ from typing import Sequence
 from .errors import TtfgError
 from .asv_cli import add_asv_commands
 from .report_cli import add_report_commands
+from .gate_cli import add_gate_commands
 
 EPILOG = """\
 examples:
@@ -264,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_study)
     add_report_commands(sub)
     add_asv_commands(sub)
+    add_gate_commands(sub)
     return parser
 
 

@@ -142,3 +142,68 @@ def depth_table(study) -> Table:
         table.add_row(row.backend, row.metric, growth_text(row), row.growth,
                       _fmt_s(fit.a) if fit else "-", f"{fit.b:.3g}" if fit else "-", points, row.note)
     return table
+
+
+VERDICT_STYLE = {"regressed": "red", "improved": "green", "unchanged": "dim", "inconclusive": "yellow",
+                 "ok": "green", "not measured": "dim", "new": "cyan"}
+
+
+def _styled(word: str) -> str:
+    style = VERDICT_STYLE.get(word)
+    return f"[{style}]{word}[/]" if style else word
+
+
+def compare_table(cmp) -> Table:
+    """Per case and metric: base and head medians, ratio with interval, verdict."""
+    from .compare import format_interval, format_ratio, format_value
+
+    table = Table(title=f"compare: base {cmp.base_label} vs head {cmp.head_label}", title_justify="left")
+    for col, justify in (("case", "left"), ("metric", "left"), ("base", "right"), ("head", "right"),
+                         ("n", "right"), ("CV b/h", "right"), ("ratio", "right"), ("interval", "right"),
+                         ("p", "right"), ("verdict", "left")):
+        table.add_column(col, justify=justify, no_wrap=col != "case")
+    for r in cmp.rows:
+        cvs = "/".join("-" if s.cv != s.cv else f"{100 * s.cv:.0f}%" for s in (r.base, r.head))
+        p = r.verdict.p_value
+        table.add_row(r.case, r.metric, format_value(r.metric, r.base.median), format_value(r.metric, r.head.median),
+                      f"{r.verdict.n_base}/{r.verdict.n_head}", cvs if r.compared_as == "timing" else "",
+                      format_ratio(r.verdict), format_interval(r.verdict),
+                      "-" if p is None or p != p else f"{p:.2g}", _styled(r.verdict.verdict))
+    return table
+
+
+def gate_table(outcome) -> Table:
+    """Per case: the gated metric's medians, paired ratio with interval, verdict, pairs, wall time."""
+    from .compare import format_interval, format_ratio, format_value
+
+    s = outcome.settings
+    table = Table(title=f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
+                        f"({outcome.head.short}), {s.metric}, paired", title_justify="left")
+    for col, justify in (("case", "left"), ("base", "right"), ("head", "right"), ("ratio", "right"),
+                         ("interval", "right"), ("verdict", "left"), ("pairs", "right"), ("failed b/h", "right"),
+                         ("wall", "right"), ("stopped", "left"), ("counters changed", "left")):
+        table.add_column(col, justify=justify, no_wrap=col not in ("case", "counters changed"))
+    for c in outcome.cases:
+        changes = "; ".join(f"{r.metric.removeprefix('counters.')} {format_value(r.metric, r.base.median)}"
+                            f"->{format_value(r.metric, r.head.median)}" for r in c.changes)
+        table.add_row(c.case, format_value(s.metric, c.base.median), format_value(s.metric, c.head.median),
+                      format_ratio(c.verdict), format_interval(c.verdict), _styled(c.verdict.verdict),
+                      f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}", f"{c.wall_s:.0f}s",
+                      c.stop, changes or "-")
+    return table
+
+
+def expectations_table(check) -> Table:
+    """Per expectation row that ran: expected, margin, measured, status."""
+    from .compare import format_value
+
+    table = Table(title=f"expectations: {check.path}", title_justify="left")
+    for col, justify in (("case", "left"), ("metric", "left"), ("expected", "right"), ("margin", "right"),
+                         ("measured", "right"), ("n", "right"), ("status", "left")):
+        table.add_column(col, justify=justify, no_wrap=col != "case")
+    order = {"regressed": 0, "improved": 1, "new": 2, "not measured": 3, "ok": 4}
+    for r in sorted(check.rows, key=lambda r: order.get(r.status, 5)):
+        table.add_row(r.case, r.metric, format_value(r.metric, r.expected),
+                      "-" if r.margin is None else f"{r.margin * 100:g}%", format_value(r.metric, r.measured),
+                      str(r.n), _styled(r.status))
+    return table

@@ -1,0 +1,421 @@
+"""Comparing two results files: per case and metric, a ratio with an interval and a verdict.
+
+Why two kinds of comparison: timings (``first_grad_s``, ``compile_s``, ...) are noisy
+(one cold sample's CV is 11-25 % here), so a change only counts when a test finds it
+significant *and* its estimate reaches a minimum effect (``stats.compare_unpaired``).
+Deterministic counters (allocations, instructions, structural counters such as
+``counters.jaxpr_eqns``) repeat exactly or within 0.5 %, so a tight relative threshold
+decides (``stats.compare_counter``); a doubled jaxpr explains a slower compile without
+any timing noise.
+
+Two results files measured at different times cannot tell machine drift from a code
+change; that is what ``ttfg gate`` (paired, interleaved) is for. The comparison says so
+in its notes when the two files were measured under different conditions.
+
+This module holds the logic only; the command line is in ``gate_cli.py``, terminal
+tables in ``tables.py`` and Markdown in ``markdown.py``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from .errors import UsageError
+from .record import Results, SAMPLE_FIELDS
+
+if TYPE_CHECKING:
+    from .stats import Summary, Verdict
+
+#: Noisy metrics of timing samples, compared by a test plus a minimum effect.
+TIMING_METRICS = ("first_grad_s", "process_ttfg_s", "import_s", "build_s", "second_grad_s", "trace_s",
+                  "lower_s", "compile_s", "execute_s", "cpu_s", "peak_rss_bytes")
+#: Deterministic metrics of allocation samples (memray), compared by a threshold.
+ALLOCATION_METRICS = ("alloc_count", "alloc_bytes", "alloc_peak_bytes")
+INSTRUCTION_METRICS = ("instructions",)
+COUNTER_PREFIX = "counters."
+#: What ``ttfg compare`` looks at unless told otherwise; absent metrics are skipped.
+DEFAULT_METRICS = ("first_grad_s", "process_ttfg_s", "compile_s", "import_s", "second_grad_s", "peak_rss_bytes",
+                   "alloc_count", "alloc_bytes", "instructions", "counters.*")
+DEFAULT_MIN_EFFECT = 0.05
+DEFAULT_THRESHOLD = 0.01
+DEFAULT_ALPHA = 0.01
+#: Environment fields that change what a timing means; a difference becomes a note.
+CONDITIONS = ("hostname", "cpu", "cpu_count", "python", "packages", "probe_env")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Where a metric lives in a results file and how it is compared."""
+
+    name: str
+    #: The sample kind holding it: ``timing``, ``allocations`` or ``instructions``.
+    kind: str
+    #: Cache mode to select (only timing samples have one).
+    cache: str | None
+    #: True for counters: compared by a relative threshold, not by a test.
+    deterministic: bool
+
+
+def metric_info(name: str, cache: str = "cold") -> Metric:
+    """Classify a metric name.
+
+    Parameters
+    ----------
+    name : str
+        A sample field (``first_grad_s``, ``alloc_count``, ``instructions``) or
+        ``counters.NAME``.
+    cache : str
+        Cache mode of the timing samples to compare (``cold`` or ``warm``).
+
+    Returns
+    -------
+    Metric
+
+    Raises
+    ------
+    UsageError
+        When the name is not a metric of the results format.
+    """
+    if name.startswith(COUNTER_PREFIX) and len(name) > len(COUNTER_PREFIX):
+        return Metric(name, "timing", cache, True)
+    if name in TIMING_METRICS:
+        return Metric(name, "timing", cache, False)
+    if name in ALLOCATION_METRICS:
+        return Metric(name, "allocations", None, True)
+    if name in INSTRUCTION_METRICS:
+        return Metric(name, "instructions", None, True)
+    known = ", ".join((*TIMING_METRICS, *ALLOCATION_METRICS, *INSTRUCTION_METRICS, "counters.NAME"))
+    raise UsageError(f"unknown metric {name!r}; known metrics: {known} (glob patterns such as counters.* work too)")
+
+
+def is_pattern(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def available_metrics(results: Results) -> list[str]:
+    """Metrics with at least one value in some good sample of ``results``, in a stable order."""
+    found: set[str] = set()
+    counters: set[str] = set()
+    for case in results.cases:
+        for s in case.samples:
+            if not s.get("ok"):
+                continue
+            for key in SAMPLE_FIELDS.get(s["kind"], {}):
+                value = s.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    found.add(key)
+            for key, value in (s.get("counters") or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    counters.add(COUNTER_PREFIX + key)
+    ordered = [m for m in (*TIMING_METRICS, *ALLOCATION_METRICS, *INSTRUCTION_METRICS) if m in found]
+    return ordered + sorted(counters)
+
+
+def expand_metrics(patterns: Iterable[str] | None, *results: Results) -> list[str]:
+    """Turn ``--metric`` values (names, globs, comma lists) into metric names.
+
+    Parameters
+    ----------
+    patterns : iterable of str or None
+        Names or glob patterns; ``None`` means :data:`DEFAULT_METRICS`.
+    *results : Results
+        Files whose metrics the patterns are matched against.
+
+    Returns
+    -------
+    list of str
+        Names in the order asked, without duplicates. A plain name is kept even
+        when no file has it (the comparison then skips it); a pattern yields only
+        metrics some file has.
+
+    Raises
+    ------
+    UsageError
+        For a plain name that is not a metric.
+    """
+    patterns = [p.strip() for text in (patterns or DEFAULT_METRICS) for p in text.split(",") if p.strip()]
+    available: list[str] = []
+    for res in results:
+        available += [m for m in available_metrics(res) if m not in available]
+    out: list[str] = []
+    for pattern in patterns:
+        if is_pattern(pattern):
+            out += [m for m in available if fnmatch.fnmatchcase(m, pattern) and m not in out]
+        else:
+            metric_info(pattern)
+            if pattern not in out:
+                out.append(pattern)
+    return out
+
+
+def parse_fraction(text: str, what: str) -> float:
+    """``"0.05"`` or ``"5%"`` -> 0.05; must be finite and non-negative."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"{what}: {text!r} is not a number or a percentage such as 0.05 or 5%") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{what}: {text!r} must be a finite, non-negative fraction")
+    return value
+
+
+@dataclass
+class Thresholds:
+    """A global relative limit plus per-metric overrides (names or glob patterns).
+
+    Built from command-line values such as ``0.05`` (global) and
+    ``first_grad_s=0.10`` or ``counters.*=0`` (per metric). An exact name wins over a
+    pattern, a pattern over the global value.
+    """
+
+    default: float
+    per_metric: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, texts: Iterable[str] | None, default: float, what: str) -> "Thresholds":
+        """Parse repeated ``VALUE`` / ``METRIC=VALUE`` options.
+
+        Parameters
+        ----------
+        texts : iterable of str or None
+            Option values as given on the command line.
+        default : float
+            The global value when no bare ``VALUE`` is given.
+        what : str
+            The option's name, for error messages.
+
+        Returns
+        -------
+        Thresholds
+
+        Raises
+        ------
+        UsageError
+            On a malformed value or an unknown metric name.
+        """
+        out = cls(default)
+        for text in texts or ():
+            key, eq, value = text.partition("=")
+            if not eq:
+                out.default = parse_fraction(text, what)
+                continue
+            key = key.strip()
+            if not is_pattern(key):
+                metric_info(key)
+            out.per_metric[key] = parse_fraction(value, f"{what} {key}")
+        return out
+
+    def get(self, metric: str) -> float:
+        if metric in self.per_metric:
+            return self.per_metric[metric]
+        for key, value in self.per_metric.items():
+            if is_pattern(key) and fnmatch.fnmatchcase(metric, key):
+                return value
+        return self.default
+
+
+def _thresholds(value: "Thresholds | float | None", default: float) -> Thresholds:
+    if isinstance(value, Thresholds):
+        return value
+    return Thresholds(default if value is None else float(value))
+
+
+@dataclass
+class Row:
+    """One case and metric: both sides summarised and the verdict."""
+
+    case: str
+    metric: str
+    #: ``timing`` (test + minimum effect), ``counter`` (threshold) or ``failure`` (a side has no good sample).
+    compared_as: str
+    #: The minimum effect (timing) or threshold (counter) that applied.
+    limit: float
+    base: "Summary"
+    head: "Summary"
+    verdict: "Verdict"
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "metric": self.metric, "compared_as": self.compared_as, "limit": self.limit,
+                "base": self.base.to_json(), "head": self.head.to_json(), "verdict": self.verdict.to_json()}
+
+
+@dataclass
+class Comparison:
+    """Every row of a comparison, plus notes a reader needs to trust it."""
+
+    base_label: str
+    head_label: str
+    alpha: float
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        from .stats import VERDICTS
+
+        out = dict.fromkeys(VERDICTS, 0)
+        for row in self.rows:
+            out[row.verdict.verdict] = out.get(row.verdict.verdict, 0) + 1
+        return out
+
+    def with_verdict(self, *verdicts: str) -> list[Row]:
+        return [r for r in self.rows if r.verdict.verdict in verdicts]
+
+    def exit_code(self) -> int:
+        """0 no regression, 1 a regression, 2 nothing was comparable."""
+        if not self.rows:
+            return 2
+        return 1 if self.with_verdict("regressed") else 0
+
+    def to_json(self) -> dict:
+        return {"format": "ttfg-comparison", "version": 1, "base": self.base_label, "head": self.head_label,
+                "alpha": self.alpha, "counts": self.counts(), "exit_code": self.exit_code(),
+                "notes": self.notes, "rows": [r.to_json() for r in self.rows]}
+
+
+def condition_notes(base: Results, head: Results) -> list[str]:
+    """Differences in measuring conditions (host, CPU, versions, threads) between two files."""
+    notes = []
+    for key in CONDITIONS:
+        b, h = base.environment.get(key), head.environment.get(key)
+        if b is None or h is None or b == h:
+            continue
+        if isinstance(b, dict) and isinstance(h, dict):
+            diffs = [f"{k} {b.get(k)} vs {h.get(k)}" for k in sorted(set(b) | set(h)) if b.get(k) != h.get(k)]
+            detail = "; ".join(diffs)
+        else:
+            detail = f"{b} vs {h}"
+        notes.append(f"measured under different conditions, {key}: {detail}; timing verdicts may reflect that, "
+                     "not the code")
+    for label, res in (("base", base), ("head", head)):
+        if not res.complete:
+            where = f" {res.path}" if res.path else ""
+            notes.append(f"{label} results{where} are incomplete (the run was interrupted or is still going)")
+    return notes
+
+
+def _failure_row(case_id: str, base_case, head_case) -> Row | None:
+    """A row for a case one side could not run at all (head broken counts as a regression)."""
+    from .stats import Verdict, summarize
+
+    b_ok, h_ok = len(base_case.good("timing")), len(head_case.good("timing"))
+    b_bad = [s for s in base_case.samples if s["kind"] == "timing" and not s["ok"]]
+    h_bad = [s for s in head_case.samples if s["kind"] == "timing" and not s["ok"]]
+    nan = math.nan
+    if b_ok and not h_ok and h_bad:
+        reason = (f"head has no good timing sample ({len(h_bad)} failed, e.g. {h_bad[0].get('error')}) "
+                  f"while base has {b_ok}: head cannot run this case")
+        return Row(case_id, "ok_samples", "failure", 0.0, summarize([]), summarize([]),
+                   Verdict("regressed", nan, nan, nan, nan, b_ok, 0, "failure", reason))
+    if h_ok and not b_ok and b_bad:
+        reason = (f"base has no good timing sample ({len(b_bad)} failed, e.g. {b_bad[0].get('error')}); "
+                  "nothing to compare head against")
+        return Row(case_id, "ok_samples", "failure", 0.0, summarize([]), summarize([]),
+                   Verdict("inconclusive", nan, nan, nan, nan, 0, h_ok, "failure", reason))
+    return None
+
+
+def compare_results(base: Results, head: Results, metrics: Iterable[str] | None = None,
+                    min_effect: "Thresholds | float | None" = None, threshold: "Thresholds | float | None" = None,
+                    alpha: float = DEFAULT_ALPHA, cache: str = "cold",
+                    base_label: str | None = None, head_label: str | None = None) -> Comparison:
+    """Compare every case present in both files, metric by metric.
+
+    Parameters
+    ----------
+    base, head : Results
+        Loaded results files (``record.load``).
+    metrics : iterable of str or None
+        Names or glob patterns (:func:`expand_metrics`); default :data:`DEFAULT_METRICS`.
+    min_effect : Thresholds or float or None
+        Minimum relative effect for timing metrics (default 5 %).
+    threshold : Thresholds or float or None
+        Relative threshold for deterministic counters (default 1 %).
+    alpha : float
+        Significance level of the timing tests.
+    cache : str
+        Which timing samples to compare: ``cold`` or ``warm``.
+    base_label, head_label : str or None
+        Names for the two sides in notes and output (default: their paths).
+
+    Returns
+    -------
+    Comparison
+        One row per case and metric with values on both sides (others are skipped),
+        plus a ``failure`` row for a case that one side could not run at all, and
+        notes on cases present on one side only and on differing conditions.
+    """
+    from .stats import compare_counter, compare_unpaired, summarize
+
+    effects = _thresholds(min_effect, DEFAULT_MIN_EFFECT)
+    limits = _thresholds(threshold, DEFAULT_THRESHOLD)
+    names = expand_metrics(metrics, base, head)
+    out = Comparison(base_label or str(base.path or "base"), head_label or str(head.path or "head"), alpha)
+    out.notes += condition_notes(base, head)
+    head_ids = {c.id for c in head.cases}
+    base_ids = {c.id for c in base.cases}
+    only_base = [c.id for c in base.cases if c.id not in head_ids and not c.skipped]
+    only_head = [c.id for c in head.cases if c.id not in base_ids and not c.skipped]
+    if only_base:
+        out.notes.append(f"only in base (not compared): {', '.join(only_base)}")
+    if only_head:
+        out.notes.append(f"only in head (not compared): {', '.join(only_head)}")
+    for base_case in base.cases:
+        head_case = head.case(base_case.id)
+        if head_case is None:
+            continue
+        if base_case.skipped or head_case.skipped:
+            out.notes.append(f"{base_case.id}: skipped on {'base' if base_case.skipped else 'head'} "
+                             f"({base_case.skipped or head_case.skipped}); not compared")
+            continue
+        failure = _failure_row(base_case.id, base_case, head_case)
+        if failure:
+            out.rows.append(failure)
+            continue
+        for name in names:
+            info = metric_info(name, cache)
+            b = base_case.values(name, kind=info.kind, cache=info.cache)
+            h = head_case.values(name, kind=info.kind, cache=info.cache)
+            if not b or not h:
+                continue  # absent on either side: nothing to compare
+            if info.deterministic:
+                limit = limits.get(name)
+                verdict = compare_counter(b, h, threshold=limit)
+            else:
+                limit = effects.get(name)
+                verdict = compare_unpaired(b, h, min_effect=limit, alpha=alpha)
+            out.rows.append(Row(base_case.id, name, "counter" if info.deterministic else "timing", limit,
+                                summarize(b), summarize(h), verdict))
+    return out
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """A value with the unit its name implies: seconds, bytes (MB) or a count."""
+    if value is None or not isinstance(value, (int, float)) or value != value:
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    if metric.endswith("_s"):
+        return f"{value * 1000:.1f}ms" if value < 0.1 else f"{value:.3f}s"
+    if metric.endswith("_bytes"):
+        return f"{value / 1e6:,.1f}MB"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def format_ratio(verdict) -> str:
+    r = verdict.ratio
+    return "-" if r is None or r != r else ("inf" if math.isinf(r) else f"{r:.3f}")
+
+
+def format_interval(verdict) -> str:
+    lo, hi = verdict.ci_low, verdict.ci_high
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return "-"
+
+    def bound(x: float) -> str:  # 3 decimals near 1; huge bounds (a handful of noisy pairs) stay short
+        return "inf" if math.isinf(x) else (f"{x:.3f}" if x < 100 else f"{x:.3g}")
+
+    return f"{bound(lo)}-{bound(hi)}"

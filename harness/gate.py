@@ -1,0 +1,465 @@
+"""The gate: base and head measured interleaved and paired, decided sequentially.
+
+Why paired and interleaved: on a small CI machine one cold sample's CV is 11-25 % and
+the machine's speed drifts by tens of percent within minutes, for every process alike.
+Two results files measured ten minutes apart therefore differ by drift as much as by
+code. The gate runs one base process and one head process back to back, in the order
+A B, B A, A B, ... (so neither side is always first), with the same Python, the same
+installed frameworks and fresh compile caches, and tests the *pair* log-ratios
+``log(head / base)``: the drift both processes shared cancels.
+
+Why sequential: a 2x regression is obvious after a handful of pairs, a 5 % one needs
+about 56. ``stats.SequentialPairedTest`` looks after every pair with alpha-spending
+that keeps the overall false-alarm rate at ``alpha``, so the gate stops as soon as a
+case is decided and spends the rest of the budget on the cases still inconclusive
+(cases are sampled round-robin, one pair each per round).
+
+Why a final look at the budget: the test reserves most of ``alpha``,
+``(1 - interim_share) * alpha``, for its last look at ``max_pairs``. When the time
+budget runs out first, that last look has not happened and its level is unspent, so
+the gate takes it then, on the pairs it has (``stats.compare_paired`` at that level).
+The interim looks spent at most ``interim_share * alpha`` and this one the rest, so
+the Bonferroni bound the test relies on still holds: the stopping time depends on the
+clock, not on the ratios. A case still inconclusive then is reported as such.
+
+Failures: a sample that fails leaves its pair incomplete (dropped by the test). After
+``max_failures`` consecutive failures on one side the case stops: a base that never
+ran means there is nothing to compare against (exit 2); a head that never ran while
+the base did is a regression (the change broke the case).
+
+The git side (revisions, worktrees, the dirty-tree check) is ``worktrees.py``; the
+command line is ``gate_cli.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .cases import Case, Skipped
+from .errors import UsageError
+from .runner import RunSettings, Runner, run_sample
+from .worktrees import GitError, Revision, dirty_files, resolve
+
+if TYPE_CHECKING:
+    from .compare import Row
+    from .stats import SequentialPairedTest, Summary, Verdict
+
+#: Why a case stopped sampling.
+DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
+BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
+#: Counters compared alongside the gated timing, to explain a change.
+EXPLAIN_METRICS = ("counters.*", "alloc_count", "alloc_bytes", "instructions")
+#: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
+DEFAULT_INTERIM_SHARE = 0.1
+DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
+
+
+def parse_duration(text: str) -> float:
+    """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"`` -> seconds.
+
+    Raises
+    ------
+    UsageError
+        On anything else, or a duration that is not positive.
+    """
+    raw = text.strip().lower()
+    pos, total = 0, 0.0
+    for match in DURATION_RE.finditer(raw):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+        pos = match.end()
+    if not raw or pos != len(raw) or total <= 0:
+        raise UsageError(f"budget {text!r} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
+    return total
+
+
+@dataclass
+class GateSettings:
+    """How the gate samples and decides."""
+
+    #: The timing the gate decides on (a timing metric of the probe).
+    metric: str = "first_grad_s"
+    min_effect: float = 0.05
+    alpha: float = 0.01
+    min_pairs: int = 5
+    max_pairs: int = 60
+    #: Wall-clock seconds for the timing pairs, over all cases.
+    budget_s: float = 600.0
+    #: Consecutive failed samples on one side before its case stops.
+    max_failures: int = 3
+    #: Also count allocations: ``alloc_repeat`` memray processes per side and case, after the budget.
+    allocations: bool = False
+    alloc_repeat: int = 1
+    run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
+
+    def __post_init__(self):
+        from .compare import metric_info
+
+        info = metric_info(self.metric)
+        if info.deterministic:
+            raise UsageError(f"--metric {self.metric} is a counter; the gate decides on a timing "
+                             "(counters are compared alongside, and checked by --expectations)")
+        if not 2 <= self.min_pairs <= self.max_pairs:
+            raise UsageError(f"need 2 <= --min-pairs <= --max-pairs, got {self.min_pairs} and {self.max_pairs}")
+        if self.max_failures < 1:
+            raise UsageError(f"--max-failures must be >= 1, got {self.max_failures}")
+        if self.alloc_repeat < 1:
+            raise UsageError(f"--alloc-repeat must be >= 1, got {self.alloc_repeat}")
+        if not 0 < self.alpha < 1 or not self.min_effect > 0:
+            raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["run"] = self.run.to_json()
+        data["run"].pop("source", None)  # each side has its own; see the results files
+        return data
+
+
+@dataclass
+class Side:
+    """One side of the gate: which revision, checked out where."""
+
+    role: str
+    revision: Revision
+    source: Path
+
+
+@dataclass
+class PairEvent:
+    """What the progress line shows after each pair."""
+
+    case: str
+    pair: int
+    base: dict
+    head: dict
+    metric: str
+    #: The sequential test's latest look (before the first look: the running ratio only).
+    verdict: "Verdict"
+    complete_pairs: int
+    elapsed_s: float
+    budget_s: float
+
+
+@dataclass
+class _CaseState:
+    case: Case
+    test: "SequentialPairedTest"
+    base_values: list[float] = field(default_factory=list)
+    head_values: list[float] = field(default_factory=list)
+    pair_wall_s: list[float] = field(default_factory=list)
+    ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    first_error: dict[str, str] = field(default_factory=dict)
+    stop: str | None = None
+
+    @property
+    def attempted(self) -> int:
+        return len(self.pair_wall_s)
+
+    def complete(self) -> tuple[list[float], list[float]]:
+        pairs = [(b, h) for b, h in zip(self.base_values, self.head_values) if not (math.isnan(b) or math.isnan(h))]
+        return [b for b, _ in pairs], [h for _, h in pairs]
+
+    def fits(self, elapsed: float, budget: float) -> bool:
+        """Whether one more pair is expected to end within the budget."""
+        if elapsed >= budget:
+            return False
+        recent = sorted(self.pair_wall_s[-5:])
+        estimate = recent[len(recent) // 2] if recent else 0.0
+        return elapsed + estimate <= budget
+
+
+@dataclass
+class CaseOutcome:
+    """The gate's decision for one case."""
+
+    case: str
+    verdict: "Verdict"
+    #: Complete pairs (both samples good) the verdict rests on.
+    pairs: int
+    attempted: int
+    failed: dict[str, int]
+    wall_s: float
+    stop: str
+    #: The gated metric over the complete pairs.
+    base: "Summary"
+    head: "Summary"
+    #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
+    changes: "list[Row]" = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "verdict": self.verdict.to_json(), "pairs": self.pairs, "attempted": self.attempted,
+                "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
+                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes]}
+
+
+@dataclass
+class GateOutcome:
+    """Everything the gate decided, and where its results files are."""
+
+    base: Revision
+    head: Revision
+    settings: GateSettings
+    cases: list[CaseOutcome]
+    skipped: list[Skipped]
+    elapsed_s: float
+    files: dict[str, str]
+
+    def regressions(self) -> list[CaseOutcome]:
+        return [c for c in self.cases if c.verdict.verdict == "regressed"]
+
+    def base_broken(self) -> list[CaseOutcome]:
+        return [c for c in self.cases if c.stop == BASE_BROKEN]
+
+    def exit_code(self) -> int:
+        """1 on a regression; else 2 when a base could not run (or nothing ran); else 0."""
+        if self.regressions():
+            return 1
+        if not self.cases or self.base_broken():
+            return 2
+        return 0
+
+    def to_json(self) -> dict:
+        return {"format": "ttfg-gate", "version": 1, "base": self.base.to_json(), "head": self.head.to_json(),
+                "settings": self.settings.to_json(), "elapsed_s": self.elapsed_s, "exit_code": self.exit_code(),
+                "files": self.files, "cases": [c.to_json() for c in self.cases],
+                "skipped": [{"case": s.id, "reason": s.reason} for s in self.skipped]}
+
+
+def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = False) -> tuple[Revision, Revision]:
+    """Resolve base and head, refusing a dirty tree when head is the checked-out commit.
+
+    Parameters
+    ----------
+    repo : Path
+        Repository root.
+    base, head : str
+        Revision names.
+    allow_dirty : bool
+        Measure the committed head even though the working tree has uncommitted
+        changes to tracked files under ``harness/`` or ``models/``.
+
+    Returns
+    -------
+    tuple of Revision
+
+    Raises
+    ------
+    GitError
+        A revision that does not exist, or a dirty tree where it matters: head is
+        measured from its commit, so uncommitted changes would silently not be.
+    """
+    base_rev = resolve(repo, base, "base")
+    head_rev = resolve(repo, head, "head")
+    checked_out = resolve(repo, "HEAD", "checked-out")
+    if head_rev.commit == checked_out.commit and not allow_dirty:
+        dirty = dirty_files(repo)
+        if dirty:
+            shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+            raise GitError(f"uncommitted changes to tracked files under harness/ or models/ ({shown}) would not be "
+                           f"measured: head is the committed {head!r} ({head_rev.short}). Commit them, or pass "
+                           "--allow-dirty to measure the commit without them")
+    return base_rev, head_rev
+
+
+def _new_test(settings: GateSettings):
+    from .stats import SequentialPairedTest
+
+    return SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.alpha, min_pairs=settings.min_pairs,
+                                max_pairs=settings.max_pairs)
+
+
+def _runner(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings, out: Path) -> Runner:
+    """A Runner used for its results file only: metadata, settings and atomic saves."""
+    from . import metadata
+
+    runner = Runner(cases, skipped, replace(settings.run, source=side.source), out)
+    env = runner.results.environment
+    env["git"] = metadata.git_state(side.source)
+    env["gate"] = {"role": side.role, **side.revision.to_json()}
+    runner.results.settings["gate"] = settings.to_json()
+    return runner
+
+
+def _value(sample: dict, metric: str) -> float | None:
+    """The metric of a good sample; NaN for a failed one; None when a good sample lacks it."""
+    if not sample["ok"]:
+        return math.nan
+    value = sample.get(metric)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _failure_verdict(verdict: str, reason: str, st: _CaseState):
+    from .stats import Verdict
+
+    nan = math.nan
+    return Verdict(verdict, nan, nan, nan, nan, st.ok["base"], st.ok["head"], "failure", reason)
+
+
+def _final_verdict(st: _CaseState, settings: GateSettings):
+    from .stats import compare_paired
+
+    if st.stop == BASE_BROKEN:
+        return _failure_verdict("inconclusive", f"base cannot run: its first {st.failed['base']} sample(s) failed "
+                                f"({st.first_error.get('base')}); nothing to compare head against", st)
+    if st.stop == HEAD_BROKEN:
+        return _failure_verdict("regressed", f"head cannot run: its first {st.failed['head']} sample(s) failed "
+                                f"({st.first_error.get('head')}) while base ran", st)
+    if st.stop == NO_METRIC:
+        return _failure_verdict("inconclusive", f"this backend does not report {settings.metric}", st)
+    if st.test.done():
+        return st.test.verdict()
+    base, head = st.complete()
+    why = {BUDGET: "the time budget ran out", FAILING: "sampling stopped after repeated failures"}.get(st.stop, st.stop)
+    share = getattr(st.test, "interim_share", DEFAULT_INTERIM_SHARE)
+    level = settings.alpha * (1 - share)
+    if len(base) < 2:
+        verdict = st.test.verdict()
+        return replace(verdict, verdict="inconclusive",
+                       reason=f"{why} after {len(base)} complete pair(s); at least 2 are needed")
+    verdict = compare_paired(base, head, min_effect=settings.min_effect, alpha=level)
+    return replace(verdict, method=f"{getattr(st.test, 'method', 'sequential')}, final look",
+                   reason=f"{why} after {len(base)} of at most {settings.max_pairs} pairs; final look at the level "
+                          f"reserved for it (alpha {level:.3g}): {verdict.reason}")
+
+
+def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, float | None]) -> None:
+    for role in ("base", "head"):
+        if values[role] is None:
+            st.stop = NO_METRIC
+            return
+    for role, broken in (("base", BASE_BROKEN), ("head", HEAD_BROKEN)):
+        if st.streak[role] >= settings.max_failures:
+            st.stop = broken if st.ok[role] == 0 else FAILING
+            return
+    if st.test.done():
+        st.stop = MAX_PAIRS if len(st.complete()[0]) >= settings.max_pairs else DECIDED
+
+
+def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner], settings: GateSettings) -> dict:
+    """One base and one head process back to back; the order alternates A B, B A, ..."""
+    index = st.attempted
+    order = ("base", "head") if index % 2 == 0 else ("head", "base")
+    samples = {}
+    started = time.monotonic()
+    for position, role in enumerate(order):
+        run = replace(settings.run, source=sides[role].source)
+        sample = run_sample(st.case, "timing", "cold", index, run)
+        sample["pair"] = index
+        sample["pair_position"] = position
+        runners[role].results.case(st.case.id).samples.append(sample)
+        runners[role].save()
+        samples[role] = sample
+    st.pair_wall_s.append(time.monotonic() - started)
+    return samples
+
+
+def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
+             out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
+             on_note: Callable[[str], None] | None = None) -> GateOutcome:
+    """Measure base and head interleaved and paired until every case is decided or the budget is spent.
+
+    Parameters
+    ----------
+    cases : list of Case
+        What to measure; each case gets its own sequential test.
+    skipped : list of Skipped
+        Recorded in both results files.
+    base, head : Side
+        The two revisions and the folders they are checked out in.
+    settings : GateSettings
+    out_dir : Path
+        Receives ``base.json`` and ``head.json`` (the normal results format, every
+        sample with its ``pair`` index), rewritten after every sample.
+    on_pair : callable or None
+        Called with a :class:`PairEvent` after each pair (progress output).
+    on_note : callable or None
+        Called with a line of text for other events (allocation runs).
+
+    Returns
+    -------
+    GateOutcome
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Re-raised after saving the finished samples (files marked incomplete).
+    """
+    from .compare import compare_results
+    from .stats import summarize
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sides = {"base": base, "head": head}
+    runners = {role: _runner(cases, skipped, side, settings, out_dir / f"{role}.json") for role, side in sides.items()}
+    for runner in runners.values():
+        runner.save()
+    states = [_CaseState(case, _new_test(settings)) for case in cases]
+    start = time.monotonic()
+    finished = False
+    try:
+        while True:
+            active = [st for st in states if st.stop is None]
+            if not active:
+                break
+            for st in active:
+                if not st.fits(time.monotonic() - start, settings.budget_s):
+                    st.stop = BUDGET
+                    continue
+                samples = _run_pair(st, sides, runners, settings)
+                values = {role: _value(samples[role], settings.metric) for role in sides}
+                for role in sides:
+                    if samples[role]["ok"]:
+                        st.ok[role] += 1
+                        st.streak[role] = 0
+                    else:
+                        st.failed[role] += 1
+                        st.streak[role] += 1
+                        st.first_error.setdefault(role, samples[role].get("error") or "unknown error")
+                st.base_values.append(values["base"] if values["base"] is not None else math.nan)
+                st.head_values.append(values["head"] if values["head"] is not None else math.nan)
+                if values["base"] is not None and values["head"] is not None:
+                    st.test.add(values["base"], values["head"])
+                _stop_after_pair(st, settings, values)
+                if on_pair:
+                    on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
+                                      st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
+                                      settings.budget_s))
+        elapsed = time.monotonic() - start
+        if settings.allocations:
+            for st in states:
+                if st.stop in (BASE_BROKEN, HEAD_BROKEN):
+                    continue
+                for i in range(settings.alloc_repeat):
+                    for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
+                        sample = run_sample(st.case, "allocations", "cold", i,
+                                            replace(settings.run, source=sides[role].source))
+                        runners[role].results.case(st.case.id).samples.append(sample)
+                        runners[role].save()
+                        if on_note:
+                            state = "ok" if sample["ok"] else f"failed: {sample['error']}"
+                            on_note(f"allocations {role} {st.case.id}: "
+                                    + (f"{sample['alloc_count']:,} allocations" if sample["ok"] else state))
+        finished = True
+    finally:
+        for runner in runners.values():
+            runner.results.complete = finished
+            runner.save()
+    results = {role: r.results for role, r in runners.items()}
+    explain = compare_results(results["base"], results["head"], metrics=EXPLAIN_METRICS)
+    outcomes = []
+    for st in states:
+        b, h = st.complete()
+        changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        outcomes.append(CaseOutcome(st.case.id, _final_verdict(st, settings), len(b), st.attempted, dict(st.failed),
+                                    sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes))
+    files = {role: str(r.out) for role, r in runners.items()}
+    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)

@@ -1,0 +1,379 @@
+"""The ``compare``, ``gate`` and ``expect`` subcommands: argument parsing and output only.
+
+The decisions live in ``compare.py``, ``gate.py`` and ``expect.py``; this module turns
+options into calls and results into tables, Markdown, JSON and exit codes. Like the
+rest of the CLI, nothing here imports an AD framework.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+EXIT_CODES = """\
+exit codes:
+  0  no regression (inconclusive results do not fail: nothing was proven)
+  1  regression{extra}
+  2  nothing comparable, or broken input (a missing or invalid file is named){extra2}
+  130 interrupted
+"""
+
+COMPARE_HELP = """\
+Compare two results files (from ttfg run or ttfg gate), per case and metric.
+
+Timings (first_grad_s, compile_s, ...) are compared with a Mann-Whitney test on log
+times and the Hodges-Lehmann ratio with its interval; a timing counts as regressed or
+improved only when the change is significant at --alpha AND its estimate is at least
+the minimum effect (--min-effect, default 5 %). Deterministic counters (alloc_count,
+alloc_bytes, instructions, counters.* such as counters.jaxpr_eqns) compare medians
+against a relative threshold (--threshold, default 1 %). Metrics absent on either
+side are skipped. Files measured at different times cannot tell machine drift from a
+code change: for gating prefer ttfg gate, which pairs and interleaves.
+"""
+
+GATE_HELP = """\
+Measure a base and a head revision interleaved and paired, and decide per case.
+
+Both revisions are checked out as temporary git worktrees (removed on exit and on
+Ctrl-C) and run in this Python environment. Base and head processes alternate
+(A B, B A, A B, ...) so the machine's drift cancels in each pair's log-ratio; a
+sequential test (alpha-spending, overall false-alarm rate <= --alpha) looks after
+every pair, stops a case once it is decided, and keeps sampling undecided cases,
+round-robin, until --budget runs out or --max-pairs is reached. A case still
+undecided when the budget ends gets one final look at the level the test reserved for
+it, and is reported inconclusive if that does not decide either.
+
+Defaults: --model resnet15 --backend jax.jit (the case where compile time dominates
+and a first gradient takes about a second), head = HEAD (the committed revision; a
+working tree with uncommitted changes under harness/ or models/ is refused unless
+--allow-dirty), metric first_grad_s, budget 10m, results in runs/gate/ (base.json and
+head.json in the normal results format, gate.json, summary.md). The Markdown summary is
+appended to $GITHUB_STEP_SUMMARY when that is set.
+"""
+
+EXPECT_HELP = """\
+Expected values of deterministic counters, committed with the code (CSV:
+case,metric,expected,margin; margin is relative). 'check' fails on regressions AND on
+unexpected improvements, so wins are locked in: update the file when a change is
+intended ('update', or the file written by --write-suggested).
+"""
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def _out(text: str, path: str | None) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_compare(args) -> int:
+    from . import record
+    from .compare import Thresholds, compare_results, DEFAULT_MIN_EFFECT, DEFAULT_THRESHOLD
+    from .markdown import comparison_markdown
+    from .tables import compare_table, console as make_console
+
+    base = record.load(args.base)
+    head = record.load(args.head)
+    cmp = compare_results(base, head, metrics=args.metric,
+                          min_effect=Thresholds.parse(args.min_effect, DEFAULT_MIN_EFFECT, "--min-effect"),
+                          threshold=Thresholds.parse(args.threshold, DEFAULT_THRESHOLD, "--threshold"),
+                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head)
+    code = cmp.exit_code()
+    if args.format == "json":
+        _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
+    elif args.format == "markdown":
+        _out(comparison_markdown(cmp), args.output)
+    else:
+        console = make_console()
+        if cmp.rows:
+            console.print(compare_table(cmp))
+        for r in cmp.rows:
+            if r.verdict.verdict in ("regressed", "improved"):
+                console.print(f"{r.verdict.verdict}: {r.case} {r.metric}: {r.verdict.reason}", highlight=False)
+        for note in cmp.notes:
+            console.print(f"[yellow]note[/]: {note}", highlight=False)
+        counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
+        console.print({0: f"no regression ({counts})", 1: f"[red]regression[/] ({counts})",
+                       2: "[red]nothing comparable[/]: no case and metric has values in both files"}[code],
+                      highlight=False)
+    return code
+
+
+def _progress_line(event) -> str:
+    from .compare import format_interval, format_value
+
+    def side(sample):
+        if not sample["ok"]:
+            return f"FAILED ({(sample.get('error') or '')[:80]})"
+        return format_value(event.metric, sample.get(event.metric))
+
+    b, h = event.base, event.head
+    pair_ratio = ""
+    if b["ok"] and h["ok"] and b.get(event.metric) and h.get(event.metric):
+        pair_ratio = f" x{h[event.metric] / b[event.metric]:.2f}"
+    v = event.verdict
+    running = f"ratio {v.ratio:.3f}" if v.ratio == v.ratio else "ratio -"
+    interval = format_interval(v)
+    return (f"[{event.elapsed_s:5.0f}s/{event.budget_s:.0f}s] {event.case} pair {event.pair}: base {side(b)} "
+            f"head {side(h)}{pair_ratio} | {event.complete_pairs} pairs: {running}"
+            + (f" [{interval}]" if interval != "-" else "") + f" {v.verdict}")
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def cmd_gate(args) -> int:
+    from .cli import selection
+    from .errors import UsageError
+    from .gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from .markdown import gate_markdown
+    from .runner import RunSettings
+    from .tables import console as make_console, expectations_table, gate_table
+    from .worktrees import repo_root, worktrees
+
+    console = make_console()
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.write_suggested and not args.expectations:
+        raise UsageError("--write-suggested needs --expectations FILE")
+    settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
+                            min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
+                            max_failures=args.max_failures, allocations=args.allocations,
+                            alloc_repeat=args.alloc_repeat,
+                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
+    expectations = None
+    if args.expectations:
+        from . import expect
+
+        expectations = expect.load(args.expectations)  # fail fast, before minutes of sampling
+    if args.backend is None:
+        args.backend = ["jax.jit"]
+    cases, skipped = selection(args)
+    if not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print("[red]nothing to gate[/red]: every selected case was skipped")
+        return 2
+    repo = repo_root(args.repo)
+    base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
+    out_dir = Path(args.out_dir)
+    console.print(f"gate: base {base_rev.name} ({base_rev.short} {base_rev.subject[:60]}) vs head {head_rev.name} "
+                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), metric {settings.metric}, "
+                  f"budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
+                  highlight=False)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
+    try:
+        with worktrees(repo, {"base": base_rev, "head": head_rev}) as folders:
+            outcome = run_gate(cases, skipped, Side("base", base_rev, folders["base"]),
+                               Side("head", head_rev, folders["head"]), settings, out_dir,
+                               on_pair=lambda e: console.print(_progress_line(e), highlight=False),
+                               on_note=lambda text: console.print(text, highlight=False))
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
+                      "(marked incomplete)")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    check = None
+    if expectations is not None:
+        from . import expect, record
+
+        check = expect.check(expectations, [record.load(outcome.files["head"])], path=args.expectations)
+        if args.write_suggested:
+            expect.save(args.write_suggested, check.suggested)
+    code = outcome.exit_code()
+    if check is not None and check.failures() and code == 0:
+        code = 1
+    console.print(gate_table(outcome))
+    for c in outcome.cases:
+        console.print(f"{c.verdict.verdict}: {c.case}: {c.verdict.reason}", highlight=False)
+    for s in outcome.skipped:
+        console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+    if check is not None:
+        console.print(expectations_table(check))
+        for r in check.failures():
+            console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
+        if check.not_run:
+            console.print(f"{check.not_run} expectation row(s) are for cases not gated (not checked)", highlight=False)
+        if args.write_suggested:
+            console.print(f"suggested expectations: {args.write_suggested}", highlight=False)
+    summary = gate_markdown(outcome, check)
+    (out_dir / "gate.json").write_text(json.dumps({**outcome.to_json(),
+                                                   "expectations": check.to_json() if check else None,
+                                                   "exit_code": code}, indent=1) + "\n")
+    (out_dir / "summary.md").write_text(summary)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a") as fh:
+            fh.write(summary + "\n")
+    console.print(f"results: {outcome.files['base']}, {outcome.files['head']}, {out_dir / 'gate.json'}, "
+                  f"{out_dir / 'summary.md'}", highlight=False)
+    if outcome.base_broken():
+        names = ", ".join(c.case for c in outcome.base_broken())
+        console.print(f"[red]base cannot run[/red] {names}: nothing to compare against", highlight=False)
+    if code == 1:
+        what = [f"{len(outcome.regressions())} regressed case(s)"] if outcome.regressions() else []
+        if check is not None and check.failures():
+            what.append(f"{len(check.failures())} expectation(s) violated")
+        console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+    elif code == 0:
+        console.print("gate passed: no regression", highlight=False)
+    return code
+
+
+def _load_runs(paths):
+    from . import record
+
+    return [record.load(p) for p in paths]
+
+
+def cmd_expect_check(args) -> int:
+    from . import expect
+    from .markdown import expectations_markdown
+    from .tables import console as make_console, expectations_table
+
+    expectations = expect.load(args.file)
+    check = expect.check(expectations, _load_runs(args.runs), path=args.file)
+    if args.write_suggested:
+        expect.save(args.write_suggested, check.suggested)
+    code = check.exit_code()
+    if args.format == "json":
+        sys.stdout.write(json.dumps(check.to_json(), indent=1) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(expectations_markdown(check))
+    else:
+        console = make_console()
+        console.print(expectations_table(check))
+        for r in check.failures():
+            console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
+        if check.not_run:
+            console.print(f"{check.not_run} row(s) are for cases not in these results (not checked)", highlight=False)
+        if args.write_suggested:
+            console.print(f"suggested expectations: {args.write_suggested}", highlight=False)
+        console.print({0: "expectations hold", 1: "[red]expectations violated[/red]",
+                       2: "[red]nothing comparable[/red]: no expectation matches a measured case and metric"}[code],
+                      highlight=False)
+    return code
+
+
+def cmd_expect_update(args) -> int:
+    from . import expect
+    from .compare import parse_fraction
+
+    existing = expect.load(args.out) if Path(args.out).exists() and not args.fresh else []
+    margins = {}
+    for text in args.margin or ():
+        key, eq, value = text.partition("=")
+        if not eq:
+            from .errors import UsageError
+
+            raise UsageError(f"--margin {text!r}: expected METRIC=VALUE, e.g. alloc_count=0.02 or 'counters.*=0'")
+        margins[key.strip()] = parse_fraction(value, f"--margin {key}")
+    rows = expect.update(existing, _load_runs(args.runs), metrics=args.metric, margins=margins)
+    if not rows:
+        print(f"ttfg expect update: error: no deterministic metric found in {', '.join(args.runs)}", file=sys.stderr)
+        return 2
+    expect.save(args.out, rows)
+    print(f"wrote {len(rows)} expectation(s) to {args.out}")
+    return 0
+
+
+def add_gate_commands(sub) -> None:
+    """Register ``compare``, ``gate`` and ``expect`` on the ``ttfg`` subparsers.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The object ``build_parser`` got from ``add_subparsers``.
+    """
+    from .cli import add_selection
+
+    p = sub.add_parser("compare", help="regression verdicts between two results files",
+                       description=COMPARE_HELP, formatter_class=_formatter,
+                       epilog=EXIT_CODES.format(extra=": some case and metric regressed", extra2=""))
+    p.add_argument("base", metavar="BASE.json")
+    p.add_argument("head", metavar="HEAD.json")
+    p.add_argument("--metric", action="append", metavar="NAME",
+                   help="metric or glob, repeatable or comma-separated (default: first_grad_s, process_ttfg_s, "
+                        "compile_s, import_s, second_grad_s, peak_rss_bytes, alloc_count, alloc_bytes, instructions, "
+                        "counters.*)")
+    p.add_argument("--min-effect", action="append", metavar="[METRIC=]FRACTION",
+                   help="minimum relative effect for timings, global (0.05 or 5%%) or per metric "
+                        "(first_grad_s=0.10); repeatable (default: 0.05)")
+    p.add_argument("--threshold", action="append", metavar="[METRIC=]FRACTION",
+                   help="relative threshold for deterministic counters, global or per metric "
+                        "('counters.*=0'); repeatable (default: 0.01)")
+    p.add_argument("--alpha", type=float, default=0.01, help="significance level of the timing tests (default: 0.01)")
+    p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
+                       description=GATE_HELP, formatter_class=_formatter,
+                       epilog=EXIT_CODES.format(extra=": a case regressed, a head cannot run a case the base runs, "
+                                                      "or --expectations are violated",
+                                                extra2=": also a missing revision, a dirty tree (see --allow-dirty) "
+                                                       "or a base that cannot run"))
+    p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
+    p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="measure the committed head although harness/ or models/ have uncommitted changes")
+    p.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
+    add_selection(p, default_model="resnet15")
+    for action in p._actions:
+        if action.dest == "backend":
+            action.help = "backend name (default: jax.jit)"
+    p.add_argument("--budget", default="10m", metavar="DURATION",
+                   help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
+    p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
+    p.add_argument("--min-effect", type=float, default=0.05, help="minimum relative effect (default: 0.05)")
+    p.add_argument("--alpha", type=float, default=0.01, help="overall significance level (default: 0.01)")
+    p.add_argument("--min-pairs", type=int, default=5, help="pairs before the first look (default: 5)")
+    p.add_argument("--max-pairs", type=int, default=60, help="pairs at most per case (default: 60)")
+    p.add_argument("--max-failures", type=int, default=3,
+                   help="consecutive failed samples of one side before its case stops (default: 3)")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads (default: 1)")
+    p.add_argument("--allocations", action="store_true",
+                   help="after the timing pairs, count allocations (memray) once per side and case")
+    p.add_argument("--alloc-repeat", type=int, default=1, help="allocation processes per side and case (default: 1)")
+    p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
+    p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
+    p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("expect", help="check or update expected counter values (CSV with margins)",
+                       description=EXPECT_HELP, formatter_class=_formatter)
+    esub = p.add_subparsers(dest="expect_command", metavar="ACTION")
+    p.set_defaults(func=lambda args, parser=p: (parser.print_help(), 2)[1])
+    c = esub.add_parser("check", help="check results against an expectations file",
+                        description=EXPECT_HELP, formatter_class=_formatter,
+                        epilog=EXIT_CODES.format(extra=" or unexpected improvement outside a row's margin", extra2=""))
+    c.add_argument("file", metavar="FILE", help="expectations CSV")
+    c.add_argument("--runs", action="append", required=True, metavar="RESULTS.json",
+                   help="head results file(s); values are pooled (repeatable)")
+    c.add_argument("--write-suggested", metavar="PATH", help="write the file updated to the measured values here")
+    c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    c.set_defaults(func=cmd_expect_check)
+    u = esub.add_parser("update", help="create or update an expectations file from results",
+                        description=EXPECT_HELP, formatter_class=_formatter)
+    u.add_argument("--runs", action="append", required=True, metavar="RESULTS.json", help="results file(s) (repeatable)")
+    u.add_argument("--out", required=True, metavar="FILE",
+                   help="expectations CSV; when it exists its margins and unmeasured rows are kept")
+    u.add_argument("--metric", action="append", metavar="NAME",
+                   help="deterministic metrics or globs (default: counters.*, alloc_count)")
+    u.add_argument("--margin", action="append", metavar="METRIC=FRACTION",
+                   help="margin for matching rows, e.g. alloc_count=0.02 or 'counters.*=0' (repeatable)")
+    u.add_argument("--fresh", action="store_true", help="ignore the existing file's rows and margins")
+    u.set_defaults(func=cmd_expect_update)

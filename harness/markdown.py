@@ -1,0 +1,136 @@
+"""Markdown summaries for pull-request comments and ``$GITHUB_STEP_SUMMARY``.
+
+Why separate from the terminal tables: a PR comment is read by someone who did not
+run anything, so it leads with the decision, shows what changed, and folds the
+unchanged rows away (``<details>``) instead of listing dozens of identical counters.
+"""
+
+from __future__ import annotations
+
+from .compare import Comparison, format_interval, format_ratio, format_value
+
+ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _verdict(word: str) -> str:
+    return f"**{word}**" if word in ("regressed", "improved") else word
+
+
+def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
+    """The comparison as Markdown: decision, notable rows, unchanged rows folded.
+
+    Parameters
+    ----------
+    cmp : Comparison
+    title : str
+        Heading.
+
+    Returns
+    -------
+    str
+    """
+    counts = cmp.counts()
+    code = cmp.exit_code()
+    decision = {0: "no regression", 1: f"{counts['regressed']} regression(s)", 2: "nothing comparable"}[code]
+    lines = [f"### {title}: {decision}", "",
+             f"base `{cmp.base_label}` vs head `{cmp.head_label}`: "
+             + ", ".join(f"{n} {v}" for v, n in counts.items() if n) if cmp.rows else "no rows", ""]
+    header = ["case", "metric", "base", "head", "ratio", "interval", "verdict"]
+
+    def row(r):
+        return [r.case, r.metric, format_value(r.metric, r.base.median), format_value(r.metric, r.head.median),
+                format_ratio(r.verdict), format_interval(r.verdict), _verdict(r.verdict.verdict)]
+
+    notable = sorted((r for r in cmp.rows if r.verdict.verdict != "unchanged"), key=lambda r: ORDER[r.verdict.verdict])
+    same = [r for r in cmp.rows if r.verdict.verdict == "unchanged"]
+    if notable:
+        lines += _table(header, [row(r) for r in notable]) + [""]
+        lines += [f"- `{r.case}` {r.metric}: {r.verdict.reason}" for r in notable if r.verdict.verdict != "inconclusive"]
+        lines.append("")
+    if same:
+        lines += ["<details><summary>" + f"{len(same)} unchanged</summary>", ""]
+        lines += _table(header, [row(r) for r in same]) + ["", "</details>", ""]
+    lines += [f"> {note}" for note in cmp.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def expectations_markdown(check) -> str:
+    """An expectations check as Markdown: failures first, with the fix.
+
+    Parameters
+    ----------
+    check : expect.ExpectationCheck
+
+    Returns
+    -------
+    str
+    """
+    fails = check.failures()
+    counts: dict[str, int] = {}
+    for r in check.rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    head = "expectations hold" if check.exit_code() == 0 else (
+        f"{len(fails)} expectation(s) violated" if fails else "no expectation could be checked")
+    lines = [f"### expectations `{check.path}`: {head}", "",
+             ", ".join(f"{n} {s}" for s, n in counts.items()) + (f"; {check.not_run} row(s) for cases not run"
+                                                                 if check.not_run else ""), ""]
+    shown = [r for r in check.rows if r.status != "ok"]
+    if shown:
+        lines += _table(["case", "metric", "expected", "margin", "measured", "status"],
+                        [[r.case, r.metric, format_value(r.metric, r.expected),
+                          "-" if r.margin is None else f"{r.margin * 100:g}%", format_value(r.metric, r.measured),
+                          _verdict(r.status)] for r in shown]) + [""]
+    if fails:
+        lines.append("Both regressions and unexpected improvements fail, so that wins are locked in: if the change "
+                     f"is intended, update `{check.path}` (`ttfg expect update --runs HEAD.json --out {check.path}`, "
+                     "or commit the suggested file from the artifacts).")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def gate_markdown(outcome, check=None) -> str:
+    """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
+
+    Parameters
+    ----------
+    outcome : gate.GateOutcome
+    check : expect.ExpectationCheck or None
+        Appended when the gate checked expectations.
+
+    Returns
+    -------
+    str
+    """
+    code = outcome.exit_code()
+    if check is not None and check.failures() and code == 0:
+        code = 1
+    decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
+    s = outcome.settings
+    lines = [f"## ttfg gate: {decision}", "",
+             f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
+             f"({outcome.head.short}); metric `{s.metric}`, minimum effect {s.min_effect * 100:g}%, alpha {s.alpha:g}, "
+             f"paired and interleaved, {outcome.elapsed_s:.0f} s of a {s.budget_s:.0f} s budget", ""]
+    rows = []
+    for c in outcome.cases:
+        rows.append([c.case, format_value(s.metric, c.base.median), format_value(s.metric, c.head.median),
+                     format_ratio(c.verdict), format_interval(c.verdict), _verdict(c.verdict.verdict),
+                     f"{c.pairs}", f"{c.wall_s:.0f}s", c.stop,
+                     "; ".join(f"{r.metric.removeprefix('counters.')} {format_value(r.metric, r.base.median)}"
+                               f"->{format_value(r.metric, r.head.median)}" for r in c.changes) or "-"])
+    lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "pairs", "wall", "stopped", "counters changed"],
+                    rows) + [""]
+    lines += [f"- `{c.case}`: {c.verdict.reason}" for c in outcome.cases]
+    lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
+    lines.append("")
+    if check is not None:
+        lines.append(expectations_markdown(check))
+    return "\n".join(lines).rstrip() + "\n"

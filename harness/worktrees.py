@@ -1,0 +1,148 @@
+"""Git revisions materialised as throwaway worktrees, so one environment can run both.
+
+Why worktrees: the gate measures a base and a head revision with the *same* Python,
+the same installed frameworks and the same machine, interleaved. Only the ``harness``
+and ``models`` code differs, and the runner already lets a probe run from any folder
+(``RunSettings.source``). ``git worktree add --detach`` gives each revision its own
+folder in a second or so without touching the user's checkout; both are removed on
+exit, on an error and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from .errors import TtfgError
+
+
+class GitError(TtfgError):
+    """A git problem the user can fix: not a repository, an unknown revision, a dirty tree."""
+
+
+def git(repo: str | Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``git -C repo ARGS``; raise :class:`GitError` with git's message on failure."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
+    if check and out.returncode != 0:
+        raise GitError(f"git {' '.join(args)} failed in {repo}: {out.stderr.strip() or out.stdout.strip()}")
+    return out
+
+
+def repo_root(path: str | Path = ".") -> Path:
+    """The top folder of the git repository containing ``path``.
+
+    Raises
+    ------
+    GitError
+        When ``path`` is not inside a git repository.
+    """
+    out = git(path, "rev-parse", "--show-toplevel", check=False)
+    if out.returncode != 0:
+        raise GitError(f"{Path(path).resolve()} is not inside a git repository; the gate compares git revisions")
+    return Path(out.stdout.strip())
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A revision as the user named it and as git resolved it."""
+
+    name: str
+    commit: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.commit[:10]
+
+    def to_json(self) -> dict:
+        return {"rev": self.name, "commit": self.commit, "subject": self.subject}
+
+
+def resolve(repo: str | Path, name: str, role: str = "revision") -> Revision:
+    """Resolve a revision name to a commit.
+
+    Parameters
+    ----------
+    repo : path
+        The repository.
+    name : str
+        Anything ``git rev-parse`` accepts: a branch, ``origin/main``, a tag, a SHA.
+    role : str
+        ``base`` or ``head``, for the message.
+
+    Returns
+    -------
+    Revision
+
+    Raises
+    ------
+    GitError
+        When the revision does not exist (with a hint about shallow clones).
+    """
+    out = git(repo, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", check=False)
+    if out.returncode != 0 or not out.stdout.strip():
+        shallow = git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true"
+        hint = (" (this clone is shallow: fetch full history, e.g. actions/checkout with fetch-depth: 0)"
+                if shallow else " (fetch it first, or check the spelling)")
+        raise GitError(f"{role} revision {name!r} not found in {repo}{hint}")
+    commit = out.stdout.strip()
+    subject = git(repo, "log", "-1", "--format=%s", commit, check=False).stdout.strip()
+    return Revision(name, commit, subject)
+
+
+def dirty_files(repo: str | Path, paths: tuple[str, ...] = ("harness", "models")) -> list[str]:
+    """Tracked files under ``paths`` with uncommitted changes (staged or not).
+
+    Parameters
+    ----------
+    repo : path
+    paths : tuple of str
+        Folders that decide what is measured.
+
+    Returns
+    -------
+    list of str
+        Paths relative to the repository root; empty when clean.
+    """
+    out = git(repo, "status", "--porcelain", "--untracked-files=no", "--", *paths)
+    return [line[3:] for line in out.stdout.splitlines() if line.strip()]
+
+
+@contextmanager
+def worktrees(repo: str | Path, revisions: Mapping[str, Revision]) -> Iterator[dict[str, Path]]:
+    """Check each revision out as a detached worktree in a temporary folder.
+
+    Parameters
+    ----------
+    repo : path
+        The repository the revisions belong to.
+    revisions : mapping
+        ``{name: Revision}``; each gets the folder ``<tmp>/<name>``.
+
+    Yields
+    ------
+    dict
+        ``{name: folder}``. On exit (normal, error or Ctrl-C) every worktree is
+        removed, the temporary folder deleted and git's worktree list pruned.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="ttfg-gate-"))
+    made: dict[str, Path] = {}
+    try:
+        for name, rev in revisions.items():
+            folder = tmp / name
+            git(repo, "worktree", "add", "--detach", str(folder), rev.commit)
+            made[name] = folder
+        yield dict(made)
+    finally:
+        for folder in made.values():
+            git(repo, "worktree", "remove", "--force", str(folder), check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+        git(repo, "worktree", "prune", check=False)

@@ -1,0 +1,117 @@
+"""The CI kit stays in step with the code: workflows parse, every command they run exists."""
+
+import re
+import shlex
+
+import pytest
+import yaml
+
+from harness import expect
+from harness.cases import select
+from harness.cli import build_parser
+
+from .conftest import ROOT
+
+WORKFLOWS = sorted((ROOT / "ci" / "workflows").glob("*.yml"))
+
+
+def load(path):
+    return yaml.safe_load(path.read_text())
+
+
+def triggers(doc):
+    return doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` key as True
+
+
+def run_scripts(doc):
+    for job in doc["jobs"].values():
+        for step in job["steps"]:
+            if "run" in step:
+                yield step["run"]
+
+
+def commands(tool: str):
+    """Every ``tool ...`` command line in the workflows' run scripts, with shell syntax neutralised."""
+    out = []
+    for path in WORKFLOWS:
+        for script in run_scripts(load(path)):
+            joined = script.replace("\\\n", " ")
+            for line in joined.splitlines():
+                line = re.sub(r"\$\([^)]*\)", "X", line)
+                line = re.sub(r"\$\{?\w+\}?", "X", line)
+                for match in re.finditer(rf"(?:^|[\s/]){tool}\s+(.*)", line):
+                    rest = re.split(r"\s(?:\||&&|;|>)\s", match.group(1))[0]
+                    out.append((path.name, shlex.split(rest)))
+    return out
+
+
+def subcommands(parser):
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return action.choices
+
+
+def test_workflows_exist_and_parse():
+    names = {p.name for p in WORKFLOWS}
+    assert {"perf-gate.yml", "trend.yml"} <= names
+    for path in WORKFLOWS:
+        doc = load(path)
+        assert doc["name"] and doc["jobs"] and triggers(doc), path
+
+
+def test_perf_gate_workflow_shape():
+    doc = load(ROOT / "ci" / "workflows" / "perf-gate.yml")
+    assert "pull_request" in triggers(doc)
+    steps = [s for job in doc["jobs"].values() for s in job["steps"]]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+    python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
+    assert str(python["with"]["python-version"]) == "3.11"
+    gate = next(s for s in steps if "ttfg gate" in s.get("run", ""))
+    assert '--base "origin/$BASE_REF"' in gate["run"] and "github.base_ref" in gate["env"]["BASE_REF"]
+    assert "--expectations ci/expectations.csv" in gate["run"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and "runs/gate" in upload["with"]["path"]
+
+
+def test_trend_workflow_shape():
+    doc = load(ROOT / "ci" / "workflows" / "trend.yml")
+    assert triggers(doc)["push"]["branches"] == ["main"]
+    scripts = "\n".join(run_scripts(doc))
+    assert "ttfg run" in scripts and "ttfg report" in scripts
+    assert re.search(r"asv run --environment \"?existing:", scripts) and "--set-commit-hash" in scripts
+    assert "asv publish" in scripts
+    assert any("TODO" in s.get("name", "") and "asv" in s.get("name", "")
+               for job in doc["jobs"].values() for s in job["steps"])
+
+
+@pytest.mark.parametrize("workflow, argv", commands("ttfg"), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_every_ttfg_command_parses(workflow, argv):
+    parser = build_parser()
+    assert argv[0] in subcommands(parser), f"{workflow}: ttfg {argv[0]} is not a subcommand"
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exc:  # argparse reports the bad option on stderr
+        pytest.fail(f"{workflow}: `ttfg {' '.join(argv)}` does not parse (exit {exc.code})")
+
+
+def test_every_make_target_exists():
+    targets = set(re.findall(r"^([\w.-]+)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M))
+    used = commands("make")
+    assert used, "the workflows install with make"
+    for workflow, argv in used:
+        for target in (a for a in argv if not a.startswith("-") and "=" not in a):
+            assert target in targets, f"{workflow}: make {target} is not a Makefile target"
+
+
+def test_readme_explains_copying():
+    text = (ROOT / "ci" / "README.md").read_text()
+    assert ".github/workflows" in text and "expectations.csv" in text
+
+
+def test_committed_expectations_are_valid_and_name_real_cases():
+    rows = expect.load(ROOT / "ci" / "expectations.csv")
+    cases, _ = select(["resnet15"], ["jax.jit", "torch.eager", "autograd"], None, check_availability=False)
+    ids = {c.id for c in cases}
+    assert {r.case for r in rows} == ids
+    metrics = {r.metric for r in rows}
+    assert {"counters.jaxpr_eqns", "counters.hlo_ops", "counters.autograd_nodes", "alloc_count"} <= metrics

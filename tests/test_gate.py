@@ -1,0 +1,177 @@
+"""ttfg gate end to end, in a throwaway git repository made from this checkout.
+
+The repository gets three commits: ``first`` (this code), ``second`` (resnet15's
+default depth doubled from 15 to 30 blocks: a real compile-time regression for
+jax.jit) and, on a side branch, ``broken`` (a model that raises: a base that cannot
+run). The gate runs as a user would run it: a subprocess in that repository, whose
+own ``harness`` runs the parent (cwd and PYTHONPATH) and, from the two worktrees it
+creates, the probes.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from harness import record
+from harness.gate import parse_duration
+from harness.errors import UsageError
+
+from .conftest import ROOT
+
+JIT = "resnet15/jax.jit/params=args,chain=unrolled"
+AUTOGRAD = "resnet15/autograd/params=args,chain=unrolled"
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gate-repo")
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            check=True, capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():  # a file deleted but not yet committed is listed and absent
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, root / name)
+    git(root, "init", "-q", "-b", "trunk")
+    git(root, "config", "user.email", "gate-test@example.com")
+    git(root, "config", "user.name", "gate test")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    first = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "-b", "broken")
+    edit(root / "models/resnet15.py", '    if blocks < 1:', '    raise RuntimeError("deliberately broken model")\n    if blocks < 1:')
+    git(root, "commit", "-q", "-am", "broken model")
+    git(root, "checkout", "-q", "trunk")
+    edit(root / "models/resnet15.py", "def build(blocks: int = 15,", "def build(blocks: int = 30,")
+    git(root, "commit", "-q", "-am", "second: 30 blocks")
+    return SimpleNamespace(path=root, first=first, second=git(root, "rev-parse", "HEAD"))
+
+
+def gate(repo, *args, timeout=420, summary=None):
+    env = {**os.environ, "PYTHONPATH": str(repo.path)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    if summary:
+        env["GITHUB_STEP_SUMMARY"] = str(summary)
+    return subprocess.run([sys.executable, "-m", "harness", "gate", *args], cwd=repo.path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def worktrees(repo) -> list[str]:
+    return [line for line in git(repo.path, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
+
+
+def test_parse_duration():
+    assert [parse_duration(t) for t in ("90", "90s", "10m", "1h", "1m30s", "2.5m")] == [90, 90, 600, 3600, 90, 150]
+    for bad in ("", "0", "10x", "m", "-5s"):
+        with pytest.raises(UsageError):
+            parse_duration(bad)
+
+
+def test_refusals_exit_2_before_measuring(repo):
+    out = gate(repo, "--base", "no-such-branch")
+    assert out.returncode == 2 and "base revision 'no-such-branch' not found" in out.stderr
+    out = gate(repo, "--base", repo.first, "--head", "deadbeef")
+    assert out.returncode == 2 and "head revision 'deadbeef' not found" in out.stderr
+    target = repo.path / "harness" / "gate.py"
+    original = target.read_text()
+    try:
+        target.write_text(original + "\n# local change\n")
+        out = gate(repo, "--base", repo.first)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert "uncommitted changes" in out.stderr and "harness/gate.py" in out.stderr and "--allow-dirty" in out.stderr
+    finally:
+        target.write_text(original)
+    assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+def test_base_that_cannot_run_exits_2(repo, tmp_path):
+    out = gate(repo, "--base", "broken", "--head", repo.first, "--backend", "autograd", "--budget", "60s",
+               "--max-failures", "2", "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "base cannot run" in out.stdout and "deliberately broken model" in out.stdout
+    verdicts = json.loads((tmp_path / "out" / "gate.json").read_text())
+    assert verdicts["cases"][0]["stop"] == "base cannot run"
+    assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
+    out_dir = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(repo.path)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "gate", "--base", repo.first, "--head", repo.second,
+                             "--backend", "autograd", "--budget", "10m", "--out-dir", str(out_dir)],
+                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (out_dir / "head.json").exists() and record.load(out_dir / "head.json").cases[0].samples:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stdout and "worktrees removed" in stdout
+    assert len(worktrees(repo)) == 1
+    head = record.load(out_dir / "head.json")
+    assert not head.complete and head.case(AUTOGRAD).samples
+    assert not os.path.exists(head.settings["source"]), "the temporary worktree folder is gone"
+
+
+@pytest.mark.slow
+def test_gate_flags_a_deliberately_slower_head(repo, tmp_path):
+    """15 -> 30 blocks roughly doubles jax.jit's first gradient: exit 1, regressed, ratio > 1.2."""
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    out_dir = tmp_path / "out"
+    out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", "jax.jit",
+               "--budget", "3m", "--out-dir", str(out_dir), summary=summary)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
+    result = json.loads((out_dir / "gate.json").read_text())
+    case = result["cases"][0]
+    assert case["case"] == JIT and case["verdict"]["verdict"] == "regressed", case
+    assert case["verdict"]["ratio"] > 1.2 and case["verdict"]["ci_low"] > 1.0
+    assert result["head"]["commit"] == repo.second and result["exit_code"] == 1
+    # The structural counters explain the regression.
+    changed = {c["metric"]: c for c in case["changes"]}
+    assert changed["counters.jaxpr_eqns"]["verdict"]["ratio"] > 1.5
+    # Both results files are normal results files; each sample knows its pair, and the order alternates.
+    base, head = record.load(out_dir / "base.json"), record.load(out_dir / "head.json")
+    assert base.complete and head.complete
+    assert base.environment["git"]["commit"] == repo.first and head.environment["gate"]["role"] == "head"
+    assert base.settings["source"] != head.settings["source"]
+    b, h = base.case(JIT).good(), head.case(JIT).good()
+    assert [s["pair"] for s in b] == list(range(len(b))) == [s["pair"] for s in h]
+    assert [s["pair_position"] for s in b[:4]] == [0, 1, 0, 1]
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
+    assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+def test_a_a_gate_passes(repo, tmp_path):
+    out = gate(repo, "--base", repo.first, "--head", repo.first, "--backend", "jax.jit", "--budget", "60s",
+               "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "regressed" not in out.stdout and "gate passed" in out.stdout
+    case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
+    assert case["verdict"]["verdict"] in ("unchanged", "inconclusive") and case["changes"] == []
+    assert len(worktrees(repo)) == 1
