@@ -227,3 +227,17 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     assert len(asv_results.load(clone / "results", dropna=True)) == frame["value"].notna().sum()
     meta = asv_results.benchmarks(clone / "results")
     assert set(meta["benchmark"]) == {f"ttfg.{name}" for name in tracks()}
+
+
+def test_every_suite_benchmark_maps_to_the_metric_it_reads():
+    """The report reads asv history through BENCHMARK_METRICS; it must match the suites' code."""
+
+    from harness.asv_bench import BENCHMARK_METRICS
+    from harness.report_data import metric_from_benchmark
+
+    suite = (ROOT / "suites" / "ttfg.py").read_text()
+    reads = dict(re.findall(r"def (track_\w+)\(.*?\):\n\s+return asv_bench\.value\(cache, \"([\w.]+)\"", suite))
+    assert reads and reads == BENCHMARK_METRICS
+    assert metric_from_benchmark("ttfg.track_first_grad_seconds", {}) == "first_grad_s"
+    assert metric_from_benchmark("ttfg.track_hlo_ops", {}) == "counters.hlo_ops"
+
