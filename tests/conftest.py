@@ -29,3 +29,11 @@ def run_ttfg(*args: str, env: dict | None = None, timeout: float = 600, cwd: Pat
 @pytest.fixture
 def ttfg():
     return run_ttfg
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for children that a test interrupts: a shell's background job starts
+    with SIGINT ignored, and Python then never raises KeyboardInterrupt; restore it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -23,7 +23,7 @@ from harness import record
 from harness.gate import parse_duration
 from harness.errors import UsageError
 
-from .conftest import ROOT
+from .conftest import ROOT, default_sigint
 
 JIT = "resnet15/jax.jit/params=args,chain=unrolled"
 AUTOGRAD = "resnet15/autograd/params=args,chain=unrolled"
@@ -119,7 +119,8 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     env.pop("GITHUB_STEP_SUMMARY", None)
     proc = subprocess.Popen([sys.executable, "-m", "harness", "gate", "--base", repo.first, "--head", repo.second,
                              "--backend", "autograd", "--budget", "10m", "--out-dir", str(out_dir)],
-                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if (out_dir / "head.json").exists() and record.load(out_dir / "head.json").cases[0].samples:

@@ -15,7 +15,7 @@ from harness.record import ResultsError
 from harness.runner import RunSettings, Runner, failed_cases, run_sample
 
 from .broken_backends import BACKENDS
-from .conftest import ROOT
+from .conftest import ROOT, default_sigint
 
 TINY = "resnet15:blocks=2"
 
@@ -111,17 +111,19 @@ def test_cli_run_exit_codes(broken, tmp_path, ttfg):
     assert bad.returncode == 2 and "--repeat must be >= 1" in bad.stderr
 
 
-def test_interrupted_run_keeps_finished_samples(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_keeps_finished_samples(tmp_path, stop):
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--model", TINY, "--backend", "autograd",
                              "--repeat", "50", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if out.exists() and record.load(out).cases[0].samples:
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
     assert "interrupted" in stdout
