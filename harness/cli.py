@@ -43,6 +43,16 @@ def selection(args):
     return select(args.model or [args.default_model], args.backend, args.variant)
 
 
+def runnable_selection(args, console, what: str):
+    """The selection's cases and skips; when every case is skipped, says why and gives no cases."""
+    cases, skipped = selection(args)
+    if not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print(f"[red]nothing to {what}[/red]: every selected case was skipped")
+    return cases, skipped
+
+
 def cmd_list(args) -> int:
     import models
     from rich.table import Table
@@ -119,11 +129,8 @@ def cmd_run(args) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     console = make_console()
-    cases, skipped = selection(args)
+    cases, skipped = runnable_selection(args, console, "run")
     if not cases:
-        for s in skipped:
-            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-        console.print("[red]nothing to run[/red]: every selected case was skipped")
         return 2
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     settings = RunSettings(

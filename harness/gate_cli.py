@@ -133,7 +133,7 @@ def _raise_interrupt(signum, frame):
 
 
 def cmd_gate(args) -> int:
-    from .cli import selection
+    from .cli import runnable_selection
     from .errors import UsageError
     from .gate import GateSettings, Side, parse_duration, revisions, run_gate
     from .markdown import gate_markdown
@@ -158,11 +158,8 @@ def cmd_gate(args) -> int:
         expectations = expect.load(args.expectations)  # fail fast, before minutes of sampling
     if args.backend is None:
         args.backend = ["jax.jit"]
-    cases, skipped = selection(args)
+    cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
-        for s in skipped:
-            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-        console.print("[red]nothing to gate[/red]: every selected case was skipped")
         return 2
     repo = repo_root(args.repo)
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
