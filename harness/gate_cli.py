@@ -63,6 +63,18 @@ intended ('update', or the file written by --write-suggested).
 """
 
 
+def print_expectations(console, check, suggested_path, not_run_what: str) -> None:
+    """The expectations table, one line per failed row, and where the suggested file went."""
+    from .tables import expectations_table
+
+    console.print(expectations_table(check))
+    for r in check.failures():
+        console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
+    if check.not_run:
+        console.print(f"{check.not_run} expectation row(s) are for {not_run_what} (not checked)", highlight=False)
+    if suggested_path:
+        console.print(f"suggested expectations: {suggested_path}", highlight=False)
+
 def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
@@ -138,7 +150,7 @@ def cmd_gate(args) -> int:
     from .gate import GateSettings, Side, parse_duration, revisions, run_gate
     from .markdown import gate_markdown
     from .runner import RunSettings
-    from .tables import console as make_console, expectations_table, gate_table
+    from .tables import console as make_console, gate_table
     from .worktrees import repo_root, worktrees
 
     console = make_console()
@@ -197,13 +209,7 @@ def cmd_gate(args) -> int:
     for s in outcome.skipped:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
     if check is not None:
-        console.print(expectations_table(check))
-        for r in check.failures():
-            console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
-        if check.not_run:
-            console.print(f"{check.not_run} expectation row(s) are for cases not gated (not checked)", highlight=False)
-        if args.write_suggested:
-            console.print(f"suggested expectations: {args.write_suggested}", highlight=False)
+        print_expectations(console, check, args.write_suggested, "cases not gated")
     summary = gate_markdown(outcome, check)
     (out_dir / "gate.json").write_text(json.dumps({**outcome.to_json(),
                                                    "expectations": check.to_json() if check else None,
@@ -237,7 +243,7 @@ def _load_runs(paths):
 def cmd_expect_check(args) -> int:
     from . import expect
     from .markdown import expectations_markdown
-    from .tables import console as make_console, expectations_table
+    from .tables import console as make_console
 
     expectations = expect.load(args.file)
     check = expect.check(expectations, _load_runs(args.runs), path=args.file)
@@ -250,13 +256,7 @@ def cmd_expect_check(args) -> int:
         sys.stdout.write(expectations_markdown(check))
     else:
         console = make_console()
-        console.print(expectations_table(check))
-        for r in check.failures():
-            console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
-        if check.not_run:
-            console.print(f"{check.not_run} row(s) are for cases not in these results (not checked)", highlight=False)
-        if args.write_suggested:
-            console.print(f"suggested expectations: {args.write_suggested}", highlight=False)
+        print_expectations(console, check, args.write_suggested, "cases not in these results")
         console.print({0: "expectations hold", 1: "[red]expectations violated[/red]",
                        2: "[red]nothing comparable[/red]: no expectation matches a measured case and metric"}[code],
                       highlight=False)
