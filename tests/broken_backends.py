@@ -10,7 +10,6 @@ import os
 import sys
 import time
 
-import numpy as np
 
 from harness.engines.autograd_numpy import AutogradBackend, AutogradEngine
 
@@ -79,4 +78,3 @@ class SlowBackend(AutogradBackend):
 
 BACKENDS = {cls.name: f"tests.broken_backends:{cls.__name__}"
             for cls in (CrashBackend, HangBackend, GarbageBackend, DieBackend, SlowBackend)}
-assert np
