@@ -94,13 +94,7 @@ def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tupl
         if control not in cls.supports[axis] or treatment not in cls.supports[axis]:
             notes.append(f"{name}: does not support both {axis}={control} and {axis}={treatment}")
             continue
-        base = cls.default_variant()
-        arms = []
-        for value in (control, treatment):
-            want = {**base, axis: value}
-            if cls.unsupported_combination(want):
-                want = {**cls.default_variant(), axis: value}
-            arms.append(Case(model, name, tuple(cls.resolve_variant(want).items())))
+        arms = [Case(model, name, tuple(cls.resolve_variant({axis: value}).items())) for value in (control, treatment)]
         pairs.append((name, arms[0], arms[1]))
     return pairs, notes
 
@@ -147,7 +141,7 @@ def analyse_depth(results: Results, sweep: list[tuple[str, int]], backends: list
                     ys.append(v)
                 if values:
                     points.append((depth_of[case.model], sorted(values)[len(values) // 2]))
-            if len({x for x in xs}) < 3:
+            if len(set(xs)) < 3:
                 if metric == "first_grad_s" or xs:
                     rows.append(DepthRow(backend, metric, None, "undetermined", sorted(points),
                                          "fewer than 3 depths with good samples"))
