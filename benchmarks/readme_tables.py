@@ -12,7 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from harness import record
+from harness.results import record
 
 
 def fmt(v: float | None) -> str:

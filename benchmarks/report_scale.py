@@ -1,7 +1,7 @@
 """How long ``ttfg report`` takes, and how big its file gets, on a long history.
 
 Not a test: a measurement to run by hand and quote (README, "Reports"). It builds a
-synthetic asv history in the loader's schema (``harness.synthetic``), then times
+synthetic asv history in the loader's schema (``harness.history.synthetic``), then times
 ``build_report`` on it, with wall and CPU time (CPU time is the steadier figure on a
 shared machine), and prints the file size.
 
@@ -31,8 +31,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    from harness.report import build_report
-    from harness.synthetic import synthetic_history
+    from harness.present.report import build_report
+    from harness.history.synthetic import synthetic_history
 
     imports = time.perf_counter() - started
     history = synthetic_history(args.commits, args.cases, seed=1)

@@ -6,6 +6,6 @@ Importing ``harness`` imports no AD framework; each backend imports its own lazi
 from __future__ import annotations
 
 from .engines import names as backends
-from .contract import gradient
+from .engines.contract import gradient
 
 __all__ = ["backends", "gradient"]

@@ -2,7 +2,7 @@
 
 The slow test runs the real asv 0.6.6 in a temporary clone (no reliance on the home
 folder's ~/.asv-machine.json: HOME points into tmp_path) and reads its output back with
-harness.asv_results; nothing here is hand-written asv JSON.
+harness.history.asv_results; nothing here is hand-written asv JSON.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import asv_bench, asv_results
-from harness.record import CaseResult
+from harness.history import asv_suite as asv_bench, asv_results
+from harness.results.record import CaseResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTED = [("resnet15", "torch.eager", "params=closure,chain=unrolled"),
@@ -66,7 +66,7 @@ def test_suite_functions_are_one_liners_with_units_and_the_full_matrix():
     used = set()
     for name, fn in found.items():
         body = inspect.getsource(fn).strip().splitlines()
-        assert len(body) == 2, f"{name} must stay a one-line call into harness.asv_bench"
+        assert len(body) == 2, f"{name} must stay a one-line call into harness.history.asv_suite"
         metric = re.search(r'asv_bench\.value\(cache, "([^"]+)", model, backend, variant\)', body[1]).group(1)
         used.add(metric)
         assert fn.unit == asv_bench.METRICS[metric], name
@@ -235,8 +235,8 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
 def test_every_suite_benchmark_maps_to_the_metric_it_reads():
     """The report reads asv history through BENCHMARK_METRICS; it must match the suites' code."""
 
-    from harness.asv_bench import BENCHMARK_METRICS
-    from harness.report_data import metric_from_benchmark
+    from harness.history.asv_suite import BENCHMARK_METRICS
+    from harness.history.points import metric_from_benchmark
 
     suite = (ROOT / "suites" / "ttfg.py").read_text()
     reads = dict(re.findall(r"def (track_\w+)\(.*?\):\n\s+return asv_bench\.value\(cache, \"([\w.]+)\"", suite))

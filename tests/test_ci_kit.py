@@ -6,8 +6,8 @@ import shlex
 import pytest
 import yaml
 
-from harness import expect
-from harness.cases import select
+from harness.decide import expect
+from harness.measure.cases import select
 from harness.cli import build_parser
 
 from .conftest import ROOT

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.compare import Thresholds, compare_results, expand_metrics, format_value
+from harness.decide.compare import Thresholds, compare_results, expand_metrics, format_value
 from harness.errors import UsageError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample

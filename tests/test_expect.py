@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness import expect
+from harness.decide import expect
 from harness.cli import main
-from harness.expect import Expectation, ExpectationsError
+from harness.decide.expect import Expectation, ExpectationsError
 
 from .synthetic_results import CASE, OTHER, results, timing_run
 

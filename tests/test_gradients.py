@@ -5,10 +5,10 @@ import pytest
 
 import harness
 from harness import engines
-from harness.cases import Case, load_model, select
-from harness.check import DEFAULT_TOLERANCE, run_check
+from harness.measure.cases import Case, load_model, select
+from harness.measure.check import DEFAULT_TOLERANCE, run_check
 from harness.errors import Unsupported, UsageError
-from harness.reference import reference_gradient, worst_error
+from harness.engines.reference import reference_gradient, worst_error
 
 from .conftest import SMALL_MODELS
 

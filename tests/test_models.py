@@ -4,7 +4,7 @@ import pytest
 import models
 
 GOLDEN_RESNET_W0 = [-0.10524856, -0.05400444, -0.0838063]
-from harness.cases import load_model, parse_model
+from harness.measure.cases import load_model, parse_model
 from harness.errors import UsageError
 
 

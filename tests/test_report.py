@@ -25,11 +25,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import fmt, report_data
-from harness.record import load
-from harness.report import build_report, prepare
-from harness.steps import detect_steps
-from harness.synthetic import synthetic_history
+from harness.present import fmt
+
+from harness.history import points as report_data
+from harness.results.record import load
+from harness.present.report import build_report, prepare
+from harness.history.steps import detect_steps
+from harness.history.synthetic import synthetic_history
 
 from .conftest import ROOT, run_ttfg
 
@@ -288,13 +290,13 @@ def test_cli_report_regressions_and_bad_input(real_run, tmp_path):
 
 
 def test_cli_reads_asv_history_through_the_loader(history, real_run, tmp_path, monkeypatch, capsys):
-    """With harness.asv_results present, history comes from it; regressions prints the same steps."""
+    """With harness.history.asv_results present, history comes from it; regressions prints the same steps."""
     from harness.cli import main
 
-    loader = types.ModuleType("harness.asv_results")
+    loader = types.ModuleType("harness.history.asv_results")
     seen = []
     loader.load = lambda folder: seen.append(Path(folder)) or history
-    monkeypatch.setitem(sys.modules, "harness.asv_results", loader)
+    monkeypatch.setitem(sys.modules, "harness.history.asv_results", loader)
     (tmp_path / "results").mkdir()
     monkeypatch.chdir(tmp_path)
     assert main(["regressions", "--runs", str(real_run)]) == 0
@@ -317,13 +319,13 @@ def test_report_code_imports_no_framework(real_run, tmp_path):
 
 
 def test_plots_are_downsampled_for_long_histories():
-    from harness.plots import MAX_POINTS, downsample
+    from harness.present.plots import MAX_POINTS, downsample
 
     x = np.arange(5000, dtype=float)
     dx, dy, lo, hi = downsample(x, np.sin(x))
     assert len(dx) <= MAX_POINTS and lo is not None and np.all(lo <= dy) and np.all(dy <= hi)
     assert downsample(x[:50], x[:50])[2] is None
-    assert re.fullmatch(r"<svg .*</svg>", __import__("harness.plots").plots.sparkline_svg([1, 2, 3], "#123456"))
+    assert re.fullmatch(r"<svg .*</svg>", __import__("harness.present.plots").plots.sparkline_svg([1, 2, 3], "#123456"))
 
 
 # ---------------------------------------------------------------------------- studies
@@ -375,7 +377,7 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
 
 
 def test_study_views_read_defensively(tmp_path):
-    from harness import study_views
+    from harness.present import study_views
 
     chain, depth = load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")
     studies, notes = study_views.read_studies([depth, chain])

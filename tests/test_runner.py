@@ -9,10 +9,12 @@ import time
 
 import pytest
 
-from harness import engines, record
-from harness.cases import select
-from harness.record import ResultsError
-from harness.runner import RunSettings, Runner, failed_cases, run_sample
+from harness import engines
+
+from harness.results import record
+from harness.measure.cases import select
+from harness.results.record import ResultsError
+from harness.measure.runner import RunSettings, Runner, failed_cases, run_sample
 
 from .broken_backends import BACKENDS
 from .conftest import ROOT, default_sigint

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from harness.errors import UsageError
-from harness.runner import RunSettings
-from harness.study import depth_models, effect_cases, run_study
+from harness.measure.runner import RunSettings
+from harness.decide.study import depth_models, effect_cases, run_study
 
 
 def test_depth_sweeps():

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..interpret import forward
+from .interpret import forward
 from .base import Backend, Engine
 
 

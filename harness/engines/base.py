@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from .. import variants as _variants
+from . import variants as _variants
 from ..errors import Unavailable, Unsupported
 
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..interpret import forward, stack_repeats, stacked_name, unrolled_repeat, unstack_repeats
+from .interpret import forward, stack_repeats, stacked_name, unrolled_repeat, unstack_repeats
 from models.spec import param_specs
 
 # jax.monitoring duration events of one compilation, by the phase they belong to.

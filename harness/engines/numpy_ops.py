@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..interpret import unrolled_repeat
+from .interpret import unrolled_repeat
 
 
 class NumpyOps:

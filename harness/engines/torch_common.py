@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..interpret import block_params, forward, unrolled_repeat
+from .interpret import block_params, forward, unrolled_repeat
 
 
 class TorchOps:

@@ -66,7 +66,7 @@ class TorchCompileEngine(Engine):
     def __init__(self, spec, weights, x, variant, compiler_name):
         import torch
 
-        from ..interpret import forward
+        from .interpret import forward
         from . import torch_common as tc
 
         self.tc = tc
@@ -91,7 +91,7 @@ class TorchCompileEngine(Engine):
                 )
 
     def _regional_repeat(self, torch, compiler, forward):
-        from ..interpret import block_params
+        from .interpret import block_params
 
         compiled_blocks: dict[int, Any] = {}
 

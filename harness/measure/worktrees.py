@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from .errors import TtfgError
+from ..errors import TtfgError
 
 
 class GitError(TtfgError):

@@ -11,8 +11,8 @@ from typing import Mapping
 
 import numpy as np
 
-from . import engines
-from .errors import UsageError
+from .. import engines
+from ..errors import UsageError
 
 
 def check_weights(spec, weights: Mapping[str, np.ndarray]) -> None:

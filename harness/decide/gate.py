@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .cases import Case, Skipped
-from .errors import UsageError
-from .runner import RunSettings, Runner, run_sample
-from .worktrees import GitError, Revision, dirty_files, resolve
+from ..measure.cases import Case, Skipped
+from ..errors import UsageError
+from ..measure.runner import RunSettings, Runner, run_sample
+from ..measure.worktrees import GitError, Revision, dirty_files, resolve
 
 if TYPE_CHECKING:
     from .compare import Row
@@ -278,7 +278,7 @@ def _new_test(settings: GateSettings):
 
 def _runner(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings, out: Path) -> Runner:
     """A Runner used for its results file only: metadata, settings and atomic saves."""
-    from . import metadata
+    from ..measure import metadata
 
     runner = Runner(cases, skipped, replace(settings.run, source=side.source), out)
     env = runner.results.environment

@@ -65,7 +65,7 @@ intended ('update', or the file written by --write-suggested).
 
 def print_expectations(console, check, suggested_path, not_run_what: str) -> None:
     """The expectations table, one line per failed row, and where the suggested file went."""
-    from .tables import expectations_table
+    from ..present.tables import expectations_table
 
     console.print(expectations_table(check))
     for r in check.failures():
@@ -88,10 +88,10 @@ def _out(text: str, path: str | None) -> None:
 
 
 def cmd_compare(args) -> int:
-    from . import record
-    from .compare import Thresholds, compare_results, DEFAULT_MIN_EFFECT, DEFAULT_THRESHOLD
-    from .markdown import comparison_markdown
-    from .tables import compare_table, console as make_console
+    from ..results import record
+    from ..decide.compare import Thresholds, compare_results, DEFAULT_MIN_EFFECT, DEFAULT_THRESHOLD
+    from ..present.markdown import comparison_markdown
+    from ..present.tables import compare_table, console as make_console
 
     base = record.load(args.base)
     head = record.load(args.head)
@@ -121,7 +121,7 @@ def cmd_compare(args) -> int:
 
 
 def _progress_line(event) -> str:
-    from .compare import format_interval, format_value
+    from ..decide.compare import format_interval, format_value
 
     def side(sample):
         if not sample["ok"]:
@@ -145,13 +145,13 @@ def _raise_interrupt(signum, frame):
 
 
 def cmd_gate(args) -> int:
-    from .cli import runnable_selection
-    from .errors import UsageError
-    from .gate import GateSettings, Side, parse_duration, revisions, run_gate
-    from .markdown import gate_markdown
-    from .runner import RunSettings
-    from .tables import console as make_console, gate_table
-    from .worktrees import repo_root, worktrees
+    from . import runnable_selection
+    from ..errors import UsageError
+    from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from ..present.markdown import gate_markdown
+    from ..measure.runner import RunSettings
+    from ..present.tables import console as make_console, gate_table
+    from ..measure.worktrees import repo_root, worktrees
 
     console = make_console()
     if args.timeout <= 0:
@@ -165,7 +165,7 @@ def cmd_gate(args) -> int:
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
     expectations = None
     if args.expectations:
-        from . import expect
+        from ..decide import expect
 
         expectations = expect.load(args.expectations)  # fail fast, before minutes of sampling
     if args.backend is None:
@@ -195,7 +195,8 @@ def cmd_gate(args) -> int:
         signal.signal(signal.SIGTERM, previous)
     check = None
     if expectations is not None:
-        from . import expect, record
+        from ..decide import expect
+        from ..results import record
 
         check = expect.check(expectations, [record.load(outcome.files["head"])], path=args.expectations)
         if args.write_suggested:
@@ -235,15 +236,15 @@ def cmd_gate(args) -> int:
 
 
 def _load_runs(paths):
-    from . import record
+    from ..results import record
 
     return [record.load(p) for p in paths]
 
 
 def cmd_expect_check(args) -> int:
-    from . import expect
-    from .markdown import expectations_markdown
-    from .tables import console as make_console
+    from ..decide import expect
+    from ..present.markdown import expectations_markdown
+    from ..present.tables import console as make_console
 
     expectations = expect.load(args.file)
     check = expect.check(expectations, _load_runs(args.runs), path=args.file)
@@ -264,15 +265,15 @@ def cmd_expect_check(args) -> int:
 
 
 def cmd_expect_update(args) -> int:
-    from . import expect
-    from .compare import parse_fraction
+    from ..decide import expect
+    from ..decide.compare import parse_fraction
 
     existing = expect.load(args.out) if Path(args.out).exists() and not args.fresh else []
     margins = {}
     for text in args.margin or ():
         key, eq, value = text.partition("=")
         if not eq:
-            from .errors import UsageError
+            from ..errors import UsageError
 
             raise UsageError(f"--margin {text!r}: expected METRIC=VALUE, e.g. alloc_count=0.02 or 'counters.*=0'")
         margins[key.strip()] = parse_fraction(value, f"--margin {key}")
@@ -293,7 +294,7 @@ def add_gate_commands(sub) -> None:
     sub : argparse._SubParsersAction
         The object ``build_parser`` got from ``add_subparsers``.
     """
-    from .cli import add_selection
+    from . import add_selection
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
                        description=COMPARE_HELP, formatter_class=_formatter,

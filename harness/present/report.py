@@ -1,6 +1,6 @@
 """``ttfg report``: one static HTML file with the history's trends and the latest run's anatomy.
 
-Inputs: an asv history frame (``harness.asv_results.load``'s schema, optional) and ttfg
+Inputs: an asv history frame (``harness.history.asv_results.load``'s schema, optional) and ttfg
 results files. Without history, the results files are the commits. Output: a single
 self-contained file (figures embedded as PNG data URIs, no script, nothing fetched),
 written atomically so a failed build never leaves half a report behind.
@@ -25,10 +25,12 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from . import fmt, plots, report_data, run_views, study_views
-from .report_data import TREND_METRICS, History, ReportInputError, metric
-from .steps import DEFAULT_MIN_CHANGE
-from .trends import Trends, analyse, summary
+from . import fmt, plots, run_views, study_views
+
+from ..history import points as report_data
+from ..history.points import TREND_METRICS, History, ReportInputError, metric
+from ..history.steps import DEFAULT_MIN_CHANGE
+from ..history.trends import Trends, analyse, summary
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -491,7 +493,7 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
                  threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Path:
     """Write the report to ``out`` (one self-contained HTML file) and return its path.
 
-    ``history_df``: asv history in ``harness.asv_results.load``'s schema, or None.
+    ``history_df``: asv history in ``harness.history.asv_results.load``'s schema, or None.
     ``runs``: loaded ``Results``; they make the trends when there is no history and
     always feed the environment, phase and cold/warm sections. ``last``: newest N
     commits only. ``back``: the summary's second comparison, N commits back.

@@ -4,7 +4,7 @@ Kept out of ``cli.py`` so the report can grow without touching the core commands
 ``cli.build_parser`` calls :func:`add_report_commands` once. Nothing here imports an
 AD framework, and heavy imports (pandas, matplotlib) happen only when a command runs.
 
-History comes from asv results through ``harness.asv_results.load`` when that module
+History comes from asv results through ``harness.history.asv_results.load`` when that module
 exists and the results folder does; either may be missing, and the commands then say
 so and work from results files alone.
 """
@@ -23,7 +23,7 @@ DEFAULT_OUT = "reports/index.html"
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", metavar="DIR",
                    help=f"asv results folder with the history across commits (default: {DEFAULT_RESULTS}/ when it "
-                        "exists; without it, or without harness.asv_results, trends come from --runs)")
+                        "exists; without it, or without harness.history.asv_results, trends come from --runs)")
     p.add_argument("--runs", nargs="+", action="extend", default=[], metavar="FILE",
                    help="ttfg results files (from `ttfg run --out FILE`) or folders of them; without history each "
                         "file is one commit")
@@ -62,7 +62,7 @@ def add_report_commands(sub) -> None:
 
 
 def _run_files(paths: list[str]) -> list[Path]:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     files: list[Path] = []
     for name in paths:
@@ -79,9 +79,9 @@ def _run_files(paths: list[str]) -> list[Path]:
 
 def load_inputs(args, notes: list[str]):
     """``(history frame or None, [Results])`` from the command's arguments; notes say what was skipped."""
-    from .errors import UsageError
-    from .record import load
-    from .report_data import ReportInputError
+    from ..errors import UsageError
+    from ..results.record import load
+    from ..history.points import ReportInputError
 
     runs = [load(path) for path in _run_files(args.runs)]
     folder = Path(args.results or DEFAULT_RESULTS)
@@ -91,11 +91,11 @@ def load_inputs(args, notes: list[str]):
         notes.append(f"no asv history ({folder}/ does not exist); trends come from the results files")
         return None, runs
     try:
-        asv_results = importlib.import_module("harness.asv_results")
+        asv_results = importlib.import_module("harness.history.asv_results")
     except ModuleNotFoundError as exc:
-        if exc.name != "harness.asv_results":
+        if exc.name != "harness.history.asv_results":
             raise
-        notes.append(f"asv history in {folder}/ not read: this ttfg has no harness.asv_results yet; "
+        notes.append(f"asv history in {folder}/ not read: this ttfg has no harness.history.asv_results yet; "
                      "trends come from the results files")
         return None, runs
     try:
@@ -103,7 +103,7 @@ def load_inputs(args, notes: list[str]):
     except ReportInputError:
         raise
     except Exception as exc:  # the loader's own errors name the file; anything else gets the folder
-        from .errors import TtfgError
+        from ..errors import TtfgError
 
         if isinstance(exc, TtfgError):
             raise
@@ -120,8 +120,8 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def cmd_report(args) -> int:
-    from .errors import UsageError
-    from .report import asv_link_for, prepare, render, write_atomic
+    from ..errors import UsageError
+    from ..present.report import asv_link_for, prepare, render, write_atomic
 
     if args.back < 1:
         raise UsageError(f"--back must be >= 1, got {args.back}")
@@ -146,8 +146,8 @@ def regressions_table(prepared, only_regressions: bool = False):
     from rich.markup import escape
     from rich.table import Table
 
-    from . import fmt
-    from .report_data import metric
+    from ..present import fmt
+    from ..history.points import metric
 
     steps = prepared.trends.steps
     if only_regressions and len(steps):
@@ -168,8 +168,8 @@ def regressions_table(prepared, only_regressions: bool = False):
 
 
 def cmd_regressions(args) -> int:
-    from .report import prepare
-    from .tables import console as make_console
+    from ..present.report import prepare
+    from ..present.tables import console as make_console
 
     notes: list[str] = []
     history, runs = load_inputs(args, notes)

@@ -1,6 +1,6 @@
 """The probe: one fresh process, one first gradient, measured. It only measures.
 
-Run by the runner as ``python -m harness.probe --case JSON --kind KIND --report FILE``.
+Run by the runner as ``python -m harness.measure.probe --case JSON --kind KIND --report FILE``.
 The parent decides how many processes, spawns them and collects (``runner.py``);
 this side does the work and writes exactly one JSON object to ``--report`` (never to
 stdout: frameworks print). The object is::
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy  # noqa: F401  (imported before any clock starts, so never billed to a phase)
 
-from . import engines
+from .. import engines
 from .cases import Case
-from .record import GRADIENT_PHASES
+from ..results.record import GRADIENT_PHASES
 
 COMPILE_PHASES = ("trace", "lower", "compile")
 
@@ -135,7 +135,7 @@ def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.probe", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.measure.probe", description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
     parser.add_argument("--kind", choices=("timing", "allocations", "instructions"), default="timing")
     parser.add_argument("--report", required=True, help="file to write the result object to")

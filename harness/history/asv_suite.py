@@ -39,13 +39,15 @@ from dataclasses import dataclass
 
 import models
 
-from . import engines, variants
-from .errors import UsageError
+from .. import engines
+
+from ..engines import variants
+from ..errors import UsageError
 
 ENV_PREFIX = "TTFG_ASV_"
 PARAM_NAMES = ["model", "backend", "variant"]
 
-#: metric -> asv unit. Names are sample fields of ``harness.record`` (``counters.NAME`` for counters).
+#: metric -> asv unit. Names are sample fields of ``harness.results.record`` (``counters.NAME`` for counters).
 METRICS: dict[str, str] = {
     "first_grad_s": "seconds",
     "process_ttfg_s": "seconds",
@@ -129,8 +131,8 @@ class Selection:
         )
 
     def cases(self):
-        """``(cases, skipped)`` as ``harness.cases.select`` gives them; raises UsageError on bad names."""
-        from .cases import select
+        """``(cases, skipped)`` as ``harness.measure.cases.select`` gives them; raises UsageError on bad names."""
+        from ..measure.cases import select
 
         return select(list(self.models), list(self.backends), list(self.variants))
 
@@ -145,7 +147,7 @@ def variant_labels() -> list[str]:
 
 def model_params() -> list[str]:
     """Registered models, then sized models named in ``TTFG_ASV_MODELS`` (unparsable ones are left to setup_cache to report)."""
-    from .cases import parse_model
+    from ..measure.cases import parse_model
 
     out = models.names()
     for text in _env("MODELS", "").split(","):
@@ -205,7 +207,7 @@ def measure(selection: Selection | None = None, out=None) -> dict:
     Cases that are skipped or fail get no values (NaN later) and a line on stderr, which
     ``asv run --show-stderr`` prints; only a bad selection raises.
     """
-    from .runner import RunSettings, Runner
+    from ..measure.runner import RunSettings, Runner
 
     selection = selection or Selection.from_env()
     cases, skipped = selection.cases()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .errors import UsageError
+from ..errors import UsageError
 
 AXES: dict[str, tuple[str, ...]] = {
     "params": ("args", "closure"),

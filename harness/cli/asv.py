@@ -8,7 +8,7 @@ each commit it checks out a clean git worktree, runs ``asv run --environment exi
 there with the worktree's own suites and harness, files the result under that commit,
 and finally runs ``asv publish``. It also passes the machine explicitly (``--machine``,
 registered with ``asv machine --yes`` when asv does not know it yet) and restricts asv to
-the selected cases with ``-b`` (see ``harness.asv_bench.bench_patterns``), so a narrow
+the selected cases with ``-b`` (see ``harness.history.asv_suite.bench_patterns``), so a narrow
 run neither forks a process per unmeasured combination nor blanks values stored earlier
 for the same commit. Everything it runs is printed; the plain asv commands work as well.
 """
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 #: asv itself runs in this interpreter; ``--python`` only chooses the measured one (it needs asv_runner).
 ASV = [sys.executable, "-m", "asv"]
@@ -98,7 +98,7 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
     machine = ensure_machine(machine)
     patterns: list[str] = []
     if not all_params:
-        from .asv_bench import bench_patterns
+        from ..history.asv_suite import bench_patterns
 
         patterns = bench_patterns()
         if not patterns:

@@ -15,7 +15,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from .record import now_iso
+from ..results.record import now_iso
 
 PACKAGES = ("ttfg", "numpy", "jax", "jaxlib", "torch", "autograd", "scipy", "memray", "asv")
 #: Environment variables that change what is measured; recorded when set.

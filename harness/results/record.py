@@ -5,7 +5,7 @@ Layout (``format: "ttfg-results"``)::
     {
       "format": "ttfg-results", "version": 1, "created": ISO-8601 UTC,
       "complete": bool,           # false while running or after an interruption
-      "environment": {...},       # harness.metadata.collect(): versions, CPU, git, ...
+      "environment": {...},       # harness.measure.metadata.collect(): versions, CPU, git, ...
       "settings": {...},          # repeat, timeout_s, threads, cache modes, ...
       "cases": [
         {"id": "resnet15/jax.jit/params=args,chain=unrolled", "model": "resnet15",
@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import TtfgError
+from ..errors import TtfgError
 
 FORMAT = "ttfg-results"
 VERSION = 1

@@ -1,6 +1,6 @@
 """Turn the report's two inputs into one shape: a long table of points.
 
-The report reads asv history (``harness.asv_results.load``: one row per benchmark x
+The report reads asv history (``harness.history.asv_results.load``: one row per benchmark x
 params x commit) and ttfg results files (one sample per row). Plotting, step detection
 and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
@@ -23,7 +23,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .errors import TtfgError
+from ..errors import TtfgError
 
 POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value")
 HISTORY_COLUMNS = ("commit", "date", "machine", "environment", "benchmark", "params", "value", "unit")
@@ -135,7 +135,7 @@ def metric_from_benchmark(benchmark: str, params: dict[str, str]) -> str:
     The suites' own table (``asv_bench.BENCHMARK_METRICS``) decides; other names fall back
     to the function name without ``track_``.
     """
-    from .asv_bench import BENCHMARK_METRICS
+    from .asv_suite import BENCHMARK_METRICS
 
     name = str(benchmark).rsplit(".", 1)[-1]
     if name in BENCHMARK_METRICS:

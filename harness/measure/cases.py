@@ -13,8 +13,10 @@ from functools import cached_property
 
 import models
 
-from . import engines, variants
-from .errors import Unsupported, UsageError
+from .. import engines
+
+from ..engines import variants
+from ..errors import Unsupported, UsageError
 
 
 def parse_model(text: str) -> tuple[str, dict]:

@@ -11,7 +11,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .engines.autograd_numpy import AutogradEngine
+from .autograd_numpy import AutogradEngine
 
 
 def reference_gradient(spec, weights: Mapping[str, np.ndarray], x: np.ndarray) -> tuple[float, dict[str, np.ndarray]]:

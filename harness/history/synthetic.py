@@ -3,7 +3,7 @@
 Why: the report must be tested on long histories (and timed on 1000 commits x 50
 cases) long before a real one exists, and a test can only check step detection
 against steps it planted. The frame has exactly the columns of
-``harness.asv_results.load``: ``commit, date, machine, environment, benchmark,
+``harness.history.asv_results.load``: ``commit, date, machine, environment, benchmark,
 params, value, unit``; ``df.attrs["steps"]`` lists the planted steps as
 ``(case, metric, pos, factor)``.
 

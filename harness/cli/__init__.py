@@ -11,10 +11,10 @@ import argparse
 import sys
 from typing import Sequence
 
-from .errors import TtfgError
-from .asv_cli import add_asv_commands
-from .report_cli import add_report_commands
-from .gate_cli import add_gate_commands
+from ..errors import TtfgError
+from .asv import add_asv_commands
+from .report import add_report_commands
+from .gate import add_gate_commands
 
 EPILOG = """\
 examples:
@@ -38,7 +38,7 @@ def add_selection(parser: argparse.ArgumentParser, default_model: str = "all") -
 
 
 def selection(args):
-    from .cases import select
+    from ..measure.cases import select
 
     return select(args.model or [args.default_model], args.backend, args.variant)
 
@@ -57,8 +57,10 @@ def cmd_list(args) -> int:
     import models
     from rich.table import Table
 
-    from . import engines, variants
-    from .tables import console as make_console
+    from .. import engines
+
+    from ..engines import variants
+    from ..present.tables import console as make_console
 
     console = make_console()
     mt = Table(title="models", title_justify="left")
@@ -93,8 +95,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .check import exit_code, run_check
-    from .tables import check_table, console as make_console
+    from ..measure.check import exit_code, run_check
+    from ..present.tables import check_table, console as make_console
 
     console = make_console()
     cases, skipped = selection(args)
@@ -120,9 +122,9 @@ def cmd_run(args) -> int:
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .errors import UsageError
-    from .runner import RunSettings, Runner, failed_cases
-    from .tables import console as make_console, failures_table, run_table
+    from ..errors import UsageError
+    from ..measure.runner import RunSettings, Runner, failed_cases
+    from ..present.tables import console as make_console, failures_table, run_table
 
     if args.repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
@@ -180,10 +182,10 @@ def cmd_study(args) -> int:
     import json
     from pathlib import Path
 
-    from .errors import UsageError
-    from .runner import RunSettings
-    from .study import run_study
-    from .tables import console as make_console, depth_table, effects_table
+    from ..errors import UsageError
+    from ..measure.runner import RunSettings
+    from ..decide.study import run_study
+    from ..present.tables import console as make_console, depth_table, effects_table
 
     if args.repeat < 2:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")

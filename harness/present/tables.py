@@ -54,7 +54,7 @@ def _cv(values):
 
 def run_table(results) -> Table:
     """Per case and cache mode: medians of the cold-process samples, with spread and counters."""
-    from .record import GRADIENT_PHASES
+    from ..results.record import GRADIENT_PHASES
 
     table = Table(title="time to first gradient (median over fresh processes)", title_justify="left")
     columns = ("case", "cache", "ok", "first grad", "min-max", "CV", "process", "import", "build",
@@ -115,7 +115,7 @@ def failures_table(results) -> Table | None:
 
 
 def effects_table(study) -> Table:
-    from .study import effect_text
+    from ..decide.study import effect_text
 
     axis = {"params": "params", "chain": "chain"}[study.study]
     table = Table(title=f"{study.study} study on {study.model}: effect = treatment / control, "
@@ -130,7 +130,7 @@ def effects_table(study) -> Table:
 
 
 def depth_table(study) -> Table:
-    from .study import growth_text
+    from ..decide.study import growth_text
 
     table = Table(title=f"depth study on {study.model}: t = a + b * depth^k, 95% interval for k",
                   title_justify="left")
@@ -155,7 +155,7 @@ def _styled(word: str) -> str:
 
 def compare_table(cmp) -> Table:
     """Per case and metric: base and head medians, ratio with interval, verdict."""
-    from .compare import format_interval, format_ratio, format_value
+    from ..decide.compare import format_interval, format_ratio, format_value
 
     table = Table(title=f"compare: base {cmp.base_label} vs head {cmp.head_label}", title_justify="left")
     for col, justify in (("case", "left"), ("metric", "left"), ("base", "right"), ("head", "right"),
@@ -174,7 +174,7 @@ def compare_table(cmp) -> Table:
 
 def gate_table(outcome) -> Table:
     """Per case: the gated metric's medians, paired ratio with interval, verdict, pairs, wall time."""
-    from .compare import format_interval, format_ratio, format_value
+    from ..decide.compare import format_interval, format_ratio, format_value
 
     s = outcome.settings
     table = Table(title=f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
@@ -195,7 +195,7 @@ def gate_table(outcome) -> Table:
 
 def expectations_table(check) -> Table:
     """Per expectation row that ran: expected, margin, measured, status."""
-    from .compare import format_value
+    from ..decide.compare import format_value
 
     table = Table(title=f"expectations: {check.path}", title_justify="left")
     for col, justify in (("case", "left"), ("metric", "left"), ("expected", "right"), ("margin", "right"),

@@ -7,7 +7,7 @@ unchanged rows away (``<details>``) instead of listing dozens of identical count
 
 from __future__ import annotations
 
-from .compare import Comparison, format_interval, format_ratio, format_value
+from ..decide.compare import Comparison, format_interval, format_ratio, format_value
 
 ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
 

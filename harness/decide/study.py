@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import engines, stats
-from .cases import Case, parse_model
-from .errors import UsageError
-from .record import GRADIENT_PHASES, CaseResult, Results
-from .runner import RunSettings, Runner
+from .. import engines
+
+from . import stats
+from ..measure.cases import Case, parse_model
+from ..errors import UsageError
+from ..results.record import GRADIENT_PHASES, CaseResult, Results
+from ..measure.runner import RunSettings, Runner
 
 STUDIES = ("params", "chain", "depth")
 #: For each effect study: the axis, the control value and the treatment value.

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .compare import expand_metrics, metric_info
-from .errors import TtfgError, UsageError
-from .record import Results
+from ..errors import TtfgError, UsageError
+from ..results.record import Results
 
 HEADER = ("case", "metric", "expected", "margin")
 #: Metrics an expectations file tracks unless told otherwise.

@@ -1,6 +1,6 @@
 """The runner: decides how many cold processes, spawns them, collects their reports.
 
-Every sample is a fresh ``python -m harness.probe`` process with fresh, empty compile
+Every sample is a fresh ``python -m harness.measure.probe`` process with fresh, empty compile
 cache folders (removed afterwards), fixed thread counts and ``PYTHONHASHSEED=0``.
 Cases are interleaved round-robin (all cases once, then all again ...) so that the
 machine's drift hits every case alike. A sample that crashes, hangs past its timeout
@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from . import metadata
 from .cases import Case, Skipped
-from .record import PHASES, SAMPLE_FIELDS, CaseResult, Results, now_iso
+from ..results.record import PHASES, SAMPLE_FIELDS, CaseResult, Results, now_iso
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
@@ -131,7 +131,7 @@ def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSetti
     cache_dir = cache_dir or workdir / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     report, out_log, err_log = workdir / "report.json", workdir / "stdout.log", workdir / "stderr.log"
-    cmd = [settings.python, "-m", "harness.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
+    cmd = [settings.python, "-m", "harness.measure.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
            "--report", str(report)]
     if settings.python_allocators and kind == "allocations":
         cmd.append("--python-allocators")

@@ -1,7 +1,7 @@
 """Views of ``ttfg study`` results files, for the report's Studies section.
 
 A study's results file is an ordinary results file whose ``settings["study"]`` holds
-the analysis ``harness.study`` made when the study finished: effects (params, chain)
+the analysis ``harness.decide.study`` made when the study finished: effects (params, chain)
 or power-law fits per backend and phase (depth). The report shows that stored
 analysis as it is, never a recomputation, so the page and the terminal table of
 ``ttfg study`` agree. The one thing read from the raw samples is each effect arm's
@@ -10,7 +10,7 @@ median over the paired samples, to show what the ratio is a ratio of.
 The analysis is file content, so it is read defensively: a study that does not have
 the expected shape is reported as a note naming the file and the field, and the rest
 of the report is still made. Nothing here imports an AD framework (nor
-``harness.study``, which pulls in the runner and the engine registry).
+``harness.decide.study``, which pulls in the runner and the engine registry).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-#: The studies ``ttfg study`` runs (harness.study.STUDIES).
+#: The studies ``ttfg study`` runs (harness.decide.study.STUDIES).
 KINDS = ("params", "chain", "depth")
-#: Metrics a depth study fits, in display order (harness.study.DEPTH_METRICS).
+#: Metrics a depth study fits, in display order (harness.decide.study.DEPTH_METRICS).
 DEPTH_METRICS = ("first_grad_s", "trace_s", "lower_s", "compile_s", "execute_s")
 GROWTHS = ("linear", "super-linear", "sub-linear", "undetermined")
 
@@ -205,7 +205,7 @@ def _effect_row(raw: Any, where: str) -> EffectRow:
 
 
 def _paired(case, metric: str) -> dict[int, float]:
-    """Sample index -> value, as harness.study.paired_values pairs the two arms."""
+    """Sample index -> value, as harness.decide.study.paired_values pairs the two arms."""
     return {s["index"]: s[metric] for s in case.good()
             if isinstance(s.get(metric), (int, float)) and not isinstance(s.get(metric), bool) and s[metric] > 0}
 
@@ -244,7 +244,7 @@ def read_study(results) -> Study:
         study.effects = [_effect_row(r, f"settings.study.effects[{i}]")
                          for i, r in enumerate(_list(raw.get("effects"), "settings.study.effects"))]
         for row in study.effects:
-            # Both effect studies name their variant axis after themselves (harness.study.ARMS).
+            # Both effect studies name their variant axis after themselves (harness.decide.study.ARMS).
             row.control_median, row.treatment_median = arm_medians(results, row.backend, kind, row.control,
                                                                    row.treatment, row.metric)
     return study

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .cases import Case, Skipped
-from .contract import gradient
-from .errors import Unsupported
-from .reference import reference_gradient, relative_error, worst_error
+from ..engines.contract import gradient
+from ..errors import Unsupported
+from ..engines.reference import reference_gradient, relative_error, worst_error
 
 DEFAULT_TOLERANCE = 1e-4
 

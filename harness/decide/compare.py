@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from .errors import UsageError
-from .record import Results, SAMPLE_FIELDS
+from ..errors import UsageError
+from ..results.record import Results, SAMPLE_FIELDS
 
 if TYPE_CHECKING:
     from .stats import Summary, Verdict

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .report_data import PRIMARY, commits
+from .points import PRIMARY, commits
 from .steps import DEFAULT_MIN_CHANGE, detect_steps, min_change_for
 
 STEP_COLUMNS = ("case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",

@@ -1,0 +1,1 @@
+"""Deciding: statistics, compare, expectations, the gate, studies."""

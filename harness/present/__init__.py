@@ -1,0 +1,1 @@
+"""Presenting: number formatting, terminal tables, Markdown, the HTML report and its plots."""

@@ -1,0 +1,1 @@
+"""The results file: its format, validation, loading and saving."""
