@@ -127,7 +127,7 @@ def test_interrupted_run_keeps_finished_samples(tmp_path, stop):
         time.sleep(0.2)
     proc.send_signal(stop)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stdout + stderr
+    assert proc.returncode == 2, stdout + stderr
     assert "interrupted" in stdout
     loaded = record.load(out)
     assert not loaded.complete

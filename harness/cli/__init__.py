@@ -1,8 +1,12 @@
 """The ``ttfg`` command line. Each subcommand imports what it needs when it runs.
 
 ``ttfg --help`` and ``ttfg list`` import no AD framework (a test holds us to that).
-Exit codes: 0 success, 1 a real finding (gradient mismatch, regression, failed
-case), 2 bad input or nothing could run, 130 interrupted.
+Exit codes are the product's contract with CI, and there are only three: 0 pass,
+1 a real finding (gradient mismatch, regression, failed case, violated expectation),
+2 anything else: bad input, nothing could run, an interruption, or an internal error
+(a bug). A traceback never exits 1, because CI would read it as "regression":
+``main`` maps every unexpected exception to 2 with a one-line message, and ``--debug``
+shows the traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ import sys
 from typing import Sequence
 
 from ..errors import TtfgError
+from . import options
+
+#: The only exit codes ttfg uses (see the module docstring).
+EXIT_OK, EXIT_FOUND, EXIT_BROKEN = 0, 1, 2
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
@@ -170,7 +178,7 @@ def cmd_run(args) -> int:
         console.print(f"results: {out}", highlight=False)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
-        return 130
+        return EXIT_BROKEN
     bad = failed_cases(results)
     if bad:
         console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
@@ -204,7 +212,7 @@ def cmd_study(args) -> int:
         result = run_study(args.study, args.model, args.backend, settings, out, on_sample)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: finished samples are kept in {out}")
-        return 130
+        return EXIT_BROKEN
     for note in result.notes:
         console.print(f"skipped {note}", highlight=False)
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
@@ -220,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "automatic differentiation in Python (JAX, PyTorch, HIPS autograd).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error, print the whole traceback (it still exits 2)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="show models, backends and variants, with availability")
@@ -230,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference (HIPS autograd). Exit 1 when any case exceeds the tolerance or fails, "
                                    "2 when nothing could run.")
     add_selection(p)
-    p.add_argument("--tolerance", type=float, default=1e-4,
+    p.add_argument("--tolerance", type=options.tolerance, default=1e-4,
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
     p.set_defaults(func=cmd_check)
 
@@ -241,9 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "second gradient, process TTFG, CPU time of the whole process tree, peak RSS and "
                                    "structural counters. Exit 1 when a case has no good sample.")
     add_selection(p, default_model="resnet15")
-    p.add_argument("--repeat", type=int, default=5, help="fresh processes per case (default: 5)")
-    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per sample (default: 600)")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--repeat", type=options.repeat, default=5, help="fresh processes per case (default: 5)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=options.threads, default=1,
                    help="intra-op threads for every framework (default: 1, the least noisy here)")
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
                    help="cold: fresh empty compile caches per sample (default); warm: persistent caches "
@@ -251,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-cache", dest="cache", action="store_const", const="warm", help="same as --cache warm")
     p.add_argument("--allocations", action="store_true",
                    help="also count allocations in the first gradient (memray), in separate processes")
-    p.add_argument("--alloc-repeat", type=int, default=1, help="allocation processes per case (default: 1)")
+    p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per case (default: 1)")
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
@@ -266,9 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("study", choices=("params", "chain", "depth"))
     p.add_argument("--model", default="resnet15", help="resnet15 (default) or convnext_tiny")
     p.add_argument("--backend", action="append", metavar="NAME", help="repeatable; default: the backends the study applies to")
-    p.add_argument("--repeat", type=int, default=5, help="cold processes per case and arm (default: 5)")
-    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeat", type=options.repeat, default=5, help="cold processes per case and arm (default: 5)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS")
+    p.add_argument("--threads", type=options.threads, default=1)
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)
@@ -290,18 +300,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help exits 0, a bad option 2; never anything else
+        return EXIT_OK if exc.code in (0, None) else EXIT_BROKEN
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_BROKEN
+    name = f"ttfg {args.command}"
     try:
-        return args.func(args)
+        code = args.func(args)
     except TtfgError as exc:
-        print(f"ttfg {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return EXIT_BROKEN
     except KeyboardInterrupt:
-        print(f"ttfg {args.command}: interrupted", file=sys.stderr)
-        return 130
+        print(f"{name}: interrupted", file=sys.stderr)
+        return EXIT_BROKEN
+    except Exception as exc:  # a bug or an environment problem: never a "regression"
+        return _internal_error(name, exc, args.debug)
+    if code not in (EXIT_OK, EXIT_FOUND, EXIT_BROKEN):
+        print(f"{name}: internal error: the command returned exit code {code!r}", file=sys.stderr)
+        return EXIT_BROKEN
+    return code
+
+
+def _internal_error(name: str, exc: BaseException, debug: bool) -> int:
+    """One line for the user (what failed, where), the traceback only with ``--debug``."""
+    import traceback
+
+    if debug:
+        traceback.print_exception(exc)
+    kind = type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename is not None:
+        what = f"{exc.strerror or kind}: {exc.filename}"
+    elif isinstance(exc, UnicodeDecodeError):
+        what = f"a file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    else:
+        what = f"{kind}: {exc}"
+    hint = "" if debug else " (run with --debug for the traceback)"
+    print(f"{name}: error: {what}{hint}", file=sys.stderr)
+    return EXIT_BROKEN
 
 
 if __name__ == "__main__":

@@ -14,12 +14,14 @@ import signal
 import sys
 from pathlib import Path
 
+from . import options
+
 EXIT_CODES = """\
 exit codes:
   0  no regression (inconclusive results do not fail: nothing was proven)
   1  regression{extra}
-  2  nothing comparable, or broken input (a missing or invalid file is named){extra2}
-  130 interrupted
+  2  nothing comparable, broken input (a missing or invalid file is named), an
+     interruption (finished samples are kept) or an internal error{extra2}
 """
 
 COMPARE_HELP = """\
@@ -190,7 +192,7 @@ def cmd_gate(args) -> int:
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
                       "(marked incomplete)")
-        return 130
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     check = None
@@ -311,7 +313,7 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--threshold", action="append", metavar="[METRIC=]FRACTION",
                    help="relative threshold for deterministic counters, global or per metric "
                         "('counters.*=0'); repeatable (default: 0.01)")
-    p.add_argument("--alpha", type=float, default=0.01, help="significance level of the timing tests (default: 0.01)")
+    p.add_argument("--alpha", type=options.alpha, default=0.01, help="significance level of the timing tests (default: 0.01)")
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
@@ -335,17 +337,17 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--budget", default="10m", metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
-    p.add_argument("--min-effect", type=float, default=0.05, help="minimum relative effect (default: 0.05)")
-    p.add_argument("--alpha", type=float, default=0.01, help="overall significance level (default: 0.01)")
-    p.add_argument("--min-pairs", type=int, default=5, help="pairs before the first look (default: 5)")
-    p.add_argument("--max-pairs", type=int, default=60, help="pairs at most per case (default: 60)")
-    p.add_argument("--max-failures", type=int, default=3,
+    p.add_argument("--min-effect", type=options.min_effect, default=0.05, help="minimum relative effect (default: 0.05)")
+    p.add_argument("--alpha", type=options.alpha, default=0.01, help="overall significance level (default: 0.01)")
+    p.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5, help="pairs before the first look (default: 5)")
+    p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60, help="pairs at most per case (default: 60)")
+    p.add_argument("--max-failures", type=options.count(1, options.MAX_REPEAT, "--max-failures"), default=3,
                    help="consecutive failed samples of one side before its case stops (default: 3)")
-    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per sample (default: 600)")
-    p.add_argument("--threads", type=int, default=1, help="intra-op threads (default: 1)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=options.threads, default=1, help="intra-op threads (default: 1)")
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
-    p.add_argument("--alloc-repeat", type=int, default=1, help="allocation processes per side and case (default: 1)")
+    p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -16,6 +16,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from . import options
+
 DEFAULT_RESULTS = "results"
 DEFAULT_OUT = "reports/index.html"
 
@@ -27,8 +29,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", nargs="+", action="extend", default=[], metavar="FILE",
                    help="ttfg results files (from `ttfg run --out FILE`) or folders of them; without history each "
                         "file is one commit")
-    p.add_argument("--last", type=int, metavar="N", help="only the newest N commits")
-    p.add_argument("--threshold", type=float, default=0.05, metavar="FRACTION",
+    p.add_argument("--last", type=options.count(1, 10**7, "--last"), metavar="N", help="only the newest N commits")
+    p.add_argument("--threshold", type=options.threshold, default=0.05, metavar="FRACTION",
                    help="smallest relative step reported (default: 0.05; counters use at most 0.01)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
 
@@ -45,7 +47,7 @@ def add_report_commands(sub) -> None:
                     "is written then).")
     _common(p)
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE", help=f"HTML file to write (default: {DEFAULT_OUT})")
-    p.add_argument("--back", type=int, default=10, metavar="N",
+    p.add_argument("--back", type=options.count(1, 10**7, "--back"), default=10, metavar="N",
                    help="the summary also compares with N commits back (default: 10)")
     p.add_argument("--asv-html", metavar="DIR",
                    help="asv site to link to (default: asv/ beside --out, i.e. reports/asv, when it has index.html)")

@@ -1,0 +1,88 @@
+"""Argument types for every number a user can type, checked before any work starts.
+
+Why one module: a number that slips through (``--timeout nan`` disabled the timeout,
+``--threshold nan`` hid every regression, ``--threads -2`` became
+``OMP_NUM_THREADS=-2``, ``--repeat 1e8`` built a plan that could not be stopped)
+turns into a wrong verdict far from where it was typed. argparse reports an
+``ArgumentTypeError`` as ``ttfg CMD: error: argument --X: MESSAGE`` and exits 2, which
+is the contract for bad input; the messages here say what a valid value looks like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+#: Upper bounds that keep a typo from becoming hours of work or a plan that fills memory.
+MAX_REPEAT = 10_000
+MAX_THREADS = 1024
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def _number(text: str, kind):
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        what = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def count(low: int = 1, high: int = MAX_REPEAT, what: str = "a count"):
+    """A whole number in ``[low, high]`` (``1e8`` and ``2.5`` are refused: not whole numbers)."""
+
+    def parse(text: str) -> int:
+        value = _number(text, int)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} must be between {low} and {high:,}, got {value}")
+        return value
+
+    parse.__name__ = "count"  # argparse names the type in some messages
+    return parse
+
+
+def seconds(low: float = 0.0, high: float = MAX_SECONDS, what: str = "a time in seconds"):
+    """A finite number of seconds, above ``low`` (exclusive) and at most ``high``."""
+
+    def parse(text: str) -> float:
+        value = _number(text, float)
+        if not low < value <= high:
+            raise argparse.ArgumentTypeError(f"{what} must be above {low:g} s and at most {high:g} s, got {text}")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
+
+
+def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, high_open: bool = False,
+             what: str = "a fraction"):
+    """A finite number in an interval; ``5%`` is read as 0.05."""
+
+    def parse(text: str) -> float:
+        raw = text.strip()
+        value = _number(raw[:-1], float) / 100 if raw.endswith("%") else _number(raw, float)
+        too_low = value <= low if low_open else value < low
+        too_high = value >= high if high_open else value > high
+        if too_low or too_high:
+            lo = "(" if low_open else "["
+            hi = ")" if high_open else "]"
+            raise argparse.ArgumentTypeError(f"{what} must lie in {lo}{low:g}, {high:g}{hi}, got {text}")
+        return value
+
+    parse.__name__ = "fraction"
+    return parse
+
+
+#: The ones every command shares.
+repeat = count(1, MAX_REPEAT, "the number of processes")
+threads = count(1, MAX_THREADS, "the number of threads")
+timeout = seconds(0.0, MAX_SECONDS, "the timeout")
+alpha = fraction(0.0, 0.5, low_open=True, high_open=True, what="alpha (the significance level)")
+min_effect = fraction(0.0, 10.0, low_open=True, what="the minimum effect")
+threshold = fraction(0.0, 10.0, what="the threshold")
+tolerance = fraction(0.0, 1.0, low_open=True, what="the tolerance")
+
+__all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "threads", "threshold", "timeout",
+           "tolerance"]

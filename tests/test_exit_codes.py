@@ -1,0 +1,92 @@
+"""The exit-code contract CI relies on: 0 pass, 1 regression, 2 anything broken; never a traceback.
+
+Everything here runs ``main`` in-process (milliseconds); the option checks must refuse
+bad numbers before any work starts, so no probe is ever spawned.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.cli import main
+
+BAD_NUMBERS = [
+    ("run", "--timeout", "nan"), ("run", "--timeout", "0"), ("run", "--timeout", "-5"), ("run", "--timeout", "inf"),
+    ("run", "--repeat", "0"), ("run", "--repeat", "1e8"), ("run", "--repeat", "2.5"), ("run", "--repeat", "100001"),
+    ("run", "--threads", "-2"), ("run", "--threads", "0"), ("run", "--alloc-repeat", "0"),
+    ("check", "--tolerance", "nan"), ("check", "--tolerance", "-1"), ("check", "--tolerance", "0"),
+    ("study", "params", "--repeat", "0"), ("study", "params", "--timeout", "nan"), ("study", "params", "--threads", "-1"),
+    ("gate", "--base", "HEAD", "--alpha", "nan"), ("gate", "--base", "HEAD", "--alpha", "0"),
+    ("gate", "--base", "HEAD", "--alpha", "1.5"), ("gate", "--base", "HEAD", "--min-effect", "-0.1"),
+    ("gate", "--base", "HEAD", "--min-effect", "nan"), ("gate", "--base", "HEAD", "--min-pairs", "1"),
+    ("gate", "--base", "HEAD", "--max-pairs", "0"), ("gate", "--base", "HEAD", "--max-failures", "0"),
+    ("gate", "--base", "HEAD", "--timeout", "nan"), ("gate", "--base", "HEAD", "--threads", "-2"),
+    ("compare", "a.json", "b.json", "--alpha", "nan"),
+    ("report", "--threshold", "nan"), ("report", "--threshold", "-1"), ("report", "--last", "0"),
+    ("report", "--back", "-3"), ("regressions", "--threshold", "inf"),
+]
+
+
+@pytest.mark.parametrize("argv", BAD_NUMBERS, ids=lambda a: " ".join(a))
+def test_bad_numbers_exit_2_before_any_work(argv, capsys, monkeypatch):
+    def no_work(*a, **k):  # the command must never start
+        raise AssertionError("a command ran with an invalid option")
+
+    for name in ("cmd_run", "cmd_check", "cmd_study"):
+        monkeypatch.setattr(cli, name, no_work)
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    flag = [a for a in argv if a.startswith("--")][-1]
+    assert f"argument {flag}:" in err and "Traceback" not in err, err
+    assert "<class" not in err
+
+
+def test_percent_and_plain_fractions_agree():
+    from harness.cli import options
+
+    assert options.min_effect("5%") == pytest.approx(0.05) == options.min_effect("0.05")
+
+
+@pytest.mark.parametrize("exc", [OverflowError("math range error"), OSError(28, "No space left on device", "runs/r.json"),
+                                 UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+                                 RuntimeError("boom")])
+def test_unexpected_errors_exit_2_with_one_line(exc, capsys, monkeypatch):
+    def explode(args):
+        raise exc
+
+    monkeypatch.setattr(cli, "cmd_list", explode)
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ttfg list: error:") and "--debug" in err, err
+    assert "Traceback" not in err
+    if isinstance(exc, OSError):
+        assert "No space left on device: runs/r.json" in err
+
+
+def test_debug_shows_the_traceback_and_still_exits_2(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "cmd_list", lambda args: 1 / 0)
+    assert main(["--debug", "list"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err
+
+
+def test_interrupt_exits_2(capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    assert main(["list"]) == 2
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_a_stray_exit_code_becomes_2(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "cmd_list", lambda args: 130)
+    assert main(["list"]) == 2
+    assert "internal error" in capsys.readouterr().err
+
+
+def test_help_exits_0_and_usage_errors_2(capsys):
+    assert main(["--help"]) == 0
+    assert main(["no-such-command"]) == 2
+    assert main([]) == 2
