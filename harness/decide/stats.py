@@ -293,6 +293,19 @@ def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha) -> tuple[str, str
                             f"+/-{band} band without being significant; more samples would help")
 
 
+def _exp(x: float) -> float:
+    """``exp`` that saturates to infinity instead of raising ``OverflowError``.
+
+    Tiny samples at a strict level give huge t quantiles (df = 1 at alpha 1e-4 is about
+    6,000), and one outlier pair then puts the interval's upper end past ``exp(709)``.
+    An infinite bound is the honest answer: the data cannot bound the ratio.
+    """
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def _t_interval(n: int, mean: float, sd: float, alpha: float, tcrit: float | None = None):
     """Ratio, CI and two-sided p of a one-sample t-test on log ratios (from n, mean, sd).
 
@@ -309,7 +322,7 @@ def _t_interval(n: int, mean: float, sd: float, alpha: float, tcrit: float | Non
     if tcrit is None:
         tcrit = float(special.stdtrit(df, 1.0 - alpha / 2))
     p = float(2.0 * special.stdtr(df, -abs(mean / se)))
-    return math.exp(mean), math.exp(mean - tcrit * se), math.exp(mean + tcrit * se), p
+    return _exp(mean), _exp(mean - tcrit * se), _exp(mean + tcrit * se), p
 
 
 def _log_t(logr: np.ndarray, alpha: float):
@@ -459,7 +472,7 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
         p = 1.0  # all samples identical: scipy would divide by a zero variance
     else:
         p = float(stats.mannwhitneyu(lh, lb, alternative="two-sided").pvalue)
-    ratio, ci_low, ci_high = math.exp(shift), math.exp(lo), math.exp(hi)
+    ratio, ci_low, ci_high = _exp(shift), _exp(lo), _exp(hi)
     verdict, reason = decide(ratio, ci_low, ci_high, p, min_effect, alpha)
     if not (math.isfinite(ci_low) and math.isfinite(ci_high)):
         verdict = "inconclusive"

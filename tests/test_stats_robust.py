@@ -1,0 +1,51 @@
+"""The statistics never raise on data a real run can produce, however small or extreme.
+
+A gate with ``--min-pairs 2`` and one outlier pair used to die with ``OverflowError``
+in the t-interval (exit 1, read by CI as a regression). Hypothesis throws tiny and
+extreme samples at every entry point the gate, compare and studies use.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings, strategies as st
+
+from harness.decide import stats
+
+times = st.floats(min_value=1e-9, max_value=1e9, allow_nan=False, allow_infinity=False)
+levels = st.sampled_from([1e-6, 1e-4, 0.01, 0.05, 0.2])
+
+
+def test_one_outlier_pair_at_min_pairs_2_gives_an_unbounded_interval_not_an_error():
+    seq = stats.SequentialPairedTest(min_effect=0.05, alpha=0.01, min_pairs=2, max_pairs=3)
+    seq.add(1.0, 1.0)
+    seq.add(1.0, 1e6)  # one absurd outlier
+    v = seq.verdict()
+    assert v.verdict in stats.VERDICTS and v.verdict != "regressed"
+    assert v.ci_high == math.inf and v.to_json()["ci_high"] is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(times, times), min_size=1, max_size=8), levels, st.integers(2, 4))
+def test_sequential_test_never_raises(pairs, alpha, min_pairs):
+    seq = stats.SequentialPairedTest(min_effect=0.05, alpha=alpha, min_pairs=min_pairs, max_pairs=min_pairs + 4)
+    for b, h in pairs:
+        if seq.done():
+            break
+        seq.add(b, h)
+    v = seq.verdict()
+    assert v.verdict in stats.VERDICTS
+    assert not (math.isnan(v.ratio) and seq.n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(times, min_size=0, max_size=6), st.lists(times, min_size=0, max_size=6), levels)
+def test_unpaired_and_paired_comparisons_never_raise(base, head, alpha):
+    v = stats.compare_unpaired(base, head, min_effect=0.05, alpha=alpha)
+    assert v.verdict in stats.VERDICTS
+    n = min(len(base), len(head))
+    p = stats.compare_paired(base[:n], head[:n], min_effect=0.05, alpha=alpha)
+    assert p.verdict in stats.VERDICTS
+    e = stats.paired_effect(base[:n], head[:n], alpha=alpha)
+    assert e.n == n
