@@ -12,7 +12,6 @@ so and work from results files alone.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
@@ -25,13 +24,16 @@ DEFAULT_OUT = "reports/index.html"
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", metavar="DIR",
                    help=f"asv results folder with the history across commits (default: {DEFAULT_RESULTS}/ when it "
-                        "exists; without it, or without harness.history.asv_results, trends come from --runs)")
+                        "exists; without it, trends come from --runs)")
     p.add_argument("--runs", nargs="+", action="extend", default=[], metavar="FILE",
                    help="ttfg results files (from `ttfg run --out FILE`) or folders of them; without history each "
                         "file is one commit")
     p.add_argument("--last", type=options.count(1, 10**7, "--last"), metavar="N", help="only the newest N commits")
     p.add_argument("--threshold", type=options.threshold, default=0.05, metavar="FRACTION",
                    help="smallest relative step reported (default: 0.05; counters use at most 0.01)")
+    p.add_argument("--skip-bad-history", action="store_true",
+                   help="leave out asv result files that cannot be read, listing each (default: such a file is an "
+                        "error, exit 2, since dropping it would hide commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
 
 
@@ -82,8 +84,8 @@ def _run_files(paths: list[str]) -> list[Path]:
 def load_inputs(args, notes: list[str]):
     """``(history frame or None, [Results])`` from the command's arguments; notes say what was skipped."""
     from ..errors import UsageError
+    from ..history import asv_results
     from ..results.record import load
-    from ..history.points import ReportInputError
 
     runs = [load(path) for path in _run_files(args.runs)]
     folder = Path(args.results or DEFAULT_RESULTS)
@@ -92,24 +94,9 @@ def load_inputs(args, notes: list[str]):
             raise UsageError(f"--results {folder}: no such folder")
         notes.append(f"no asv history ({folder}/ does not exist); trends come from the results files")
         return None, runs
-    try:
-        asv_results = importlib.import_module("harness.history.asv_results")
-    except ModuleNotFoundError as exc:
-        if exc.name != "harness.history.asv_results":
-            raise
-        notes.append(f"asv history in {folder}/ not read: this ttfg has no harness.history.asv_results yet; "
-                     "trends come from the results files")
-        return None, runs
-    try:
-        history = asv_results.load(folder)
-    except ReportInputError:
-        raise
-    except Exception as exc:  # the loader's own errors name the file; anything else gets the folder
-        from ..errors import TtfgError
-
-        if isinstance(exc, TtfgError):
-            raise
-        raise ReportInputError(f"{folder}: cannot read the asv history: {exc}") from exc
+    history = asv_results.load(folder, skip_bad=args.skip_bad_history)
+    for bad in history.attrs.get("skipped_files", []):
+        notes.append(f"skipped a bad history file (--skip-bad-history): {bad}")
     if history is None or not len(history):
         notes.append(f"asv history in {folder}/ is empty")
         return None, runs

@@ -9,6 +9,12 @@ layout; asv is pinned in constraints.txt.
 machine, environment). asv stores a parameter value as its ``repr`` (``"'resnet15'"``);
 the tables show the value itself. ``value`` is NaN where asv has no number: a
 combination that was not measured (asv's n/a) or a benchmark that failed.
+
+A file that cannot be read is an error naming the file (:class:`HistoryError`, exit 2
+at the command line), never a quiet gap: asv's own ``iter_results`` logs a warning and
+drops it, which made a truncated file look like "fewer commits, fewer regressions".
+``skip_bad=True`` is the explicit way past that; the files left out are listed in
+``frame.attrs["skipped_files"]`` for the caller to show.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+from ..errors import TtfgError
 
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
 
@@ -32,12 +40,66 @@ def _param_text(value_repr: str) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
+class HistoryError(TtfgError):
+    """An asv results folder with a file that cannot be read; the message names the file."""
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise HistoryError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
 def _benchmarks_file(results_dir: Path) -> dict:
     path = results_dir / "benchmarks.json"
     if not path.exists():
         return {}
-    data = json.loads(path.read_text())
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise HistoryError(f"{path}: expected a JSON object of benchmarks, got {type(data).__name__}")
     return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def _result_files(results_dir: Path):
+    """``(path, machine)`` for every result file, like asv's ``iter_results_paths`` but
+    raising on a bad ``machine.json`` instead of skipping its folder."""
+    for root, dirs, files in os.walk(results_dir):
+        dirs.sort()
+        names = sorted(f for f in files if f.endswith(".json") and f not in ("machine.json", "benchmarks.json"))
+        if not names:
+            continue
+        machine_json = Path(root) / "machine.json"
+        if not machine_json.exists():
+            raise HistoryError(f"{machine_json}: missing, so the results beside it ({names[0]}, ...) "
+                               "have no machine")
+        data = _read_json(machine_json)
+        machine = data.get("machine") if isinstance(data, dict) else None
+        if not isinstance(machine, str):
+            raise HistoryError(f"{machine_json}: no 'machine' name in it")
+        for name in names:
+            yield Path(root) / name, machine
+
+
+def _load_result(path: Path, machine: str):
+    """One asv result file, fully read (values included), or :class:`HistoryError` naming it."""
+    from asv.results import Results
+
+    _read_json(path)  # a precise message for truncated or non-UTF-8 files
+    try:
+        res = Results.load(str(path), machine_name=machine)
+        for name in res.get_all_result_keys():  # wrong shapes surface here, not later
+            res.get_result_value(name, res.get_result_params(name) or [])
+    except HistoryError:
+        raise
+    except Exception as exc:  # asv raises UserError, KeyError, TypeError... for wrong shapes
+        raise HistoryError(f"{path}: not an asv result file this asv can read ({type(exc).__name__}: {exc})") \
+            from None
+    return res
 
 
 def benchmarks(results_dir: str | os.PathLike = "results"):
@@ -61,7 +123,7 @@ def _number(value) -> float:
     return float(value) if math.isfinite(value) else math.nan
 
 
-def load(results_dir: str | os.PathLike = "results", dropna: bool = False):
+def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_bad: bool = False):
     """Every stored asv value as a DataFrame.
 
     Columns: ``commit`` (full hash), ``date`` (the commit's date, a UTC pandas Timestamp),
@@ -71,18 +133,29 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False):
     ``unit`` (from benchmarks.json; None for a benchmark no longer discovered), then one
     column per param name (``model``, ``backend``, ``variant``). ``dropna=True`` leaves
     out the rows without a number.
+
+    Raises
+    ------
+    HistoryError
+        When a file cannot be read (named in the message), unless ``skip_bad``: then it
+        is left out and listed in ``frame.attrs["skipped_files"]`` as ``"path: reason"``.
     """
     import pandas as pd
-    from asv.results import iter_results
 
     results_dir = Path(results_dir)
     meta = _benchmarks_file(results_dir)
     rows = []
     param_columns: list[str] = []
+    skipped: list[str] = []
+    results = []
     if results_dir.is_dir():
-        results = iter_results(str(results_dir))
-    else:
-        results = []
+        for path, machine in _result_files(results_dir):
+            try:
+                results.append(_load_result(path, machine))
+            except HistoryError as exc:
+                if not skip_bad:
+                    raise
+                skipped.append(str(exc))
     for res in results:
         common = {
             "commit": res.commit_hash,
@@ -112,8 +185,10 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False):
     frame["value"] = frame["value"].astype(float)
     if dropna:
         frame = frame.dropna(subset=["value"]).reset_index(drop=True)
-    return frame.sort_values(["date", "commit", "machine", "environment", "benchmark", "params"],
-                             kind="stable", ignore_index=True)
+    frame = frame.sort_values(["date", "commit", "machine", "environment", "benchmark", "params"],
+                              kind="stable", ignore_index=True)
+    frame.attrs["skipped_files"] = skipped
+    return frame
 
 
-__all__ = ["COLUMNS", "benchmarks", "load"]
+__all__ = ["COLUMNS", "HistoryError", "benchmarks", "load"]
