@@ -70,6 +70,23 @@ def test_rows_for_cases_not_run_and_metrics_not_measured():
     assert Expectation(OTHER, "counters.autograd_nodes", 60, 0.0) in check.suggested
 
 
+def test_a_locked_counter_that_vanished_fails():
+    """The case ran and its timing samples carry counters, but not this one: a failure, not a pass."""
+    file_rows = [Expectation(CASE, "counters.jaxpr_eqns", 304, 0.0), Expectation(CASE, "counters.renamed", 7, 0.0)]
+    check = expect.check(file_rows, [run()], path="ci/expectations.csv")
+    row = next(r for r in check.rows if r.metric == "counters.renamed")
+    assert row.status == "vanished" and "cannot be checked" in row.message and "ci/expectations.csv" in row.message
+    assert check.exit_code() == 1
+
+
+def test_cli_exits_1_when_a_locked_counter_vanished(tmp_path, capsys):
+    runs = tmp_path / "head.json"
+    run().save(runs)
+    csv = write(tmp_path, HEADER + f"{Q},counters.renamed,7,0\n")
+    assert main(["expect", "check", str(csv), "--runs", str(runs)]) == 1
+    assert "vanished" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("text, message", [
     ("case,metric,value\n", "expected the header case,metric,expected,margin"),
     (HEADER + f"{Q},counters.jaxpr_eqns,many,0\n", "expected.csv:2: expected: 'many' is not a number"),

@@ -40,8 +40,11 @@ HEADER = ("case", "metric", "expected", "margin")
 DEFAULT_METRICS = ("counters.*", "alloc_count")
 #: Default margin by metric when a row is created; structural counters are exact (0).
 DEFAULT_MARGINS = {"alloc_count": 0.02, "alloc_bytes": 0.02, "alloc_peak_bytes": 0.05, "instructions": 0.015}
-#: Check statuses; only the first two fail.
-FAILING = ("regressed", "improved")
+#: Check statuses; the first three fail. ``vanished``: the case ran and produced samples of
+#: the metric's kind, but none carries the metric (a counter was renamed or dropped), so
+#: the expectation cannot be checked; passing it would let a locked counter disappear
+#: silently. ``not measured``: no sample of that kind was taken (e.g. no --allocations).
+FAILING = ("regressed", "improved", "vanished")
 STATUSES = (*FAILING, "ok", "not measured", "new")
 
 
@@ -323,8 +326,16 @@ def check(expectations: list[Expectation], results: Iterable[Results], path: str
             continue
         got = values.get((exp.case, exp.metric))
         if not got:
-            out.rows.append(CheckRow(exp.case, exp.metric, exp.expected, exp.margin, None, 0, "not measured",
-                                     "the case ran but this metric was not measured"))
+            kind = metric_info(exp.metric).kind
+            n_kind = sum(len(c.good(kind, None)) for res in results for c in res.cases if c.id == exp.case)
+            if n_kind:
+                out.rows.append(CheckRow(exp.case, exp.metric, exp.expected, exp.margin, None, 0, "vanished",
+                                         f"{n_kind} good {kind} sample(s) of this case carry no number for "
+                                         f"{exp.metric}: the expectation cannot be checked (renamed or dropped "
+                                         f"counter?); {update_hint}"))
+            else:
+                out.rows.append(CheckRow(exp.case, exp.metric, exp.expected, exp.margin, None, 0, "not measured",
+                                         f"the case ran but took no {kind} sample"))
             continue
         m = _median(got)
         band = f"{exp.expected:g} +/- {exp.margin * 100:g}%"

@@ -145,7 +145,7 @@ def depth_table(study) -> Table:
 
 
 VERDICT_STYLE = {"regressed": "red", "improved": "green", "unchanged": "dim", "inconclusive": "yellow",
-                 "ok": "green", "not measured": "dim", "new": "cyan"}
+                 "ok": "green", "not measured": "dim", "new": "cyan", "vanished": "red"}
 
 
 def _styled(word: str) -> str:
@@ -201,7 +201,7 @@ def expectations_table(check) -> Table:
     for col, justify in (("case", "left"), ("metric", "left"), ("expected", "right"), ("margin", "right"),
                          ("measured", "right"), ("n", "right"), ("status", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "case")
-    order = {"regressed": 0, "improved": 1, "new": 2, "not measured": 3, "ok": 4}
+    order = {"regressed": 0, "vanished": 1, "improved": 2, "new": 3, "not measured": 4, "ok": 5}
     for r in sorted(check.rows, key=lambda r: order.get(r.status, 5)):
         table.add_row(r.case, r.metric, format_value(r.metric, r.expected),
                       "-" if r.margin is None else f"{r.margin * 100:g}%", format_value(r.metric, r.measured),
