@@ -44,4 +44,14 @@ def load(name: str, **options) -> ModelSpec:
         raise ValueError(f"model {name!r} does not take options {sorted(options)}: {exc}") from None
 
 
-__all__ = ["DESCRIPTIONS", "ModelSpec", "load", "names"]
+def defaults(name: str) -> dict:
+    """The size options a model takes, with their default values (from its builder's signature)."""
+    import inspect
+
+    if name not in _BUILDERS:
+        raise KeyError(f"unknown model {name!r}; known models: {', '.join(_BUILDERS)}")
+    return {k: p.default for k, p in inspect.signature(_BUILDERS[name]).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+__all__ = ["DESCRIPTIONS", "ModelSpec", "defaults", "load", "names"]

@@ -90,3 +90,45 @@ def test_help_exits_0_and_usage_errors_2(capsys):
     assert main(["--help"]) == 0
     assert main(["no-such-command"]) == 2
     assert main([]) == 2
+
+
+@pytest.mark.parametrize("text, same", [("resnet15:", "resnet15"), ("resnet15:blocks=15", "resnet15"),
+                                        ("convnext_tiny:depths=3x3x9x3", "convnext_tiny"),
+                                        ("resnet15:blocks=30", "resnet15:blocks=30")])
+def test_model_ids_are_normalised(text, same):
+    from harness.measure.cases import normalize_model, select
+
+    assert normalize_model(text) == same
+    cases, _ = select([text, same], ["autograd"], check_availability=False)
+    assert [c.model for c in cases] == [same]  # one model, one id
+
+
+@pytest.mark.parametrize("command", ["run", "check", "study"])
+@pytest.mark.parametrize("model, message", [("resnet15:blocks=0", "blocks must be >= 1"),
+                                            ("resnet15:blocks=2,blocks=3", "given twice"),
+                                            ("bogus", "unknown model 'bogus'")])
+def test_bad_models_are_refused_by_every_command_before_any_process(command, model, message, capsys, monkeypatch):
+    from harness.measure import runner
+
+    def no_process(*a, **k):
+        raise AssertionError("a probe was spawned for an invalid model")
+
+    monkeypatch.setattr(runner, "run_sample", no_process)
+    argv = [command, *(["params"] if command == "study" else []), "--model", model]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
+def test_a_run_where_nothing_was_measured_exits_2(capsys, monkeypatch, tmp_path):
+    """Every process failed: that is a broken run (2), not a finding about a case (1)."""
+    from harness.measure import runner
+
+    def failing(case, kind, cache, index, settings, *a, **k):
+        return {"kind": kind, "ok": False, "index": index, "cache": cache, "error": "deliberate",
+                "stderr_tail": None, "started_at": "2026-12-02T00:00:00+00:00", "process_wall_s": None}
+
+    monkeypatch.setattr(runner, "run_sample", failing)
+    code = main(["run", "--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "1",
+                 "--out", str(tmp_path / "r.json")])
+    assert code == 2 and "nothing measured" in capsys.readouterr().out

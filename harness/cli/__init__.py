@@ -130,14 +130,9 @@ def cmd_run(args) -> int:
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ..errors import UsageError
     from ..measure.runner import RunSettings, Runner, failed_cases
     from ..present.tables import console as make_console, failures_table, run_table
 
-    if args.repeat < 1:
-        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout}")
     console = make_console()
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
@@ -180,6 +175,9 @@ def cmd_run(args) -> int:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
         return EXIT_BROKEN
     bad = failed_cases(results)
+    if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
+        console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
+        return EXIT_BROKEN
     if bad:
         console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
         return 1
@@ -197,6 +195,9 @@ def cmd_study(args) -> int:
 
     if args.repeat < 2:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")
+    from ..measure.cases import normalize_model
+
+    args.model = normalize_model(args.model)
     console = make_console()
     out = Path(args.out or f"runs/study-{args.study}.json")
     settings = RunSettings(repeat=args.repeat, timeout_s=args.timeout, threads=args.threads)
@@ -215,6 +216,10 @@ def cmd_study(args) -> int:
         return EXIT_BROKEN
     for note in result.notes:
         console.print(f"skipped {note}", highlight=False)
+    if not any(c.good() for c in result.results.cases):
+        console.print(f"[red]nothing measured[/red]: every process of the {args.study} study failed; "
+                      f"the samples and their errors are in {out}", highlight=False)
+        return EXIT_BROKEN
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_json(), indent=1))

@@ -29,6 +29,8 @@ def parse_model(text: str) -> tuple[str, dict]:
         key, eq, value = part.partition("=")
         if not eq or not key:
             raise UsageError(f"model option {part!r} in {text!r} is not key=value")
+        if key in options:
+            raise UsageError(f"model option {key!r} is given twice in {text!r}")
         try:
             options[key] = tuple(int(v) for v in value.split("x")) if "x" in value else int(value)
         except ValueError:
@@ -42,6 +44,30 @@ def load_model(text: str):
         return models.load(name, **options)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
+
+
+def _option_text(value) -> str:
+    return "x".join(str(v) for v in value) if isinstance(value, (tuple, list)) else str(value)
+
+
+def normalize_model(text: str) -> str:
+    """The one id of a sized model: validated by the model itself, defaults left out.
+
+    ``resnet15:``, ``resnet15`` and ``resnet15:blocks=15`` all mean ``resnet15``;
+    ``resnet15:blocks=0`` is refused here, by the model's own check, before any process
+    is spawned (``run`` used to spawn probes for it that ``check`` rejected). A case id
+    therefore names one model one way, so results, history and expectations agree.
+
+    Raises
+    ------
+    UsageError
+        For an unknown model, a malformed or repeated option, or a size the model refuses.
+    """
+    name, options = parse_model(text)
+    load_model(text)
+    defaults = models.defaults(name)
+    kept = {k: v for k, v in options.items() if _option_text(v) != _option_text(defaults.get(k))}
+    return name + (":" + ",".join(f"{k}={_option_text(v)}" for k, v in kept.items()) if kept else "")
 
 
 @dataclass(frozen=True)
@@ -109,8 +135,7 @@ def select(
     """
     model_texts = [m for sel in (model_sel or ["all"]) for m in _expand(sel, models.names())]
     backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
-    for text in model_texts:
-        parse_model(text)
+    model_texts = list(dict.fromkeys(normalize_model(text) for text in model_texts))
     classes = {b: engines.get(b) for b in dict.fromkeys(backend_names)}
     variant_sel = variant_sel or ["default"]
     requests: list[dict[str, str] | str] = []
