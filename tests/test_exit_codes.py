@@ -132,3 +132,48 @@ def test_a_run_where_nothing_was_measured_exits_2(capsys, monkeypatch, tmp_path)
     code = main(["run", "--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "1",
                  "--out", str(tmp_path / "r.json")])
     assert code == 2 and "nothing measured" in capsys.readouterr().out
+
+
+def _outputs_cases(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    return [
+        (["run", "--out", str(folder)], "is a folder"),
+        (["run", "--out", str(a_file / "r.json")], "is a file, not a folder"),
+        (["study", "params", "--json", str(tmp_path / "missing" / "x.json")], "does not exist"),
+        (["study", "params", "--out", str(folder)], "is a folder"),
+        (["report", "--out", str(folder)], "is a folder"),
+        (["compare", "a.json", "b.json", "--output", str(tmp_path / "nope" / "c.md")], "does not exist"),
+        (["gate", "--base", "HEAD", "--out-dir", str(a_file)], "is a file, not a folder"),
+        (["gate", "--base", "HEAD", "--expectations", "e.csv", "--write-suggested", str(folder)], "is a folder"),
+        (["expect", "update", "--runs", "r.json", "--out", str(folder)], "is a folder"),
+        (["expect", "check", "e.csv", "--runs", "r.json", "--write-suggested", str(tmp_path / "no" / "e.csv")],
+         "does not exist"),
+    ]
+
+
+def test_bad_output_paths_exit_2_before_any_work(tmp_path, capsys, monkeypatch):
+    from harness.measure import runner
+
+    monkeypatch.setattr(runner, "run_sample", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    for argv, message in _outputs_cases(tmp_path):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+
+
+def test_a_read_only_filesystem_is_caught_before_work(tmp_path, monkeypatch):
+    """As root, os.access says yes everywhere; the check really tries to create a file."""
+    import tempfile
+
+    from harness.cli import outputs
+    from harness.errors import UsageError
+
+    def read_only(*a, **k):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
+    with pytest.raises(UsageError, match="Read-only file system"):
+        outputs.output_file(tmp_path / "r.json", "--out")

@@ -133,6 +133,9 @@ def cmd_run(args) -> int:
     from ..measure.runner import RunSettings, Runner, failed_cases
     from ..present.tables import console as make_console, failures_table, run_table
 
+    from .outputs import output_file
+
+    output_file(args.out, "--out", create_parents=True)
     console = make_console()
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
@@ -197,9 +200,12 @@ def cmd_study(args) -> int:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")
     from ..measure.cases import normalize_model
 
+    from .outputs import output_file
+
     args.model = normalize_model(args.model)
     console = make_console()
-    out = Path(args.out or f"runs/study-{args.study}.json")
+    out = output_file(args.out or f"runs/study-{args.study}.json", "--out", create_parents=True)
+    output_file(args.json, "--json")
     settings = RunSettings(repeat=args.repeat, timeout_s=args.timeout, threads=args.threads)
     console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
 
@@ -222,7 +228,9 @@ def cmd_study(args) -> int:
         return EXIT_BROKEN
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
+        from ..present.report import write_atomic
+
+        write_atomic(Path(args.json), json.dumps(result.to_json(), indent=1, allow_nan=False))
     return 0
 
 

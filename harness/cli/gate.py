@@ -95,6 +95,9 @@ def cmd_compare(args) -> int:
     from ..present.markdown import comparison_markdown
     from ..present.tables import compare_table, console as make_console
 
+    from .outputs import output_file
+
+    output_file(args.output, "--output")
     base = record.load(args.base)
     head = record.load(args.head)
     cmp = compare_results(base, head, metrics=args.metric,
@@ -155,11 +158,13 @@ def cmd_gate(args) -> int:
     from ..present.tables import console as make_console, gate_table
     from ..measure.worktrees import repo_root, worktrees
 
+    from .outputs import output_dir, output_file
+
     console = make_console()
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.write_suggested and not args.expectations:
         raise UsageError("--write-suggested needs --expectations FILE")
+    output_dir(args.out_dir, "--out-dir")
+    output_file(args.write_suggested, "--write-suggested")
     settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
@@ -248,6 +253,9 @@ def cmd_expect_check(args) -> int:
     from ..present.markdown import expectations_markdown
     from ..present.tables import console as make_console
 
+    from .outputs import output_file
+
+    output_file(args.write_suggested, "--write-suggested")
     expectations = expect.load(args.file)
     check = expect.check(expectations, _load_runs(args.runs), path=args.file)
     if args.write_suggested:
@@ -270,6 +278,9 @@ def cmd_expect_update(args) -> int:
     from ..decide import expect
     from ..decide.compare import parse_fraction
 
+    from .outputs import output_file
+
+    output_file(args.out, "--out")
     existing = expect.load(args.out) if Path(args.out).exists() and not args.fresh else []
     margins = {}
     for text in args.margin or ():

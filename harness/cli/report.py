@@ -114,11 +114,13 @@ def cmd_report(args) -> int:
 
     if args.back < 1:
         raise UsageError(f"--back must be >= 1, got {args.back}")
+    from .outputs import output_file
+
+    out = output_file(args.out, "--out", create_parents=True)
     notes: list[str] = []
     history, runs = load_inputs(args, notes)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
     prepared.notes[:0] = notes
-    out = Path(args.out)
     html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold)
     path = write_atomic(out, html)
     _print_notes(prepared.notes)
