@@ -1,0 +1,127 @@
+"""``ttfg doctor``'s output: the findings and the calibration as tables that fit 80 columns, or JSON.
+
+The tables have no vertical rules and put the finding and its advice in one wrapping
+column, so an 80-column terminal (``COLUMNS=80``) shows every word without cutting.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+STYLE = {"ok": "green", "warn": "yellow", "missing": "red", "unknown": "dim"}
+FORMAT_VERSION = 1
+
+MEANING = (
+    "log-ratio SD: spread of log(B/A) between two identical cold processes run back to back "
+    "(design reference on a 2-core VM: 0.13-0.15 by default, 0.087 for jax.jit resnet15). "
+    "'5 min' / '10 min': the smallest true slowdown a gate of that budget on this case alone "
+    "flags 95 % of the time at alpha 0.01, from the pairs it buys (in brackets, at most the "
+    "gate's --max-pairs). Ask the gate for a --min-effect no smaller than that."
+)
+
+
+def console() -> Console:
+    """Rich's own width: the terminal's, ``COLUMNS`` when set, 80 when piped."""
+    return Console()
+
+
+def findings_tables(findings) -> list[Table]:
+    """One table per section (tools, noise sources): item, verdict, finding and what to do."""
+    tables = []
+    for section in dict.fromkeys(f.section for f in findings):
+        table = Table(title=section, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("item", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("finding, and what to do", overflow="fold", ratio=1)
+        for f in findings:
+            if f.section != section:
+                continue
+            cell = Text(f.detail)
+            if f.advice:
+                cell.append("\n-> " + f.advice, style="italic")
+            verdict = f.verdict + (" (required)" if f.required and f.verdict == "missing" else "")
+            table.add_row(f.item, Text(verdict, style=STYLE.get(f.verdict, "")), cell)
+        tables.append(table)
+    return tables
+
+
+def summary_line(findings, missing_required) -> Text:
+    counts = {v: sum(f.verdict == v for f in findings) for v in STYLE}
+    text = Text(", ".join(f"{n} {v}" for v, n in counts.items()))
+    if missing_required:
+        text.append(f"; exit 2: required {', '.join(f.item for f in missing_required)} missing", style="red")
+    return text
+
+
+def effect_text(effect: float | None, pairs: int) -> str:
+    if effect is None:
+        return "-" if pairs < 2 else "?"
+    shown = ">100%" if effect > 1 else f"{effect:.0%}" if effect >= 0.095 else f"{effect:.1%}"
+    return f"{shown} ({pairs})"
+
+
+def _sd_text(noise) -> str:
+    if noise.sd is None:
+        return f"- ({noise.pairs} pair{'s' if noise.pairs != 1 else ''})"
+    hi = "inf" if noise.sd_high is None or not math.isfinite(noise.sd_high) else f"{noise.sd_high:.2f}"
+    return f"{noise.sd:.3f} [{noise.sd_low:.2f}, {hi}]"
+
+
+METRIC_LABEL = {"first_grad_s": "first grad", "process_ttfg_s": "process"}
+
+
+def calibration_table(calibration) -> Table:
+    """Per case and metric: pairs, seconds per pair, log-ratio SD with its 95 % interval, what gates see."""
+    budgets = sorted({b for _, n in calibration.rows() for b in n.gates})
+    model = calibration.cases[0].case.model if calibration.cases else ""
+    state = "interrupted, " if calibration.interrupted else ""
+    table = Table(title=f"A/A noise calibration, {model} ({state}{calibration.elapsed_s:.0f} s)",
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in ("backend", "metric", "pairs", "s/pair", "log-ratio SD [95%]", *(f"{b / 60:g} min" for b in budgets)):
+        table.add_column(col, justify="left" if col in ("backend", "metric") else "right", no_wrap=True)
+    for case, noise in calibration.rows():
+        per_pair = case.seconds_per_pair
+        table.add_row(case.case.backend, METRIC_LABEL.get(noise.metric, noise.metric), str(noise.pairs),
+                      "-" if per_pair is None else f"{per_pair:.1f}", _sd_text(noise),
+                      *(effect_text(*reversed(noise.gates.get(b, (0, None)))) for b in budgets))
+    return table
+
+
+def print_calibration(out: Console, calibration) -> None:
+    if calibration.cases:
+        out.print(calibration_table(calibration))
+    for case in calibration.cases:
+        if case.failed_pairs:
+            out.print(f"{case.case.id}: {case.failed_pairs} pair(s) failed ({case.first_error})", highlight=False)
+    for note in calibration.notes:
+        out.print(f"not calibrated: {note}", highlight=False)
+    out.print(Text(MEANING, style="dim"))
+    if calibration.interrupted:
+        out.print("[yellow]interrupted[/yellow]: the numbers above use the pairs finished so far")
+
+
+def pair_line(case, a: dict, b: dict) -> str:
+    """One progress line per A/A pair."""
+    n = case.attempted
+    if not (a.get("ok") and b.get("ok")):
+        bad = a if not a.get("ok") else b
+        return f"  {case.case.backend} pair {n}: failed ({bad.get('error')})"
+    fa, fb = a.get("first_grad_s"), b.get("first_grad_s")
+    return (f"  {case.case.backend} pair {n}: first grad A {fa:.3f} s, B {fb:.3f} s, "
+            f"log(B/A) {math.log(fb / fa):+.3f}; {case.pair_wall_s[-1]:.1f} s")
+
+
+def doctor_json(findings, missing_required, calibration, exit_code: int) -> dict:
+    return {"format": "ttfg-doctor", "version": FORMAT_VERSION, "exit_code": exit_code,
+            "required_missing": [f.item for f in missing_required],
+            "findings": [f.to_json() for f in findings],
+            "calibration": None if calibration is None else calibration.to_json()}
+
+
+__all__ = ["calibration_table", "console", "doctor_json", "findings_tables", "pair_line", "print_calibration",
+           "summary_line"]
