@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 
 DESCRIPTION = """\
-Check this machine before trusting a number: the tools ttfg uses (git, valgrind, hardware
-counters, Chromium, asv's machine file, the backends) and the noise sources (load, busy
-processes, CPU steal, cores and thread settings, frequency governor, turbo, memory, swap,
-VM or container), each with a verdict (ok, warn, missing, unknown) and what to do.
-With --calibrate it also measures A/A pairs of cold processes and states the smallest
-effect a 5- and a 10-minute gate can detect here. It changes no setting.
-Exit 2 when something required is missing (git, or every backend), else 0
-(130 when a calibration is interrupted)."""
+Check this machine before trusting a number: the tools ttfg uses (git,
+valgrind, hardware counters, Chromium, asv's machine file, the backends) and
+the noise sources (load, busy processes, CPU steal, cores and thread settings,
+frequency governor, turbo, memory, swap, VM or container), each with a verdict
+(ok, warn, missing, unknown) and what to do. It changes no setting.
+
+With --calibrate it also measures A/A pairs of cold processes and states the
+smallest effect a 5- and a 10-minute gate can detect here.
+
+Exit 2 when something required is missing (git, or every backend), else 0 (130
+when a calibration is interrupted)."""
 
 
 def add_doctor_commands(sub) -> None:
@@ -47,8 +50,9 @@ def cmd_doctor(args) -> int:
     calibration = None
     if args.calibrate:
         cases, notes = calibration_cases()
-        progress.print(f"calibrating for about {budget_s:g} s on {', '.join(c.id for c in cases) or 'nothing'} "
-                       "(Ctrl-C stops and keeps what is done)", highlight=False)
+        what = f"{cases[0].model} with {', '.join(c.backend for c in cases)}" if cases else "nothing"
+        progress.print(f"calibrating for about {budget_s:g} s on {what} (Ctrl-C stops and keeps what is done)",
+                       highlight=False)
         calibration = calibrate(cases, budget_s,
                                 on_pair=lambda case, a, b: progress.print(view.pair_line(case, a, b), highlight=False))
         calibration.notes += notes
