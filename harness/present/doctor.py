@@ -19,9 +19,9 @@ FORMAT_VERSION = 1
 MEANING = (
     "log-ratio SD: spread of log(B/A) between two identical cold processes run back to back "
     "(design reference on a 2-core VM: 0.13-0.15 by default, 0.087 for jax.jit resnet15). "
-    "'5 min' / '10 min': the smallest true slowdown a gate of that budget on this case alone "
-    "flags 95 % of the time at alpha 0.01, from the pairs it buys (in brackets, at most the "
-    "gate's --max-pairs). Ask the gate for a --min-effect no smaller than that."
+    "'5-min gate', '10-min gate': the smallest true slowdown a gate of that --budget on this case "
+    "alone flags 95 % of the time at alpha 0.01, from the pairs it buys (in brackets; at most the "
+    "gate's --max-pairs). Smaller changes need a longer budget or a quieter machine."
 )
 
 
@@ -67,27 +67,36 @@ def effect_text(effect: float | None, pairs: int) -> str:
 
 def _sd_text(noise) -> str:
     if noise.sd is None:
-        return f"- ({noise.pairs} pair{'s' if noise.pairs != 1 else ''})"
-    hi = "inf" if noise.sd_high is None or not math.isfinite(noise.sd_high) else f"{noise.sd_high:.2f}"
-    return f"{noise.sd:.3f} [{noise.sd_low:.2f}, {hi}]"
+        return "-"
+    return f"{noise.sd:.3f}"
 
 
-METRIC_LABEL = {"first_grad_s": "first grad", "process_ttfg_s": "process"}
+def _ci_text(noise) -> str:
+    if noise.sd is None or noise.sd_low is None or not math.isfinite(noise.sd_low):
+        return "-"
+    return f"{noise.sd_low:.2f}-{noise.sd_high:.2f}" if noise.sd_high < 10 else f"{noise.sd_low:.2f}-{noise.sd_high:.0f}"
 
 
-def calibration_table(calibration) -> Table:
-    """Per case and metric: pairs, seconds per pair, log-ratio SD with its 95 % interval, what gates see."""
-    budgets = sorted({b for _, n in calibration.rows() for b in n.gates})
+#: The metric the table shows (the gate's default); JSON has every calibrated metric.
+TABLE_METRIC = "first_grad_s"
+#: Below this many pairs the SD's interval is too wide to plan a gate on.
+FEW_PAIRS = 5
+
+
+def calibration_table(calibration, metric: str = TABLE_METRIC) -> Table:
+    """Per case: pairs, seconds per pair, log-ratio SD with its 95 % interval, what 5- and 10-minute gates see."""
+    noises = [(case, case.noise(metric)) for case in calibration.cases]
+    budgets = sorted({b for _, n in noises for b in n.gates})
     model = calibration.cases[0].case.model if calibration.cases else ""
     state = "interrupted, " if calibration.interrupted else ""
-    table = Table(title=f"A/A noise calibration, {model} ({state}{calibration.elapsed_s:.0f} s)",
+    table = Table(title=f"A/A noise calibration: {model}, {metric} ({state}{calibration.elapsed_s:.0f} s)",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for col in ("backend", "metric", "pairs", "s/pair", "log-ratio SD [95%]", *(f"{b / 60:g} min" for b in budgets)):
-        table.add_column(col, justify="left" if col in ("backend", "metric") else "right", no_wrap=True)
-    for case, noise in calibration.rows():
+    for col in ("backend", "pairs", "s/pair", "log-ratio SD", "95% CI", *(f"{b / 60:g}-min gate" for b in budgets)):
+        table.add_column(col, justify="left" if col == "backend" else "right", overflow="fold")
+    for case, noise in noises:
         per_pair = case.seconds_per_pair
-        table.add_row(case.case.backend, METRIC_LABEL.get(noise.metric, noise.metric), str(noise.pairs),
-                      "-" if per_pair is None else f"{per_pair:.1f}", _sd_text(noise),
+        table.add_row(case.case.backend, str(noise.pairs), "-" if per_pair is None else f"{per_pair:.1f}",
+                      _sd_text(noise), _ci_text(noise),
                       *(effect_text(*reversed(noise.gates.get(b, (0, None)))) for b in budgets))
     return table
 
@@ -95,9 +104,16 @@ def calibration_table(calibration) -> Table:
 def print_calibration(out: Console, calibration) -> None:
     if calibration.cases:
         out.print(calibration_table(calibration))
+        others = [m for m in calibration.cases[0].values if m != TABLE_METRIC]
+        for metric in others:
+            shown = ", ".join(f"{c.case.backend} {_sd_text(c.noise(metric))}" for c in calibration.cases)
+            out.print(f"{metric} log-ratio SD: {shown}", highlight=False)
     for case in calibration.cases:
         if case.failed_pairs:
             out.print(f"{case.case.id}: {case.failed_pairs} pair(s) failed ({case.first_error})", highlight=False)
+    if any(c.noise(TABLE_METRIC).pairs < FEW_PAIRS for c in calibration.cases):
+        out.print(f"[yellow]few pairs[/yellow]: under {FEW_PAIRS} the SD is barely known (see its interval); "
+                  "a longer --budget, such as 5m, gives a firmer number", highlight=False)
     for note in calibration.notes:
         out.print(f"not calibrated: {note}", highlight=False)
     out.print(Text(MEANING, style="dim"))
