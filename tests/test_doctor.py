@@ -258,7 +258,8 @@ def test_calibration_stops_a_failing_case_and_says_why():
     (case,) = result.cases
     assert case.failed_pairs == 2 and "failed pairs in a row" in case.stop and "status 1" in case.stop
     noise = case.noise("first_grad_s")
-    assert noise.sd is None and noise.gates[300.0] == (0, None)
+    assert noise.sd is None and noise.gates[300.0] == (60, None)  # pairs bought are known, the effect is not
+    assert view.effect_text(*reversed(noise.gates[300.0])) == "? (60)"
 
 
 @pytest.mark.parametrize("budget", ["0", "-5", "0s", "nan", "inf", "9" * 400, "soon"])

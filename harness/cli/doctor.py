@@ -23,7 +23,7 @@ def add_doctor_commands(sub) -> None:
     p = sub.add_parser("doctor", help="check tools and noise sources; --calibrate: what a gate can detect here",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calibrate", action="store_true",
-                   help="measure paired A/A cold processes (torch.eager or autograd, and jax.jit, on resnet15)")
+                   help="measure paired A/A cold processes (autograd or torch.eager, and jax.jit, on resnet15)")
     p.add_argument("--budget", default="60s", metavar="DURATION",
                    help="calibration wall-clock budget, such as 60, 90s, 2m (default: 60s)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output (default: table)")

@@ -3,7 +3,7 @@
 Why: the gate pairs base and head cold processes and tests ``log(head / base)``; what
 it can detect depends on the SD of that log ratio on *this* machine, and on how many
 pairs its budget buys. Both are measured here in about a minute: A/A pairs (the same
-code on both sides) of a cheap case (torch.eager resnet15, else autograd) and of
+code on both sides) of a cheap case (autograd resnet15, else torch.eager) and of
 jax.jit resnet15, each pair two cold processes spawned by the runner exactly as the
 gate spawns them (``runner.run_sample``, fresh caches, one thread), in the gate's
 order A B, B A, A B, ... and round-robin over the cases.
@@ -33,8 +33,10 @@ from ..measure.cases import Case, select
 from ..measure.runner import RunSettings, run_sample
 
 DEFAULT_BUDGET_S = 60.0
-#: The cheap case's backend: the first available of these.
-CHEAP_BACKENDS = ("torch.eager", "autograd")
+#: The cheap case's backend: the first available of these. autograd first: its whole process
+#: (1.6 s on the 2-core VM, README) is cheaper than torch.eager's (2.5 s, mostly importing torch),
+#: so a minute buys more pairs.
+CHEAP_BACKENDS = ("autograd", "torch.eager")
 MODEL = "resnet15"
 REFERENCE_BACKEND = "jax.jit"
 METRICS = ("first_grad_s", "process_ttfg_s")
@@ -152,17 +154,15 @@ class CaseNoise:
         pairs = self.values[metric]
         logs = [math.log(b / a) for a, b in pairs]
         max_pairs = max_pairs or GateSettings.max_pairs
-        if len(logs) < 2:
-            return MetricNoise(metric, len(logs), None, None, None, statistics.fmean(logs) if logs else None,
-                               {b: (0, None) for b in budgets})
-        sd = statistics.stdev(logs)
-        low, high = stats.sd_interval(sd, len(logs))
         per_pair = self.seconds_per_pair
+        sd = statistics.stdev(logs) if len(logs) >= 2 else None
         gates = {}
         for budget in budgets:
-            bought = min(int(budget // per_pair), max_pairs) if per_pair else max_pairs
-            gates[budget] = (bought, stats.min_detectable_effect(sd, bought, ALPHA, POWER) if bought >= 2 else None)
-        return MetricNoise(metric, len(logs), sd, low, high, statistics.fmean(logs), gates)
+            bought = min(int(budget // per_pair), max_pairs) if per_pair else 0
+            effect = stats.min_detectable_effect(sd, bought, ALPHA, POWER) if sd is not None and bought >= 2 else None
+            gates[budget] = (bought, effect)
+        low, high = stats.sd_interval(sd, len(logs)) if sd is not None else (None, None)
+        return MetricNoise(metric, len(logs), sd, low, high, statistics.fmean(logs) if logs else None, gates)
 
 
 @dataclass

@@ -59,8 +59,9 @@ def summary_line(findings, missing_required) -> Text:
 
 
 def effect_text(effect: float | None, pairs: int) -> str:
+    """``5.2% (56)``: the detectable effect and the pairs bought; ``? (21)`` when the SD is unknown."""
     if effect is None:
-        return "-" if pairs < 2 else "?"
+        return f"? ({pairs})"
     shown = ">100%" if effect > 1 else f"{effect:.0%}" if effect >= 0.095 else f"{effect:.1%}"
     return f"{shown} ({pairs})"
 
