@@ -43,7 +43,7 @@ LOAD_PER_CORE = 0.25
 LOW_MEMORY_BYTES = 2 * 1024**3
 
 #: ``run(argv) -> (returncode, stdout, stderr)``, or ``None`` when the program cannot be started.
-Runner = Callable[[list[str]], "tuple[int, str, str] | None"]
+CommandRunner = Callable[[list[str]], "tuple[int, str, str] | None"]
 
 
 @dataclass
@@ -98,7 +98,7 @@ def check_valgrind() -> Finding:
                    "apt-get install valgrind, for `ttfg run --instructions` where perf has no counters")
 
 
-def check_pmu(root: Path, run: Runner) -> Finding:
+def check_pmu(root: Path, run: CommandRunner) -> Finding:
     """Hardware instruction counting: perf's answer where perf exists, else the kernel's PMU list."""
     text = read_text(root, "/proc/sys/kernel/perf_event_paranoid")
     paranoid = int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
@@ -431,7 +431,7 @@ VM_VENDORS = ("kvm", "qemu", "vmware", "virtualbox", "xen", "microsoft", "amazon
               "bochs", "parallels", "hyper-v", "cloud hypervisor")
 
 
-def check_virtualization(root: Path, run: Runner | None) -> Finding:
+def check_virtualization(root: Path, run: CommandRunner | None) -> Finding:
     """VM or container, from every independent clue that can be read."""
     clues, unread = [], []
     cpuinfo = read_text(root, "/proc/cpuinfo")
@@ -467,7 +467,7 @@ def check_virtualization(root: Path, run: Runner | None) -> Finding:
 # --------------------------------------------------------------------------- all together
 
 
-def examine(root: Path = Path("/"), home: Path | None = None, run: Runner | None = run_command,
+def examine(root: Path = Path("/"), home: Path | None = None, run: CommandRunner | None = run_command,
             environ: dict[str, str] | None = None, window_s: float = 0.5, exclude: set[int] | None = None
             ) -> list[Finding]:
     """Every check, tools first, then noise sources.
