@@ -23,6 +23,7 @@ EXIT_OK, EXIT_FOUND, EXIT_BROKEN = 0, 1, 2
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
+from .doctor import add_doctor_commands
 
 EPILOG = """\
 examples:
@@ -298,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_asv_commands(sub)
     add_gate_commands(sub)
+    add_doctor_commands(sub)
     return parser
 
 

@@ -1,0 +1,64 @@
+"""``ttfg doctor``: wiring only. Facts: ``measure/machine.py``; calibration: ``decide/calibrate.py``;
+output: ``present/doctor.py``."""
+
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = """\
+Check this machine before trusting a number: the tools ttfg uses (git,
+valgrind, hardware counters, Chromium, asv's machine file, the backends) and
+the noise sources (load, busy processes, CPU steal, cores and thread settings,
+frequency governor, turbo, memory, swap, VM or container), each with a verdict
+(ok, warn, missing, unknown) and what to do. It changes no setting.
+
+With --calibrate it also measures A/A pairs of cold processes and states the
+smallest effect a 5- and a 10-minute gate can detect here.
+
+Exit 2 when something required is missing (git, or every backend), else 0 (130
+when a calibration is interrupted)."""
+
+
+def add_doctor_commands(sub) -> None:
+    p = sub.add_parser("doctor", help="check tools and noise sources; --calibrate: what a gate can detect here",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure paired A/A cold processes (autograd or torch.eager, and jax.jit, on resnet15)")
+    p.add_argument("--budget", default="60s", metavar="DURATION",
+                   help="calibration wall-clock budget, such as 60, 90s, 2m (default: 60s)")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output (default: table)")
+    p.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args) -> int:
+    import json
+
+    from ..decide.calibrate import calibrate, calibration_cases, parse_budget
+    from ..measure.machine import examine, required_missing
+    from ..present import doctor as view
+
+    budget_s = parse_budget(args.budget)
+    as_json = args.format == "json"
+    out = view.console()
+    progress = view.Console(stderr=True) if as_json else out
+    findings = examine()
+    missing = required_missing(findings)
+    if not as_json:
+        for table in view.findings_tables(findings):
+            out.print(table)
+        out.print(view.summary_line(findings, missing))
+    calibration = None
+    if args.calibrate:
+        cases, notes = calibration_cases()
+        what = f"{cases[0].model} with {', '.join(c.backend for c in cases)}" if cases else "nothing"
+        progress.print(f"calibrating for about {budget_s:g} s on {what} (Ctrl-C stops and keeps what is done)",
+                       highlight=False)
+        calibration = calibrate(cases, budget_s,
+                                on_pair=lambda case, a, b: progress.print(view.pair_line(case, a, b), highlight=False))
+        calibration.notes += notes
+        if not as_json:
+            view.print_calibration(out, calibration)
+    code = 130 if calibration is not None and calibration.interrupted else 2 if missing else 0
+    if as_json:
+        print(json.dumps(view.doctor_json(findings, missing, calibration, code), indent=1))
+    return code
