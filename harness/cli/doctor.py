@@ -15,8 +15,8 @@ frequency governor, turbo, memory, swap, VM or container), each with a verdict
 With --calibrate it also measures A/A pairs of cold processes and states the
 smallest effect a 5- and a 10-minute gate can detect here.
 
-Exit 2 when something required is missing (git, or every backend), else 0 (130
-when a calibration is interrupted)."""
+Exit 2 when something required is missing (git, or every backend) or when a
+calibration is interrupted (what it measured so far is printed), else 0."""
 
 
 def add_doctor_commands(sub) -> None:
@@ -58,7 +58,7 @@ def cmd_doctor(args) -> int:
         calibration.notes += notes
         if not as_json:
             view.print_calibration(out, calibration)
-    code = 130 if calibration is not None and calibration.interrupted else 2 if missing else 0
+    code = 2 if missing or (calibration is not None and calibration.interrupted) else 0
     if as_json:
         print(json.dumps(view.doctor_json(findings, missing, calibration, code), indent=1))
     return code
