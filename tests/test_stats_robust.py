@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness.decide import stats
@@ -49,3 +50,12 @@ def test_unpaired_and_paired_comparisons_never_raise(base, head, alpha):
     assert p.verdict in stats.VERDICTS
     e = stats.paired_effect(base[:n], head[:n], alpha=alpha)
     assert e.n == n
+
+
+def test_failures_are_evidence():
+    assert stats.compare_failures(0, 4, 3, 4).regressed           # the reported repro: p = 0.071
+    assert stats.compare_failures(0, 4, 4, 4).regressed           # head never ran
+    assert not stats.compare_failures(0, 60, 1, 60).regressed     # one flaky timeout
+    assert not stats.compare_failures(3, 4, 0, 4).regressed       # base worse: not head's regression
+    assert not stats.compare_failures(2, 4, 2, 4).regressed
+    assert stats.compare_failures(0, 4, 3, 4).to_json()["p_value"] == pytest.approx(1 / 14)

@@ -297,25 +297,33 @@ def condition_notes(base: Results, head: Results) -> list[str]:
     return notes
 
 
-def _failure_row(case_id: str, base_case, head_case) -> Row | None:
-    """A row for a case one side could not run at all (head broken counts as a regression)."""
-    from .stats import Verdict, summarize
+def _failure_row(case_id: str, base_case, head_case) -> tuple[Row | None, bool]:
+    """Failures are evidence: ``(row or None, whether the metrics can still be compared)``.
+
+    A head that fails significantly more often than its base is a regression
+    (:func:`stats.compare_failures`), even when its few good samples look fine: the
+    reported repro (head failed 3 of 4 processes, base 0 of 4) used to pass as
+    "inconclusive". A side with no good sample at all leaves nothing to compare.
+    """
+    from .stats import Verdict, compare_failures, summarize
 
     b_ok, h_ok = len(base_case.good("timing")), len(head_case.good("timing"))
     b_bad = [s for s in base_case.samples if s["kind"] == "timing" and not s["ok"]]
     h_bad = [s for s in head_case.samples if s["kind"] == "timing" and not s["ok"]]
     nan = math.nan
-    if b_ok and not h_ok and h_bad:
-        reason = (f"head has no good timing sample ({len(h_bad)} failed, e.g. {h_bad[0].get('error')}) "
-                  f"while base has {b_ok}: head cannot run this case")
-        return Row(case_id, "ok_samples", "failure", 0.0, summarize([]), summarize([]),
-                   Verdict("regressed", nan, nan, nan, nan, b_ok, 0, "failure", reason))
+    test = compare_failures(len(b_bad), b_ok + len(b_bad), len(h_bad), h_ok + len(h_bad))
+    comparable = bool(b_ok and h_ok)
+    if test.regressed:
+        example = f"; e.g. {h_bad[0].get('error')}" if h_bad else ""
+        return (Row(case_id, "failures", "failure", 0.0, summarize([]), summarize([]),
+                    Verdict("regressed", nan, nan, nan, test.p_value, b_ok, h_ok, "fisher-failures",
+                            test.reason + example)), comparable)
     if h_ok and not b_ok and b_bad:
         reason = (f"base has no good timing sample ({len(b_bad)} failed, e.g. {b_bad[0].get('error')}); "
                   "nothing to compare head against")
-        return Row(case_id, "ok_samples", "failure", 0.0, summarize([]), summarize([]),
-                   Verdict("inconclusive", nan, nan, nan, nan, 0, h_ok, "failure", reason))
-    return None
+        return (Row(case_id, "failures", "failure", 0.0, summarize([]), summarize([]),
+                    Verdict("inconclusive", nan, nan, nan, nan, 0, h_ok, "failure", reason)), False)
+    return None, comparable
 
 
 def compare_results(base: Results, head: Results, metrics: Iterable[str] | None = None,
@@ -371,9 +379,10 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
             out.notes.append(f"{base_case.id}: skipped on {'base' if base_case.skipped else 'head'} "
                              f"({base_case.skipped or head_case.skipped}); not compared")
             continue
-        failure = _failure_row(base_case.id, base_case, head_case)
+        failure, comparable = _failure_row(base_case.id, base_case, head_case)
         if failure:
             out.rows.append(failure)
+        if not comparable:
             continue
         for name in names:
             info = metric_info(name, cache)
