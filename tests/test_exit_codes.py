@@ -177,3 +177,30 @@ def test_a_read_only_filesystem_is_caught_before_work(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
     with pytest.raises(UsageError, match="Read-only file system"):
         outputs.output_file(tmp_path / "r.json", "--out")
+
+
+def test_report_links_from_user_paths_are_relative_paths_never_a_scheme(tmp_path):
+    from harness.present.report import asv_link_for
+
+    site = tmp_path / "javascript:alert(1)"
+    site.mkdir()
+    (site / "index.html").write_text("<html></html>")
+    link = asv_link_for(tmp_path / "index.html", site)
+    assert link.startswith("./") and "javascript:" not in link
+    assert asv_link_for(tmp_path / "out" / "index.html", site).startswith("../")
+
+
+def test_a_gate_out_dir_given_to_runs_skips_the_gate_outputs_by_kind(tmp_path, capsys, monkeypatch):
+    from .synthetic_results import CASE, results, timing_run
+
+    folder = tmp_path / "gate"
+    folder.mkdir()
+    for side in ("base", "head"):
+        results({CASE: timing_run([1.0, 1.1, 0.9])}).save(folder / f"{side}.json")
+    (folder / "gate.json").write_text('{"format": "ttfg-gate", "version": 1, "cases": []}')
+    (folder / "compare.json").write_text('{"format": "ttfg-comparison", "version": 1, "rows": []}')
+    monkeypatch.chdir(tmp_path)  # no results/ here: trends come from the two results files
+    assert main(["regressions", "--runs", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert "gate.json: a gate outcome, not a results file; skipped" in err
+    assert "compare.json: a comparison" in err and "Traceback" not in err

@@ -208,8 +208,8 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
 
     # Self-contained: no script, no stylesheet link, every image embedded; the asv site linked.
     assert "script" not in page.tags and "link" not in page.tags
-    assert all(u.startswith(("data:image/png;base64,", "#")) or u == "asv/index.html" for u in page.urls), page.urls
-    assert 'href="asv/index.html"' in html
+    assert all(u.startswith(("data:image/png;base64,", "#")) or u == "./asv/index.html" for u in page.urls), page.urls
+    assert 'href="./asv/index.html"' in html
     # Names are escaped, never markup.
     assert EVIL not in html and "&lt;script&gt;alert(" in html
     # One summary row per case, with a sparkline each; the steps table lists planted steps.

@@ -65,14 +65,42 @@ def add_report_commands(sub) -> None:
     p.set_defaults(func=cmd_regressions)
 
 
-def _run_files(paths: list[str]) -> list[Path]:
+#: What ttfg writes besides results files, by the ``format`` field; a folder given to
+#: ``--runs`` (a gate's ``--out-dir``) holds these beside base.json and head.json.
+OTHER_OUTPUTS = {"ttfg-gate": "a gate outcome", "ttfg-comparison": "a comparison",
+                 "ttfg-expectations-check": "an expectations check"}
+
+
+def _output_kind(path: Path) -> str | None:
+    """The kind of a ttfg output that is not a results file, read from its first bytes."""
+    import re
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = re.search(r'"format"\s*:\s*"([^"]+)"', head)
+    return OTHER_OUTPUTS.get(match.group(1)) if match else None
+
+
+def _run_files(paths: list[str], notes: list[str] | None = None) -> list[Path]:
+    """Results files named directly or found in folders; a folder's other ttfg outputs
+    (gate.json and the like) are skipped by kind, with a note."""
     from ..errors import UsageError
 
     files: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            found = sorted(path.glob("*.json"))
+            found = []
+            for candidate in sorted(path.glob("*.json")):
+                kind = _output_kind(candidate)
+                if kind:
+                    if notes is not None:
+                        notes.append(f"{candidate}: {kind}, not a results file; skipped")
+                    continue
+                found.append(candidate)
             if not found:
                 raise UsageError(f"{path}: folder holds no results files (*.json)")
             files += found
@@ -87,7 +115,7 @@ def load_inputs(args, notes: list[str]):
     from ..history import asv_results
     from ..results.record import load
 
-    runs = [load(path) for path in _run_files(args.runs)]
+    runs = [load(path) for path in _run_files(args.runs, notes)]
     folder = Path(args.results or DEFAULT_RESULTS)
     if not folder.is_dir():
         if args.results:

@@ -485,7 +485,20 @@ def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
         candidate = candidate / "index.html"
     if not candidate.is_file():
         return None
-    return Path(os.path.relpath(candidate.resolve(), out.parent.resolve())).as_posix()
+    return relative_href(Path(os.path.relpath(candidate.resolve(), out.parent.resolve())))
+
+
+def relative_href(path: Path) -> str:
+    """A link to a local file that can only be a relative path, never a URL scheme.
+
+    A folder named ``javascript:alert(1)`` would otherwise become a link whose first
+    segment the browser reads as a scheme; percent-encoding keeps ``:`` out of the first
+    segment, and ``./`` pins it as a path.
+    """
+    from urllib.parse import quote
+
+    text = quote(path.as_posix(), safe="/")
+    return text if text.startswith(("../", "./")) else f"./{text}"
 
 
 def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), out: str | os.PathLike = "reports/index.html",
