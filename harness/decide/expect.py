@@ -100,13 +100,19 @@ def load(path: str | os.PathLike) -> list[Expectation]:
         unknown or non-deterministic metric, a duplicate row.
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ExpectationsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ExpectationsError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     rows: list[Expectation] = []
     seen: dict[tuple[str, str], int] = {}
     header_seen = False
-    for line_no, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise ExpectationsError(f"{path}: not a CSV file: {exc}") from None
+    for line_no, fields in enumerate(lines, start=1):
         if not fields or not "".join(fields).strip() or fields[0].lstrip().startswith("#"):
             continue
         fields = [f.strip() for f in fields]

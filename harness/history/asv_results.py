@@ -123,6 +123,55 @@ def _number(value) -> float:
     return float(value) if math.isfinite(value) else math.nan
 
 
+def _text(value, path: Path, what: str) -> str:
+    if not isinstance(value, str):
+        raise HistoryError(f"{path}: {what} should be text, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def _rows(path: Path, res, meta: dict, param_columns: list[str]) -> list[dict]:
+    """One row per benchmark x parameter combination of one result file; every field's
+    type is checked here, so a wrong shape names this file instead of failing later."""
+    import pandas as pd
+
+    date = res.date
+    if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date)):
+        raise HistoryError(f"{path}: date should be milliseconds since 1970, got {date!r:.40}")
+    params = res.params if isinstance(res.params, dict) else {}
+    common = {
+        "commit": _text(res.commit_hash, path, "commit_hash"),
+        "date": pd.Timestamp(date, unit="ms", tz="UTC") if date is not None else pd.NaT,
+        "machine": _text(params.get("machine"), path, "params.machine"),
+        "environment": _text(res.env_name, path, "env_name"),
+    }
+    rows = []
+    for name in sorted(res.get_all_result_keys()):
+        _text(name, path, "a benchmark name")
+        stored_params = res.get_result_params(name) or []
+        if not isinstance(stored_params, list) or not all(isinstance(a, list) for a in stored_params):
+            raise HistoryError(f"{path}: {name}: params should be a list of lists")
+        values = res.get_result_value(name, stored_params)
+        if not isinstance(values, list):
+            raise HistoryError(f"{path}: {name}: results should be a list")
+        names = list(meta.get(name, {}).get("param_names") or [])
+        if len(names) != len(stored_params) or not all(isinstance(n, str) for n in names):
+            names = [f"param{i + 1}" for i in range(len(stored_params))]
+        for col in names:
+            if col not in param_columns:
+                param_columns.append(col)
+        combos = itertools.product(*stored_params) if stored_params else [()]
+        for combo, value in zip(combos, values):
+            shown = [_param_text(_text(v, path, f"{name}: a parameter value")) for v in combo]
+            unit = meta.get(name, {}).get("unit")
+            rows.append({
+                **common, "benchmark": name,
+                "params": ", ".join(f"{n}={v}" for n, v in zip(names, shown)),
+                "value": _number(value), "unit": unit if isinstance(unit, str) else None,
+                **dict(zip(names, shown)),
+            })
+    return rows
+
+
 def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_bad: bool = False):
     """Every stored asv value as a DataFrame.
 
@@ -147,40 +196,19 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
     rows = []
     param_columns: list[str] = []
     skipped: list[str] = []
-    results = []
     if results_dir.is_dir():
         for path, machine in _result_files(results_dir):
             try:
-                results.append(_load_result(path, machine))
+                res = _load_result(path, machine)
+                try:
+                    rows += _rows(path, res, meta, param_columns)
+                except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                    raise HistoryError(f"{path}: not an asv result file this asv can read "
+                                       f"({type(exc).__name__}: {exc})") from None
             except HistoryError as exc:
                 if not skip_bad:
                     raise
                 skipped.append(str(exc))
-    for res in results:
-        common = {
-            "commit": res.commit_hash,
-            "date": pd.Timestamp(res.date, unit="ms", tz="UTC") if res.date is not None else pd.NaT,
-            "machine": res.params.get("machine"),
-            "environment": res.env_name,
-        }
-        for name in sorted(res.get_all_result_keys()):
-            stored_params = res.get_result_params(name) or []
-            values = res.get_result_value(name, stored_params)
-            names = list(meta.get(name, {}).get("param_names") or [])
-            if len(names) != len(stored_params):
-                names = [f"param{i + 1}" for i in range(len(stored_params))]
-            for col in names:
-                if col not in param_columns:
-                    param_columns.append(col)
-            combos = itertools.product(*stored_params) if stored_params else [()]
-            for combo, value in zip(combos, values):
-                shown = [_param_text(v) for v in combo]
-                rows.append({
-                    **common, "benchmark": name,
-                    "params": ", ".join(f"{n}={v}" for n, v in zip(names, shown)),
-                    "value": _number(value), "unit": meta.get(name, {}).get("unit"),
-                    **dict(zip(names, shown)),
-                })
     frame = pd.DataFrame(rows, columns=COLUMNS + param_columns)
     frame["value"] = frame["value"].astype(float)
     if dropna:
