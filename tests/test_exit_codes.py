@@ -15,7 +15,7 @@ BAD_NUMBERS = [
     ("run", "--timeout", "nan"), ("run", "--timeout", "0"), ("run", "--timeout", "-5"), ("run", "--timeout", "inf"),
     ("run", "--repeat", "0"), ("run", "--repeat", "1e8"), ("run", "--repeat", "2.5"), ("run", "--repeat", "100001"),
     ("run", "--threads", "-2"), ("run", "--threads", "0"), ("run", "--alloc-repeat", "0"),
-    ("check", "--tolerance", "nan"), ("check", "--tolerance", "-1"), ("check", "--tolerance", "0"),
+    ("check", "--tolerance", "nan"), ("check", "--tolerance", "-1"), ("check", "--tolerance", "1.5"),
     ("study", "params", "--repeat", "0"), ("study", "params", "--timeout", "nan"), ("study", "params", "--threads", "-1"),
     ("gate", "--base", "HEAD", "--alpha", "nan"), ("gate", "--base", "HEAD", "--alpha", "0"),
     ("gate", "--base", "HEAD", "--alpha", "1.5"), ("gate", "--base", "HEAD", "--min-effect", "-0.1"),

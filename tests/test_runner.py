@@ -75,10 +75,10 @@ def test_failures_are_recorded_with_stderr(broken, backend, error):
 
 
 def test_timeout_kills_the_process_group_and_records_it(broken):
-    start = time.monotonic()
-    sample = run_sample(one("test.hang"), "timing", "cold", 0, RunSettings(timeout_s=3))
-    assert time.monotonic() - start < 30
-    assert not sample["ok"] and sample["error"] == "timed out after 3 s"
+    start = time.monotonic()  # 8 s: the probe must reach the hang even on a loaded machine
+    sample = run_sample(one("test.hang"), "timing", "cold", 0, RunSettings(timeout_s=8))
+    assert time.monotonic() - start < 60
+    assert not sample["ok"] and sample["error"] == "timed out after 8 s"
     assert "hanging in the first gradient" in sample["stderr_tail"]
 
 

@@ -82,7 +82,7 @@ timeout = seconds(0.0, MAX_SECONDS, "the timeout")
 alpha = fraction(0.0, 0.5, low_open=True, high_open=True, what="alpha (the significance level)")
 min_effect = fraction(0.0, 10.0, low_open=True, what="the minimum effect")
 threshold = fraction(0.0, 10.0, what="the threshold")
-tolerance = fraction(0.0, 1.0, low_open=True, what="the tolerance")
+tolerance = fraction(0.0, 1.0, what="the tolerance")
 
 __all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "threads", "threshold", "timeout",
            "tolerance"]
