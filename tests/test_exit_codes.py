@@ -204,3 +204,22 @@ def test_a_gate_out_dir_given_to_runs_skips_the_gate_outputs_by_kind(tmp_path, c
     err = capsys.readouterr().err
     assert "gate.json: a gate outcome, not a results file; skipped" in err
     assert "compare.json: a comparison" in err and "Traceback" not in err
+
+
+def _all_parsers(parser, prefix=()):
+    import argparse
+
+    yield prefix, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _all_parsers(sub, (*prefix, name))
+
+
+def test_every_help_text_reads_cleanly():
+    """No doubled percent signs or escapes leak into --help (study's said '95%% intervals')."""
+    from harness.cli import build_parser
+
+    for path, parser in _all_parsers(build_parser()):
+        text = parser.format_help()
+        assert "%%" not in text and "\\n" not in text, f"ttfg {' '.join(path)} --help: {text}"

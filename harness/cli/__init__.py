@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
                        description="params: closure vs args; chain: scan vs unrolled (effects from paired, "
-                                   "interleaved cold processes, with 95%% intervals per backend); depth: sweep the "
+                                   "interleaved cold processes, with 95 % intervals per backend); depth: sweep the "
                                    "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "
                                    "for k (is compile time linear in depth?).")
     p.add_argument("study", choices=("params", "chain", "depth"))
