@@ -99,7 +99,7 @@ def load_inputs(args, notes: list[str]):
                      "trends come from the results files")
         return None, runs
     try:
-        history = asv_results.load(folder)
+        history = asv_results.load(folder, dropna=True)  # n/a values make no point; never build their rows
     except ReportInputError:
         raise
     except Exception as exc:  # the loader's own errors name the file; anything else gets the folder

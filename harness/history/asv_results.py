@@ -14,6 +14,7 @@ combination that was not measured (asv's n/a) or a benchmark that failed.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import math
@@ -23,6 +24,7 @@ from pathlib import Path
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
 
 
+@functools.lru_cache(maxsize=4096)
 def _param_text(value_repr: str) -> str:
     """``"'resnet15'"`` -> ``"resnet15"``; anything that is not a literal stays as asv wrote it."""
     try:
@@ -53,6 +55,20 @@ def benchmarks(results_dir: str | os.PathLike = "results"):
             "version": meta.get("version"),
         })
     return pd.DataFrame(rows, columns=["benchmark", "type", "unit", "param_names", "params", "version"])
+
+
+@functools.lru_cache(maxsize=256)
+def _combinations(stored_params: tuple[tuple[str, ...], ...], names: tuple[str, ...]) -> list[tuple[str, dict]]:
+    """Per parameter combination, in asv's value order: the ``params`` text and the per-name values.
+
+    Every result file repeats the same grid, so this is worked out once per grid, not
+    once per value (``ast.literal_eval`` per value made loading 1000 commits take minutes).
+    """
+    out = []
+    for combo in (itertools.product(*stored_params) if stored_params else [()]):
+        shown = [_param_text(v) for v in combo]
+        out.append((", ".join(f"{n}={v}" for n, v in zip(names, shown)), dict(zip(names, shown))))
+    return out
 
 
 def _number(value) -> float:
@@ -99,15 +115,14 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False):
             for col in names:
                 if col not in param_columns:
                     param_columns.append(col)
-            combos = itertools.product(*stored_params) if stored_params else [()]
-            for combo, value in zip(combos, values):
-                shown = [_param_text(v) for v in combo]
-                rows.append({
-                    **common, "benchmark": name,
-                    "params": ", ".join(f"{n}={v}" for n, v in zip(names, shown)),
-                    "value": _number(value), "unit": meta.get(name, {}).get("unit"),
-                    **dict(zip(names, shown)),
-                })
+            unit = meta.get(name, {}).get("unit")
+            combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
+            for (params, per_name), value in zip(combos, values):
+                number = _number(value)
+                if dropna and number != number:
+                    continue  # NaN: not measured; left out here rather than built and dropped
+                rows.append({**common, "benchmark": name, "params": params, "value": number, "unit": unit,
+                             **per_name})
     frame = pd.DataFrame(rows, columns=COLUMNS + param_columns)
     frame["value"] = frame["value"].astype(float)
     if dropna:
