@@ -61,6 +61,20 @@ def discover(group: str) -> list[Entry]:
     return sorted(out, key=lambda e: (e.origin, e.name))
 
 
+def distributions(groups: tuple[str, ...]) -> dict[str, str]:
+    """``{distribution: version}`` of every installed plugin in ``groups``: results record them, since a
+    plugin backend's numbers depend on its version as much as on the framework's."""
+    from importlib.metadata import entry_points
+
+    out = {}
+    for group in groups:
+        for ep in entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            if dist is not None:
+                out[dist.name] = dist.version
+    return dict(sorted(out.items()))
+
+
 def registry(group: str, builtins: dict[str, str]) -> tuple[dict[str, Entry], list[Entry]]:
     """Built-in entries, then plugins; a plugin whose name is taken is returned apart, with its problem."""
     entries = {name: Entry(name, target) for name, target in builtins.items()}
@@ -98,4 +112,4 @@ def _one_line(exc: BaseException) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-__all__ = ["BUILT_IN", "Entry", "PluginError", "discover", "load", "registry"]
+__all__ = ["BUILT_IN", "Entry", "PluginError", "discover", "distributions", "load", "registry"]

@@ -59,7 +59,9 @@ def test_a_plugin_backend_and_model_are_listed_checked_and_run(plugins, ttfg, tm
     out = tmp_path / "r.json"
     ran = ttfg("run", "--model", "test_mlp:width=3", "--backend", "test.autograd", "--repeat", "2", "--out", str(out))
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    [case] = json.loads(out.read_text())["cases"]
+    saved = json.loads(out.read_text())
+    assert saved["environment"]["packages"]["ttfg-test-backends"] == "0.1.0"  # the plugin's version is recorded
+    [case] = saved["cases"]
     assert case["id"] == "test_mlp:width=3/test.autograd/params=args,chain=unrolled"
     assert [s["ok"] for s in case["samples"]] == [True, True]
     assert all(s["first_grad_s"] > 0 and s["counters"]["autograd_primitives"] > 0 for s in case["samples"])
