@@ -60,7 +60,7 @@ def cmd_list(args) -> int:
     from .. import engines
 
     from ..engines import variants
-    from ..errors import BrokenPlugin
+    from ..errors import BrokenPlugin, UsageError
     from ..measure.cases import model_problem
     from ..present.tables import console as make_console
 
@@ -71,7 +71,10 @@ def cmd_list(args) -> int:
         mt.add_column(col)
     for name in models.names():
         origin = models.entry(name).origin
-        problem = model_problem(name)
+        try:
+            problem = model_problem(name)
+        except UsageError as exc:  # a plugin builder that rejects its own defaults
+            problem = f"{models.entry(name).describe()}: {exc}"
         if problem:
             mt.add_row(name, "", "", "[red]broken plugin, skipped[/] (below)", origin)
             broken.append(problem)
