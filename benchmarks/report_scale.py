@@ -1,9 +1,11 @@
 """How long ``ttfg report`` takes, and how big its file gets, on a long history.
 
-Not a test: a measurement to run by hand and quote (README, "Reports"). It builds a
-synthetic asv history in the loader's schema (``harness.history.synthetic``), then times
-``build_report`` on it, with wall and CPU time (CPU time is the steadier figure on a
-shared machine), and prints the file size.
+Not a test: a measurement to run by hand and quote (README, "Reports"). It writes a
+synthetic history as real asv result files (``harness.history.synthetic``: one file per
+commit, the suite's real benchmark names and parameter grid), then times the path a
+real history takes: ``harness.history.asv_results.load`` on the folder, then
+``build_report`` (points, trends, steps, plots, HTML), with wall and CPU time (CPU time is
+the steadier figure on a shared machine), and prints the file size.
 
     PYTHONPATH=. python benchmarks/report_scale.py                 # 1000 commits x 50 cases
     PYTHONPATH=. python benchmarks/report_scale.py --commits 200 --cases 20 --repeat 3
@@ -31,25 +33,39 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
+    from harness.history import asv_results
     from harness.present.report import build_report
-    from harness.history.synthetic import synthetic_history
+    from harness.history.synthetic import write_history
 
     imports = time.perf_counter() - started
-    history = synthetic_history(args.commits, args.cases, seed=1)
-    print(f"history: {args.commits} commits x {args.cases} cases = {len(history):,} rows "
-          f"({history['benchmark'].nunique()} benchmarks); imports took {imports:.2f} s")
-    walls, cpus = [], []
+    loads, builds, cpus, load_cpus = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "results"
+        wall = time.perf_counter()
+        written = write_history(folder, args.commits, args.cases, seed=1)
+        files = sum(1 for _ in (folder / written.machine).glob("*.json")) - 1  # less machine.json
+        disk = sum(p.stat().st_size for p in folder.rglob("*.json"))
+        print(f"history: {args.commits} commits x {args.cases} cases: {files} asv result files, "
+              f"{disk / 2**20:.1f} MiB, written in {time.perf_counter() - wall:.1f} s; imports took {imports:.2f} s")
         out = Path(args.out) if args.out else Path(tmp) / "index.html"
         for i in range(args.repeat):
             wall, cpu = time.perf_counter(), time.process_time()
+            history = asv_results.load(folder, dropna=True)  # as `ttfg report` loads it
+            loaded, load_cpu = time.perf_counter(), time.process_time() - cpu
             build_report(history, [], out)
-            walls.append(time.perf_counter() - wall)
+            loads.append(loaded - wall)
+            builds.append(time.perf_counter() - loaded)
             cpus.append(time.process_time() - cpu)
-            print(f"  build {i + 1}: {walls[-1]:.2f} s wall, {cpus[-1]:.2f} s CPU")
+            load_cpus.append(load_cpu)
+            print(f"  {i + 1}: load {loads[-1]:.2f} s ({load_cpu:.2f} s CPU, {len(history):,} values), "
+                  f"build_report {builds[-1]:.2f} s ({cpus[-1] - load_cpu:.2f} s CPU); "
+                  f"together {loads[-1] + builds[-1]:.2f} s wall, {cpus[-1]:.2f} s CPU")
         size = out.stat().st_size
         html = out.read_text()
-    print(f"build_report: median {statistics.median(walls):.2f} s wall, {statistics.median(cpus):.2f} s CPU; "
+    totals = [a + b for a, b in zip(loads, builds)]
+    print(f"median: load {statistics.median(loads):.2f} s ({statistics.median(load_cpus):.2f} s CPU) + "
+          f"build_report {statistics.median(builds):.2f} s = "
+          f"{statistics.median(totals):.2f} s wall, {statistics.median(cpus):.2f} s CPU; "
           f"file {size / 2**20:.2f} MiB; {html.count('<img')} images")
     return 0
 

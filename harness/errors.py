@@ -15,3 +15,7 @@ class Unsupported(TtfgError):
 
 class Unavailable(Unsupported):
     """The backend's framework is not installed in this environment."""
+
+
+class BrokenPlugin(Unsupported):
+    """A backend or model from another package that cannot be used; its cases are skipped with the reason."""

@@ -1,57 +1,110 @@
 """Reference models, defined once and backend-neutral.
 
 ``models.load(name, **options)`` returns a :class:`models.spec.ModelSpec`; nothing in
-this package imports a framework.
+this package imports a framework. Other packages add models through the ``ttfg.models``
+entry-point group (``models.plugins``): the target is a builder, a callable taking the
+model's size options as keywords and returning a ``ModelSpec``, like ``resnet15.build``.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
-from . import convnext_tiny, resnet15
+from . import plugins
+from .plugins import BUILT_IN, Entry, PluginError
 from .spec import ModelSpec
 
-_BUILDERS: dict[str, Callable[..., ModelSpec]] = {
-    "resnet15": resnet15.build,
-    "convnext_tiny": convnext_tiny.build,
+GROUP = "ttfg.models"
+_BUILTIN: dict[str, str] = {
+    "resnet15": "models.resnet15:build",
+    "convnext_tiny": "models.convnext_tiny:build",
 }
 
-#: One-line descriptions, for ``ttfg list``.
+#: One-line descriptions of the built-in models, for ``ttfg list`` (a plugin's is its builder's docstring).
 DESCRIPTIONS = {
     "resnet15": "15 residual blocks of two linear 3x3 convs, 4 channels, input 1x4x2x2 (option: blocks=N)",
     "convnext_tiny": "ConvNeXt-T, depths 3-3-9-3, widths 96..768, input 1x1x32x32 (options: depths=3x3x9x3, widths=96x192x384x768)",
 }
 
 
+@functools.cache
+def _registry() -> tuple[dict[str, Entry], list[Entry]]:
+    return plugins.registry(GROUP, _BUILTIN)
+
+
+def refresh() -> None:
+    """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
+    _registry.cache_clear()
+    builder.cache_clear()
+
+
 def names() -> list[str]:
-    """The registered model names."""
-    return list(_BUILDERS)
+    """The registered model names: built in first, then plugins (broken ones included)."""
+    return list(_registry()[0])
+
+
+def entry(name: str) -> Entry:
+    """Where ``name`` comes from; ``KeyError`` naming the known models for an unknown name.
+
+    Built-in names never read the installed distributions' metadata (see ``harness.engines.entry``).
+    """
+    if name in _BUILTIN:
+        return Entry(name, _BUILTIN[name])
+    try:
+        return _registry()[0][name]
+    except KeyError:
+        raise KeyError(f"unknown model {name!r}; known models: {', '.join(names())}") from None
+
+
+def shadowed() -> list[Entry]:
+    """Plugin entries ignored because their name was taken, each with its ``problem``."""
+    return list(_registry()[1])
+
+
+@functools.cache
+def builder(name: str) -> Callable[..., ModelSpec]:
+    """The model's builder; :class:`PluginError` when a plugin's cannot be loaded or is not callable."""
+    found = entry(name)
+    obj = plugins.load(found)
+    if not callable(obj):
+        raise PluginError(f"{found.describe()}: {found.target} is a {type(obj).__name__}, not a model builder")
+    return obj
+
+
+def description(name: str) -> str:
+    """The one-line description shown by ``ttfg list``."""
+    if name in DESCRIPTIONS:
+        return DESCRIPTIONS[name]
+    doc = (builder(name).__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
 
 
 def load(name: str, **options) -> ModelSpec:
     """Build the spec of model ``name``; options are the model's size knobs.
 
-    Raises ``KeyError`` naming the known models for an unknown name and ``ValueError``
-    for options the model does not take.
+    Raises ``KeyError`` naming the known models for an unknown name, ``ValueError``
+    for options the model does not take, and :class:`PluginError` for a plugin model
+    that cannot be loaded or does not return a ``ModelSpec``.
     """
+    build = builder(name)
     try:
-        builder = _BUILDERS[name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(_BUILDERS)}") from None
-    try:
-        return builder(**options)
+        spec = build(**options)
     except TypeError as exc:
         raise ValueError(f"model {name!r} does not take options {sorted(options)}: {exc}") from None
+    if not isinstance(spec, ModelSpec):
+        raise PluginError(f"{entry(name).describe()}: the builder returned a {type(spec).__name__}, "
+                          f"not a models.spec.ModelSpec")
+    return spec
 
 
 def defaults(name: str) -> dict:
     """The size options a model takes, with their default values (from its builder's signature)."""
     import inspect
 
-    if name not in _BUILDERS:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(_BUILDERS)}")
-    return {k: p.default for k, p in inspect.signature(_BUILDERS[name]).parameters.items()
+    return {k: p.default for k, p in inspect.signature(builder(name)).parameters.items()
             if p.default is not inspect.Parameter.empty}
 
 
-__all__ = ["DESCRIPTIONS", "ModelSpec", "defaults", "load", "names"]
+__all__ = ["BUILT_IN", "DESCRIPTIONS", "ModelSpec", "PluginError", "builder", "defaults", "description", "entry",
+           "load", "names", "refresh", "shadowed"]

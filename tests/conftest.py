@@ -37,3 +37,42 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: Installable plugin packages that add backends and models through entry points.
+PLUGIN_PACKAGES = ROOT / "tests" / "plugins"
+
+
+@pytest.fixture(scope="session")
+def plugin_site(tmp_path_factory) -> Path:
+    """The test plugin packages, pip-installed into a temporary folder (never into the shared venv).
+
+    Copied first, so the build leaves no egg-info or build folder in the source tree;
+    one pip call for both, without dependencies or build isolation (a few seconds).
+    """
+    import shutil
+
+    root = tmp_path_factory.mktemp("plugins")
+    sources = [shutil.copytree(pkg, root / pkg.name) for pkg in sorted(PLUGIN_PACKAGES.iterdir())
+               if (pkg / "pyproject.toml").is_file()]
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(site), *map(str, sources)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    return site
+
+
+@pytest.fixture
+def plugins(plugin_site, monkeypatch) -> Path:
+    """The test plugins visible to this process and to every child (CLI, probes) it starts."""
+    import models
+    from harness import engines
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(plugin_site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.syspath_prepend(str(plugin_site))
+    engines.refresh()
+    models.refresh()
+    yield plugin_site
+    monkeypatch.undo()
+    engines.refresh()
+    models.refresh()

@@ -2,7 +2,8 @@
 
 Real results files come from ``ttfg run`` on the cheap backends (torch.eager and
 HIPS autograd, a 3-block resnet: seconds per process); trends across commits come
-from a synthetic history in the asv loader's schema with planted steps. The browser
+from synthetic asv result files with planted steps (``harness.history.synthetic``),
+read through the same loader as real history (``harness.history.asv_results``). The browser
 test needs Debian's Chromium (``/usr/bin/chromium``) and is skipped without it.
 ``tests/data/study-*.json`` are real ``ttfg study`` outputs (``study chain --backend
 autograd --backend jax.jit --repeat 2``; ``study depth --backend autograd --backend
@@ -26,11 +27,11 @@ import pytest
 
 from harness.present import fmt
 
-from harness.history import points as report_data
+from harness.history import asv_results, points as report_data
 from harness.results.record import load
 from harness.present.report import build_report, prepare
 from harness.history.steps import detect_steps
-from harness.history.synthetic import synthetic_history
+from harness.history.synthetic import SyntheticHistory, cases, write_history
 
 from .conftest import ROOT, run_ttfg
 
@@ -66,11 +67,16 @@ def second_run(real_run, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def history() -> pd.DataFrame:
-    """60 commits x 12 cases, plus one case whose model name is an HTML injection attempt."""
-    df = synthetic_history(60, 12, seed=3)
-    evil = synthetic_history(60, 1, seed=4, case_list=[(EVIL, "jax.jit", "params=args,chain=unrolled")])
-    return pd.concat([df, evil], ignore_index=True)
+def asv_history(tmp_path_factory) -> SyntheticHistory:
+    """asv result files: 60 commits x 12 cases, plus one case whose model name is an HTML injection attempt."""
+    folder = tmp_path_factory.mktemp("asv") / "results"
+    return write_history(folder, 60, seed=3, case_list=cases(12) + [(EVIL, "jax.jit", "params=args,chain=unrolled")])
+
+
+@pytest.fixture(scope="module")
+def history(asv_history) -> pd.DataFrame:
+    """The synthetic history as ``ttfg report`` reads it."""
+    return asv_results.load(asv_history.folder, dropna=True)
 
 
 class Page(HTMLParser):
@@ -176,21 +182,58 @@ def test_step_detector_is_quiet_on_noise_and_ignores_outliers():
     assert detect_steps([1.0, None, float("nan"), 1.0]) == []
 
 
-def test_history_is_normalised_from_the_loaders_schema():
+def test_history_is_normalised_from_the_loaders_schema(tmp_path):
     assert report_data.parse_params("model='resnet15', backend=jax.jit, variant=params=args,chain=scan") == {
         "model": "resnet15", "backend": "jax.jit", "variant": "params=args,chain=scan"}
     assert report_data.metric_from_benchmark("suites.benchmarks.track_first_grad_s", {}) == "first_grad_s"
     assert report_data.metric_from_benchmark("suites.x.track_counters", {"counter": "hlo_ops"}) == "counters.hlo_ops"
     assert report_data.metric_from_benchmark("track_counters_jaxpr_eqns", {}) == "counters.jaxpr_eqns"
-    df = synthetic_history(8, 2, seed=0)
-    other = df.assign(machine="other-box", value=df["value"] * 3)
-    hist = report_data.from_history(pd.concat([df, other]))
-    assert hist.machine in ("vm", "other-box") and len(hist.notes) == 1
+    write_history(tmp_path / "results", 8, 2, seed=0)
+    write_history(tmp_path / "results", 8, 2, seed=5, machine="other-box")
+    df = asv_results.load(tmp_path / "results", dropna=True)
+    hist = report_data.from_history(df)
+    assert hist.machine in ("ttfg-synthetic", "other-box") and len(hist.notes) == 1
     assert sorted(hist.points["pos"].unique()) == list(range(8))
     assert set(hist.points["case"]) == {"resnet15/jax.jit/params=args,chain=unrolled",
                                         "resnet15/jax.eager/params=args,chain=unrolled"}
     with pytest.raises(report_data.ReportInputError, match="missing column"):
         report_data.from_history(df.drop(columns=["benchmark"]))
+
+
+def test_synthetic_history_is_what_asv_run_writes(asv_history):
+    """Same files, keys, columns, benchmark names and parameter names as the real history in results/."""
+    real_dir = ROOT / "results"
+    real_file = json.loads(next((real_dir / "ttfg-dev-2core").glob("*-*.json")).read_text())
+    files = sorted((asv_history.folder / asv_history.machine).glob("*-*.json"))
+    assert len(files) == 60 and (asv_history.folder / asv_history.machine / "machine.json").is_file()
+    ours = json.loads(files[0].read_text())
+    assert list(ours) == list(real_file) and ours["result_columns"] == real_file["result_columns"]
+    assert sorted(ours["results"]) == sorted(real_file["results"])
+    for name, row in ours["results"].items():
+        real_row = real_file["results"][name]
+        assert [type(v) for v in row] == [type(v) for v in real_row], name
+        assert [len(axis) for axis in row[1]][1:] == [len(axis) for axis in real_row[1]][1:]  # backends, variants
+    real_meta = json.loads((real_dir / "benchmarks.json").read_text())
+    meta = json.loads((asv_history.folder / "benchmarks.json").read_text())
+    assert sorted(meta) == sorted(real_meta)
+    for name, bench in real_meta.items():
+        if name != "version":
+            assert sorted(meta[name]) == sorted(bench) and meta[name]["unit"] == bench["unit"]
+            assert meta[name]["param_names"] == bench["param_names"]
+    # asv itself reads every file back.
+    from asv.results import iter_results
+
+    assert len(list(iter_results(str(asv_history.folder)))) == 60
+
+
+def test_planted_steps_are_found(asv_history, history):
+    """Every clear planted step (x1.4, x2, x0.7; x1.25 can hide in 10 % noise) is detected within two commits."""
+    found = prepare(history, []).trends.steps
+    clear = [(case, metric, pos) for case, metric, pos, factor in asv_history.steps if factor != 1.25]
+    assert len(clear) >= 3
+    for case, metric, pos in clear:
+        hits = found[(found["case"] == case) & (found["metric"] == metric)]
+        assert any(abs(int(p) - pos) <= 2 for p in hits["pos"]), (case, metric, pos, hits)
 
 
 # ---------------------------------------------------------------------------- the report
@@ -288,20 +331,17 @@ def test_cli_report_regressions_and_bad_input(real_run, tmp_path):
     assert not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_cli_reads_asv_history_through_the_loader(history, real_run, tmp_path, monkeypatch, capsys):
-    """History comes from harness.history.asv_results; regressions prints the same steps."""
+def test_cli_reads_asv_history_through_the_loader(asv_history, history, real_run, tmp_path, monkeypatch, capsys):
+    """History comes from the asv result files in results/; regressions prints the steps the report finds."""
     from harness.cli import main
-    from harness.history import asv_results
 
-    seen = []
-    monkeypatch.setattr(asv_results, "load", lambda folder, **kw: seen.append(Path(folder)) or history)
-    (tmp_path / "results").mkdir()
+    shutil.copytree(asv_history.folder, tmp_path / "results")
     monkeypatch.chdir(tmp_path)
     assert main(["regressions", "--runs", str(real_run)]) == 0
     text = capsys.readouterr().out
     steps = prepare(history, [load(real_run)]).trends.steps
     n_reg = int((steps["kind"] == "regression").sum())
-    assert seen == [Path("results")] and f"{n_reg} regression(s)" in text and "regression" in text
+    assert n_reg and f"{n_reg} regression(s)" in text
     assert main(["report", "--runs", str(real_run), "--last", "20", "--out", "out/index.html"]) == 0
     assert "20 commit(s)" in capsys.readouterr().err
     assert (tmp_path / "out" / "index.html").exists()
@@ -317,13 +357,13 @@ def test_report_code_imports_no_framework(real_run, tmp_path):
 
 
 def test_plots_are_downsampled_for_long_histories():
-    from harness.present.plots import MAX_POINTS, downsample
+    from harness.present.plots import MAX_POINTS, downsample, sparkline_svg
 
     x = np.arange(5000, dtype=float)
     dx, dy, lo, hi = downsample(x, np.sin(x))
     assert len(dx) <= MAX_POINTS and lo is not None and np.all(lo <= dy) and np.all(dy <= hi)
     assert downsample(x[:50], x[:50])[2] is None
-    assert re.fullmatch(r"<svg .*</svg>", __import__("harness.present.plots", fromlist=["sparkline_svg"]).sparkline_svg([1, 2, 3], "#123456"))
+    assert re.fullmatch(r"<svg .*</svg>", sparkline_svg([1, 2, 3], "#123456"))
 
 
 # ---------------------------------------------------------------------------- studies

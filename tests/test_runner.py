@@ -1,7 +1,6 @@
 """The cold-process measurement: phases, failures, timeouts, files, interruption, isolation."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -9,27 +8,20 @@ import time
 
 import pytest
 
-from harness import engines
-
 from harness.results import record
 from harness.measure.cases import select
 from harness.results.record import ResultsError
 from harness.measure.runner import RunSettings, Runner, failed_cases, run_sample
 
-from .broken_backends import BACKENDS
 from .conftest import ROOT, default_sigint
 
 TINY = "resnet15:blocks=2"
 
 
 @pytest.fixture
-def broken(monkeypatch):
-    for name, target in BACKENDS.items():
-        engines.register(name, target)
-    monkeypatch.setenv("TTFG_EXTRA_BACKENDS", ";".join(f"{k}={v}" for k, v in BACKENDS.items()))
-    yield
-    for name in BACKENDS:
-        engines.unregister(name)
+def broken(plugins):
+    """The deliberately failing backends (test.crash, test.hang, ...) of the ttfg-test-backends plugin."""
+    return plugins
 
 
 def one(backend, variant=None, model=TINY):
@@ -97,13 +89,8 @@ def test_run_goes_on_after_failures_and_reports_the_failed_case(broken, tmp_path
 
 
 def test_cli_run_exit_codes(broken, tmp_path, ttfg):
-    env = {"TTFG_EXTRA_BACKENDS": os.environ["TTFG_EXTRA_BACKENDS"]}
-    # The parent needs the test backends too: register them through a sitecustomize-free wrapper.
-    code = ("import sys; from harness import engines; from tests.broken_backends import BACKENDS; "
-            "[engines.register(k, v) for k, v in BACKENDS.items()]; from harness.cli import main; sys.exit(main(sys.argv[1:]))")
-    out = subprocess.run([sys.executable, "-c", code, "run", "--model", TINY, "--backend", "test.crash", "--backend",
-                          "autograd", "--repeat", "1", "--out", str(tmp_path / "r.json")],
-                         capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT, timeout=300)
+    out = ttfg("run", "--model", TINY, "--backend", "test.crash", "--backend", "autograd", "--repeat", "1",
+               "--out", str(tmp_path / "r.json"), timeout=300)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "have no good sample" in out.stdout and "deliberate failure in build" in out.stdout
     ok = ttfg("run", "--model", TINY, "--backend", "autograd", "--repeat", "2", "--out", str(tmp_path / "ok.json"))

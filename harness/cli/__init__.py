@@ -69,30 +69,55 @@ def cmd_list(args) -> int:
     from .. import engines
 
     from ..engines import variants
+    from ..errors import BrokenPlugin, UsageError
+    from ..measure.cases import model_problem
     from ..present.tables import console as make_console
 
     console = make_console()
+    broken = []  # reasons, printed whole below the tables (too long for a cell)
     mt = Table(title="models", title_justify="left")
-    for col in ("model", "parameters", "input", "description"):
+    for col in ("model", "parameters", "input", "description", "from"):
         mt.add_column(col)
     for name in models.names():
+        origin = models.entry(name).origin
+        try:
+            problem = model_problem(name)
+        except UsageError as exc:  # a plugin builder that rejects its own defaults
+            problem = f"{models.entry(name).describe()}: {exc}"
+        if problem:
+            mt.add_row(name, "", "", "[red]broken plugin, skipped[/] (below)", origin)
+            broken.append(problem)
+            continue
         spec = models.load(name)
-        mt.add_row(name, f"{spec.parameter_count():,}", "x".join(map(str, spec.input_shape)), models.DESCRIPTIONS[name])
+        mt.add_row(name, f"{spec.parameter_count():,}", "x".join(map(str, spec.input_shape)), models.description(name),
+                   origin)
+    for entry in models.shadowed():
+        mt.add_row(entry.name, "", "", "[red]ignored plugin[/] (below)", entry.origin)
+        broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(mt)
     bt = Table(title="backends", title_justify="left")
-    for col in ("backend", "available", *variants.AXES, "description"):
+    for col in ("backend", "available", *variants.AXES, "description", "from"):
         bt.add_column(col)
     notes = []
     for name in engines.names():
-        cls = engines.get(name)
+        origin = engines.entry(name).origin
+        try:
+            cls = engines.get(name)
+        except BrokenPlugin as exc:
+            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), "", origin)
+            broken.append(str(exc))
+            continue
         why = cls.availability()
         axes = [" ".join(cls.supports[a]) for a in variants.AXES]
-        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, cls.description)
+        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, cls.description, origin)
         for key, reason in cls.why_not.items():
             notes.append(f"{name} {key}: {reason}")
         combo = cls.unsupported_combination({"params": "closure", "chain": "scan"})
         if combo and all(v in cls.supports[a] for a, v in (("params", "closure"), ("chain", "scan"))):
             notes.append(f"{name} params=closure,chain=scan: {combo}")
+    for entry in engines.shadowed():
+        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), "", entry.origin)
+        broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(bt)
     console.print("variant axes: " + "; ".join(f"{a} = {' | '.join(v)}" for a, v in variants.AXES.items())
                   + " (first listed per backend is its default)")
@@ -100,6 +125,10 @@ def cmd_list(args) -> int:
         console.print("unsupported variants:")
         for note in notes:
             console.print(f"  {note}", highlight=False)
+    if broken:
+        console.print("[red]plugins that cannot be used[/] (their cases are skipped; everything else runs):")
+        for reason in broken:
+            console.print(f"  {reason}", highlight=False, soft_wrap=True)
     return 0
 
 

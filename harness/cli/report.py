@@ -122,7 +122,7 @@ def load_inputs(args, notes: list[str]):
             raise UsageError(f"--results {folder}: no such folder")
         notes.append(f"no asv history ({folder}/ does not exist); trends come from the results files")
         return None, runs
-    history = asv_results.load(folder, skip_bad=args.skip_bad_history)
+    history = asv_results.load(folder, dropna=True, skip_bad=args.skip_bad_history)  # n/a values make no point
     for bad in history.attrs.get("skipped_files", []):
         notes.append(f"skipped a bad history file (--skip-bad-history): {bad}")
     if history is None or not len(history):

@@ -1,17 +1,27 @@
 """Gradient engines: the backend registry: one place that maps a name to the class implementing it.
 
-Entries are import paths, so listing backends imports no framework; a backend class
-is loaded only when asked for, and its framework only when the case runs.
+Entries are import paths (``"module:Class"``), so listing backends imports no framework;
+a backend class is loaded only when asked for, and its framework only when the case runs.
+Other packages add backends through the ``ttfg.backends`` entry-point group
+(``models.plugins``): the entry's name is the backend name and its target a
+:class:`Backend` subclass. A plugin whose class cannot be loaded or breaks the
+contract (:func:`contract_problem`) raises :class:`~harness.errors.BrokenPlugin`,
+which callers turn into a skipped case with the reason.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 
-from ..errors import UsageError
+from models import plugins
+from models.plugins import Entry, PluginError
+
+from ..errors import BrokenPlugin, UsageError
+from . import variants
 from .base import Backend, Engine
 
-_REGISTRY: dict[str, str] = {
+GROUP = "ttfg.backends"
+_BUILTIN: dict[str, str] = {
     "jax.jit": "harness.engines.jax_jit:JaxJitBackend",
     "jax.eager": "harness.engines.jax_eager:JaxEagerBackend",
     "torch.eager": "harness.engines.torch_eager:TorchEagerBackend",
@@ -22,28 +32,83 @@ _REGISTRY: dict[str, str] = {
 }
 
 
+@functools.cache
+def _registry() -> tuple[dict[str, Entry], list[Entry]]:
+    return plugins.registry(GROUP, _BUILTIN)
+
+
+def refresh() -> None:
+    """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
+    _registry.cache_clear()
+    get.cache_clear()
+
+
 def names() -> list[str]:
-    """Every registered backend name, in a stable order."""
-    return list(_REGISTRY)
+    """Every registered backend name: built in first, then plugins (broken ones included)."""
+    return list(_registry()[0])
 
 
-def register(name: str, target: str) -> None:
-    """Add a backend (``"module:Class"``); tests use it for deliberately broken backends."""
-    _REGISTRY[name] = target
+def entry(name: str) -> Entry:
+    """Where backend ``name`` comes from; :class:`UsageError` naming the known ones for an unknown name.
 
-
-def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def get(name: str) -> type[Backend]:
-    """The backend class for ``name``; the module holding it imports no framework."""
+    Built-in names never read the installed distributions' metadata (built-ins win over
+    plugins anyway), so a probe of a built-in backend pays nothing for plugin discovery.
+    """
+    if name in _BUILTIN:
+        return Entry(name, _BUILTIN[name])
     try:
-        target = _REGISTRY[name]
+        return _registry()[0][name]
     except KeyError:
-        raise UsageError(f"unknown backend {name!r}; known backends: {', '.join(_REGISTRY)}") from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+        raise UsageError(f"unknown backend {name!r}; known backends: {', '.join(names())}") from None
 
 
-__all__ = ["Backend", "Engine", "get", "names", "register", "unregister"]
+def shadowed() -> list[Entry]:
+    """Plugin entries ignored because their name was taken, each with its ``problem``."""
+    return list(_registry()[1])
+
+
+def contract_problem(cls, name: str) -> str | None:
+    """Why ``cls`` cannot serve as backend ``name`` (``None`` when it can), read from its class attributes."""
+    if not isinstance(cls, type):
+        return f"is a {type(cls).__name__}, not a class"
+    if not issubclass(cls, Backend):
+        return "is not a subclass of harness.engines.Backend"
+    if getattr(cls, "name", None) != name:
+        return f"declares name {getattr(cls, 'name', None)!r} but is registered as {name!r}"
+    if not isinstance(getattr(cls, "framework", None), str):
+        return "has no 'framework' (str)"
+    modules = getattr(cls, "modules", None)
+    if not isinstance(modules, (tuple, list)) or not all(isinstance(m, str) for m in modules):
+        return "has no 'modules' (a tuple of importable module names)"
+    supports = getattr(cls, "supports", None)
+    if not isinstance(supports, dict):
+        return "has no 'supports' (axis -> supported values)"
+    for axis, allowed in variants.AXES.items():
+        values = supports.get(axis)
+        if not values or any(v not in allowed for v in values):
+            return f"supports[{axis!r}] must list some of {', '.join(allowed)}, got {values!r}"
+    for method in ("import_framework", "build"):
+        if getattr(cls, method) is getattr(Backend, method):
+            return f"does not implement {method}()"
+    return None
+
+
+@functools.cache
+def get(name: str) -> type[Backend]:
+    """The backend class for ``name``; the module holding it imports no framework.
+
+    Raises :class:`UsageError` for an unknown name and :class:`BrokenPlugin` for a
+    plugin that cannot be loaded or does not implement the contract.
+    """
+    found = entry(name)
+    try:
+        cls = plugins.load(found)
+    except PluginError as exc:
+        raise BrokenPlugin(str(exc)) from None
+    problem = contract_problem(cls, name)
+    if problem:
+        raise BrokenPlugin(f"{found.describe()}: {found.target} {problem}")
+    return cls
+
+
+__all__ = ["Backend", "Engine", "contract_problem", "entry", "get", "names", "refresh", "shadowed"]

@@ -20,6 +20,7 @@ drops it, which made a truncated file look like "fewer commits, fewer regression
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import math
@@ -31,6 +32,7 @@ from ..errors import TtfgError
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
 
 
+@functools.lru_cache(maxsize=4096)
 def _param_text(value_repr: str) -> str:
     """``"'resnet15'"`` -> ``"resnet15"``; anything that is not a literal stays as asv wrote it."""
     try:
@@ -117,6 +119,20 @@ def benchmarks(results_dir: str | os.PathLike = "results"):
     return pd.DataFrame(rows, columns=["benchmark", "type", "unit", "param_names", "params", "version"])
 
 
+@functools.lru_cache(maxsize=256)
+def _combinations(stored_params: tuple[tuple[str, ...], ...], names: tuple[str, ...]) -> list[tuple[str, dict]]:
+    """Per parameter combination, in asv's value order: the ``params`` text and the per-name values.
+
+    Every result file repeats the same grid, so this is worked out once per grid, not
+    once per value (``ast.literal_eval`` per value made loading 1000 commits take minutes).
+    """
+    out = []
+    for combo in (itertools.product(*stored_params) if stored_params else [()]):
+        shown = [_param_text(v) for v in combo]
+        out.append((", ".join(f"{n}={v}" for n, v in zip(names, shown)), dict(zip(names, shown))))
+    return out
+
+
 def _number(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return math.nan
@@ -129,7 +145,7 @@ def _text(value, path: Path, what: str) -> str:
     return value
 
 
-def _rows(path: Path, res, meta: dict, param_columns: list[str]) -> list[dict]:
+def _rows(path: Path, res, meta: dict, param_columns: list[str], dropna: bool = False) -> list[dict]:
     """One row per benchmark x parameter combination of one result file; every field's
     type is checked here, so a wrong shape names this file instead of failing later."""
     import pandas as pd
@@ -159,16 +175,17 @@ def _rows(path: Path, res, meta: dict, param_columns: list[str]) -> list[dict]:
         for col in names:
             if col not in param_columns:
                 param_columns.append(col)
-        combos = itertools.product(*stored_params) if stored_params else [()]
-        for combo, value in zip(combos, values):
-            shown = [_param_text(_text(v, path, f"{name}: a parameter value")) for v in combo]
-            unit = meta.get(name, {}).get("unit")
-            rows.append({
-                **common, "benchmark": name,
-                "params": ", ".join(f"{n}={v}" for n, v in zip(names, shown)),
-                "value": _number(value), "unit": unit if isinstance(unit, str) else None,
-                **dict(zip(names, shown)),
-            })
+        for axis in stored_params:
+            for v in axis:
+                _text(v, path, f"{name}: a parameter value")
+        unit = meta.get(name, {}).get("unit")
+        unit = unit if isinstance(unit, str) else None
+        combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
+        for (params, per_name), value in zip(combos, values):
+            number = _number(value)
+            if dropna and number != number:
+                continue  # NaN: not measured; left out here rather than built and dropped
+            rows.append({**common, "benchmark": name, "params": params, "value": number, "unit": unit, **per_name})
     return rows
 
 
@@ -201,7 +218,7 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
             try:
                 res = _load_result(path, machine)
                 try:
-                    rows += _rows(path, res, meta, param_columns)
+                    rows += _rows(path, res, meta, param_columns, dropna)
                 except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
                     raise HistoryError(f"{path}: not an asv result file this asv can read "
                                        f"({type(exc).__name__}: {exc})") from None

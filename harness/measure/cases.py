@@ -16,14 +16,16 @@ import models
 from .. import engines
 
 from ..engines import variants
-from ..errors import Unsupported, UsageError
+from ..errors import BrokenPlugin, Unsupported, UsageError
 
 
 def parse_model(text: str) -> tuple[str, dict]:
     """``"resnet15:blocks=30"`` -> ``("resnet15", {"blocks": 30})``; ``AxB`` parses as a tuple."""
     name, _, rest = text.partition(":")
-    if name not in models.names():
-        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models.names())}")
+    try:
+        models.entry(name)
+    except KeyError:
+        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models.names())}") from None
     options: dict = {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
@@ -39,9 +41,12 @@ def parse_model(text: str) -> tuple[str, dict]:
 
 
 def load_model(text: str):
+    """The spec of ``text``; :class:`UsageError` for bad options, :class:`BrokenPlugin` for a broken plugin model."""
     name, options = parse_model(text)
     try:
         return models.load(name, **options)
+    except models.PluginError as exc:
+        raise BrokenPlugin(str(exc)) from None
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
 
@@ -68,6 +73,27 @@ def normalize_model(text: str) -> str:
     defaults = models.defaults(name)
     kept = {k: v for k, v in options.items() if _option_text(v) != _option_text(defaults.get(k))}
     return name + (":" + ",".join(f"{k}={_option_text(v)}" for k, v in kept.items()) if kept else "")
+
+
+def model_problem(text: str) -> str | None:
+    """Why a plugin model cannot be built (``None`` for built-in models and working plugins).
+
+    A plugin's builder is the plugin author's code: any exception it raises makes the
+    model's cases skipped with the reason, not a crash of the whole selection. Bad
+    options stay a :class:`UsageError`, as for built-in models.
+    """
+    name, _ = parse_model(text)
+    if models.entry(name).builtin:
+        return None
+    try:
+        load_model(text)
+    except UsageError:
+        raise
+    except BrokenPlugin as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 (the plugin's own failure, reported by name)
+        return f"{models.entry(name).describe()}: building {text!r} failed: {type(exc).__name__}: {exc}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -130,13 +156,23 @@ def select(
 ) -> tuple[list[Case], list[Skipped]]:
     """Expand selections into runnable cases and skips (each with its reason).
 
-    Unknown names raise :class:`UsageError`; unsupported or unavailable combinations
-    become :class:`Skipped`. Order: model, then backend, then variant.
+    Unknown names raise :class:`UsageError`; unsupported or unavailable combinations,
+    and every case of a broken plugin (backend or model), become :class:`Skipped` with
+    the reason. Order: model, then backend, then variant.
     """
     model_texts = [m for sel in (model_sel or ["all"]) for m in _expand(sel, models.names())]
     backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
-    model_texts = list(dict.fromkeys(normalize_model(text) for text in model_texts))
-    classes = {b: engines.get(b) for b in dict.fromkeys(backend_names)}
+    broken_models: dict[str, str | None] = {}
+    for text in model_texts:
+        problem = model_problem(text)
+        broken_models[text if problem else normalize_model(text)] = problem
+    model_texts = list(broken_models)
+    classes, broken = {}, {}
+    for name in dict.fromkeys(backend_names):
+        try:
+            classes[name] = engines.get(name)
+        except BrokenPlugin as exc:
+            broken[name] = str(exc)
     variant_sel = variant_sel or ["default"]
     requests: list[dict[str, str] | str] = []
     for sel in variant_sel:
@@ -145,7 +181,16 @@ def select(
     skipped: list[Skipped] = []
     seen: set[str] = set()
     for model in model_texts:
-        for name, cls in classes.items():
+        for name in dict.fromkeys(backend_names):
+            reason = broken_models[model] or broken.get(name)
+            if reason:  # one skip per requested variant selection: the plugin's variants are unknown
+                for sel in variant_sel:
+                    skip = Skipped(model, name, sel, reason)
+                    if skip.id not in seen:
+                        seen.add(skip.id)
+                        skipped.append(skip)
+                continue
+            cls = classes[name]
             unavailable = cls.availability() if check_availability else None
             for req in requests:
                 if req == "all":

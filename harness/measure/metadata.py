@@ -33,6 +33,16 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
     return out
 
 
+def plugin_versions() -> dict[str, str]:
+    """Installed distributions that add backends or models through entry points, with their versions."""
+    import models
+    from models import plugins
+
+    from .. import engines
+
+    return plugins.distributions((engines.GROUP, models.GROUP))
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -76,7 +86,7 @@ def collect(settings_env: dict[str, str] | None = None) -> dict[str, Any]:
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "loadavg_start": load,
-        "packages": package_versions(),
+        "packages": {**package_versions(), **plugin_versions()},
         "probe_env": env,
         "git": git_state(),
     }

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import resource
 import sys
 import time
@@ -37,13 +36,6 @@ from .cases import Case
 from ..results.record import GRADIENT_PHASES
 
 COMPILE_PHASES = ("trace", "lower", "compile")
-
-
-def register_extra_backends() -> None:
-    """Backends named in ``TTFG_EXTRA_BACKENDS`` (``name=module:Class;...``), for tests."""
-    for item in filter(None, os.environ.get("TTFG_EXTRA_BACKENDS", "").split(";")):
-        name, _, target = item.partition("=")
-        engines.register(name, target)
 
 
 def timing(case: Case, out: dict) -> dict:
@@ -141,7 +133,6 @@ def main(argv=None) -> int:
     parser.add_argument("--report", required=True, help="file to write the result object to")
     parser.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc too")
     args = parser.parse_args(argv)
-    register_extra_backends()
     report = Path(args.report)
     out: dict = {"phase": "setup"}
     try:

@@ -1,7 +1,6 @@
-"""Deliberately broken backends, registered only by tests, to prove failures are captured.
+"""Backends from a plugin: one that works, and ones that fail on purpose to prove failures are captured.
 
-The probe child finds them through ``TTFG_EXTRA_BACKENDS``; the parent through
-``harness.engines.register``.
+Each is HIPS autograd underneath (the cheapest backend), with one behaviour changed.
 """
 
 from __future__ import annotations
@@ -10,8 +9,12 @@ import os
 import sys
 import time
 
-
 from harness.engines.autograd_numpy import AutogradBackend, AutogradEngine
+
+
+class PluginAutogradBackend(AutogradBackend):
+    name = "test.autograd"
+    description = "HIPS autograd, registered by the ttfg-test-backends plugin"
 
 
 class CrashBackend(AutogradBackend):
@@ -74,7 +77,3 @@ class SlowBackend(AutogradBackend):
 
     def build(self, spec, weights, x, variant):
         return SlowEngine(spec, weights, x)
-
-
-BACKENDS = {cls.name: f"tests.broken_backends:{cls.__name__}"
-            for cls in (CrashBackend, HangBackend, GarbageBackend, DieBackend, SlowBackend)}

@@ -1,0 +1,1 @@
+raise RuntimeError("this plugin module fails when imported")

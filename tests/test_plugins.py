@@ -1,0 +1,125 @@
+"""Backends and models from other packages, through entry points (``ttfg.backends``, ``ttfg.models``).
+
+The plugin packages live in ``tests/plugins/`` and are pip-installed into a temporary
+folder once per session (``conftest.plugin_site``): ``ttfg-test-backends`` adds a
+working backend (``test.autograd``), a model (``test_mlp``) and the deliberately failing
+backends the runner tests use; ``ttfg-broken-plugin`` breaks the contract in every way
+we know of. The CLI runs in fresh processes with the folder on PYTHONPATH, as a user's
+installed plugin would be found.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import engines
+from harness.errors import BrokenPlugin
+from harness.measure.cases import select
+from harness.measure.check import run_check
+
+from .conftest import ROOT
+
+PLUGIN = "ttfg-test-backends 0.1.0"
+BROKEN = "ttfg-broken-plugin 0.2.0"
+#: backend or model -> what its reason must say
+BROKEN_REASONS = {
+    "broken.missing_module": "cannot import ttfg_broken_plugin.not_there: ModuleNotFoundError",
+    "broken.import_error": "RuntimeError: this plugin module fails when imported",
+    "broken.missing_attr": "ttfg_broken_plugin has no attribute 'NoSuchBackend'",
+    "broken.not_a_backend": "is not a subclass of harness.engines.Backend",
+    "broken.no_build": "does not implement build()",
+    "broken_model": "the builder returned a NoneType, not a models.spec.ModelSpec",
+}
+
+
+def rows(text: str, name: str) -> list[str]:
+    """Table rows (``│ name │ ...``) of ``ttfg list`` whose first cell is ``name``."""
+    return [line for line in text.splitlines() if line.split("│")[1:2] and line.split("│")[1].strip() == name]
+
+
+def test_a_plugin_backend_and_model_are_listed_checked_and_run(plugins, ttfg, tmp_path):
+    listed = ttfg("list")
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stdout + listed.stderr
+    [backend] = rows(listed.stdout, "test.autograd")
+    assert "yes" in backend and PLUGIN in backend
+    [model] = rows(listed.stdout, "test_mlp")
+    assert "58" in model and "1x4" in model and PLUGIN in model and "Two dense layers" in model
+    [builtin] = rows(listed.stdout, "jax.jit")
+    assert "built in" in builtin
+
+    checked = ttfg("check", "--model", "test_mlp", "--backend", "test.autograd")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "ok       test_mlp/test.autograd/params=args,chain=unrolled" in checked.stdout
+
+    out = tmp_path / "r.json"
+    ran = ttfg("run", "--model", "test_mlp:width=3", "--backend", "test.autograd", "--repeat", "2", "--out", str(out))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    saved = json.loads(out.read_text())
+    assert saved["environment"]["packages"]["ttfg-test-backends"] == "0.1.0"  # the plugin's version is recorded
+    [case] = saved["cases"]
+    assert case["id"] == "test_mlp:width=3/test.autograd/params=args,chain=unrolled"
+    assert [s["ok"] for s in case["samples"]] == [True, True]
+    assert all(s["first_grad_s"] > 0 and s["counters"]["autograd_primitives"] > 0 for s in case["samples"])
+
+
+def test_broken_plugins_are_named_and_skipped_and_the_rest_runs(plugins, ttfg, tmp_path):
+    listed = ttfg("list")
+    assert listed.returncode == 0 and "Traceback" not in listed.stdout + listed.stderr, listed.stderr
+    lines = listed.stdout.splitlines()
+    for name, reason in BROKEN_REASONS.items():
+        [row] = rows(listed.stdout, name)
+        assert "broken plugin, skipped" in row and BROKEN in row, row
+        assert any(line.startswith(f"  '{name}' (ttfg.") and reason in line for line in lines), (name, reason)
+    # A plugin may not take a built-in name: the built-in stays, the plugin entry is reported.
+    assert any(line.startswith("  'autograd' (ttfg.backends entry point of ttfg-broken-plugin")
+               and "name already used by built in" in line for line in lines)
+
+    backends = [a for b in [*BROKEN_REASONS, "test.autograd"] if b != "broken_model" for a in ("--backend", b)]
+    models = ["--model", "test_mlp", "--model", "broken_model"]
+    checked = ttfg("check", *models, *backends)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Traceback" not in checked.stdout + checked.stderr
+    assert "checking 1 case(s)" in checked.stdout and "ok       test_mlp/test.autograd/" in checked.stdout
+
+    out = tmp_path / "r.json"
+    ran = ttfg("run", *models, *backends, "--repeat", "1", "--out", str(out))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Traceback" not in ran.stdout + ran.stderr
+    cases = {c["id"]: c for c in json.loads(out.read_text())["cases"]}
+    good = cases.pop("test_mlp/test.autograd/params=args,chain=unrolled")
+    assert good["samples"][0]["ok"]
+    for case in cases.values():
+        name = case["model"] if case["model"] == "broken_model" else case["backend"]
+        assert BROKEN_REASONS[name] in case["skipped"] and not case["samples"], case
+    assert len(cases) == 5 + 6  # test_mlp x five broken backends; broken_model x every backend
+
+
+def test_broken_plugins_in_process(plugins):
+    """The same rules without a subprocess: the registry raises BrokenPlugin, selection skips, check goes on."""
+    assert {"test.autograd", *[b for b in BROKEN_REASONS if b.startswith("broken.")]} <= set(engines.names())
+    assert engines.entry("test.autograd").origin == PLUGIN and engines.entry("jax.jit").builtin
+    for name in ("broken.no_build", "broken.missing_attr"):
+        with pytest.raises(BrokenPlugin, match=BROKEN_REASONS[name].replace("(", r"\(").replace(")", r"\)")):
+            engines.get(name)
+    cases, skipped = select(["test_mlp"], ["broken.no_build", "test.autograd"], ["all"])
+    assert [c.id for c in cases] == ["test_mlp/test.autograd/params=args,chain=unrolled"]
+    assert [s.id for s in skipped if s.backend == "broken.no_build"] == ["test_mlp/broken.no_build/all"]
+    results = run_check(cases, skipped)
+    assert [r.status for r in results].count("ok") == 1
+    assert any(r.status == "skipped" and "does not implement build()" in r.detail for r in results)
+
+
+def test_listing_names_imports_no_plugin(plugins):
+    """Names and origins come from distribution metadata alone; no plugin module is imported."""
+    code = ("import sys, models; from harness import engines; "
+            "names = engines.names() + models.names(); origins = [engines.entry(n).origin for n in engines.names()]; "
+            "assert 'test.autograd' in names and 'test_mlp' in names, names; "
+            "loaded = [m for m in sys.modules if m.startswith('ttfg_') or m in ('jax', 'torch', 'autograd')]; "
+            "assert not loaded, loaded")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
