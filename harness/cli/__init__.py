@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from ..errors import TtfgError
+from ..files import atomic_write_text
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
@@ -209,7 +210,7 @@ def cmd_study(args) -> int:
         console.print(f"skipped {note}", highlight=False)
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
+        atomic_write_text(args.json, json.dumps(result.to_json(), indent=1))
     return 0
 
 

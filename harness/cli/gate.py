@@ -14,6 +14,8 @@ import signal
 import sys
 from pathlib import Path
 
+from ..files import atomic_write_text
+
 EXIT_CODES = """\
 exit codes:
   0  no regression (inconclusive results do not fail: nothing was proven)
@@ -81,8 +83,7 @@ def _formatter(prog):
 
 def _out(text: str, path: str | None) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
+        atomic_write_text(path, text)
     else:
         sys.stdout.write(text)
 
@@ -212,10 +213,10 @@ def cmd_gate(args) -> int:
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
     summary = gate_markdown(outcome, check)
-    (out_dir / "gate.json").write_text(json.dumps({**outcome.to_json(),
-                                                   "expectations": check.to_json() if check else None,
-                                                   "exit_code": code}, indent=1) + "\n")
-    (out_dir / "summary.md").write_text(summary)
+    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
+                                                         "expectations": check.to_json() if check else None,
+                                                         "exit_code": code}, indent=1) + "\n")
+    atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a") as fh:

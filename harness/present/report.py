@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import fmt, plots, run_views, study_views
+from ..files import atomic_write_text
 
 from ..history import points as report_data
 from ..history.points import TREND_METRICS, History, ReportInputError, metric
@@ -460,18 +460,8 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write next to ``path`` and rename over it: readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Readers see the old page or the new one, never half (``harness.files``)."""
+    return atomic_write_text(path, text)
 
 
 def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
