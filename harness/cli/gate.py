@@ -125,14 +125,14 @@ def _progress_line(event) -> str:
     from ..decide.compare import format_interval, format_value
 
     def side(sample):
-        if not sample["ok"]:
-            return f"FAILED ({(sample.get('error') or '')[:80]})"
-        return format_value(event.metric, sample.get(event.metric))
+        if not sample.ok:
+            return f"FAILED ({(sample.error or '')[:80]})"
+        return format_value(event.metric, sample.value(event.metric))
 
     b, h = event.base, event.head
     pair_ratio = ""
-    if b["ok"] and h["ok"] and b.get(event.metric) and h.get(event.metric):
-        pair_ratio = f" x{h[event.metric] / b[event.metric]:.2f}"
+    if b.ok and h.ok and b.value(event.metric) and h.value(event.metric):
+        pair_ratio = f" x{h.value(event.metric) / b.value(event.metric):.2f}"
     v = event.verdict
     running = f"ratio {v.ratio:.3f}" if v.ratio == v.ratio else "ratio -"
     interval = format_interval(v)

@@ -190,8 +190,7 @@ def aggregate(case_result, metric: str) -> float:
     if metric == "first_grad_compile_s":
         sums = []
         for s in case_result.good("timing", "cold"):
-            parts = [s.get(k) for k in COMPILE_PHASES]
-            parts = [p for p in parts if isinstance(p, (int, float)) and math.isfinite(p)]
+            parts = [p for p in (s.value(k) for k in COMPILE_PHASES) if p is not None]
             if parts:
                 sums.append(float(sum(parts)))
         return _median(sums)
@@ -224,7 +223,7 @@ def measure(selection: Selection | None = None, out=None) -> dict:
             problems[case.id] = f"skipped: {case.skipped}"
             continue
         values[case.id] = {m: aggregate(case, m) for m in METRICS}
-        bad = [s for s in case.samples if not s["ok"]]
+        bad = [s for s in case.samples if not s.ok]
         if bad:
             problems[case.id] = f"{len(bad)} failed sample(s); first: {bad[0]['error']}"
     for case_id, why in problems.items():

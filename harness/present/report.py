@@ -364,7 +364,7 @@ def _depth_block(study: study_views.Study, backends: list[str]) -> dict:
 
 def studies_section(studies: list) -> dict:
     """One block per ``ttfg study`` results file: a figure and a table from its stored analysis."""
-    views, notes = study_views.read_studies(studies)
+    views = study_views.read_studies(studies)
     backends = sorted({r.backend for v in views for r in (*v.effects, *v.depth)})
     blocks = []
     for i, v in enumerate(views, 1):
@@ -373,7 +373,7 @@ def studies_section(studies: list) -> dict:
         block.update(_depth_block(v, backends) if v.kind == "depth" else _effect_block(v, backends))
         block["has_notes"] = any(r["note"] for r in block["rows"])
         blocks.append(block)
-    return {"blocks": blocks, "notes": notes, "shown": bool(studies)}
+    return {"blocks": blocks, "shown": bool(studies)}
 
 
 def environment_section(prepared: Prepared) -> dict:
@@ -409,7 +409,7 @@ def environment_section(prepared: Prepared) -> dict:
     files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
               "commit": report_data.short_commit(report_data.run_commit(r)),
               "cases": sum(1 for c in r.cases if not c.skipped),
-              "study": (study_views.study_of(r) or {}).get("study", "")}
+              "study": r.study.study if r.study else ""}
              for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
     return {"rows": rows, "packages": packages, "files": files}
 
