@@ -26,7 +26,7 @@ import math
 import os
 from typing import Any, Callable
 
-from .format import ResultsError, VERSION, describe
+from .format import ResultsError, VERSION
 from .model import ColdEvidence
 
 __all__ = ["MIGRATIONS", "migrate_v1_to_v2", "upgrade"]
@@ -100,7 +100,7 @@ def upgrade(data: Any, path: str | os.PathLike = "<results>") -> Any:
     if version == VERSION or data.get("format") != "ttfg-results":
         return data
     if version not in MIGRATIONS:
-        raise ResultsError(f"{path}: version: unsupported version {describe(version)}; "
+        raise ResultsError(f"{path}: version: unsupported version {version!r}; "
                            f"this ttfg reads versions 1 to {VERSION}")
     while data.get("version") != VERSION:
         try:
