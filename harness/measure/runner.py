@@ -35,7 +35,7 @@ from ..results.writer import ResultsWriter
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
