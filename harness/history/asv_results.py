@@ -20,6 +20,8 @@ import math
 import os
 from pathlib import Path
 
+from ..results.format import is_number
+
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
 
 
@@ -56,9 +58,7 @@ def benchmarks(results_dir: str | os.PathLike = "results"):
 
 
 def _number(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    return float(value) if math.isfinite(value) else math.nan
+    return float(value) if is_number(value) else math.nan
 
 
 def load(results_dir: str | os.PathLike = "results", dropna: bool = False):

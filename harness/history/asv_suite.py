@@ -43,6 +43,7 @@ from .. import engines
 
 from ..engines import variants
 from ..errors import UsageError
+from ..results.format import is_number
 
 ENV_PREFIX = "TTFG_ASV_"
 PARAM_NAMES = ["model", "backend", "variant"]
@@ -237,7 +238,7 @@ def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> f
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     got = cache.get("values", {}).get(f"{model}/{backend}/{variant}", {}).get(metric)
-    return float(got) if isinstance(got, (int, float)) and math.isfinite(got) else math.nan
+    return float(got) if is_number(got) else math.nan
 
 
 __all__ = ["METRICS", "PARAM_NAMES", "Selection", "aggregate", "bench_patterns", "measure", "params",
