@@ -230,11 +230,12 @@ def results_from_json(data: Any, path: str | os.PathLike = "<results>") -> Resul
     if data.get("version") != VERSION:
         raise r.fail("version", f"unsupported version {data.get('version')!r}; this ttfg reads versions 1 to {VERSION}")
     get = lambda k: r.key(data, k, "")  # noqa: E731
-    created = r.text(get("created"), "created")
     environment = dict(r.obj(get("environment"), "environment"))
     settings = dict(r.obj(get("settings"), "settings"))
+    raw_cases = r.seq(get("cases"), "cases")
+    created = r.text(get("created"), "created")
     complete = r.value(data.get("complete", False), "complete", "bool", optional=False)
-    cases = [r.case(c, f"cases[{i}]") for i, c in enumerate(r.seq(get("cases"), "cases"))]
+    cases = [r.case(c, f"cases[{i}]") for i, c in enumerate(raw_cases)]
     return Results(environment, settings, cases, created, complete,
                    Path(path) if str(path) != "<results>" else None,
                    r.gate(data.get("gate")), r.study(data.get("study")))
