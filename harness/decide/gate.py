@@ -285,8 +285,8 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
 
     results = new_results(cases, skipped, replace(settings.run, source=side.source))
     results.environment["git"] = metadata.git_state(side.source)
-    rev = side.revision.to_json()
-    results.gate = GateSection(side.role, rev["rev"], rev["commit"], rev["subject"], settings.to_json())
+    rev = side.revision
+    results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
     return ResultsWriter(results, out)
 
 
