@@ -45,9 +45,9 @@ def main() -> int:
         for which in order:
             if which == "probe":
                 sample = run_sample(case, "timing", "cold", i, settings)
-                if not sample["ok"]:
-                    raise SystemExit(f"probe failed: {sample['error']}")
-                got[which] = sample["process_ttfg_s"]
+                if not sample.ok:
+                    raise SystemExit(f"probe failed: {sample.error}")
+                got[which] = sample.process_ttfg_s
             else:
                 got[which] = minimal_ttfg(settings)
         probe_t.append(got["probe"])

@@ -61,7 +61,7 @@ def fmt_bytes(v: float) -> str:
 
 
 def study_table(res: record.Results) -> str:
-    study = res.settings.get("study") or {}
+    study = res.study.to_json() if res.study else {}
     if study.get("study") == "depth":
         lines = ["| backend | phase | k (95 % interval) | growth | median at depth 1 / 60 |", "| --- | --- | --- | --- | --- |"]
         for row in study["depth"]:

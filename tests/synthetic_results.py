@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.results.record import Results
+from harness.results.record import ColdEvidence, Results, Sample
 
 CASE = "resnet15/jax.jit/params=args,chain=unrolled"
 OTHER = "resnet15/torch.eager/params=closure,chain=unrolled"
@@ -26,7 +26,7 @@ def timing_sample(index: int, first_grad_s: float, counters: dict | None = None,
         "trace_s": 0.05 * first_grad_s, "lower_s": 0.02 * first_grad_s, "compile_s": 0.9 * first_grad_s,
         "execute_s": 0.03 * first_grad_s, "process_ttfg_s": first_grad_s + 2.0, "cpu_s": first_grad_s + 2.2,
         "peak_rss_bytes": 300_000_000, "compile_share": 0.97, "loss": 1.0,
-        "counters": dict(counters or {"jaxpr_eqns": 304, "hlo_ops": 371}), "cold_evidence": "cold cache: 0 files",
+        "counters": dict(counters or {"jaxpr_eqns": 304, "hlo_ops": 371}), "cold_evidence": ColdEvidence("cold", 0),
     }
     sample.update(fields)
     return sample
@@ -52,7 +52,7 @@ def results(cases: dict[str, list[dict]], environment: dict | None = None) -> Re
     for case_id, samples in cases.items():
         model, backend, variant = case_id.split("/")
         res.cases.append(CaseResult(case_id, model, backend, dict(kv.split("=") for kv in variant.split(",")),
-                                    samples=samples))
+                                    samples=[s if isinstance(s, Sample) else Sample(**s) for s in samples]))
     return res
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.history import asv_suite as asv_bench, asv_results
-from harness.results.record import CaseResult
+from harness.results.record import CaseResult, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTED = [("resnet15", "torch.eager", "params=closure,chain=unrolled"),
@@ -81,10 +81,10 @@ def test_value_is_nan_unless_measured_and_median_of_good_samples():
     case = CaseResult("resnet15/jax.jit/params=args,chain=unrolled", "resnet15", "jax.jit", {})
     good = {"kind": "timing", "ok": True, "cache": "cold", "trace_s": 0.1, "lower_s": 0.2, "compile_s": 0.3}
     case.samples = [
-        {**good, "first_grad_s": 1.0, "counters": {"hlo_ops": 7}},
-        {**good, "first_grad_s": 3.0, "counters": {"hlo_ops": 7}},
-        {**good, "first_grad_s": 2.0, "counters": {"hlo_ops": 7}},
-        {"kind": "timing", "ok": False, "cache": "cold", "first_grad_s": 99.0},
+        Sample(**good, first_grad_s=1.0, counters={"hlo_ops": 7}),
+        Sample(**good, first_grad_s=3.0, counters={"hlo_ops": 7}),
+        Sample(**good, first_grad_s=2.0, counters={"hlo_ops": 7}),
+        Sample("timing", ok=False, cache="cold", first_grad_s=99.0),
     ]
     assert asv_bench.aggregate(case, "first_grad_s") == 2.0
     assert asv_bench.aggregate(case, "first_grad_compile_s") == pytest.approx(0.6)

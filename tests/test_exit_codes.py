@@ -124,9 +124,10 @@ def test_a_run_where_nothing_was_measured_exits_2(capsys, monkeypatch, tmp_path)
     """Every process failed: that is a broken run (2), not a finding about a case (1)."""
     from harness.measure import runner
 
+    from harness.results.model import Sample
+
     def failing(case, kind, cache, index, settings, *a, **k):
-        return {"kind": kind, "ok": False, "index": index, "cache": cache, "error": "deliberate",
-                "stderr_tail": None, "started_at": "2026-12-02T00:00:00+00:00", "process_wall_s": None}
+        return Sample(kind, ok=False, index=index, cache=cache, error="deliberate")
 
     monkeypatch.setattr(runner, "run_sample", failing)
     code = main(["run", "--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "1",

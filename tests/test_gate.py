@@ -157,11 +157,12 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path):
     # Both results files are normal results files; each sample knows its pair, and the order alternates.
     base, head = record.load(out_dir / "base.json"), record.load(out_dir / "head.json")
     assert base.complete and head.complete
-    assert base.environment["git"]["commit"] == repo.first and head.environment["gate"]["role"] == "head"
+    assert base.environment["git"]["commit"] == repo.first and head.gate.role == "head"
     assert base.settings["source"] != head.settings["source"]
     b, h = base.case(JIT).good(), head.case(JIT).good()
-    assert [s["pair"] for s in b] == list(range(len(b))) == [s["pair"] for s in h]
-    assert [s["pair_position"] for s in b[:4]] == [0, 1, 0, 1]
+    assert [s.pair for s in b] == list(range(len(b))) == [s.pair for s in h]
+    assert [s.pair_position for s in b[:4]] == [0, 1, 0, 1]
+    assert head.gate.commit == repo.second and head.gate.settings["metric"] == "first_grad_s"
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
     assert len(worktrees(repo)) == 1

@@ -383,8 +383,8 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
     assert len(page.imgs["studies"]) == 2
     assert all(i["src"].startswith("data:image/png;base64,") for i in page.imgs["studies"])
 
-    effects = chain.settings["study"]["effects"]
-    fits = depth.settings["study"]["depth"]
+    effects = chain.study.to_json()["effects"]
+    fits = depth.study.to_json()["depth"]
     assert set(page.cells) == ({f"{e['backend']}/{e['metric']}" for e in effects}
                                | {f"{d['backend']}/{d['metric']}" for d in fits})
     assert len(page.cells) == len(effects) + len(fits) == 7
@@ -414,33 +414,38 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
     assert "study-depth.json" in html and "shown under Studies only" in html
 
 
-def test_study_views_read_defensively(tmp_path):
+def test_study_views_read_the_typed_section(tmp_path):
     from harness.present import study_views
+    from harness.results.record import EffectEntry, ResultsError
 
     chain, depth = load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")
-    studies, notes = study_views.read_studies([depth, chain])
-    assert [s.kind for s in studies] == ["chain", "depth"] and not notes  # oldest first
+    studies = study_views.read_studies([depth, chain])
+    assert [s.kind for s in studies] == ["chain", "depth"]  # oldest first
     assert studies[1].depth_metrics() == ["first_grad_s", "execute_s"]
     series = studies[1].depth[0]
-    assert series.points == [tuple(p) for p in depth.settings["study"]["depth"][0]["points"]]
+    assert series.points == [tuple(p) for p in depth.study.depth[0].points]
     assert series.fit.curve([1])[0] == pytest.approx(series.fit.a + series.fit.b)
-    # A broken analysis becomes a note naming the field; the report is still made.
-    broken = load(STUDY_DATA / "study-depth.json")
-    broken.settings["study"]["depth"][1]["points"] = [[1, "fast"]]
-    studies, notes = study_views.read_studies([broken])
-    assert not studies and "settings.study.depth[1].points[0][1]" in notes[0]
-    assert study_views.split_runs([chain, broken]) == ([], [chain, broken])
+    assert study_views.split_runs([chain, depth]) == ([], [chain, depth])
+    # A broken analysis is refused when the file is read, naming the file and the field.
+    raw = json.loads((STUDY_DATA / "study-depth.json").read_text())
+    raw["settings"]["study"]["depth"][1]["points"] = [[1, "fast"]]
+    broken = tmp_path / "broken-study.json"
+    broken.write_text(json.dumps(raw))
+    with pytest.raises(ResultsError, match=r"broken-study.json: study.depth\[1\].points\[0\]\[1\]: expected a "
+                                           r"positive number of seconds, got the string 'fast'"):
+        load(broken)
     # An effect without an estimate is a table row with its note, not a bar; a fit without
-    # an interval shows none; the broken file is named in the section.
-    chain.settings["study"]["effects"][1].update(effect=None, note="1 complete pair(s); need at least 2")
-    depth.settings["study"]["depth"][2]["fit"]["k_ci_low"] = None
-    out = build_report(None, [chain, depth, broken], out=tmp_path / "partial.html")
+    # an interval shows none.
+    e = chain.study.effects[1]
+    chain.study.effects[1] = EffectEntry(e.backend, e.metric, e.control, e.treatment,
+                                         note="1 complete pair(s); need at least 2")
+    depth.study.depth[2].fit.k_ci_low = None
+    out = build_report(None, [chain, depth], out=tmp_path / "partial.html")
     page = parse(out.read_text())
     assert len(page.imgs["studies"]) == 2
     missing = page.cells["jax.jit/process_ttfg_s"]
     assert missing[3] == "–" and missing[-1].startswith("1 complete")
     assert page.cells["torch.eager/first_grad_s"][3] == ""
-    assert "study-depth.json: study not shown: settings.study.depth[1]" in out.read_text()
 
 
 def test_study_report_renders_in_a_browser(tmp_path):

@@ -179,7 +179,7 @@ def test_consecutive_samples_are_both_cold_and_warm_cache_hits(tmp_path):
     assert len(cold) == 2
     for s in cold:
         assert s["counters"]["fxgraph_cache_misses"] > 0 and s["counters"]["fxgraph_cache_hits"] == 0
-        assert "0 files in the cache folder at start" in s["cold_evidence"]
+        assert s.cold_evidence.files_at_start == 0 and "0 files in the cache folder at start" in s.cold_evidence.text
     for s in jit.good("timing", "cold"):
         assert s["counters"]["backend_compiles"] >= 1 and s["counters"]["persistent_cache_hits"] == 0
     for s in inductor.good("timing", "warm"):

@@ -34,7 +34,7 @@ def test_depth_study_fits_every_backend_and_saves_samples(tmp_path):
     # The eager tape grows with depth: a 60-block gradient costs more than a 1-block one.
     assert first.points[-1][1] > first.points[0][1]
     saved = json.loads(out.read_text())
-    assert saved["settings"]["study"]["depth"][0]["backend"] == "autograd"
+    assert saved["study"]["depth"][0]["backend"] == "autograd"
     assert sum(len(c["samples"]) for c in saved["cases"]) == 14
 
 

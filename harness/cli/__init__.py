@@ -20,6 +20,7 @@ from . import options
 
 #: The only exit codes ttfg uses (see the module docstring).
 EXIT_OK, EXIT_FOUND, EXIT_BROKEN = 0, 1, 2
+from ..files import atomic_write_text
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
@@ -178,17 +179,17 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
-    steps = len(runner.plan.steps)
+    steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
 
     def on_sample(done, total, case, sample):
-        progress.update(task, completed=done, description=f"{case.id} [{sample['kind']}]")
-        if not sample["ok"]:
-            progress.console.print(f"[red]failed[/red] {case.id} {sample['kind']} #{sample['index']}: "
-                                   f"{sample['error']}", highlight=False)
+        progress.update(task, completed=done, description=f"{case.id} [{sample.kind}]")
+        if not sample.ok:
+            progress.console.print(f"[red]failed[/red] {case.id} {sample.kind} #{sample.index}: "
+                                   f"{sample.error}", highlight=False)
 
     interrupted = False
     with progress:
@@ -240,8 +241,8 @@ def cmd_study(args) -> int:
     console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
 
     def on_sample(done, total, case, sample):
-        status = "ok" if sample["ok"] else f"[red]failed[/red]: {sample['error']}"
-        first = sample.get("first_grad_s")
+        status = "ok" if sample.ok else f"[red]failed[/red]: {sample.error}"
+        first = sample.first_grad_s
         console.print(f"  [{done}/{total}] {case.id} "
                       f"{'' if first is None else f'{first:.3f}s '}{status}", highlight=False)
 
@@ -258,9 +259,7 @@ def cmd_study(args) -> int:
         return EXIT_BROKEN
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
     if args.json:
-        from ..present.report import write_atomic
-
-        write_atomic(Path(args.json), json.dumps(result.to_json(), indent=1, allow_nan=False))
+        atomic_write_text(args.json, json.dumps(result.to_json(), indent=1, allow_nan=False))
     return 0
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import options
+from ..files import atomic_write_text
 
 EXIT_CODES = """\
 exit codes:
@@ -83,8 +84,7 @@ def _formatter(prog):
 
 def _out(text: str, path: str | None) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
+        atomic_write_text(path, text)
     else:
         sys.stdout.write(text)
 
@@ -129,14 +129,14 @@ def _progress_line(event) -> str:
     from ..decide.compare import format_interval, format_value
 
     def side(sample):
-        if not sample["ok"]:
-            return f"FAILED ({(sample.get('error') or '')[:80]})"
-        return format_value(event.metric, sample.get(event.metric))
+        if not sample.ok:
+            return f"FAILED ({(sample.error or '')[:80]})"
+        return format_value(event.metric, sample.value(event.metric))
 
     b, h = event.base, event.head
     pair_ratio = ""
-    if b["ok"] and h["ok"] and b.get(event.metric) and h.get(event.metric):
-        pair_ratio = f" x{h[event.metric] / b[event.metric]:.2f}"
+    if b.ok and h.ok and b.value(event.metric) and h.value(event.metric):
+        pair_ratio = f" x{h.value(event.metric) / b.value(event.metric):.2f}"
     v = event.verdict
     running = f"ratio {v.ratio:.3f}" if v.ratio == v.ratio else "ratio -"
     interval = format_interval(v)
@@ -219,10 +219,10 @@ def cmd_gate(args) -> int:
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
     summary = gate_markdown(outcome, check)
-    (out_dir / "gate.json").write_text(json.dumps({**outcome.to_json(),
-                                                   "expectations": check.to_json() if check else None,
-                                                   "exit_code": code}, indent=1) + "\n")
-    (out_dir / "summary.md").write_text(summary)
+    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
+                                                         "expectations": check.to_json() if check else None,
+                                                         "exit_code": code}, indent=1) + "\n")
+    atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a") as fh:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import UsageError
-from ..results.record import Results, SAMPLE_FIELDS
+from ..results.format import SAMPLE_FIELDS, is_number
+from ..results.model import Results
 
 if TYPE_CHECKING:
     from .stats import Summary, Verdict
@@ -101,15 +102,10 @@ def available_metrics(results: Results) -> list[str]:
     counters: set[str] = set()
     for case in results.cases:
         for s in case.samples:
-            if not s.get("ok"):
+            if not s.ok:
                 continue
-            for key in SAMPLE_FIELDS.get(s["kind"], {}):
-                value = s.get(key)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    found.add(key)
-            for key, value in (s.get("counters") or {}).items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    counters.add(COUNTER_PREFIX + key)
+            found.update(key for key in SAMPLE_FIELDS.get(s.kind, {}) if s.value(key) is not None)
+            counters.update(COUNTER_PREFIX + key for key, value in (s.counters or {}).items() if is_number(value))
     ordered = [m for m in (*TIMING_METRICS, *ALLOCATION_METRICS, *INSTRUCTION_METRICS) if m in found]
     return ordered + sorted(counters)
 
@@ -308,8 +304,8 @@ def _failure_row(case_id: str, base_case, head_case) -> tuple[Row | None, bool]:
     from .stats import Verdict, compare_failures, summarize
 
     b_ok, h_ok = len(base_case.good("timing")), len(head_case.good("timing"))
-    b_bad = [s for s in base_case.samples if s["kind"] == "timing" and not s["ok"]]
-    h_bad = [s for s in head_case.samples if s["kind"] == "timing" and not s["ok"]]
+    b_bad = [s for s in base_case.samples if s.kind == "timing" and not s.ok]
+    h_bad = [s for s in head_case.samples if s.kind == "timing" and not s.ok]
     nan = math.nan
     test = compare_failures(len(b_bad), b_ok + len(b_bad), len(h_bad), h_ok + len(h_bad))
     comparable = bool(b_ok and h_ok)

@@ -26,13 +26,13 @@ import csv
 import io
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from .compare import expand_metrics, metric_info
 from ..errors import TtfgError, UsageError
+from ..files import atomic_write_text
 from ..results.record import Results
 
 HEADER = ("case", "metric", "expected", "margin")
@@ -168,15 +168,7 @@ def save(path: str | os.PathLike, rows: Iterable[Expectation]) -> Path:
     writer.writerow(HEADER)
     for row in sorted(rows, key=lambda r: (r.case, r.metric)):
         writer.writerow((row.case, row.metric, _fmt(row.expected), _fmt(row.margin)))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(path, buf.getvalue())
 
 
 def measured_values(results: Iterable[Results], metrics: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:

@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING, Callable
 
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
-from ..measure.runner import RunSettings, Runner, run_sample
+from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.worktrees import GitError, Revision, dirty_files, resolve
+from ..results.model import GateSection, Sample
+from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
     from .compare import Row
@@ -136,8 +138,8 @@ class PairEvent:
 
     case: str
     pair: int
-    base: dict
-    head: dict
+    base: Sample
+    head: Sample
     metric: str
     #: The sequential test's latest look (before the first look: the running ratio only).
     verdict: "Verdict"
@@ -276,26 +278,24 @@ def _new_test(settings: GateSettings):
                                 max_pairs=settings.max_pairs)
 
 
-def _runner(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings, out: Path) -> Runner:
-    """A Runner used for its results file only: metadata, settings and atomic saves."""
+def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
+            out: Path) -> ResultsWriter:
+    """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    runner = Runner(cases, skipped, replace(settings.run, source=side.source), out)
-    env = runner.results.environment
-    env["git"] = metadata.git_state(side.source)
-    env["gate"] = {"role": side.role, **side.revision.to_json()}
-    runner.results.settings["gate"] = settings.to_json()
-    return runner
+    results = new_results(cases, skipped, replace(settings.run, source=side.source))
+    results.environment["git"] = metadata.git_state(side.source)
+    rev = side.revision
+    results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
+    return ResultsWriter(results, out)
 
 
-def _value(sample: dict, metric: str) -> float | None:
+def _value(sample: Sample, metric: str) -> float | None:
     """The metric of a good sample; NaN for a failed one; None when a good sample lacks it."""
-    if not sample["ok"]:
+    if not sample.ok:
         return math.nan
-    value = sample.get(metric)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value):
-        return float(value)
-    return None
+    value = sample.value(metric)
+    return value if value is not None and value > 0 else None
 
 
 def _failure_verdict(verdict: str, reason: str, st: _CaseState):
@@ -345,7 +345,8 @@ def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, f
         st.stop = MAX_PAIRS if len(st.complete()[0]) >= settings.max_pairs else DECIDED
 
 
-def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner], settings: GateSettings) -> dict:
+def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
+              settings: GateSettings) -> dict[str, Sample]:
     """One base and one head process back to back; the order alternates A B, B A, ..."""
     index = st.attempted
     order = ("base", "head") if index % 2 == 0 else ("head", "base")
@@ -354,10 +355,8 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner]
     for position, role in enumerate(order):
         run = replace(settings.run, source=sides[role].source)
         sample = run_sample(st.case, "timing", "cold", index, run)
-        sample["pair"] = index
-        sample["pair_position"] = position
-        runners[role].results.case(st.case.id).samples.append(sample)
-        runners[role].save()
+        sample.pair, sample.pair_position = index, position
+        writers[role].append(st.case.id, sample)
         samples[role] = sample
     st.pair_wall_s.append(time.monotonic() - started)
     return samples
@@ -399,9 +398,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
-    runners = {role: _runner(cases, skipped, side, settings, out_dir / f"{role}.json") for role, side in sides.items()}
-    for runner in runners.values():
-        runner.save()
+    writers = {role: _writer(cases, skipped, side, settings, out_dir / f"{role}.json") for role, side in sides.items()}
+    for writer in writers.values():
+        writer.save()
     states = [_CaseState(case, _new_test(settings)) for case in cases]
     start = time.monotonic()
     finished = False
@@ -414,16 +413,16 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 if not st.fits(time.monotonic() - start, settings.budget_s):
                     st.stop = BUDGET
                     continue
-                samples = _run_pair(st, sides, runners, settings)
+                samples = _run_pair(st, sides, writers, settings)
                 values = {role: _value(samples[role], settings.metric) for role in sides}
                 for role in sides:
-                    if samples[role]["ok"]:
+                    if samples[role].ok:
                         st.ok[role] += 1
                         st.streak[role] = 0
                     else:
                         st.failed[role] += 1
                         st.streak[role] += 1
-                        st.first_error.setdefault(role, samples[role].get("error") or "unknown error")
+                        st.first_error.setdefault(role, samples[role].error or "unknown error")
                 st.base_values.append(values["base"] if values["base"] is not None else math.nan)
                 st.head_values.append(values["head"] if values["head"] is not None else math.nan)
                 if values["base"] is not None and values["head"] is not None:
@@ -442,18 +441,16 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
                         sample = run_sample(st.case, "allocations", "cold", i,
                                             replace(settings.run, source=sides[role].source))
-                        runners[role].results.case(st.case.id).samples.append(sample)
-                        runners[role].save()
+                        writers[role].append(st.case.id, sample)
                         if on_note:
-                            state = "ok" if sample["ok"] else f"failed: {sample['error']}"
+                            state = "ok" if sample.ok else f"failed: {sample.error}"
                             on_note(f"allocations {role} {st.case.id}: "
-                                    + (f"{sample['alloc_count']:,} allocations" if sample["ok"] else state))
+                                    + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
         finished = True
     finally:
-        for runner in runners.values():
-            runner.results.complete = finished
-            runner.save()
-    results = {role: r.results for role, r in runners.items()}
+        for writer in writers.values():
+            writer.finish(finished)
+    results = {role: w.results for role, w in writers.items()}
     explain = compare_results(results["base"], results["head"], metrics=EXPLAIN_METRICS)
     outcomes = []
     for st in states:
@@ -461,5 +458,5 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         outcomes.append(CaseOutcome(st.case.id, _final_verdict(st, settings), len(b), st.attempted, dict(st.failed),
                                     sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes))
-    files = {role: str(r.out) for role, r in runners.items()}
+    files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)

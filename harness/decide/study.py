@@ -25,8 +25,10 @@ from .. import engines
 from . import stats
 from ..measure.cases import Case, parse_model
 from ..errors import UsageError
-from ..results.record import GRADIENT_PHASES, CaseResult, Results
+from ..results.format import GRADIENT_PHASES, is_number
+from ..results.model import CaseResult, DepthEntry, EffectEntry, Fit, Results, StudySection
 from ..measure.runner import RunSettings, Runner
+from ..measure.schedule import alternate_rounds, schedule
 
 STUDIES = ("params", "chain", "depth")
 #: For each effect study: the axis, the control value and the treatment value.
@@ -64,8 +66,16 @@ class EffectRow:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "metric": self.metric, "control": self.control, "treatment": self.treatment,
-                "effect": None if self.effect is None else vars(self.effect), "note": self.note}
+        return self.entry().to_json()
+
+    def entry(self) -> EffectEntry:
+        """As the results file's study section holds it (a number that could not be estimated is None)."""
+        e = EffectEntry(self.backend, self.metric, self.control, self.treatment, note=self.note)
+        if self.effect is not None:
+            e.ratio, e.ci_low, e.ci_high, e.p_value = (_finite(getattr(self.effect, k))
+                                                       for k in ("ratio", "ci_low", "ci_high", "p_value"))
+            e.n = int(self.effect.n)
+        return e
 
 
 @dataclass
@@ -78,10 +88,19 @@ class DepthRow:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "metric": self.metric, "growth": self.growth, "note": self.note,
-                "fit": None if self.fit is None else {k: getattr(self.fit, k) for k in
-                                                       ("a", "b", "k", "k_ci_low", "k_ci_high", "n", "method")},
-                "points": self.points}
+        return self.entry().to_json()
+
+    def entry(self) -> DepthEntry:
+        """As the results file's study section holds it (a number that could not be estimated is None)."""
+        fit = None
+        if self.fit is not None:
+            fit = Fit(*(_finite(getattr(self.fit, k)) for k in ("a", "b", "k", "k_ci_low", "k_ci_high")),
+                      int(self.fit.n), self.fit.method)
+        return DepthEntry(self.backend, self.metric, self.growth, fit, [(d, t) for d, t in self.points], self.note)
+
+
+def _finite(value) -> float | None:
+    return float(value) if is_number(value) else None
 
 
 def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tuple[str, Case, Case]], list[str]]:
@@ -104,8 +123,7 @@ def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tupl
 def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tuple[list[float], list[float]]:
     """Values of both arms matched by sample index (a pair is one round of the interleaving)."""
     def by_index(case: CaseResult) -> dict[int, float]:
-        return {s["index"]: s[metric] for s in case.good() if isinstance(s.get(metric), (int, float))
-                and s[metric] > 0}
+        return {s.index: v for s in case.good() if (v := s.value(metric)) is not None and v > 0}
 
     a, b = by_index(control), by_index(treatment)
     common = sorted(set(a) & set(b))
@@ -162,9 +180,13 @@ class StudyResult:
     depth: list[DepthRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def section(self) -> StudySection:
+        """The analysis as the results file's typed study section."""
+        return StudySection(self.study, self.model, list(self.notes), [e.entry() for e in self.effects],
+                            [d.entry() for d in self.depth])
+
     def to_json(self) -> dict[str, Any]:
-        return {"study": self.study, "model": self.model, "notes": self.notes,
-                "effects": [e.to_json() for e in self.effects], "depth": [d.to_json() for d in self.depth]}
+        return self.section().to_json()
 
 
 def run_study(study: str, model: str, backends: list[str] | None, settings: RunSettings, out: Path | None,
@@ -194,16 +216,12 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
             cases += [control, treatment] if i % 2 == 0 else [treatment, control]
         if not cases:
             raise UsageError(f"no selected backend supports both arms of the {study} study: {'; '.join(notes)}")
-        runner = Runner(cases, [], settings, out)
         # A B B A: alternate the order of the two arms from round to round so order effects cancel.
-        rounds: dict[int, list] = {}
-        for step in runner.plan.steps:
-            rounds.setdefault(step[3], []).append(step)
-        runner.plan.steps = [s for i in sorted(rounds) for s in (rounds[i] if i % 2 == 0 else rounds[i][::-1])]
+        runner = Runner(cases, [], settings, out, steps=alternate_rounds(schedule(cases, settings)))
         results = runner.run(on_sample)
         res = StudyResult(study, model, results, effects=analyse_effects(study, results, pairs), notes=notes)
+    results.study = res.section()
     if out:
-        results.settings["study"] = res.to_json()
         results.save(out)
     return res
 

@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 
 from ..errors import TtfgError
+from ..results.format import is_number
 
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
 
@@ -134,9 +135,7 @@ def _combinations(stored_params: tuple[tuple[str, ...], ...], names: tuple[str, 
 
 
 def _number(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    return float(value) if math.isfinite(value) else math.nan
+    return float(value) if is_number(value) else math.nan
 
 
 def _text(value, path: Path, what: str) -> str:

@@ -43,6 +43,7 @@ from .. import engines
 
 from ..engines import variants
 from ..errors import UsageError
+from ..results.format import is_number
 
 ENV_PREFIX = "TTFG_ASV_"
 PARAM_NAMES = ["model", "backend", "variant"]
@@ -190,8 +191,7 @@ def aggregate(case_result, metric: str) -> float:
     if metric == "first_grad_compile_s":
         sums = []
         for s in case_result.good("timing", "cold"):
-            parts = [s.get(k) for k in COMPILE_PHASES]
-            parts = [p for p in parts if isinstance(p, (int, float)) and math.isfinite(p)]
+            parts = [p for p in (s.value(k) for k in COMPILE_PHASES) if p is not None]
             if parts:
                 sums.append(float(sum(parts)))
         return _median(sums)
@@ -224,7 +224,7 @@ def measure(selection: Selection | None = None, out=None) -> dict:
             problems[case.id] = f"skipped: {case.skipped}"
             continue
         values[case.id] = {m: aggregate(case, m) for m in METRICS}
-        bad = [s for s in case.samples if not s["ok"]]
+        bad = [s for s in case.samples if not s.ok]
         if bad:
             problems[case.id] = f"{len(bad)} failed sample(s); first: {bad[0]['error']}"
     for case_id, why in problems.items():
@@ -238,7 +238,7 @@ def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> f
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     got = cache.get("values", {}).get(f"{model}/{backend}/{variant}", {}).get(metric)
-    return float(got) if isinstance(got, (int, float)) and math.isfinite(got) else math.nan
+    return float(got) if is_number(got) else math.nan
 
 
 __all__ = ["METRICS", "PARAM_NAMES", "Selection", "aggregate", "bench_patterns", "measure", "params",

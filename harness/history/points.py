@@ -278,7 +278,7 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
                 value = _median(case.values(name, "timing", "cold"))
                 if value is not None:
                     add(commit, res.created, case, name, value)
-            counters = sorted({k for s in case.good("timing", "cold") for k in (s.get("counters") or {})})
+            counters = sorted({k for s in case.good("timing", "cold") for k in (s.counters or {})})
             for name in counters:
                 value = _median(case.values(f"counters.{name}", "timing", "cold"))
                 if value is not None:

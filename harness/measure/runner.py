@@ -27,7 +27,11 @@ from typing import Callable, Iterable
 
 from . import metadata
 from .cases import Case, Skipped
-from ..results.record import PHASES, SAMPLE_FIELDS, CaseResult, Results, now_iso
+from .schedule import Step, schedule
+from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
+from ..results.model import CaseResult, ColdEvidence, Results, Sample
+from ..results.validate import sample_problem
+from ..results.writer import ResultsWriter
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
@@ -124,8 +128,13 @@ def parse_instructions(tool: str, stderr: str) -> int | None:
 
 
 def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
-               cache_dir: Path | None = None) -> dict:
-    """Spawn one probe process and turn its report into a sample dict."""
+               cache_dir: Path | None = None) -> Sample:
+    """Spawn one probe process and turn its report into a :class:`Sample`."""
+    return Sample(**_run_sample(case, kind, cache, index, settings, cache_dir))
+
+
+def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
+                cache_dir: Path | None) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="ttfg-sample-"))
     own_cache = cache_dir is None
     cache_dir = cache_dir or workdir / "cache"
@@ -182,7 +191,8 @@ def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSetti
                 return sample
             sample.update(instructions=count, instructions_tool=tool, instructions_scope="whole-process")
         problem = garbage(sample)
-        if problem:
+        if problem:  # keep what says what went wrong, drop the impossible measurements
+            sample = {k: sample[k] for k in COMMON_FIELDS if k in sample}
             sample.update(error=f"probe reported garbage: {problem}", stderr_tail=stderr)
             return sample
         sample["ok"] = True
@@ -232,92 +242,53 @@ def timing_fields(data: dict, spawned: float, usage: resource.struct_rusage, cac
     fields["process_ttfg_s"] = data["first_grad_end_monotonic"] - spawned
     fields["cpu_s"] = usage.ru_utime + usage.ru_stime  # the probe and every child it reaped
     fields["peak_rss_bytes"] = int(max(usage.ru_maxrss * 1024, data.get("self_peak_rss_bytes") or 0))
-    fields["cold_evidence"] = cold_evidence(data.get("counters") or {}, cache, entries_before)
+    fields["cold_evidence"] = ColdEvidence.observe(data.get("counters") or {}, cache, entries_before)
     return fields
 
 
-def cold_evidence(counters: dict, cache: str, entries_before: int) -> str:
-    """One line proving (or disproving) that the sample started cold."""
-    parts = [f"{cache} cache: {entries_before} files in the cache folder at start"]
-    if "backend_compiles" in counters:
-        parts.append(f"XLA backend compiles in first gradient: {counters['backend_compiles']}, "
-                     f"persistent cache hits: {counters.get('persistent_cache_hits', 0)}")
-    if "fxgraph_cache_misses" in counters:
-        parts.append(f"Inductor FX graph cache: {counters['fxgraph_cache_misses']} misses, "
-                     f"{counters['fxgraph_cache_hits']} hits")
-    return "; ".join(parts)
-
-
 def garbage(sample: dict) -> str | None:
-    """Why a reported sample cannot be true, or ``None``."""
-    for key, value in sample.items():
-        if key.endswith(("_s", "_bytes", "_count")) and value is not None and not isinstance(value, bool):
-            if not isinstance(value, (int, float)) or value != value or value < 0:
-                return f"{key} = {value!r}"
-    if sample["kind"] == "timing":
-        for key in ("first_grad_s", "import_s", "build_s", "second_grad_s"):
-            if sample.get(key) is None:
-                return f"{key} missing"
-    return None
+    """Why a reported sample cannot be true, or ``None``: what a results file would refuse to hold."""
+    return sample_problem({**sample, "ok": True})
 
 
-@dataclass
-class Plan:
-    """The interleaved order of samples: (case, kind, cache, index)."""
-
-    steps: list[tuple[Case, str, str, int]]
-
-    @classmethod
-    def make(cls, cases: list[Case], settings: RunSettings) -> "Plan":
-        steps = []
-        for i in range(settings.repeat):
-            for case in cases:
-                for cache in settings.caches:
-                    steps.append((case, "timing", cache, i))
-        if settings.allocations:
-            for i in range(settings.alloc_repeat):
-                steps.extend((case, "allocations", "cold", i) for case in cases)
-        if settings.instructions:
-            steps.extend((case, "instructions", "cold", 0) for case in cases)
-        return cls(steps)
+def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings) -> Results:
+    """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case."""
+    env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
+                    if k in metadata.THREAD_VARS}
+    results = Results(metadata.collect(env_settings), settings.to_json())
+    for case in cases:
+        results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
+    for skip in skipped:
+        results.cases.append(CaseResult(skip.id, skip.model, skip.backend, {}, skipped=skip.reason))
+    return results
 
 
 class Runner:
-    """Runs a plan, keeping ``results`` saved to ``out`` after every sample."""
+    """Runs ``steps`` (default: :func:`~harness.measure.schedule.schedule`), saving to ``out`` after every sample."""
 
-    def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None):
+    def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None,
+                 steps: list[Step] | None = None):
         self.cases, self.settings, self.out = cases, settings, out
-        env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
-                        if k in metadata.THREAD_VARS}
-        self.results = Results(metadata.collect(env_settings), settings.to_json())
-        for case in cases:
-            self.results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
-        for skip in skipped:
-            self.results.cases.append(CaseResult(skip.id, skip.model, skip.backend, {}, skipped=skip.reason))
-        self.plan = Plan.make(cases, settings)
+        self.results = new_results(cases, skipped, settings)
+        self.writer = ResultsWriter(self.results, out)
+        self.steps = list(steps) if steps is not None else schedule(cases, settings)
 
-    def save(self) -> None:
-        if self.out:
-            self.results.save(self.out)
-
-    def run(self, on_sample: Callable[[int, int, Case, dict], None] | None = None) -> Results:
+    def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""
-        self.save()
+        self.writer.save()
         warm_dirs: dict[str, Path] = {}
         try:
             if "warm" in self.settings.caches:
                 for case in self.cases:  # populate persistent caches with one unrecorded run
                     warm_dirs[case.id] = Path(tempfile.mkdtemp(prefix="ttfg-warm-"))
                     run_sample(case, "timing", "warm", -1, self.settings, warm_dirs[case.id])
-            for n, (case, kind, cache, index) in enumerate(self.plan.steps):
-                sample = run_sample(case, kind, cache, index, self.settings, warm_dirs.get(case.id) if cache == "warm" else None)
-                self.results.case(case.id).samples.append(sample)
-                self.save()
+            for n, step in enumerate(self.steps):
+                sample = run_sample(step.case, step.kind, step.cache, step.round, self.settings,
+                                    warm_dirs.get(step.case.id) if step.cache == "warm" else None)
+                self.writer.append(step.case.id, sample)
                 if on_sample:
-                    on_sample(n + 1, len(self.plan.steps), case, sample)
-            self.results.complete = True
-            self.save()
-            return self.results
+                    on_sample(n + 1, len(self.steps), step.case, sample)
+            return self.writer.finish()
         finally:
             for folder in warm_dirs.values():
                 shutil.rmtree(folder, ignore_errors=True)
@@ -328,4 +299,4 @@ def failed_cases(results: Results) -> list[str]:
     return [c.id for c in results.cases if not c.skipped and not c.good("timing")]
 
 
-__all__ = ["CACHE_MODES", "PHASES", "Plan", "RunSettings", "Runner", "failed_cases", "run_sample"]
+__all__ = ["CACHE_MODES", "PHASES", "RunSettings", "Runner", "failed_cases", "new_results", "run_sample"]

@@ -117,7 +117,7 @@ def dirty_files(repo: str | Path, paths: tuple[str, ...] = ("harness", "models")
 
 
 @contextmanager
-def worktrees(repo: str | Path, revisions: Mapping[str, Revision]) -> Iterator[dict[str, Path]]:
+def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str = "ttfg-gate-") -> Iterator[dict[str, Path]]:
     """Check each revision out as a detached worktree in a temporary folder.
 
     Parameters
@@ -126,6 +126,8 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision]) -> Iterator[d
         The repository the revisions belong to.
     revisions : mapping
         ``{name: Revision}``; each gets the folder ``<tmp>/<name>``.
+    prefix : str
+        Of the temporary folder's name (it says who made it).
 
     Yields
     ------
@@ -133,7 +135,7 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision]) -> Iterator[d
         ``{name: folder}``. On exit (normal, error or Ctrl-C) every worktree is
         removed, the temporary folder deleted and git's worktree list pruned.
     """
-    tmp = Path(tempfile.mkdtemp(prefix="ttfg-gate-"))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     made: dict[str, Path] = {}
     try:
         for name, rev in revisions.items():

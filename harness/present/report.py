@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import fmt, plots, run_views, study_views
+from ..files import atomic_write_text
 
 from ..history import points as report_data
 from ..history.points import TREND_METRICS, History, ReportInputError, metric
@@ -364,7 +364,7 @@ def _depth_block(study: study_views.Study, backends: list[str]) -> dict:
 
 def studies_section(studies: list) -> dict:
     """One block per ``ttfg study`` results file: a figure and a table from its stored analysis."""
-    views, notes = study_views.read_studies(studies)
+    views = study_views.read_studies(studies)
     backends = sorted({r.backend for v in views for r in (*v.effects, *v.depth)})
     blocks = []
     for i, v in enumerate(views, 1):
@@ -373,7 +373,7 @@ def studies_section(studies: list) -> dict:
         block.update(_depth_block(v, backends) if v.kind == "depth" else _effect_block(v, backends))
         block["has_notes"] = any(r["note"] for r in block["rows"])
         blocks.append(block)
-    return {"blocks": blocks, "notes": notes, "shown": bool(studies)}
+    return {"blocks": blocks, "shown": bool(studies)}
 
 
 def environment_section(prepared: Prepared) -> dict:
@@ -409,7 +409,7 @@ def environment_section(prepared: Prepared) -> dict:
     files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
               "commit": report_data.short_commit(report_data.run_commit(r)),
               "cases": sum(1 for c in r.cases if not c.skipped),
-              "study": (study_views.study_of(r) or {}).get("study", "")}
+              "study": r.study.study if r.study else ""}
              for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
     return {"rows": rows, "packages": packages, "files": files}
 
@@ -460,18 +460,8 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write next to ``path`` and rename over it: readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Readers see the old page or the new one, never half (``harness.files``)."""
+    return atomic_write_text(path, text)
 
 
 def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:

@@ -66,9 +66,9 @@ def run_table(results) -> Table:
         if case.skipped:
             table.add_row(case.id, "", "skip", "", "", "", "", "", "", f"[dim]{case.skipped}[/]", "", "", "")
             continue
-        caches = sorted({s.get("cache", "cold") for s in case.samples if s["kind"] == "timing"}) or ["cold"]
+        caches = sorted({s.cache for s in case.samples if s.kind == "timing"}) or ["cold"]
         for cache in caches:
-            timing = [s for s in case.samples if s["kind"] == "timing" and s.get("cache") == cache]
+            timing = [s for s in case.samples if s.kind == "timing" and s.cache == cache]
             good = case.good("timing", cache)
             first = case.values("first_grad_s", cache=cache)
             med = _median(first)
@@ -102,15 +102,15 @@ def run_table(results) -> Table:
 
 
 def failures_table(results) -> Table | None:
-    rows = [(c.id, s) for c in results.cases for s in c.samples if not s["ok"]]
+    rows = [(c.id, s) for c in results.cases for s in c.samples if not s.ok]
     if not rows:
         return None
     table = Table(title="failed samples", title_justify="left")
     for col in ("case", "kind", "#", "error", "stderr (last line)"):
         table.add_column(col)
     for case_id, s in rows:
-        last = (s.get("stderr_tail") or "").strip().splitlines()[-1:] or [""]
-        table.add_row(case_id, s["kind"], str(s["index"]), s.get("error") or "", last[0][:160])
+        last = (s.stderr_tail or "").strip().splitlines()[-1:] or [""]
+        table.add_row(case_id, s.kind, str(s.index), s.error or "", last[0][:160])
     return table
 
 

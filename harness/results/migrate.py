@@ -1,0 +1,110 @@
+"""Older results files, brought up to the current version when they are read.
+
+Format history (``"format": "ttfg-results"``):
+
+* version 2 (2026-12-02): the file owns its sections. The gate's side
+  (``environment["gate"]`` and ``settings["gate"]`` in version 1) is the top-level
+  ``gate`` object (role, rev, commit, subject, settings); a study's analysis
+  (``settings["study"]``) is the top-level ``study`` object. Both are null otherwise.
+  Every sample has ``pair`` and ``pair_position`` (null outside a gate).
+  ``cold_evidence`` is an object (cache, files_at_start, backend_compiles,
+  persistent_cache_hits, fxgraph_cache_misses, fxgraph_cache_hits) instead of a line
+  of text. Strict JSON: no NaN or Infinity (a value that could not be estimated is
+  null), and impossible values (a zero or negative time, a negative count) are
+  refused on reading and on writing.
+* version 1 (2026-12-01): first version. NaN allowed; samples as free-form objects
+  checked field by field; gate and study data stored inside ``environment`` and
+  ``settings``.
+
+Reading never writes: a version-1 file stays version 1 on disk until it is saved.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from typing import Any, Callable
+
+from .format import ResultsError, VERSION
+from .model import ColdEvidence
+
+__all__ = ["MIGRATIONS", "migrate_v1_to_v2", "upgrade"]
+
+
+def _finite_or_none(value: Any) -> Any:
+    """Version 1 wrote NaN for "not estimable"; version 2 writes null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+def _cold_evidence(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value  # null, or something validation will name
+    parsed = ColdEvidence.parse(value)
+    if parsed is None:
+        raise ValueError(f"cold_evidence: cannot read version 1's line {value!r}")
+    return parsed.to_json()
+
+
+def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 document as version 2 (a new dict; ``data`` is left alone).
+
+    Raises
+    ------
+    ValueError
+        With the field, when version 1's data cannot be carried over.
+    """
+    out = _finite_or_none(copy.deepcopy(data))
+    out["version"] = 2
+    env = out.get("environment") if isinstance(out.get("environment"), dict) else {}
+    settings = out.get("settings") if isinstance(out.get("settings"), dict) else {}
+    side, gate_settings = env.pop("gate", None), settings.pop("gate", None)
+    if side is not None or gate_settings is not None:
+        side = side if isinstance(side, dict) else {}
+        out["gate"] = {**{k: side.get(k) for k in ("role", "rev", "commit", "subject")},
+                       "settings": gate_settings}
+    else:
+        out["gate"] = None
+    out["study"] = settings.pop("study", None)
+    for i, case in enumerate(out.get("cases") or []):
+        if not isinstance(case, dict):
+            continue
+        for j, sample in enumerate(case.get("samples") or []):
+            if not isinstance(sample, dict):
+                continue
+            sample.setdefault("pair", None)
+            sample.setdefault("pair_position", None)
+            if "cold_evidence" in sample:
+                try:
+                    sample["cold_evidence"] = _cold_evidence(sample["cold_evidence"])
+                except ValueError as exc:
+                    raise ValueError(f"cases[{i}].samples[{j}].{exc}") from None
+    return out
+
+
+#: version -> the function that brings a document of that version one step up.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: migrate_v1_to_v2}
+
+
+def upgrade(data: Any, path: str | os.PathLike = "<results>") -> Any:
+    """``data`` migrated to the current version (unchanged when it is current, or not a results document)."""
+    if not isinstance(data, dict):
+        return data
+    version = data.get("version")
+    if version == VERSION or data.get("format") != "ttfg-results":
+        return data
+    if isinstance(version, bool) or not isinstance(version, int) or version not in MIGRATIONS:
+        raise ResultsError(f"{path}: version: unsupported version {version!r}; "
+                           f"this ttfg reads versions 1 to {VERSION}")
+    while data.get("version") != VERSION:
+        try:
+            data = MIGRATIONS[data["version"]](data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ResultsError(f"{path}: {exc} (while reading version {version})") from None
+    return data
