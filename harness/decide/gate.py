@@ -57,6 +57,10 @@ EXPLAIN_METRICS = ("counters.*", "alloc_count", "alloc_bytes", "instructions")
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
+#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
+#: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
+#: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
+Sampler = Callable[[Case, str, str, int, RunSettings], dict]
 
 
 def parse_duration(text: str) -> float:
@@ -345,7 +349,8 @@ def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, f
         st.stop = MAX_PAIRS if len(st.complete()[0]) >= settings.max_pairs else DECIDED
 
 
-def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner], settings: GateSettings) -> dict:
+def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner], settings: GateSettings,
+              sampler: Sampler) -> dict:
     """One base and one head process back to back; the order alternates A B, B A, ..."""
     index = st.attempted
     order = ("base", "head") if index % 2 == 0 else ("head", "base")
@@ -353,7 +358,7 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner]
     started = time.monotonic()
     for position, role in enumerate(order):
         run = replace(settings.run, source=sides[role].source)
-        sample = run_sample(st.case, "timing", "cold", index, run)
+        sample = sampler(st.case, "timing", "cold", index, run)
         sample["pair"] = index
         sample["pair_position"] = position
         runners[role].results.case(st.case.id).samples.append(sample)
@@ -365,7 +370,7 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], runners: dict[str, Runner]
 
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
-             on_note: Callable[[str], None] | None = None) -> GateOutcome:
+             on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -384,6 +389,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         Called with a :class:`PairEvent` after each pair (progress output).
     on_note : callable or None
         Called with a line of text for other events (allocation runs).
+    sampler : Sampler
+        Takes each sample; by default a cold process (``run_sample``).
 
     Returns
     -------
@@ -414,7 +421,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 if not st.fits(time.monotonic() - start, settings.budget_s):
                     st.stop = BUDGET
                     continue
-                samples = _run_pair(st, sides, runners, settings)
+                samples = _run_pair(st, sides, runners, settings, sampler)
                 values = {role: _value(samples[role], settings.metric) for role in sides}
                 for role in sides:
                     if samples[role]["ok"]:
@@ -440,8 +447,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     continue
                 for i in range(settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                        sample = run_sample(st.case, "allocations", "cold", i,
-                                            replace(settings.run, source=sides[role].source))
+                        sample = sampler(st.case, "allocations", "cold", i,
+                                         replace(settings.run, source=sides[role].source))
                         runners[role].results.case(st.case.id).samples.append(sample)
                         runners[role].save()
                         if on_note:
