@@ -325,7 +325,7 @@ def test_plots_are_downsampled_for_long_histories():
     dx, dy, lo, hi = downsample(x, np.sin(x))
     assert len(dx) <= MAX_POINTS and lo is not None and np.all(lo <= dy) and np.all(dy <= hi)
     assert downsample(x[:50], x[:50])[2] is None
-    assert re.fullmatch(r"<svg .*</svg>", __import__("harness.present.plots").plots.sparkline_svg([1, 2, 3], "#123456"))
+    assert re.fullmatch(r"<svg .*</svg>", __import__("harness.present.plots", fromlist=["sparkline_svg"]).sparkline_svg([1, 2, 3], "#123456"))
 
 
 # ---------------------------------------------------------------------------- studies
