@@ -141,17 +141,20 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend, case_id, counter", [
-    pytest.param("autograd", AUTOGRAD, "counters.autograd_nodes", id="autograd"),
-    pytest.param("jax.jit", JIT, "counters.jaxpr_eqns", id="jax.jit", marks=pytest.mark.full),
+@pytest.mark.parametrize("backend, case_id, counter, budget", [
+    pytest.param("autograd", AUTOGRAD, "counters.autograd_primitives", "90s", id="autograd"),
+    pytest.param("jax.jit", JIT, "counters.jaxpr_eqns", "3m", id="jax.jit", marks=pytest.mark.full),
 ])
-def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id, counter):
-    """15 -> 30 blocks roughly doubles the first gradient: exit 1, regressed, ratio > 1.2."""
+def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id, counter, budget):
+    """15 -> 30 blocks roughly doubles the first gradient: exit 1, regressed, ratio > 1.2.
+
+    autograd's pairs take about 3 s; a quiet machine decides in well under its budget,
+    a loaded one decides at the final look when the budget runs out."""
     summary = tmp_path / "step-summary.md"
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", "3m", "--out-dir", str(out_dir), summary=summary)
+               "--budget", budget, "--out-dir", str(out_dir), summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
     result = json.loads((out_dir / "gate.json").read_text())

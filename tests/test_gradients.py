@@ -1,9 +1,9 @@
 """Every backend x model x supported variant agrees with the float64 reference.
 
 ``make test`` checks every backend and variant on resnet15's small model, and ConvNeXt's
-small model through the backends that compile nothing per op; ConvNeXt through the
-compiling backends (Inductor 20-40 s a case here, jax 4-16 s) and the full-size models
-are ``full`` (``make test-all``).
+small model through the backends that compile nothing; ConvNeXt through the compiling
+backends (Inductor 20-40 s a case here, jax 4-16 s, aot_eager 2-4 s) and the full-size
+models are ``full`` (``make test-all``).
 """
 
 import numpy as np
@@ -20,7 +20,7 @@ from .conftest import SMALL_MODELS
 
 ALL_SMALL = select(list(SMALL_MODELS.values()), ["all"], ["all"])[0]
 #: Backends whose ConvNeXt cases are left to ``make test-all``.
-COMPILING = ("jax.jit", "jax.eager", "torch.compile")
+COMPILING = ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager")
 
 
 def tiered(case: Case):
