@@ -10,7 +10,6 @@ The real processes, worktrees and a real regression are in test_gate.py.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
