@@ -1,7 +1,7 @@
 # Two entry points for a newcomer: `make bench` (the main job) and `make test`
 # (every real path once, under 5 minutes); `make test-all` adds the exhaustive
 # matrices, full-size models and long gates (tests marked `full`; CI runs it).
-# Both create .venv when it is missing and reinstall only when the pins change.
+# Each creates .venv when it is missing and reinstalls only when the pins change.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
