@@ -1,5 +1,7 @@
-# Two entry points for a newcomer: `make bench` (the main job) and `make test`.
-# Both create .venv when it is missing and reinstall only when the pins change.
+# Two entry points for a newcomer: `make bench` (the main job) and `make test`
+# (every real path once, under 5 minutes); `make test-all` adds the exhaustive
+# matrices, full-size models and long gates (tests marked `full`; CI runs it).
+# Each creates .venv when it is missing and reinstalls only when the pins change.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +11,7 @@ BENCH_ARGS ?=
 PYTEST_ARGS ?=
 BENCH_OUT ?= runs/bench.json
 
-.PHONY: install bench test clean
+.PHONY: install bench test test-all clean
 
 install: $(STAMP)
 
@@ -24,6 +26,9 @@ bench: $(STAMP)
 	$(BIN)/ttfg report --runs $(BENCH_OUT) --out reports/index.html
 
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not full" $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

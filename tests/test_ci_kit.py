@@ -114,3 +114,15 @@ def test_committed_expectations_are_valid_and_name_real_cases():
     assert {r.case for r in rows} == ids
     metrics = {r.metric for r in rows}
     assert {"counters.jaxpr_eqns", "counters.hlo_ops", "counters.autograd_nodes", "alloc_count"} <= metrics
+
+
+def test_make_test_leaves_out_full_tests_and_ci_runs_them_all():
+    import tomllib
+
+    recipes = dict(re.findall(r"^([\w.-]+)\s*:.*\n\t(.*)", (ROOT / "Makefile").read_text(), re.M))
+    assert "pytest" in recipes["test"] and '-m "not full"' in recipes["test"]
+    assert "pytest" in recipes["test-all"] and " -m " not in recipes["test-all"].split("pytest", 1)[1]
+    assert re.search(r"^make test-all$", (ROOT / ".ci" / "run").read_text(), re.M)
+    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert any(m.startswith("full:") for m in pytest_ini["markers"])
+    assert "--durations=15" in pytest_ini["addopts"]

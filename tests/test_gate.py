@@ -1,11 +1,15 @@
 """ttfg gate end to end, in a throwaway git repository made from this checkout.
 
 The repository gets three commits: ``first`` (this code), ``second`` (resnet15's
-default depth doubled from 15 to 30 blocks: a real compile-time regression for
-jax.jit) and, on a side branch, ``broken`` (a model that raises: a base that cannot
+default depth doubled from 15 to 30 blocks: a real regression of the first gradient,
+its compile for jax.jit, the eager tape for autograd) and, on a side branch, ``broken`` (a model that raises: a base that cannot
 run). The gate runs as a user would run it: a subprocess in that repository, whose
 own ``harness`` runs the parent (cwd and PYTHONPATH) and, from the two worktrees it
 creates, the probes.
+
+``make test`` runs the real gate on autograd (about 1 s per process); the jax.jit
+regression and the long A/A gate are ``full`` (``make test-all``). The loop's policy is
+tested in milliseconds with a fake sampler in test_gate_policy.py.
 """
 
 import json
@@ -137,29 +141,36 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
 
 
 @pytest.mark.slow
-def test_gate_flags_a_deliberately_slower_head(repo, tmp_path):
-    """15 -> 30 blocks roughly doubles jax.jit's first gradient: exit 1, regressed, ratio > 1.2."""
+@pytest.mark.parametrize("backend, case_id, counter, budget", [
+    pytest.param("autograd", AUTOGRAD, "counters.autograd_primitives", "90s", id="autograd"),
+    pytest.param("jax.jit", JIT, "counters.jaxpr_eqns", "3m", id="jax.jit", marks=pytest.mark.full),
+])
+def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id, counter, budget):
+    """15 -> 30 blocks roughly doubles the first gradient: exit 1, regressed, ratio > 1.2.
+
+    autograd's pairs take about 3 s; a quiet machine decides in well under its budget,
+    a loaded one decides at the final look when the budget runs out."""
     summary = tmp_path / "step-summary.md"
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
-    out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", "jax.jit",
-               "--budget", "3m", "--out-dir", str(out_dir), summary=summary)
+    out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
+               "--budget", budget, "--out-dir", str(out_dir), summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
     result = json.loads((out_dir / "gate.json").read_text())
     case = result["cases"][0]
-    assert case["case"] == JIT and case["verdict"]["verdict"] == "regressed", case
+    assert case["case"] == case_id and case["verdict"]["verdict"] == "regressed", case
     assert case["verdict"]["ratio"] > 1.2 and case["verdict"]["ci_low"] > 1.0
     assert result["head"]["commit"] == repo.second and result["exit_code"] == 1
     # The structural counters explain the regression.
     changed = {c["metric"]: c for c in case["changes"]}
-    assert changed["counters.jaxpr_eqns"]["verdict"]["ratio"] > 1.5
+    assert changed[counter]["verdict"]["ratio"] > 1.5
     # Both results files are normal results files; each sample knows its pair, and the order alternates.
     base, head = record.load(out_dir / "base.json"), record.load(out_dir / "head.json")
     assert base.complete and head.complete
     assert base.environment["git"]["commit"] == repo.first and head.gate.role == "head"
     assert base.settings["source"] != head.settings["source"]
-    b, h = base.case(JIT).good(), head.case(JIT).good()
+    b, h = base.case(case_id).good(), head.case(case_id).good()
     assert [s.pair for s in b] == list(range(len(b))) == [s.pair for s in h]
     assert [s.pair_position for s in b[:4]] == [0, 1, 0, 1]
     assert head.gate.commit == repo.second and head.gate.settings["metric"] == "first_grad_s"
@@ -169,6 +180,7 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_a_gate_passes(repo, tmp_path):
     out = gate(repo, "--base", repo.first, "--head", repo.first, "--backend", "jax.jit", "--budget", "60s",
                "--out-dir", str(tmp_path / "out"))

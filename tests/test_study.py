@@ -25,9 +25,13 @@ def test_effect_arms_follow_backend_support():
     assert pairs[0][2].variant_dict == {"params": "closure", "chain": "unrolled"}
 
 
-def test_depth_study_fits_every_backend_and_saves_samples(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("repeat", [1, pytest.param(2, marks=pytest.mark.full)])
+def test_depth_study_fits_every_backend_and_saves_samples(tmp_path, repeat):
+    """Seven depths x ``repeat`` cold processes; one per depth in make test (the fit then
+    bootstraps residuals), two in make test-all."""
     out = tmp_path / "depth.json"
-    result = run_study("depth", "resnet15", ["autograd"], RunSettings(repeat=2), out)
+    result = run_study("depth", "resnet15", ["autograd"], RunSettings(repeat=repeat), out)
     first = next(r for r in result.depth if r.metric == "first_grad_s")
     assert first.fit is not None and first.fit.k_ci_low <= first.fit.k <= first.fit.k_ci_high
     assert [d for d, _ in first.points] == [1, 2, 4, 8, 15, 30, 60]
@@ -35,7 +39,7 @@ def test_depth_study_fits_every_backend_and_saves_samples(tmp_path):
     assert first.points[-1][1] > first.points[0][1]
     saved = json.loads(out.read_text())
     assert saved["study"]["depth"][0]["backend"] == "autograd"
-    assert sum(len(c["samples"]) for c in saved["cases"]) == 14
+    assert sum(len(c["samples"]) for c in saved["cases"]) == 7 * repeat
 
 
 def test_effect_study_without_a_two_armed_backend_is_refused():

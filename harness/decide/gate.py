@@ -59,6 +59,10 @@ EXPLAIN_METRICS = ("counters.*", "alloc_count", "alloc_bytes", "instructions")
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
+#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
+#: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
+#: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
+Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
 
 
 def parse_duration(text: str) -> float:
@@ -346,7 +350,7 @@ def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, f
 
 
 def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
-              settings: GateSettings) -> dict[str, Sample]:
+              settings: GateSettings, sampler: Sampler) -> dict[str, Sample]:
     """One base and one head process back to back; the order alternates A B, B A, ..."""
     index = st.attempted
     order = ("base", "head") if index % 2 == 0 else ("head", "base")
@@ -354,7 +358,7 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, Results
     started = time.monotonic()
     for position, role in enumerate(order):
         run = replace(settings.run, source=sides[role].source)
-        sample = run_sample(st.case, "timing", "cold", index, run)
+        sample = sampler(st.case, "timing", "cold", index, run)
         sample.pair, sample.pair_position = index, position
         writers[role].append(st.case.id, sample)
         samples[role] = sample
@@ -364,7 +368,7 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, Results
 
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
-             on_note: Callable[[str], None] | None = None) -> GateOutcome:
+             on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -383,6 +387,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         Called with a :class:`PairEvent` after each pair (progress output).
     on_note : callable or None
         Called with a line of text for other events (allocation runs).
+    sampler : Sampler
+        Takes each sample; by default a cold process (``run_sample``).
 
     Returns
     -------
@@ -413,7 +419,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 if not st.fits(time.monotonic() - start, settings.budget_s):
                     st.stop = BUDGET
                     continue
-                samples = _run_pair(st, sides, writers, settings)
+                samples = _run_pair(st, sides, writers, settings, sampler)
                 values = {role: _value(samples[role], settings.metric) for role in sides}
                 for role in sides:
                     if samples[role].ok:
@@ -439,8 +445,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     continue
                 for i in range(settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                        sample = run_sample(st.case, "allocations", "cold", i,
-                                            replace(settings.run, source=sides[role].source))
+                        sample = sampler(st.case, "allocations", "cold", i,
+                                         replace(settings.run, source=sides[role].source))
                         writers[role].append(st.case.id, sample)
                         if on_note:
                             state = "ok" if sample.ok else f"failed: {sample.error}"

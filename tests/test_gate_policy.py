@@ -1,0 +1,197 @@
+"""The gate's loop and policy, driven by an in-process sampler with known answers.
+
+``run_gate`` takes its samples through a ``sampler`` (by default ``run_sample``, a cold
+process). Here a fake one answers instantly from a script per side and advances a fake
+clock by a fixed wall time per sample, so the stopping rules, the budget, the final
+look, failure handling and Ctrl-C bookkeeping are checked in milliseconds and exactly.
+The real processes, worktrees and a real regression are in test_gate.py.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from harness.decide import gate
+from harness.decide.gate import GateSettings, Side, run_gate
+from harness.measure.cases import select
+from harness.measure.worktrees import Revision
+from harness.results import record
+from harness.results.model import Sample
+
+MODEL = "resnet15:blocks=2"
+
+
+def good(index: int, value: float | None) -> Sample:
+    """A complete good timing sample whose first gradient took ``value`` seconds."""
+    parts = None if value is None else value / 4
+    return Sample(**{"kind": "timing", "ok": True, "index": index, "cache": "cold", "error": None, "stderr_tail": None,
+            "started_at": "2026-12-02T00:00:00+00:00", "process_wall_s": 1.0, "import_s": 0.5, "build_s": 0.01,
+            "first_grad_s": value, "second_grad_s": 0.001, "trace_s": parts, "lower_s": parts, "compile_s": None,
+            "execute_s": parts, "process_ttfg_s": 1.0, "cpu_s": 1.0, "peak_rss_bytes": 10**8,
+            "compile_share": 0.0, "loss": 1.0, "counters": {"autograd_nodes": 100}, "cold_evidence": None})
+
+
+def failed(index: int, error: str) -> Sample:
+    return Sample(kind="timing", ok=False, index=index, cache="cold", error=error, stderr_tail="",
+                  started_at="2026-12-02T00:00:00+00:00", process_wall_s=1.0)
+
+
+class FakeSampler:
+    """Answers ``script[role](index)``: a number of seconds, None (metric missing) or an error text.
+
+    Each sample advances the clock by ``wall_s``; ``interrupt_at`` raises KeyboardInterrupt
+    instead of that sample (a Ctrl-C while a process runs).
+    """
+
+    def __init__(self, sides: dict[str, Side], base, head, wall_s: float = 10.0, interrupt_at: int | None = None):
+        self.role = {str(side.source): role for role, side in sides.items()}
+        self.script = {"base": base, "head": head}
+        self.wall_s = wall_s
+        self.interrupt_at = interrupt_at
+        self.now = 0.0
+        self.calls: list[tuple[str, str, int]] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __call__(self, case, kind, cache, index, run) -> dict:
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        role = self.role[str(run.source)]
+        self.calls.append((case.id, role, index))
+        self.now += self.wall_s
+        answer = self.script[role](index)
+        return failed(index, answer) if isinstance(answer, str) else good(index, answer)
+
+
+@pytest.fixture
+def sides(tmp_path) -> dict[str, Side]:
+    made = {}
+    for role, commit in (("base", "a" * 40), ("head", "b" * 40)):
+        (tmp_path / role).mkdir()
+        made[role] = Side(role, Revision(role, commit, f"{role} subject"), tmp_path / role)
+    return made
+
+
+@pytest.fixture
+def gate_with(sides, tmp_path, monkeypatch):
+    """Run the gate over the given backends with a FakeSampler and its clock."""
+
+    def run(base, head, backends=("autograd",), wall_s=10.0, interrupt_at=None, **settings):
+        fake = FakeSampler(sides, base, head, wall_s, interrupt_at)
+        monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
+        cases, skipped = select([MODEL], list(backends), None, check_availability=False)
+        outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings),
+                           tmp_path / "out", sampler=fake)
+        return outcome, fake
+
+    return run
+
+
+def noisy(level: float, spread: float = 0.02, shift: int = 0):
+    """Deterministic timings around ``level``: a repeating pattern of up to +-``spread`` in
+    log; give head another ``shift`` than base, so that the pair ratios vary too."""
+    pattern = (0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8, 0.2)
+    return lambda i: level * math.exp(spread * pattern[(i + shift) % len(pattern)])
+
+
+def test_a_gross_regression_stops_at_min_pairs_and_alternates_the_order(gate_with):
+    outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), min_pairs=5)
+    (case,) = outcome.cases
+    assert case.stop == gate.DECIDED and case.pairs == case.attempted == 5
+    assert case.verdict.verdict == "regressed" and 1.9 < case.verdict.ratio < 2.1
+    assert outcome.exit_code() == 1 and outcome.regressions() == [case]
+    roles = [role for _, role, _ in fake.calls]
+    assert roles[:8] == ["base", "head", "head", "base", "base", "head", "head", "base"]
+    assert [index for _, _, index in fake.calls][:4] == [0, 0, 1, 1]
+
+
+def test_identical_sides_pass(gate_with):
+    outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "unchanged" and case.stop == gate.DECIDED
+    assert outcome.exit_code() == 0
+
+
+def test_max_pairs_ends_an_undecidable_case(gate_with):
+    """A 4 % shift with 10 % noise cannot be decided against a 5 % effect in 6 pairs."""
+    outcome, _ = gate_with(noisy(1.0, 0.1), noisy(1.04, 0.1, shift=3), min_pairs=3, max_pairs=6)
+    (case,) = outcome.cases
+    assert case.stop == gate.MAX_PAIRS and case.attempted == 6
+    assert case.verdict.verdict == "inconclusive"
+
+
+def test_budget_ends_sampling_and_the_final_look_decides(gate_with):
+    """20 s per pair, 100 s budget: five pairs. A 25 % slowdown with 5 % noise is not yet
+    decided by the interim looks' small levels at five pairs (they would take nine), but is
+    at the level reserved for the last look."""
+    outcome, fake = gate_with(noisy(1.0, 0.05), noisy(1.25, 0.05, shift=3), budget_s=100, min_pairs=5, max_pairs=60)
+    (case,) = outcome.cases
+    assert case.stop == gate.BUDGET and case.attempted == 5 and len(fake.calls) == 10
+    assert case.verdict.verdict == "regressed"
+    assert "final look" in case.verdict.method
+    assert "the time budget ran out after 5 of at most 60 pairs" in case.verdict.reason
+    assert outcome.exit_code() == 1
+
+
+def test_budget_is_shared_round_robin_and_a_decided_case_stops(gate_with):
+    """Two cases, one pair each per round; the decided one leaves the budget to the other."""
+    outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), backends=("autograd", "jax.jit"), budget_s=400, min_pairs=5,
+                              max_pairs=60)
+    first, second = outcome.cases
+    order = [case for case, role, _ in fake.calls if role == "base"]
+    assert order[:4] == [first.case, second.case, first.case, second.case]
+    assert first.stop == second.stop == gate.DECIDED and first.attempted == second.attempted == 5
+
+
+def test_budget_too_short_for_two_pairs_is_inconclusive(gate_with):
+    outcome, _ = gate_with(noisy(1.0), noisy(3.0, shift=3), budget_s=15)
+    (case,) = outcome.cases
+    assert case.stop == gate.BUDGET and case.attempted == 1
+    assert case.verdict.verdict == "inconclusive" and "at least 2 are needed" in case.verdict.reason
+    assert outcome.exit_code() == 0
+
+
+def test_a_base_that_never_runs_exits_2(gate_with):
+    outcome, fake = gate_with(lambda i: "RuntimeError: broken model", noisy(1.0), max_failures=2)
+    (case,) = outcome.cases
+    assert case.stop == gate.BASE_BROKEN and case.attempted == 2 and case.failed == {"base": 2, "head": 0}
+    assert case.verdict.verdict == "inconclusive" and "RuntimeError: broken model" in case.verdict.reason
+    assert outcome.exit_code() == 2 and outcome.base_broken() == [case]
+
+
+def test_a_head_that_never_runs_is_a_regression(gate_with):
+    outcome, _ = gate_with(noisy(1.0), lambda i: "ImportError: gone", max_failures=3)
+    (case,) = outcome.cases
+    assert case.stop == gate.HEAD_BROKEN and case.attempted == 3
+    assert case.verdict.verdict == "regressed" and "head cannot run" in case.verdict.reason
+    assert outcome.exit_code() == 1
+
+
+def test_failures_after_good_samples_stop_the_case_and_drop_incomplete_pairs(gate_with):
+    head = lambda i: noisy(1.0, shift=3)(i) if i < 3 else "flaky"  # noqa: E731
+    outcome, _ = gate_with(noisy(1.0), head, max_failures=2)
+    (case,) = outcome.cases
+    assert case.stop == gate.FAILING and case.attempted == 5 and case.pairs == 3
+    assert case.failed == {"base": 0, "head": 2}
+    assert "sampling stopped after repeated failures after 3 of at most" in case.verdict.reason
+
+
+def test_a_metric_the_backend_does_not_report_stops_at_once(gate_with):
+    outcome, _ = gate_with(lambda i: 1.0, lambda i: 1.0, metric="compile_s")  # good samples, no compile phase
+    (case,) = outcome.cases
+    assert case.stop == gate.NO_METRIC and case.attempted == 1
+    assert case.verdict.verdict == "inconclusive" and "does not report compile_s" in case.verdict.reason
+
+
+def test_ctrl_c_keeps_finished_samples_in_files_marked_incomplete(gate_with, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        gate_with(noisy(1.0), noisy(1.1, shift=3), interrupt_at=5)
+    # Five samples were taken before the interrupt: pairs 0 and 1, then pair 2's base.
+    for role, kept in (("base", 3), ("head", 2)):
+        saved = record.load(tmp_path / "out" / f"{role}.json")
+        assert not saved.complete
+        assert len(saved.cases[0].good()) == kept
