@@ -5,7 +5,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.decide.compare import Thresholds, compare_results, expand_metrics, format_value
+from harness.decide.compare import Thresholds, compare_results, expand_metrics
+from harness.present.fmt import metric_value
 from harness.errors import UsageError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
@@ -100,7 +101,7 @@ def test_metric_expansion_and_unknown_metrics():
     assert names == ["first_grad_s", "counters.hlo_ops", "counters.jaxpr_eqns"]
     with pytest.raises(UsageError, match="unknown metric 'first_grad'"):
         expand_metrics(["first_grad"], base, head)
-    assert format_value("first_grad_s", 0.0042) == "4.2ms" and format_value("alloc_bytes", 2.5e6) == "2.5MB"
+    assert metric_value("first_grad_s", 0.0042) == "4.2 ms" and metric_value("alloc_bytes", 2.5 * 2**20) == "2.5 MiB"
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from .. import metrics
+from .. import metrics as registry
+from ..errors import UsageError
 from ..metrics import COUNTER_PREFIX
 from ..results.record import Results
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from .stats import Summary, Verdict
 
 #: What ``ttfg compare`` looks at unless told otherwise (the registry's choice); absent metrics are skipped.
-DEFAULT_METRICS = (*metrics.by_sample_kind(lambda m: m.compared_by_default), "counters.*")
+DEFAULT_METRICS = (*registry.by_sample_kind(lambda m: m.compared_by_default), "counters.*")
 DEFAULT_ALPHA = 0.01
 #: Environment fields that change what a timing means; a difference becomes a note.
 CONDITIONS = ("hostname", "cpu", "cpu_count", "python", "packages", "probe_env")
@@ -72,7 +73,7 @@ def metric_info(name: str, cache: str = "cold") -> Metric:
     UsageError
         When the name is not a metric of the results format.
     """
-    info = metrics.get(name)
+    info = registry.get(name)
     return Metric(name, info.sample, cache if info.cache_applies else None, info.deterministic)
 
 
@@ -84,15 +85,15 @@ def available_metrics(results: Results) -> list[str]:
     """Metrics with at least one value in some good sample of ``results``, in a stable order."""
     found: set[str] = set()
     counters: set[str] = set()
-    listed = metrics.by_sample_kind(lambda m: not metrics.is_counter(m.name))
+    listed = registry.by_sample_kind(lambda m: not registry.is_counter(m.name))
     for case in results.cases:
         for s in case.samples:
             if not s.get("ok"):
                 continue
             found.update(name for name in listed
-                         if metrics.get(name).sample == s["kind"] and metrics.sample_value(s, name) is not None)
+                         if registry.get(name).sample == s["kind"] and registry.sample_value(s, name) is not None)
             for key, value in (s.get("counters") or {}).items():
-                if metrics.raw(s, COUNTER_PREFIX + key) is not None:
+                if registry.raw(s, COUNTER_PREFIX + key) is not None:
                     counters.add(COUNTER_PREFIX + key)
     return [m for m in listed if m in found] + sorted(counters)
 
@@ -200,7 +201,7 @@ class Thresholds:
         for key, value in self.per_metric.items():
             if is_pattern(key) and fnmatch.fnmatchcase(metric, key):
                 return value
-        return metrics.get(metric).threshold if self.default is None else self.default
+        return registry.get(metric).threshold if self.default is None else self.default
 
 
 def _thresholds(value: "Thresholds | float | None") -> Thresholds:
@@ -362,8 +363,8 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
             continue
         for name in names:
             info = metric_info(name, cache)
-            b = metrics.case_values(base_case, name, cache)
-            h = metrics.case_values(head_case, name, cache)
+            b = registry.case_values(base_case, name, cache)
+            h = registry.case_values(head_case, name, cache)
             if not b or not h:
                 continue  # absent on either side: nothing to compare
             if info.deterministic:

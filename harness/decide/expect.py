@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .. import metrics
+from .. import metrics as registry
 from .compare import expand_metrics, metric_info
 from ..errors import TtfgError, UsageError
 from ..results.record import Results
 
 HEADER = ("case", "metric", "expected", "margin")
 #: Metrics an expectations file tracks unless told otherwise (the registry's choice).
-DEFAULT_METRICS = ("counters.*", *metrics.names(lambda m: m.expected_by_default))
+DEFAULT_METRICS = ("counters.*", *registry.names(lambda m: m.expected_by_default))
 #: Check statuses; only the first two fail.
 FAILING = ("regressed", "improved")
 STATUSES = (*FAILING, "ok", "not measured", "new")
@@ -203,7 +203,7 @@ def measured_values(results: Iterable[Results], metrics: Iterable[str] | None = 
             if case.skipped:
                 continue
             for info in infos:
-                values = metrics.case_values(case, info.name, info.cache)
+                values = registry.case_values(case, info.name, info.cache)
                 if values:
                     out.setdefault((case.id, info.name), []).extend(values)
     return out
@@ -229,7 +229,7 @@ def default_margin(metric: str, values: list[float]) -> float:
     float
         Relative margin, rounded up to 0.001.
     """
-    margin = metrics.get(metric).expect_margin or 0.0
+    margin = registry.get(metric).expect_margin or 0.0
     median = _median(values)
     if median > 0 and len(values) > 1:
         spread = (max(values) - min(values)) / median
