@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.decide import stats
+from harness.decide import stats as S
 from harness.decide.stats import (
     VERDICTS, Effect, PowerLawFit, SequentialPairedTest, Summary, Verdict, compare_counter, compare_paired,
     compare_unpaired, decide, false_alarm_rate, fit_power_law, linearity, paired_effect, power, simulate_pairs,

@@ -45,7 +45,7 @@ def cpu_model() -> str:
 
 def git_state(root: str | os.PathLike | None = None) -> dict[str, Any]:
     """Commit, branch and dirty flag of the checkout ttfg runs from (nulls outside git)."""
-    root = Path(root or Path(__file__).resolve().parents[1])
+    root = Path(root or Path(__file__).resolve().parents[2])
 
     def git(*args: str) -> str | None:
         try:

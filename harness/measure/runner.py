@@ -31,7 +31,7 @@ from ..results.record import PHASES, SAMPLE_FIELDS, CaseResult, Results, now_iso
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
