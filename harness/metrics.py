@@ -45,6 +45,8 @@ GROUPS = ("time", "memory", "counters")
 
 #: Phases of a first gradient, in order; each is a ``{phase}_s`` metric.
 GRADIENT_PHASES = ("trace", "lower", "compile", "execute")
+#: Every phase of a cold process, in order.
+PROCESS_PHASES = ("import", "build", *GRADIENT_PHASES)
 #: The phases that are compilation in the broad sense: their sum is the compile total.
 COMPILE_PHASES = ("trace", "lower", "compile")
 #: Number fields of a sample that are not metrics, and why.
@@ -289,6 +291,6 @@ def case_values(case, name: str, cache: str | None = "cold") -> list[float]:
 
 
 __all__ = ["COMPILE_PHASES", "COUNTER_PREFIX", "DEPTH_METRICS", "EFFECT_METRICS", "GRADIENT_PHASES", "GROUPS",
-           "HEADLINE", "METRICS", "Metric", "NOT_METRICS", "SAMPLE_KINDS", "by_benchmark", "by_sample_kind",
+           "HEADLINE", "METRICS", "Metric", "NOT_METRICS", "PROCESS_PHASES", "SAMPLE_KINDS", "by_benchmark", "by_sample_kind",
            "case_values", "derive", "entries", "fields_of_kind", "get", "is_counter", "names", "raw",
            "sample_value"]

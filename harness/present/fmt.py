@@ -11,7 +11,8 @@ registry (``harness.metrics``: ``s``, ``bytes``, ``count``, ``ratio``). The rule
   keeps one decimal, ``4,027.5``);
 * shares and margins (``ratio`` unit, CV): ``97 %``, ``1.5 %``;
 * relative changes: signed, ``+5.2 %``, ``-12 %``, ``±0 %``;
-* factors (head / base, treatment / control): ``1.052×``, with intervals ``[0.950×, 1.100×]``;
+* factors (head / base, treatment / control): three decimals near 1, ``1.052×``, else three
+  significant digits, ``0.27×``, ``3.7×``; intervals ``[0.950×, 1.100×]``;
 * a missing value: ``–``.
 """
 
@@ -90,14 +91,12 @@ def change(v: float | None) -> str:
 
 
 def factor(v: float | None) -> str:
-    """A ratio of two values of one metric: ``1.052×``, ``0.270×``, ``12.5×``, ``120×``."""
+    """A ratio of two values of one metric: three decimals near 1 (``1.052×``, ``0.950×``),
+    where a 1 % threshold decides, else three significant digits (``0.27×``, ``3.7×``, ``120×``)."""
     if not _finite(v):
         return "∞×" if isinstance(v, float) and math.isinf(v) and v > 0 else MISSING
-    a = abs(v)
-    if 0.1 <= a < 10:
+    if 0.9 <= abs(v) <= 1.1:
         return f"{v:.3f}×"
-    if 10 <= a < 100:
-        return f"{v:.1f}×"
     return f"{v:.3g}×"
 
 

@@ -16,7 +16,7 @@ from .. import metrics
 #: first-gradient time the backend could not split into phases.
 STARTUP, UNSPLIT = "startup", "unsplit"
 #: The measured segments, in time order: the phases of a cold process (registry names).
-MEASURED = ("import_s", "build_s", *(f"{p}_s" for p in metrics.GRADIENT_PHASES))
+MEASURED = tuple(f"{p}_s" for p in metrics.PROCESS_PHASES)
 
 
 def segments() -> tuple[tuple[str, str], ...]:
