@@ -296,8 +296,8 @@ def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str) -> str:
             ax.xaxis.set_major_formatter(_formatter("s"))
             for y, r in zip(ypos, rows):
                 if r.cold and r.warm:
-                    text = (f"{r.cold / r.warm:.1f}× faster warm" if r.cold >= r.warm
-                            else f"{r.warm / r.cold:.1f}× slower warm")
+                    text = (f"{fmt.factor(r.cold / r.warm)} faster warm" if r.cold >= r.warm
+                            else f"{fmt.factor(r.warm / r.cold)} slower warm")
                     ax.text(1.01, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="#333333")
             ax.set_yticks(ypos, [r.label for r in rows])
             for tick, r in zip(ax.get_yticklabels(), rows):

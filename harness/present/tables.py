@@ -20,7 +20,7 @@ def console(stderr: bool = False) -> Console:
 def check_table(results, tolerance: float) -> Table:
     table = Table(title=f"gradient check vs float64 reference (tolerance {tolerance:g})", title_justify="left")
     for col, justify in (("case", "left"), ("status", "left"), ("loss", "right"), ("loss rel err", "right"),
-                         ("worst rel err", "right"), ("worst tensor", "left"), ("time s", "right")):
+                         ("worst rel err", "right"), ("worst tensor", "left"), ("time", "right")):
         table.add_column(col, justify=justify)
     style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim"}
     for r in results:
@@ -29,7 +29,7 @@ def check_table(results, tolerance: float) -> Table:
             continue
         table.add_row(
             r.case_id, f"[{style[r.status]}]{r.status}[/]", f"{r.loss:.6g}", f"{r.loss_error:.1e}",
-            f"{r.worst_error:.1e}", r.worst_tensor, f"{r.seconds:.2f}",
+            f"{r.worst_error:.1e}", r.worst_tensor, fmt.seconds(r.seconds),
         )
     return table
 
@@ -134,7 +134,7 @@ def depth_table(study) -> Table:
         fit = row.fit
         growth = fmt.exponent(fit.k, fit.k_ci_low, fit.k_ci_high) if fit else fmt.MISSING
         table.add_row(row.backend, row.metric, growth, row.growth,
-                      fmt.seconds(fit.a) if fit else fmt.MISSING, f"{fit.b:.3g}" if fit else fmt.MISSING, points,
+                      fmt.seconds(fit.a) if fit else fmt.MISSING, fmt.seconds(fit.b) if fit else fmt.MISSING, points,
                       row.note)
     return table
 
