@@ -82,6 +82,10 @@ def test_head_that_cannot_run_is_a_regression_and_base_failure_is_not():
     cmp = compare_results(results({CASE: good}), results({CASE: bad}))
     assert [(r.metric, r.verdict.verdict) for r in cmp.rows] == [("ok_samples", "regressed")]
     assert "head cannot run" in cmp.rows[0].verdict.reason and cmp.exit_code() == 1
+    from harness.present.markdown import comparison_markdown
+    from harness.present.tables import compare_table
+
+    assert compare_table(cmp).row_count == 1 and "**regressed**" in comparison_markdown(cmp)  # a row, not a metric
     cmp = compare_results(results({CASE: bad}), results({CASE: good}))
     assert cmp.rows[0].verdict.verdict == "inconclusive" and cmp.exit_code() == 0
 

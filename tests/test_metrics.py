@@ -180,6 +180,7 @@ def test_one_rule_per_unit():
     assert fmt.interval(0.95, 1.1) == "[0.950×, 1.100×]" and fmt.seconds(None) == fmt.MISSING
     for m in metrics.entries():
         assert fmt.metric_value(m.name, 1234.5) == fmt.value(1234.5, m.unit)
+    assert fmt.metric_value("ok_samples", float("nan")) == fmt.MISSING  # a failure row, not a metric
 
 
 def _comparison():

@@ -76,8 +76,12 @@ def value(v: float | None, unit: str) -> str:
 
 
 def metric_value(name: str, v: float | None) -> str:
-    """Format ``v`` with the unit the registry gives metric ``name``."""
-    return value(v, metrics.get(name).unit)
+    """Format ``v`` with the unit the registry gives metric ``name``.
+
+    A row that is not a metric (``ok_samples``: a case one side could not run) counts things.
+    """
+    known = name in metrics.METRICS or metrics.is_counter(name)
+    return value(v, metrics.get(name).unit if known else "count")
 
 
 def change(v: float | None) -> str:
