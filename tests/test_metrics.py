@@ -176,7 +176,8 @@ def test_one_rule_per_unit():
     assert [fmt.count(v) for v in (4027, 4027.5, 12_345_678)] == ["4,027", "4,027.5", "12,345,678"]
     assert [fmt.change(v) for v in (0.052, -0.12, 0.0)] == ["+5.2 %", "-12.0 %", "±0 %"]
     assert [fmt.percent(v) for v in (0.015, 0.97)] == ["1.5 %", "97 %"]
-    assert [fmt.factor(v) for v in (1.0523, 0.95, 0.27, 3.704, 120.0)] == ["1.052×", "0.950×", "0.27×", "3.7×", "120×"]
+    assert [fmt.factor(v) for v in (1.0523, 0.95, 0.27, 3.704, 12.53, 120.0)] == [
+        "1.052×", "0.950×", "0.270×", "3.704×", "12.5×", "120×"]
     assert fmt.interval(0.95, 1.1) == "[0.950×, 1.100×]" and fmt.seconds(None) == fmt.MISSING
     for m in metrics.entries():
         assert fmt.metric_value(m.name, 1234.5) == fmt.value(1234.5, m.unit)

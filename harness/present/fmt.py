@@ -11,8 +11,8 @@ registry (``harness.metrics``: ``s``, ``bytes``, ``count``, ``ratio``). The rule
   keeps one decimal, ``4,027.5``);
 * shares and margins (``ratio`` unit, CV): ``97 %``, ``1.5 %``;
 * relative changes: signed, ``+5.2 %``, ``-12 %``, ``±0 %``;
-* factors (head / base, treatment / control): three decimals near 1, ``1.052×``, else three
-  significant digits, ``0.27×``, ``3.7×``; intervals ``[0.950×, 1.100×]``;
+* factors (head / base, treatment / control): three decimals from 0.1 to 10, ``1.052×``,
+  ``0.270×``, else three significant digits, ``12.5×``; intervals ``[0.950×, 1.100×]``;
 * a missing value: ``–``.
 """
 
@@ -95,11 +95,12 @@ def change(v: float | None) -> str:
 
 
 def factor(v: float | None) -> str:
-    """A ratio of two values of one metric: three decimals near 1 (``1.052×``, ``0.950×``),
-    where a 1 % threshold decides, else three significant digits (``0.27×``, ``3.7×``, ``120×``)."""
+    """A ratio of two values of one metric: three decimals from 0.1 to 10 (``1.052×``,
+    ``0.270×``, ``3.704×``: a 1 % threshold must be readable), else three significant
+    digits (``12.5×``, ``120×``, ``0.0512×``)."""
     if not _finite(v):
         return "∞×" if isinstance(v, float) and math.isinf(v) and v > 0 else MISSING
-    if 0.9 <= abs(v) <= 1.1:
+    if 0.1 <= abs(v) < 10:
         return f"{v:.3f}×"
     return f"{v:.3g}×"
 
