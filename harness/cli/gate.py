@@ -93,7 +93,7 @@ def cmd_compare(args) -> int:
     from ..results import record
     from ..decide.compare import Thresholds, compare_results
     from ..present.markdown import comparison_markdown
-    from ..present.tables import compare_table, console as make_console
+    from ..present.tables import compare_table, console as make_console, row_change
 
     base = record.load(args.base)
     head = record.load(args.head)
@@ -112,7 +112,8 @@ def cmd_compare(args) -> int:
             console.print(compare_table(cmp))
         for r in cmp.rows:
             if r.verdict.verdict in ("regressed", "improved"):
-                console.print(f"{r.verdict.verdict}: {r.case} {r.metric}: {r.verdict.reason}", highlight=False)
+                console.print(f"{r.verdict.verdict}: {r.case} {r.metric}{row_change(r)}: {r.verdict.reason}",
+                              highlight=False)
         for note in cmp.notes:
             console.print(f"[yellow]note[/]: {note}", highlight=False)
         counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)

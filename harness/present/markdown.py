@@ -8,7 +8,7 @@ unchanged rows away (``<details>``) instead of listing dozens of identical count
 from __future__ import annotations
 
 from . import fmt
-from .tables import counter_changes, row_values
+from .tables import counter_changes, row_change, row_values
 from ..decide.compare import Comparison
 
 ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
@@ -57,7 +57,8 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
     same = [r for r in cmp.rows if r.verdict.verdict == "unchanged"]
     if notable:
         lines += _table(header, [row(r) for r in notable]) + [""]
-        lines += [f"- `{r.case}` {r.metric}: {r.verdict.reason}" for r in notable if r.verdict.verdict != "inconclusive"]
+        lines += [f"- `{r.case}` {r.metric}{row_change(r)}: {r.verdict.reason}"
+                  for r in notable if r.verdict.verdict != "inconclusive"]
         lines.append("")
     if same:
         lines += ["<details><summary>" + f"{len(same)} unchanged</summary>", ""]

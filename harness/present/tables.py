@@ -153,6 +153,11 @@ def row_values(r) -> tuple[str, str]:
     return fmt.metric_value(r.metric, r.base.median), fmt.metric_value(r.metric, r.head.median)
 
 
+def row_change(r) -> str:
+    """`` 4,027 -> 4,100`` for a verdict line; empty for a failure row (no values)."""
+    return "" if r.compared_as == "failure" else " " + " -> ".join(row_values(r))
+
+
 def counter_changes(rows) -> str:
     """``jaxpr_eqns 304 -> 310; alloc_count 4,027 -> 4,100`` for the gate's explanation rows."""
     return "; ".join(f"{r.metric.removeprefix(metrics.COUNTER_PREFIX)} {fmt.metric_value(r.metric, r.base.median)}"
