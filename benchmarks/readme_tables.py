@@ -3,7 +3,7 @@
     python benchmarks/readme_tables.py runs/
 
 Prints every table the README quotes, so its figures are copied from measured files,
-never typed by hand.
+never typed by hand, and formatted by ``harness.present.fmt`` like every other table.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import statistics
 import sys
 from pathlib import Path
 
+from harness.present import fmt
 from harness.results import record
 
 
-def fmt(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1000:.1f} ms" if v < 0.1 else f"{v:.2f} s"
+def _median(values):
+    return statistics.median(values) if values else None
 
 
 def ttfg_table(res: record.Results) -> str:
@@ -34,10 +33,10 @@ def ttfg_table(res: record.Results) -> str:
         cv = statistics.stdev(first) / statistics.fmean(first) if len(first) > 1 else None
         share = case.values("compile_share")
         lines.append(
-            f"| `{case.backend}` | {len(first)} | {fmt(statistics.median(first))} | {fmt(min(first))}-{fmt(max(first))} | "
-            f"{'-' if cv is None else f'{100 * cv:.0f} %'} | {fmt(statistics.median(case.values('process_ttfg_s')))} | "
-            f"{'-' if not share else f'{100 * statistics.median(share):.0f} %'} | "
-            f"{fmt(statistics.median(case.values('second_grad_s')))} |")
+            f"| `{case.backend}` | {len(first)} | {fmt.seconds(statistics.median(first))} | "
+            f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))} | {fmt.percent(cv)} | "
+            f"{fmt.seconds(_median(case.values('process_ttfg_s')))} | {fmt.percent(_median(share))} | "
+            f"{fmt.seconds(_median(case.values('second_grad_s')))} |")
     return "\n".join(lines)
 
 
@@ -50,14 +49,10 @@ def allocation_table(res: record.Results) -> str:
             continue
         spread = (max(counts) - min(counts)) / statistics.median(counts)
         cold, warm = case.values("first_grad_s", cache="cold"), case.values("first_grad_s", cache="warm")
-        cw = f"{fmt(statistics.median(cold))} / {fmt(statistics.median(warm))}" if cold and warm else "-"
-        lines.append(f"| `{case.backend}` | {', '.join(f'{int(c):,}' for c in counts)} | {100 * spread:.2f} % | "
-                     f"{fmt_bytes(statistics.median(case.values('alloc_bytes', kind='allocations', cache=None)))} | {cw} |")
+        cw = f"{fmt.seconds(_median(cold))} / {fmt.seconds(_median(warm))}" if cold and warm else fmt.MISSING
+        lines.append(f"| `{case.backend}` | {', '.join(fmt.count(c) for c in counts)} | {fmt.percent(spread)} | "
+                     f"{fmt.bytes_(_median(case.values('alloc_bytes', kind='allocations', cache=None)))} | {cw} |")
     return "\n".join(lines)
-
-
-def fmt_bytes(v: float) -> str:
-    return f"{v / 1e6:.1f} MB"
 
 
 def study_table(res: record.Results) -> str:
@@ -66,17 +61,17 @@ def study_table(res: record.Results) -> str:
         lines = ["| backend | phase | k (95 % interval) | growth | median at depth 1 / 60 |", "| --- | --- | --- | --- | --- |"]
         for row in study["depth"]:
             fit, pts = row["fit"], row["points"]
-            k = "-" if not fit else f"{fit['k']:.2f} [{fit['k_ci_low']:.2f}, {fit['k_ci_high']:.2f}]"
-            ends = f"{fmt(pts[0][1])} / {fmt(pts[-1][1])}" if pts else "-"
+            k = fmt.MISSING if not fit else fmt.exponent(fit["k"], fit["k_ci_low"], fit["k_ci_high"]).removeprefix("k = ")
+            ends = f"{fmt.seconds(pts[0][1])} / {fmt.seconds(pts[-1][1])}" if pts else fmt.MISSING
             lines.append(f"| `{row['backend']}` | {row['metric']} | {k} | {row['growth']} | {ends} |")
         return "\n".join(lines)
     lines = [f"| backend | metric | {study.get('study')}: treatment / control (95 % interval) | pairs | p |",
              "| --- | --- | --- | --- | --- |"]
     for row in study.get("effects", []):
         e = row["effect"]
-        text = "-" if not e else f"{e['ratio']:.2f}x [{e['ci_low']:.2f}, {e['ci_high']:.2f}]"
+        text = fmt.MISSING if not e else f"{fmt.factor(e['ratio'])} {fmt.interval(e['ci_low'], e['ci_high'])}"
         lines.append(f"| `{row['backend']}` | {row['metric']} | {row['treatment']} / {row['control']}: {text} | "
-                     f"{e['n'] if e else '-'} | {'-' if not e else format(e['p_value'], '.2g')} |")
+                     f"{e['n'] if e else fmt.MISSING} | {fmt.MISSING if not e else fmt.p_value(e['p_value'])} |")
     return "\n".join(lines)
 
 

@@ -81,18 +81,11 @@ def track_autograd_primitives(cache, model, backend, variant):
     return asv_bench.value(cache, "counters.autograd_primitives", model, backend, variant)
 
 
-# Attributes are not part of asv's code hash; units are explicit per metric.
+# Attributes are not part of asv's code hash; each unit comes from the metric registry.
 setup_cache.timeout = asv_bench.setup_timeout_s()
-UNITS = {
-    track_first_grad_seconds: "seconds", track_process_ttfg_seconds: "seconds", track_compile_seconds: "seconds",
-    track_import_seconds: "seconds", track_second_grad_seconds: "seconds", track_peak_rss_bytes: "bytes",
-    track_alloc_count: "count", track_alloc_bytes: "bytes",
-    track_jaxpr_eqns: "count", track_hlo_ops: "count", track_backend_compiles: "count", track_graphs: "count",
-    track_graph_breaks: "count", track_recompiles: "count", track_fx_nodes: "count",
-    track_autograd_nodes: "count", track_autograd_primitives: "count",
-}
-for _track, _unit in UNITS.items():
-    _track.unit = _unit
-    _track.params = asv_bench.params()
-    _track.param_names = asv_bench.PARAM_NAMES
-del _track, _unit
+for _name, _track in list(globals().items()):
+    if _name.startswith("track_"):
+        _track.unit = asv_bench.unit(_name)
+        _track.params = asv_bench.params()
+        _track.param_names = asv_bench.PARAM_NAMES
+del _name, _track

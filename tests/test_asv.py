@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import metrics
 from harness.history import asv_suite as asv_bench, asv_results
 from harness.results.record import CaseResult, Sample
 
@@ -69,7 +70,7 @@ def test_suite_functions_are_one_liners_with_units_and_the_full_matrix():
         assert len(body) == 2, f"{name} must stay a one-line call into harness.history.asv_suite"
         metric = re.search(r'asv_bench\.value\(cache, "([^"]+)", model, backend, variant\)', body[1]).group(1)
         used.add(metric)
-        assert fn.unit == asv_bench.METRICS[metric], name
+        assert fn.unit == metrics.get(metric).asv_unit, name
         assert fn.param_names == ["model", "backend", "variant"]
         assert fn.params == asv_bench.params()
     assert used == set(asv_bench.METRICS)
@@ -233,14 +234,13 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
 
 
 def test_every_suite_benchmark_maps_to_the_metric_it_reads():
-    """The report reads asv history through BENCHMARK_METRICS; it must match the suites' code."""
+    """The report reads asv history through the registry's asv_benchmark names; they must match the suites' code."""
 
-    from harness.history.asv_suite import BENCHMARK_METRICS
     from harness.history.points import metric_from_benchmark
 
     suite = (ROOT / "suites" / "ttfg.py").read_text()
     reads = dict(re.findall(r"def (track_\w+)\(.*?\):\n\s+return asv_bench\.value\(cache, \"([\w.]+)\"", suite))
-    assert reads and reads == BENCHMARK_METRICS
+    assert reads and reads == {m.asv_benchmark: m.name for m in metrics.entries() if m.asv_benchmark}
     assert metric_from_benchmark("ttfg.track_first_grad_seconds", {}) == "first_grad_s"
     assert metric_from_benchmark("ttfg.track_hlo_ops", {}) == "counters.hlo_ops"
 

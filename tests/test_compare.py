@@ -5,7 +5,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.decide.compare import Thresholds, compare_results, expand_metrics, format_value
+from harness.decide.compare import Thresholds, compare_results, expand_metrics
+from harness.present.fmt import metric_value
 from harness.errors import UsageError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
@@ -81,6 +82,10 @@ def test_head_that_cannot_run_is_a_regression_and_base_failure_is_not():
     cmp = compare_results(results({CASE: good}), results({CASE: bad}))
     assert [(r.metric, r.verdict.verdict) for r in cmp.rows] == [("failures", "regressed")]
     assert "head never produced a good sample" in cmp.rows[0].verdict.reason and cmp.exit_code() == 1
+    from harness.present.markdown import comparison_markdown
+    from harness.present.tables import compare_table
+
+    assert compare_table(cmp).row_count == 1 and "**regressed**" in comparison_markdown(cmp)  # a row, not a metric
     cmp = compare_results(results({CASE: bad}), results({CASE: good}))
     assert cmp.rows[0].verdict.verdict == "inconclusive" and cmp.exit_code() == 0
 
@@ -115,7 +120,7 @@ def test_metric_expansion_and_unknown_metrics():
     assert names == ["first_grad_s", "counters.hlo_ops", "counters.jaxpr_eqns"]
     with pytest.raises(UsageError, match="unknown metric 'first_grad'"):
         expand_metrics(["first_grad"], base, head)
-    assert format_value("first_grad_s", 0.0042) == "4.2ms" and format_value("alloc_bytes", 2.5e6) == "2.5MB"
+    assert metric_value("first_grad_s", 0.0042) == "4.2 ms" and metric_value("alloc_bytes", 2.5 * 2**20) == "2.5 MiB"
 
 
 @pytest.fixture

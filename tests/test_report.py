@@ -370,7 +370,7 @@ def test_plots_are_downsampled_for_long_histories():
 
 
 def _x(v: float) -> str:
-    return f"{v:.2f}×"
+    return fmt.factor(v)
 
 
 def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
@@ -398,7 +398,8 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
     samples = {c.variant["chain"]: c.values("first_grad_s") for c in chain.cases}
     assert first[2] == (f"unrolled {fmt.seconds(float(np.median(samples['unrolled'])))} → "
                         f"scan {fmt.seconds(float(np.median(samples['scan'])))}")
-    assert first[5] == "scan 3.7× faster"
+    ratio = next(e["effect"]["ratio"] for e in effects if (e["backend"], e["metric"]) == ("jax.jit", "first_grad_s"))
+    assert first[5] == f"scan {fmt.factor(1 / ratio)} faster" and first[5].startswith("scan 3.7")
     for d in fits:  # backend, metric, k, interval, growth, a, b, span, depths
         cells, fit = page.cells[f"{d['backend']}/{d['metric']}"], d["fit"]
         assert cells[2] == f"{fit['k']:.2f}" and cells[3] == f"[{fit['k_ci_low']:.2f}, {fit['k_ci_high']:.2f}]"

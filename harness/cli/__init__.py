@@ -220,11 +220,11 @@ def cmd_run(args) -> int:
 
 def cmd_study(args) -> int:
     import json
-    from pathlib import Path
 
     from ..errors import UsageError
     from ..measure.runner import RunSettings
     from ..decide.study import run_study
+    from ..present import fmt
     from ..present.tables import console as make_console, depth_table, effects_table
 
     if args.repeat < 2:
@@ -244,7 +244,7 @@ def cmd_study(args) -> int:
         status = "ok" if sample.ok else f"[red]failed[/red]: {sample.error}"
         first = sample.first_grad_s
         console.print(f"  [{done}/{total}] {case.id} "
-                      f"{'' if first is None else f'{first:.3f}s '}{status}", highlight=False)
+                      f"{'' if first is None else fmt.seconds(first) + ' '}{status}", highlight=False)
 
     try:
         result = run_study(args.study, args.model, args.backend, settings, out, on_sample)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import options
 from ..files import atomic_write_text
+from .. import metrics
 
 EXIT_CODES = """\
 exit codes:
@@ -68,11 +69,11 @@ intended ('update', or the file written by --write-suggested).
 
 def print_expectations(console, check, suggested_path, not_run_what: str) -> None:
     """The expectations table, one line per failed row, and where the suggested file went."""
-    from ..present.tables import expectations_table
+    from ..present.tables import expectation_line, expectations_table
 
     console.print(expectations_table(check))
     for r in check.failures():
-        console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {r.message}", highlight=False)
+        console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {expectation_line(r)}", highlight=False)
     if check.not_run:
         console.print(f"{check.not_run} expectation row(s) are for {not_run_what} (not checked)", highlight=False)
     if suggested_path:
@@ -91,9 +92,9 @@ def _out(text: str, path: str | None) -> None:
 
 def cmd_compare(args) -> int:
     from ..results import record
-    from ..decide.compare import Thresholds, compare_results, DEFAULT_MIN_EFFECT, DEFAULT_THRESHOLD
+    from ..decide.compare import Thresholds, compare_results
     from ..present.markdown import comparison_markdown
-    from ..present.tables import compare_table, console as make_console
+    from ..present.tables import compare_table, console as make_console, row_change
 
     from .outputs import output_file
 
@@ -101,8 +102,8 @@ def cmd_compare(args) -> int:
     base = record.load(args.base)
     head = record.load(args.head)
     cmp = compare_results(base, head, metrics=args.metric,
-                          min_effect=Thresholds.parse(args.min_effect, DEFAULT_MIN_EFFECT, "--min-effect"),
-                          threshold=Thresholds.parse(args.threshold, DEFAULT_THRESHOLD, "--threshold"),
+                          min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
+                          threshold=Thresholds.parse(args.threshold, None, "--threshold"),
                           alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head)
     code = cmp.exit_code()
     if args.format == "json":
@@ -115,7 +116,8 @@ def cmd_compare(args) -> int:
             console.print(compare_table(cmp))
         for r in cmp.rows:
             if r.verdict.verdict in ("regressed", "improved"):
-                console.print(f"{r.verdict.verdict}: {r.case} {r.metric}: {r.verdict.reason}", highlight=False)
+                console.print(f"{r.verdict.verdict}: {r.case} {r.metric}{row_change(r)}: {r.verdict.reason}",
+                              highlight=False)
         for note in cmp.notes:
             console.print(f"[yellow]note[/]: {note}", highlight=False)
         counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
@@ -126,23 +128,25 @@ def cmd_compare(args) -> int:
 
 
 def _progress_line(event) -> str:
-    from ..decide.compare import format_interval, format_value
+    from .. import metrics
+    from ..present import fmt
 
     def side(sample):
-        if not sample.ok:
-            return f"FAILED ({(sample.error or '')[:80]})"
-        return format_value(event.metric, sample.value(event.metric))
+        if not sample["ok"]:
+            return f"FAILED ({(sample.get('error') or '')[:80]})"
+        return fmt.metric_value(event.metric, metrics.sample_value(sample, event.metric))
 
     b, h = event.base, event.head
     pair_ratio = ""
-    if b.ok and h.ok and b.value(event.metric) and h.value(event.metric):
-        pair_ratio = f" x{h.value(event.metric) / b.value(event.metric):.2f}"
+    bv = metrics.sample_value(b, event.metric) if b["ok"] else None
+    hv = metrics.sample_value(h, event.metric) if h["ok"] else None
+    if bv and hv:
+        pair_ratio = f" {fmt.factor(hv / bv)}"
     v = event.verdict
-    running = f"ratio {v.ratio:.3f}" if v.ratio == v.ratio else "ratio -"
-    interval = format_interval(v)
+    interval = fmt.interval(v.ci_low, v.ci_high)
     return (f"[{event.elapsed_s:5.0f}s/{event.budget_s:.0f}s] {event.case} pair {event.pair}: base {side(b)} "
-            f"head {side(h)}{pair_ratio} | {event.complete_pairs} pairs: {running}"
-            + (f" [{interval}]" if interval != "-" else "") + f" {v.verdict}")
+            f"head {side(h)}{pair_ratio} | {event.complete_pairs} pairs: ratio {fmt.factor(v.ratio)}"
+            + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
 def _raise_interrupt(signum, frame):
@@ -315,15 +319,14 @@ def add_gate_commands(sub) -> None:
     p.add_argument("base", metavar="BASE.json")
     p.add_argument("head", metavar="HEAD.json")
     p.add_argument("--metric", action="append", metavar="NAME",
-                   help="metric or glob, repeatable or comma-separated (default: first_grad_s, process_ttfg_s, "
-                        "compile_s, import_s, second_grad_s, peak_rss_bytes, alloc_count, alloc_bytes, instructions, "
-                        "counters.*)")
+                   help="metric or glob, repeatable or comma-separated (default: "
+                        f"{', '.join(metrics.by_sample_kind(lambda m: m.compared_by_default))}, counters.*)")
     p.add_argument("--min-effect", action="append", metavar="[METRIC=]FRACTION",
                    help="minimum relative effect for timings, global (0.05 or 5%%) or per metric "
-                        "(first_grad_s=0.10); repeatable (default: 0.05)")
+                        "(first_grad_s=0.10); repeatable (default: each metric's, 0.05)")
     p.add_argument("--threshold", action="append", metavar="[METRIC=]FRACTION",
                    help="relative threshold for deterministic counters, global or per metric "
-                        "('counters.*=0'); repeatable (default: 0.01)")
+                        "('counters.*=0'); repeatable (default: each metric's, 0.01)")
     p.add_argument("--alpha", type=options.alpha, default=0.01, help="significance level of the timing tests (default: 0.01)")
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
@@ -348,7 +351,8 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--budget", default="10m", metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
-    p.add_argument("--min-effect", type=options.min_effect, default=0.05, help="minimum relative effect (default: 0.05)")
+    p.add_argument("--min-effect", type=options.min_effect, default=None,
+                   help="minimum relative effect (default: the metric's, 0.05 for timings)")
     p.add_argument("--alpha", type=options.alpha, default=0.01, help="overall significance level (default: 0.01)")
     p.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5, help="pairs before the first look (default: 5)")
     p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60, help="pairs at most per case (default: 60)")
@@ -383,7 +387,8 @@ def add_gate_commands(sub) -> None:
     u.add_argument("--out", required=True, metavar="FILE",
                    help="expectations CSV; when it exists its margins and unmeasured rows are kept")
     u.add_argument("--metric", action="append", metavar="NAME",
-                   help="deterministic metrics or globs (default: counters.*, alloc_count)")
+                   help="deterministic metrics or globs (default: counters.*, "
+                        f"{', '.join(metrics.names(lambda m: m.expected_by_default))})")
     u.add_argument("--margin", action="append", metavar="METRIC=FRACTION",
                    help="margin for matching rows, e.g. alloc_count=0.02 or 'counters.*=0' (repeatable)")
     u.add_argument("--fresh", action="store_true", help="ignore the existing file's rows and margins")

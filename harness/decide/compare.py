@@ -12,8 +12,10 @@ Two results files measured at different times cannot tell machine drift from a c
 change; that is what ``ttfg gate`` (paired, interleaved) is for. The comparison says so
 in its notes when the two files were measured under different conditions.
 
-This module holds the logic only; the command line is in ``gate_cli.py``, terminal
-tables in ``tables.py`` and Markdown in ``markdown.py``.
+Which metrics exist, their kinds and default thresholds come from the registry
+(``harness.metrics``). This module holds the logic only; the command line is in
+``cli/gate.py``, terminal tables in ``present/tables.py`` and Markdown in
+``present/markdown.py``, all numbers formatted by ``present/fmt.py``.
 """
 
 from __future__ import annotations
@@ -23,25 +25,16 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from .. import metrics as registry
 from ..errors import UsageError
-from ..results.format import SAMPLE_FIELDS, is_number
+from ..metrics import COUNTER_PREFIX
 from ..results.model import Results
 
 if TYPE_CHECKING:
     from .stats import Summary, Verdict
 
-#: Noisy metrics of timing samples, compared by a test plus a minimum effect.
-TIMING_METRICS = ("first_grad_s", "process_ttfg_s", "import_s", "build_s", "second_grad_s", "trace_s",
-                  "lower_s", "compile_s", "execute_s", "cpu_s", "peak_rss_bytes")
-#: Deterministic metrics of allocation samples (memray), compared by a threshold.
-ALLOCATION_METRICS = ("alloc_count", "alloc_bytes", "alloc_peak_bytes")
-INSTRUCTION_METRICS = ("instructions",)
-COUNTER_PREFIX = "counters."
-#: What ``ttfg compare`` looks at unless told otherwise; absent metrics are skipped.
-DEFAULT_METRICS = ("first_grad_s", "process_ttfg_s", "compile_s", "import_s", "second_grad_s", "peak_rss_bytes",
-                   "alloc_count", "alloc_bytes", "instructions", "counters.*")
-DEFAULT_MIN_EFFECT = 0.05
-DEFAULT_THRESHOLD = 0.01
+#: What ``ttfg compare`` looks at unless told otherwise (the registry's choice); absent metrics are skipped.
+DEFAULT_METRICS = (*registry.by_sample_kind(lambda m: m.compared_by_default), "counters.*")
 DEFAULT_ALPHA = 0.01
 #: Environment fields that change what a timing means; a difference becomes a note.
 CONDITIONS = ("hostname", "cpu", "cpu_count", "python", "packages", "probe_env")
@@ -61,13 +54,13 @@ class Metric:
 
 
 def metric_info(name: str, cache: str = "cold") -> Metric:
-    """Classify a metric name.
+    """Classify a metric name (from the registry, ``harness.metrics``).
 
     Parameters
     ----------
     name : str
-        A sample field (``first_grad_s``, ``alloc_count``, ``instructions``) or
-        ``counters.NAME``.
+        A sample field (``first_grad_s``, ``alloc_count``, ``instructions``), a derived
+        metric (``first_grad_compile_s``) or ``counters.NAME``.
     cache : str
         Cache mode of the timing samples to compare (``cold`` or ``warm``).
 
@@ -80,16 +73,8 @@ def metric_info(name: str, cache: str = "cold") -> Metric:
     UsageError
         When the name is not a metric of the results format.
     """
-    if name.startswith(COUNTER_PREFIX) and len(name) > len(COUNTER_PREFIX):
-        return Metric(name, "timing", cache, True)
-    if name in TIMING_METRICS:
-        return Metric(name, "timing", cache, False)
-    if name in ALLOCATION_METRICS:
-        return Metric(name, "allocations", None, True)
-    if name in INSTRUCTION_METRICS:
-        return Metric(name, "instructions", None, True)
-    known = ", ".join((*TIMING_METRICS, *ALLOCATION_METRICS, *INSTRUCTION_METRICS, "counters.NAME"))
-    raise UsageError(f"unknown metric {name!r}; known metrics: {known} (glob patterns such as counters.* work too)")
+    info = registry.get(name)
+    return Metric(name, info.sample, cache if info.cache_applies else None, info.deterministic)
 
 
 def is_pattern(text: str) -> bool:
@@ -100,14 +85,17 @@ def available_metrics(results: Results) -> list[str]:
     """Metrics with at least one value in some good sample of ``results``, in a stable order."""
     found: set[str] = set()
     counters: set[str] = set()
+    listed = registry.by_sample_kind(lambda m: not registry.is_counter(m.name))
     for case in results.cases:
         for s in case.samples:
             if not s.ok:
                 continue
-            found.update(key for key in SAMPLE_FIELDS.get(s.kind, {}) if s.value(key) is not None)
-            counters.update(COUNTER_PREFIX + key for key, value in (s.counters or {}).items() if is_number(value))
-    ordered = [m for m in (*TIMING_METRICS, *ALLOCATION_METRICS, *INSTRUCTION_METRICS) if m in found]
-    return ordered + sorted(counters)
+            found.update(name for name in listed
+                         if registry.get(name).sample == s["kind"] and registry.sample_value(s, name) is not None)
+            for key, value in (s.get("counters") or {}).items():
+                if registry.raw(s, COUNTER_PREFIX + key) is not None:
+                    counters.add(COUNTER_PREFIX + key)
+    return [m for m in listed if m in found] + sorted(counters)
 
 
 def expand_metrics(patterns: Iterable[str] | None, *results: Results) -> list[str]:
@@ -165,22 +153,24 @@ class Thresholds:
 
     Built from command-line values such as ``0.05`` (global) and
     ``first_grad_s=0.10`` or ``counters.*=0`` (per metric). An exact name wins over a
-    pattern, a pattern over the global value.
+    pattern, a pattern over the global value, the global value over the registry's
+    ``threshold`` of the metric (``default`` None: the registry decides).
     """
 
-    default: float
+    default: float | None = None
     per_metric: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, texts: Iterable[str] | None, default: float, what: str) -> "Thresholds":
+    def parse(cls, texts: Iterable[str] | None, default: float | None, what: str) -> "Thresholds":
         """Parse repeated ``VALUE`` / ``METRIC=VALUE`` options.
 
         Parameters
         ----------
         texts : iterable of str or None
             Option values as given on the command line.
-        default : float
-            The global value when no bare ``VALUE`` is given.
+        default : float or None
+            The global value when no bare ``VALUE`` is given (None: each metric's
+            registry threshold).
         what : str
             The option's name, for error messages.
 
@@ -211,13 +201,13 @@ class Thresholds:
         for key, value in self.per_metric.items():
             if is_pattern(key) and fnmatch.fnmatchcase(metric, key):
                 return value
-        return self.default
+        return registry.get(metric).threshold if self.default is None else self.default
 
 
-def _thresholds(value: "Thresholds | float | None", default: float) -> Thresholds:
+def _thresholds(value: "Thresholds | float | None") -> Thresholds:
     if isinstance(value, Thresholds):
         return value
-    return Thresholds(default if value is None else float(value))
+    return Thresholds(None if value is None else float(value))
 
 
 @dataclass
@@ -335,9 +325,9 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     metrics : iterable of str or None
         Names or glob patterns (:func:`expand_metrics`); default :data:`DEFAULT_METRICS`.
     min_effect : Thresholds or float or None
-        Minimum relative effect for timing metrics (default 5 %).
+        Minimum relative effect for timing metrics (default: the registry's, 5 %).
     threshold : Thresholds or float or None
-        Relative threshold for deterministic counters (default 1 %).
+        Relative threshold for deterministic counters (default: the registry's, 1 %).
     alpha : float
         Significance level of the timing tests.
     cache : str
@@ -354,8 +344,8 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     """
     from .stats import compare_counter, compare_unpaired, summarize
 
-    effects = _thresholds(min_effect, DEFAULT_MIN_EFFECT)
-    limits = _thresholds(threshold, DEFAULT_THRESHOLD)
+    effects = _thresholds(min_effect)
+    limits = _thresholds(threshold)
     names = expand_metrics(metrics, base, head)
     out = Comparison(base_label or str(base.path or "base"), head_label or str(head.path or "head"), alpha)
     out.notes += condition_notes(base, head)
@@ -382,8 +372,8 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
             continue
         for name in names:
             info = metric_info(name, cache)
-            b = base_case.values(name, kind=info.kind, cache=info.cache)
-            h = head_case.values(name, kind=info.kind, cache=info.cache)
+            b = registry.case_values(base_case, name, cache)
+            h = registry.case_values(head_case, name, cache)
             if not b or not h:
                 continue  # absent on either side: nothing to compare
             if info.deterministic:
@@ -395,32 +385,3 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
             out.rows.append(Row(base_case.id, name, "counter" if info.deterministic else "timing", limit,
                                 summarize(b), summarize(h), verdict))
     return out
-
-
-def format_value(metric: str, value: float | None) -> str:
-    """A value with the unit its name implies: seconds, bytes (MB) or a count."""
-    if value is None or not isinstance(value, (int, float)) or value != value:
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    if metric.endswith("_s"):
-        return f"{value * 1000:.1f}ms" if value < 0.1 else f"{value:.3f}s"
-    if metric.endswith("_bytes"):
-        return f"{value / 1e6:,.1f}MB"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
-
-
-def format_ratio(verdict) -> str:
-    r = verdict.ratio
-    return "-" if r is None or r != r else ("inf" if math.isinf(r) else f"{r:.3f}")
-
-
-def format_interval(verdict) -> str:
-    lo, hi = verdict.ci_low, verdict.ci_high
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return "-"
-
-    def bound(x: float) -> str:  # 3 decimals near 1; huge bounds (a handful of noisy pairs) stay short
-        return "inf" if math.isinf(x) else (f"{x:.3f}" if x < 100 else f"{x:.3g}")
-
-    return f"{bound(lo)}-{bound(hi)}"

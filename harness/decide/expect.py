@@ -30,16 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .. import metrics as registry
 from .compare import expand_metrics, metric_info
 from ..errors import TtfgError, UsageError
 from ..files import atomic_write_text
 from ..results.record import Results
 
 HEADER = ("case", "metric", "expected", "margin")
-#: Metrics an expectations file tracks unless told otherwise.
-DEFAULT_METRICS = ("counters.*", "alloc_count")
-#: Default margin by metric when a row is created; structural counters are exact (0).
-DEFAULT_MARGINS = {"alloc_count": 0.02, "alloc_bytes": 0.02, "alloc_peak_bytes": 0.05, "instructions": 0.015}
+#: Metrics an expectations file tracks unless told otherwise (the registry's choice).
+DEFAULT_METRICS = ("counters.*", *registry.names(lambda m: m.expected_by_default))
 #: Check statuses; the first three fail. ``vanished``: the case ran and produced samples of
 #: the metric's kind, but none carries the metric (a counter was renamed or dropped), so
 #: the expectation cannot be checked; passing it would let a locked counter disappear
@@ -144,7 +143,8 @@ def load(path: str | os.PathLike) -> list[Expectation]:
     return rows
 
 
-def _fmt(value: float) -> str:
+def _csv_number(value: float) -> str:
+    """A value as the CSV stores it (data, not presentation: exact, no unit, no separators)."""
     return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
 
 
@@ -167,7 +167,7 @@ def save(path: str | os.PathLike, rows: Iterable[Expectation]) -> Path:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(HEADER)
     for row in sorted(rows, key=lambda r: (r.case, r.metric)):
-        writer.writerow((row.case, row.metric, _fmt(row.expected), _fmt(row.margin)))
+        writer.writerow((row.case, row.metric, _csv_number(row.expected), _csv_number(row.margin)))
     return atomic_write_text(path, buf.getvalue())
 
 
@@ -204,7 +204,7 @@ def measured_values(results: Iterable[Results], metrics: Iterable[str] | None = 
             if case.skipped:
                 continue
             for info in infos:
-                values = case.values(info.name, kind=info.kind, cache=info.cache)
+                values = registry.case_values(case, info.name, info.cache)
                 if values:
                     out.setdefault((case.id, info.name), []).extend(values)
     return out
@@ -217,7 +217,7 @@ def _median(values: list[float]) -> float:
 
 
 def default_margin(metric: str, values: list[float]) -> float:
-    """A margin for a new row: the metric's default, widened to twice the spread observed.
+    """A margin for a new row: the registry's ``expect_margin``, widened to twice the spread observed.
 
     Parameters
     ----------
@@ -230,7 +230,7 @@ def default_margin(metric: str, values: list[float]) -> float:
     float
         Relative margin, rounded up to 0.001.
     """
-    margin = DEFAULT_MARGINS.get(metric, 0.0)
+    margin = registry.get(metric).expect_margin or 0.0
     median = _median(values)
     if median > 0 and len(values) > 1:
         spread = (max(values) - min(values)) / median
@@ -250,6 +250,7 @@ class CheckRow:
     n: int
     #: One of :data:`STATUSES`.
     status: str
+    #: What to do about it (the numbers are the fields above; ``present`` words them).
     message: str
 
     def to_json(self) -> dict:
@@ -336,14 +337,13 @@ def check(expectations: list[Expectation], results: Iterable[Results], path: str
                                          f"the case ran but took no {kind} sample"))
             continue
         m = _median(got)
-        band = f"{exp.expected:g} +/- {exp.margin * 100:g}%"
+        # The numbers are in the row; present/ words them (one formatter). The message is the advice.
         if m > exp.upper:
-            status, msg = "regressed", f"measured {m:g} above {band} (upper {exp.upper:g}); {update_hint}"
+            status, msg = "regressed", update_hint
         elif m < exp.lower:
-            status, msg = "improved", (f"measured {m:g} below {band} (lower {exp.lower:g}): better than expected; "
-                                       f"lock the win in: {update_hint}")
+            status, msg = "improved", f"better than expected; lock the win in: {update_hint}"
         else:
-            status, msg = "ok", f"measured {m:g} within {band}"
+            status, msg = "ok", ""
         out.rows.append(CheckRow(exp.case, exp.metric, exp.expected, exp.margin, m, len(got), status, msg))
     known = {(e.case, e.metric) for e in expectations}
     for (case, metric), got in sorted(values.items()):

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .. import metrics
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
 #: Counters compared alongside the gated timing, to explain a change.
-EXPLAIN_METRICS = ("counters.*", "alloc_count", "alloc_bytes", "instructions")
+EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
@@ -91,7 +92,8 @@ class GateSettings:
 
     #: The timing the gate decides on (a timing metric of the probe).
     metric: str = "first_grad_s"
-    min_effect: float = 0.05
+    #: Minimum relative effect; None: the metric's registry threshold (5 % for timings).
+    min_effect: float | None = None
     alpha: float = 0.01
     min_pairs: int = 5
     max_pairs: int = 60
@@ -111,6 +113,8 @@ class GateSettings:
         if info.deterministic:
             raise UsageError(f"--metric {self.metric} is a counter; the gate decides on a timing "
                              "(counters are compared alongside, and checked by --expectations)")
+        if self.min_effect is None:
+            self.min_effect = metrics.get(self.metric).threshold
         if not 2 <= self.min_pairs <= self.max_pairs:
             raise UsageError(f"need 2 <= --min-pairs <= --max-pairs, got {self.min_pairs} and {self.max_pairs}")
         if self.max_failures < 1:
@@ -298,7 +302,7 @@ def _value(sample: Sample, metric: str) -> float | None:
     """The metric of a good sample; NaN for a failed one; None when a good sample lacks it."""
     if not sample.ok:
         return math.nan
-    value = sample.value(metric)
+    value = metrics.sample_value(sample, metric)
     return value if value is not None and value > 0 else None
 
 

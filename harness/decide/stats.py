@@ -667,12 +667,13 @@ def compare_counter(base, head, threshold=0.01) -> Verdict:
     band = f"{threshold * 100:.3g}%"
     change = "infinitely larger" if math.isinf(ratio) else (
         f"{(ratio - 1) * 100:+.2f}%")
+    # The medians themselves are in the Verdict's summaries; present/ prints them in their unit.
     if ratio > 1 + threshold:
-        verdict, reason = "regressed", f"median {mh:.6g} vs {mb:.6g} ({change}) exceeds the {band} threshold"
+        verdict, reason = "regressed", f"the median changed {change}, beyond the {band} threshold"
     elif ratio < 1 - threshold:
-        verdict, reason = "improved", f"median {mh:.6g} vs {mb:.6g} ({change}) exceeds the {band} threshold"
+        verdict, reason = "improved", f"the median changed {change}, beyond the {band} threshold"
     else:
-        verdict, reason = "unchanged", f"median {mh:.6g} vs {mb:.6g} ({change}) is within the {band} threshold"
+        verdict, reason = "unchanged", f"the median changed {change}, within the {band} threshold"
     if math.isfinite(lo) and math.isfinite(hi) and (hi - lo) > threshold and (nb > 1 or nh > 1):
         reason += f"; note the samples spread over ratios {lo:.4f}-{hi:.4f}, so this counter is not deterministic"
     return Verdict(verdict, ratio, lo, hi, nan, nb, nh, method, reason)

@@ -15,17 +15,16 @@ results file, so a study can be re-analysed, compared and reported like any run.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import engines
+from .. import engines, metrics
 
 from . import stats
 from ..measure.cases import Case, parse_model
 from ..errors import UsageError
-from ..results.format import GRADIENT_PHASES, is_number
+from ..results.format import is_number
 from ..results.model import CaseResult, DepthEntry, EffectEntry, Fit, Results, StudySection
 from ..measure.runner import RunSettings, Runner
 from ..measure.schedule import alternate_rounds, schedule
@@ -40,8 +39,8 @@ DEFAULT_BACKENDS = {
     "chain": ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager"),
     "depth": ("jax.jit", "jax.eager", "torch.eager", "torch.func", "torch.compile.aot_eager", "autograd"),
 }
-#: Metrics a depth fit is made for: the first gradient and each of its phases.
-DEPTH_METRICS = ("first_grad_s", *(f"{p}_s" for p in GRADIENT_PHASES))
+#: Metrics a depth fit is made for: the first gradient and each of its phases (the registry's list).
+DEPTH_METRICS = metrics.DEPTH_METRICS
 
 
 def depth_models(model: str) -> list[tuple[str, int]]:
@@ -123,7 +122,7 @@ def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tupl
 def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tuple[list[float], list[float]]:
     """Values of both arms matched by sample index (a pair is one round of the interleaving)."""
     def by_index(case: CaseResult) -> dict[int, float]:
-        return {s.index: v for s in case.good() if (v := s.value(metric)) is not None and v > 0}
+        return {s["index"]: v for s in case.good() if (v := metrics.sample_value(s, metric)) is not None and v > 0}
 
     a, b = by_index(control), by_index(treatment)
     common = sorted(set(a) & set(b))
@@ -131,12 +130,12 @@ def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tu
 
 
 def analyse_effects(study: str, results: Results, pairs: list[tuple[str, Case, Case]],
-                    metrics=("first_grad_s", "process_ttfg_s", "compile_s")) -> list[EffectRow]:
+                    names=metrics.EFFECT_METRICS) -> list[EffectRow]:
     axis, control, treatment = ARMS[study]
     rows = []
     for backend, c_case, t_case in pairs:
         c_res, t_res = results.case(c_case.id), results.case(t_case.id)
-        for metric in metrics:
+        for metric in names:
             ctrl, trt = paired_values(c_res, t_res, metric)
             if len(ctrl) < 2:
                 rows.append(EffectRow(backend, metric, control, treatment, None,
@@ -155,7 +154,7 @@ def analyse_depth(results: Results, sweep: list[tuple[str, int]], backends: list
             for case in results.cases:
                 if case.backend != backend or case.model not in depth_of or case.skipped:
                     continue
-                values = [v for v in case.values(metric) if v > 0]
+                values = [v for v in metrics.case_values(case, metric) if v > 0]
                 for v in values:
                     xs.append(depth_of[case.model])
                     ys.append(v)
@@ -226,16 +225,4 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
     return res
 
 
-def effect_text(effect: stats.Effect | None) -> str:
-    if effect is None:
-        return "-"
-    return f"{effect.ratio:.2f}x [{effect.ci_low:.2f}, {effect.ci_high:.2f}]"
-
-
-def growth_text(row: DepthRow) -> str:
-    if row.fit is None or not math.isfinite(row.fit.k):
-        return "-"
-    return f"k = {row.fit.k:.2f} [{row.fit.k_ci_low:.2f}, {row.fit.k_ci_high:.2f}]"
-
-
-__all__ = ["STUDIES", "StudyResult", "depth_models", "effect_text", "growth_text", "run_study"]
+__all__ = ["STUDIES", "StudyResult", "depth_models", "run_study"]

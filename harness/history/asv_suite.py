@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import models
 
-from .. import engines
+from .. import engines, metrics
 
 from ..engines import variants
 from ..errors import UsageError
@@ -48,41 +48,8 @@ from ..results.format import is_number
 ENV_PREFIX = "TTFG_ASV_"
 PARAM_NAMES = ["model", "backend", "variant"]
 
-#: metric -> asv unit. Names are sample fields of ``harness.results.record`` (``counters.NAME`` for counters).
-METRICS: dict[str, str] = {
-    "first_grad_s": "seconds",
-    "process_ttfg_s": "seconds",
-    "first_grad_compile_s": "seconds",  # trace + lower + compile, where the backend can tell
-    "import_s": "seconds",
-    "second_grad_s": "seconds",
-    "peak_rss_bytes": "bytes",
-    "alloc_count": "count",
-    "alloc_bytes": "bytes",
-    "counters.jaxpr_eqns": "count",
-    "counters.hlo_ops": "count",
-    "counters.backend_compiles": "count",
-    "counters.graphs": "count",
-    "counters.graph_breaks": "count",
-    "counters.recompiles": "count",
-    "counters.fx_nodes": "count",
-    "counters.autograd_nodes": "count",
-    "counters.autograd_primitives": "count",
-}
-#: Benchmark function in ``suites/ttfg.py`` -> the metric it tracks; readers of asv history
-#: (the report) use it to put asv values and results-file values under one name.
-BENCHMARK_METRICS: dict[str, str] = {
-    "track_first_grad_seconds": "first_grad_s",
-    "track_process_ttfg_seconds": "process_ttfg_s",
-    "track_compile_seconds": "first_grad_compile_s",
-    "track_import_seconds": "import_s",
-    "track_second_grad_seconds": "second_grad_s",
-    "track_peak_rss_bytes": "peak_rss_bytes",
-    "track_alloc_count": "alloc_count",
-    "track_alloc_bytes": "alloc_bytes",
-    **{f"track_{m[len('counters.'):]}": m for m in METRICS if m.startswith("counters.")},
-}
-ALLOCATION_METRICS = ("alloc_count", "alloc_bytes")
-COMPILE_PHASES = ("trace_s", "lower_s", "compile_s")
+#: The metrics asv records: the registry's entries with a ``track_*`` function.
+METRICS = metrics.names(lambda m: m.asv_benchmark is not None)
 
 
 def _env(name: str, default: str) -> str:
@@ -187,16 +154,19 @@ def _median(values: list[float]) -> float:
 
 
 def aggregate(case_result, metric: str) -> float:
-    """One number for asv: the median over the case's good cold samples, NaN when there is none."""
-    if metric == "first_grad_compile_s":
-        sums = []
-        for s in case_result.good("timing", "cold"):
-            parts = [p for p in (s.value(k) for k in COMPILE_PHASES) if p is not None]
-            if parts:
-                sums.append(float(sum(parts)))
-        return _median(sums)
-    kind = "allocations" if metric in ALLOCATION_METRICS else "timing"
-    return _median(case_result.values(metric, kind=kind))
+    """One number for asv: the median over the case's good cold samples, NaN when there is none.
+
+    Derived metrics (the compile total) are computed per sample by the registry, then the median taken.
+    """
+    return _median(metrics.case_values(case_result, metric, "cold"))
+
+
+def unit(benchmark: str) -> str:
+    """The asv unit of a ``track_*`` function, from the registry."""
+    info = metrics.by_benchmark(benchmark)
+    if info is None:
+        raise KeyError(f"{benchmark} tracks no metric of harness.metrics; add its asv_benchmark there")
+    return info.asv_unit
 
 
 def measure(selection: Selection | None = None, out=None) -> dict:
@@ -242,4 +212,4 @@ def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> f
 
 
 __all__ = ["METRICS", "PARAM_NAMES", "Selection", "aggregate", "bench_patterns", "measure", "params",
-           "setup_timeout_s", "value", "variant_labels"]
+           "setup_timeout_s", "unit", "value", "variant_labels"]

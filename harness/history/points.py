@@ -9,20 +9,21 @@ for commits when there is no asv history: a file's git commit (``+dirty`` when t
 tree was dirty) or, without git, its creation time.
 
 Metric names are the results file's field names (``first_grad_s``, ``alloc_count``,
-``counters.jaxpr_eqns``), whichever source they came from; ``METRICS`` says how to
-label and group them.
+``counters.jaxpr_eqns``), whichever source they came from; the registry
+(``harness.metrics``) says how to label and group them.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
+from .. import metrics
 from ..errors import TtfgError
 
 POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value")
@@ -33,59 +34,21 @@ class ReportInputError(TtfgError):
     """History or results that the report cannot use; the message names what is wrong."""
 
 
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    label: str  # for plot titles
-    unit: str   # "s", "bytes", "count" or "ratio": decides formatting and axis labels
-    group: str  # "time", "memory" or "counters": decides the report section
-    short: str = ""  # for table cells
-
-    @property
-    def brief(self) -> str:
-        return self.short or self.label
-
-    @property
-    def deterministic(self) -> bool:
-        return self.group == "counters" or self.name == "alloc_count"
-
-
-_KNOWN = [
-    Metric("first_grad_s", "first gradient", "s", "time"),
-    Metric("process_ttfg_s", "process TTFG (spawn to first gradient)", "s", "time", "process TTFG"),
-    Metric("compile_s", "compile", "s", "time"),
-    Metric("first_grad_compile_s", "compile, all phases (trace + lower + compile)", "s", "time", "compile total"),
-    Metric("import_s", "framework import", "s", "time", "import"),
-    Metric("second_grad_s", "second (warm) gradient", "s", "time", "second gradient"),
-    Metric("build_s", "model build", "s", "time", "build"),
-    Metric("trace_s", "trace", "s", "time"),
-    Metric("lower_s", "lower", "s", "time"),
-    Metric("execute_s", "execute", "s", "time"),
-    Metric("cpu_s", "CPU time of the process tree", "s", "time", "CPU time"),
-    Metric("compile_share", "compile share of the first gradient", "ratio", "time", "compile share"),
-    Metric("alloc_count", "allocations in the first gradient", "count", "memory", "allocations"),
-    Metric("alloc_bytes", "bytes allocated in the first gradient", "bytes", "memory", "allocated bytes"),
-    Metric("alloc_peak_bytes", "peak allocated in the first gradient", "bytes", "memory", "peak allocated"),
-    Metric("peak_rss_bytes", "peak RSS of the process", "bytes", "memory", "peak RSS"),
-]
-METRICS = {m.name: m for m in _KNOWN}
+#: The registry's entry type; ``metric(name)`` is ``harness.metrics.get`` for any name.
+Metric = metrics.Metric
 #: Metrics that get trend plots, in display order (the phases have their own chart).
-TREND_METRICS = ("first_grad_s", "process_ttfg_s", "compile_s", "first_grad_compile_s", "import_s", "second_grad_s",
-                 "alloc_count", "alloc_bytes", "peak_rss_bytes")
+TREND_METRICS = metrics.names(lambda m: m.trend)
 #: The headline metric of the summary, first one present wins.
-PRIMARY = ("first_grad_s", "process_ttfg_s")
-#: Timing fields aggregated from results files (medians of good cold samples).
-TIMING_FIELDS = ("first_grad_s", "process_ttfg_s", "compile_s", "import_s", "second_grad_s", "build_s",
-                 "trace_s", "lower_s", "execute_s", "cpu_s", "peak_rss_bytes")
-ALLOC_FIELDS = ("alloc_count", "alloc_bytes", "alloc_peak_bytes")
+PRIMARY = metrics.HEADLINE
+#: Metrics read from results files: every metric with a better direction (a share has none).
+RUN_METRICS = metrics.names(lambda m: m.direction is not None and not metrics.is_counter(m.name))
 
 
 def metric(name: str) -> Metric:
-    """The metric's description; unknown names are structural counters (unit: count)."""
-    if name in METRICS:
-        return METRICS[name]
-    short = name[9:] if name.startswith("counters.") else name
-    return Metric(name, short.replace("_", " "), "count", "counters")
+    """The metric's registry entry; unknown names (from asv history) are structural counters (unit: count)."""
+    if name in metrics.METRICS or metrics.is_counter(name):
+        return metrics.get(name)
+    return replace(metrics.get(metrics.COUNTER_PREFIX + name), name=name)
 
 
 def case_id(model: str, backend: str, variant: str | None) -> str:
@@ -132,14 +95,13 @@ def parse_params(params) -> dict[str, str]:
 def metric_from_benchmark(benchmark: str, params: dict[str, str]) -> str:
     """``ttfg.track_first_grad_seconds`` -> ``first_grad_s``; counters -> ``counters.NAME``.
 
-    The suites' own table (``asv_bench.BENCHMARK_METRICS``) decides; other names fall back
-    to the function name without ``track_``.
+    The registry's ``asv_benchmark`` names decide; other names fall back to the
+    function name without ``track_``.
     """
-    from .asv_suite import BENCHMARK_METRICS
-
+    known = metrics.by_benchmark(benchmark)
+    if known is not None:
+        return known.name
     name = str(benchmark).rsplit(".", 1)[-1]
-    if name in BENCHMARK_METRICS:
-        return BENCHMARK_METRICS[name]
     name = name[len("track_"):] if name.startswith("track_") else name
     if name in ("counters", "counter"):
         counter = params.get("counter") or params.get("counters") or params.get("name")
@@ -274,19 +236,15 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
         for case in res.cases:
             if case.skipped:
                 continue
-            for name in TIMING_FIELDS:
-                value = _median(case.values(name, "timing", "cold"))
+            for name in RUN_METRICS:
+                value = _median(metrics.case_values(case, name, "cold"))
                 if value is not None:
                     add(commit, res.created, case, name, value)
             counters = sorted({k for s in case.good("timing", "cold") for k in (s.counters or {})})
             for name in counters:
-                value = _median(case.values(f"counters.{name}", "timing", "cold"))
+                value = _median(metrics.case_values(case, f"counters.{name}", "cold"))
                 if value is not None:
                     add(commit, res.created, case, f"counters.{name}", value)
-            for name in ALLOC_FIELDS:
-                value = _median(case.values(name, "allocations", None))
-                if value is not None:
-                    add(commit, res.created, case, name, value)
     df = pd.DataFrame(rows, columns=["commit", "date", "sid", "value"])
     df["date"] = _dates(df["date"]) if len(df) else pd.Series(dtype="datetime64[ns]")
     return _finish(df, _series_table(keys))
@@ -367,6 +325,6 @@ def keep_last(points: pd.DataFrame, n: int | None) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-__all__ = ["HISTORY_COLUMNS", "METRICS", "Metric", "POINT_COLUMNS", "ReportInputError", "TREND_METRICS",
+__all__ = ["HISTORY_COLUMNS", "Metric", "POINT_COLUMNS", "ReportInputError", "TREND_METRICS",
            "case_id", "commits", "from_history", "from_runs", "keep_last", "metric", "parse_params",
            "run_commit", "short_commit"]

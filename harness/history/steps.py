@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Smallest relative change reported, by default: timings are noisy (CV 10-25 % per
-#: cold sample), allocation counts and structural counters are near-deterministic.
-DEFAULT_MIN_CHANGE = 0.05
-DETERMINISTIC_MIN_CHANGE = 0.01
+from .. import metrics
+
+#: Smallest relative change reported for a timing, by default: timings are noisy (CV
+#: 10-25 % per cold sample). Deterministic metrics use their registry threshold (1 %).
+DEFAULT_MIN_CHANGE = metrics.get("first_grad_s").threshold
 #: Multiplier of ``log n`` in the split penalty (in units of noise variance). Measured
 #: false-step rate per series on 12 % Gaussian noise: 10 % at n = 10, 4 % at n = 20,
 #: 1 % at n = 50, ~0 from n = 200; a 30 % step is found 75 % / 96 % / 100 % of the time.
@@ -154,9 +155,11 @@ def _merge_small(y: np.ndarray, cuts: list[int], min_change: float) -> list[int]
 
 
 def min_change_for(metric: str, default: float = DEFAULT_MIN_CHANGE) -> float:
-    """Deterministic metrics (counters, allocation counts) get the tighter threshold."""
-    if metric.startswith("counters.") or metric in ("alloc_count",):
-        return min(default, DETERMINISTIC_MIN_CHANGE)
+    """``default`` (the report's ``--threshold``) for timings; deterministic metrics
+    (counters, allocations, instructions) get their registry threshold when it is tighter."""
+    info = metrics.get(metric) if metric in metrics.METRICS or metrics.is_counter(metric) else None
+    if info is not None and info.deterministic:
+        return min(default, info.threshold)
     return default
 
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy  # noqa: F401  (imported before any clock starts, so never billed to a phase)
 
-from .. import engines
+from .. import engines, metrics
 from .cases import Case
-from ..results.format import GRADIENT_PHASES  # the light module: the probe process imports it before timing
+from ..metrics import GRADIENT_PHASES
 
 COMPILE_PHASES = ("trace", "lower", "compile")
 
@@ -66,11 +66,12 @@ def timing(case: Case, out: dict) -> dict:
     split = {p: phases.get(p) for p in GRADIENT_PHASES}
     if not phases:
         split["execute"] = first
-    compiled = sum(split[p] or 0.0 for p in COMPILE_PHASES)
     out.update({
         "import_s": t1 - t0, "build_s": t2 - t1, "first_grad_s": first, "second_grad_s": t4 - t3,
         **{f"{p}_s": split[p] for p in GRADIENT_PHASES},
-        "compile_share": compiled / first if first > 0 else None,
+    })
+    out.update({
+        "compile_share": metrics.derive("compile_share", out),  # the registry's definition
         "loss": loss, "counters": counters,
         "self_cpu_s": usage.ru_utime + usage.ru_stime,
         "self_peak_rss_bytes": usage.ru_maxrss * 1024,

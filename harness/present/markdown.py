@@ -7,7 +7,9 @@ unchanged rows away (``<details>``) instead of listing dozens of identical count
 
 from __future__ import annotations
 
-from ..decide.compare import Comparison, format_interval, format_ratio, format_value
+from . import fmt
+from .tables import counter_changes, row_change, row_values
+from ..decide.compare import Comparison
 
 ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
 
@@ -48,14 +50,15 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
     header = ["case", "metric", "base", "head", "ratio", "interval", "verdict"]
 
     def row(r):
-        return [r.case, r.metric, format_value(r.metric, r.base.median), format_value(r.metric, r.head.median),
-                format_ratio(r.verdict), format_interval(r.verdict), _verdict(r.verdict.verdict)]
+        return [r.case, r.metric, *row_values(r), fmt.factor(r.verdict.ratio),
+                fmt.interval(r.verdict.ci_low, r.verdict.ci_high), _verdict(r.verdict.verdict)]
 
     notable = sorted((r for r in cmp.rows if r.verdict.verdict != "unchanged"), key=lambda r: ORDER[r.verdict.verdict])
     same = [r for r in cmp.rows if r.verdict.verdict == "unchanged"]
     if notable:
         lines += _table(header, [row(r) for r in notable]) + [""]
-        lines += [f"- `{r.case}` {r.metric}: {r.verdict.reason}" for r in notable if r.verdict.verdict != "inconclusive"]
+        lines += [f"- `{r.case}` {r.metric}{row_change(r)}: {r.verdict.reason}"
+                  for r in notable if r.verdict.verdict != "inconclusive"]
         lines.append("")
     if same:
         lines += ["<details><summary>" + f"{len(same)} unchanged</summary>", ""]
@@ -87,9 +90,8 @@ def expectations_markdown(check) -> str:
     shown = [r for r in check.rows if r.status != "ok"]
     if shown:
         lines += _table(["case", "metric", "expected", "margin", "measured", "status"],
-                        [[r.case, r.metric, format_value(r.metric, r.expected),
-                          "-" if r.margin is None else f"{r.margin * 100:g}%", format_value(r.metric, r.measured),
-                          _verdict(r.status)] for r in shown]) + [""]
+                        [[r.case, r.metric, fmt.metric_value(r.metric, r.expected), fmt.percent(r.margin),
+                          fmt.metric_value(r.metric, r.measured), _verdict(r.status)] for r in shown]) + [""]
     if fails:
         lines.append("Both regressions and unexpected improvements fail, so that wins are locked in: if the change "
                      f"is intended, update `{check.path}` (`ttfg expect update --runs HEAD.json --out {check.path}`, "
@@ -117,15 +119,14 @@ def gate_markdown(outcome, check=None) -> str:
     s = outcome.settings
     lines = [f"## ttfg gate: {decision}", "",
              f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
-             f"({outcome.head.short}); metric `{s.metric}`, minimum effect {s.min_effect * 100:g}%, alpha {s.alpha:g}, "
-             f"paired and interleaved, {outcome.elapsed_s:.0f} s of a {s.budget_s:.0f} s budget", ""]
+             f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
+             f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget", ""]
     rows = []
     for c in outcome.cases:
-        rows.append([c.case, format_value(s.metric, c.base.median), format_value(s.metric, c.head.median),
-                     format_ratio(c.verdict), format_interval(c.verdict), _verdict(c.verdict.verdict),
-                     f"{c.pairs}", f"{c.wall_s:.0f}s", c.stop,
-                     "; ".join(f"{r.metric.removeprefix('counters.')} {format_value(r.metric, r.base.median)}"
-                               f"->{format_value(r.metric, r.head.median)}" for r in c.changes) or "-"])
+        rows.append([c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
+                     fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
+                     _verdict(c.verdict.verdict), f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
+                     counter_changes(c.changes)])
     lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "pairs", "wall", "stopped", "counters changed"],
                     rows) + [""]
     lines += [f"- `{c.case}`: {c.verdict.reason}" for c in outcome.cases]

@@ -41,10 +41,9 @@ EXTRA_COLORS = ("#6b6b6b", "#b8a21b", "#393b79", "#637939", "#8c6d31", "#843c39"
 REGRESSION_COLOR = "#d62728"
 IMPROVEMENT_COLOR = "#2ca02c"
 LINE_STYLES = ("-", "--", ":", "-.")
-PHASE_COLORS = {
-    "startup": "#d9d9d9", "import_s": "#8da0cb", "build_s": "#66c2a5", "trace_s": "#ffd92f",
-    "lower_s": "#e5c494", "compile_s": "#fc8d62", "execute_s": "#e78ac3", "unsplit": "#b3b3b3",
-}
+#: Colours of a cold process's stacked segments, in the segments' time order
+#: (``run_views.segments()``: start-up, import, build, trace, lower, compile, execute, not split).
+PHASE_PALETTE = ("#d9d9d9", "#8da0cb", "#66c2a5", "#ffd92f", "#e5c494", "#fc8d62", "#e78ac3", "#b3b3b3")
 MAX_POINTS = 200
 #: 11.45 in x 100 dpi = the report column's 1145 px, so images are shown 1:1, never scaled.
 DPI = 100
@@ -228,13 +227,17 @@ class TrendCanvas:
 class Bar:
     label: str
     color: str                   # backend colour, used for the tick label
-    segments: dict[str, float]   # PHASE_COLORS key -> seconds
+    segments: dict[str, float]   # segment key (run_views.segments()) -> seconds
     total: float
 
 
 def phase_plot(bars: list[Bar], names: dict[str, str], title: str) -> str:
-    """Horizontal stacked bars: where one cold process's time goes, phase by phase."""
-    order = list(PHASE_COLORS)
+    """Horizontal stacked bars: where one cold process's time goes, phase by phase.
+
+    ``names`` maps each segment key to its display name, in time order; colours follow that order.
+    """
+    order = list(names)
+    colors = {k: PHASE_PALETTE[i % len(PHASE_PALETTE)] for i, k in enumerate(order)}
     with rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN - 0.3, 0.9 + 0.5 * len(bars)))
         ax = fig.add_subplot()
@@ -245,7 +248,7 @@ def phase_plot(bars: list[Bar], names: dict[str, str], title: str) -> str:
             if not np.any(widths > 0):
                 continue
             lefts = np.array([sum(v for k, v in b.segments.items() if order.index(k) < order.index(key)) for b in bars])
-            ax.barh(ypos, widths, left=lefts, color=PHASE_COLORS[key], height=0.62, edgecolor="white", linewidth=0.6)
+            ax.barh(ypos, widths, left=lefts, color=colors[key], height=0.62, edgecolor="white", linewidth=0.6)
             used.append(key)
         top = max((max(b.total, sum(b.segments.values())) for b in bars), default=1.0)
         for y, b in zip(ypos, bars):
@@ -260,7 +263,7 @@ def phase_plot(bars: list[Bar], names: dict[str, str], title: str) -> str:
         ax.set_xlabel("seconds from process spawn to first gradient (median of cold samples)")
         ax.grid(axis="y", visible=False)
         ax.set_title(title, loc="left", pad=30)
-        ax.legend([Patch(color=PHASE_COLORS[k]) for k in used], [names[k] for k in used], loc="lower left",
+        ax.legend([Patch(color=colors[k]) for k in used], [names[k] for k in used], loc="lower left",
                   bbox_to_anchor=(0, 1.0), ncol=len(used), fontsize=8, handlelength=1.2, borderaxespad=0.3)
         return _png(fig)
 
@@ -293,8 +296,8 @@ def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str) -> str:
             ax.xaxis.set_major_formatter(_formatter("s"))
             for y, r in zip(ypos, rows):
                 if r.cold and r.warm:
-                    text = (f"{r.cold / r.warm:.1f}× faster warm" if r.cold >= r.warm
-                            else f"{r.warm / r.cold:.1f}× slower warm")
+                    text = (f"{fmt.factor(r.cold / r.warm)} faster warm" if r.cold >= r.warm
+                            else f"{fmt.factor(r.warm / r.cold)} slower warm")
                     ax.text(1.01, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="#333333")
             ax.set_yticks(ypos, [r.label for r in rows])
             for tick, r in zip(ax.get_yticklabels(), rows):
@@ -458,5 +461,5 @@ def sparkline_svg(values, color: str, width: int = 110, height: int = 26, max_po
 
 
 __all__ = ["BACKEND_COLORS", "Bar", "CacheBar", "DepthLine", "DepthPanel", "EffectBar", "LINE_STYLES", "Line",
-           "MAX_POINTS", "PHASE_COLORS", "TrendCanvas", "backend_color", "cache_plot", "depth_plot", "downsample",
+           "MAX_POINTS", "PHASE_PALETTE", "TrendCanvas", "backend_color", "cache_plot", "depth_plot", "downsample",
            "effect_plot", "phase_plot", "sparkline_svg"]

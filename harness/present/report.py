@@ -246,7 +246,7 @@ def phase_section(runs: list) -> dict:
     if res is None:
         return {"figures": [], "note": "needs a results file with cold timing samples (ttfg run --out FILE)"}
     bars = run_views.phase_bars(res)
-    names = dict(run_views.PHASE_SEGMENTS)
+    names = dict(run_views.segments())
     backends = sorted({b.backend for b in bars})
     figures, table = [], []
     for model in sorted({b.model for b in bars}):
@@ -257,10 +257,10 @@ def phase_section(runs: list) -> dict:
         figures.append({"model": model, "uri": plots.phase_plot(drawn, names, f"{model} — one cold process, phase by phase")})
         for b in mine:
             table.append({"case": b.case, "color": plots.backend_color(b.backend, backends), "samples": b.samples,
-                          "cells": [fmt.seconds(b.segments.get(k)) if k in b.segments else "–"
-                                    for k, _ in run_views.PHASE_SEGMENTS],
+                          "cells": [fmt.seconds(b.segments.get(k)) if k in b.segments else fmt.MISSING
+                                    for k, _ in run_views.segments()],
                           "total": fmt.seconds(b.total)})
-    return {"figures": figures, "run": _run_title(res), "columns": [n for _, n in run_views.PHASE_SEGMENTS],
+    return {"figures": figures, "run": _run_title(res), "columns": [n for _, n in run_views.segments()],
             "table": table, "note": None}
 
 
@@ -278,15 +278,8 @@ def cache_section(runs: list) -> dict:
     rows = [{"case": p.case, "color": plots.backend_color(p.backend, backends),
              "cold_first": fmt.seconds(p.cold_first), "warm_first": fmt.seconds(p.warm_first),
              "cold_process": fmt.seconds(p.cold_process), "warm_process": fmt.seconds(p.warm_process),
-             "speedup": f"{p.speedup:.1f}×" if p.speedup else "–"} for p in pairs]
+             "speedup": fmt.factor(p.speedup)} for p in pairs]
     return {"uri": uri, "rows": rows, "run": _run_title(res), "note": None}
-
-
-def _times(v: float | None) -> str:
-    """A ratio as people read it: ``0.27×``, ``3.70×``, ``120×``."""
-    if v is None or not math.isfinite(v):
-        return "–"
-    return f"{v:.2f}×" if 0.1 <= v < 100 else f"{v:.2g}×"
 
 
 def effect_reading(row: study_views.EffectRow) -> str:
@@ -294,9 +287,9 @@ def effect_reading(row: study_views.EffectRow) -> str:
     if row.ratio is None or row.ci_low is None or row.ci_high is None:
         return ""
     if row.ci_high < 1:
-        return f"{row.treatment} {1 / row.ratio:.1f}× faster"
+        return f"{row.treatment} {fmt.factor(1 / row.ratio)} faster"
     if row.ci_low > 1:
-        return f"{row.treatment} {row.ratio:.1f}× slower"
+        return f"{row.treatment} {fmt.factor(row.ratio)} slower"
     return "no clear difference"
 
 
@@ -310,16 +303,17 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         label = metric(r.metric).brief
         reading = effect_reading(r)
         if r.ratio is not None and r.ratio > 0:
-            text = f"{_times(r.ratio)} [{_times(r.ci_low)}, {_times(r.ci_high)}]"
+            text = f"{fmt.factor(r.ratio)} {fmt.interval(r.ci_low, r.ci_high)}"
             text += f" — {reading}" if reading else ""
             bars.append(plots.EffectBar(f"{r.backend} · {label}", color, r.ratio, r.ci_low, r.ci_high, text))
         table.append({
             "key": f"{r.backend}/{r.metric}", "backend": r.backend, "color": color, "metric": label,
             "control": r.control, "treatment": r.treatment,
-            "control_value": fmt.seconds(r.control_median), "treatment_value": fmt.seconds(r.treatment_median),
-            "ratio": _times(r.ratio), "ci": f"[{_times(r.ci_low)}, {_times(r.ci_high)}]" if r.ratio is not None else "",
+            "control_value": fmt.metric_value(r.metric, r.control_median),
+            "treatment_value": fmt.metric_value(r.metric, r.treatment_median),
+            "ratio": fmt.factor(r.ratio), "ci": fmt.interval(r.ci_low, r.ci_high) if r.ratio is not None else "",
             "reading": reading, "n": "–" if r.n is None else str(r.n),
-            "p": "–" if r.p_value is None else f"{r.p_value:.2g}", "note": r.note,
+            "p": fmt.p_value(r.p_value), "note": r.note,
         })
     uri = None
     if bars:
@@ -337,7 +331,7 @@ def _depth_block(study: study_views.Study, backends: list[str]) -> dict:
         for s in sorted((s for s in study.depth if s.metric == name and s.points), key=lambda s: s.backend):
             xs, ys = [d for d, _ in s.points], [t for _, t in s.points]
             fit_x = list(np.geomspace(xs[0], xs[-1], 60)) if s.fit is not None and len(xs) > 1 else []
-            label = s.backend + (f": k = {s.fit.k:.2f} {s.fit.interval}, {s.growth}".replace("  ", " ")
+            label = s.backend + (f": {fmt.exponent(s.fit.k, s.fit.k_low, s.fit.k_high)}, {s.growth}"
                                  if s.fit else ": no fit")
             lines.append(plots.DepthLine(label, plots.backend_color(s.backend, backends), xs, ys, fit_x,
                                          s.fit.curve(fit_x) if fit_x else []))

@@ -9,19 +9,24 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-#: Stacked segments of a cold process, in time order, with display names. The last two
-#: make the bar add up to process TTFG: first-gradient time the backend could not split
-#: into phases, and interpreter start-up plus harness overhead outside every phase.
-PHASE_SEGMENTS = (
-    ("startup", "interpreter start & other"),
-    ("import_s", "framework import"),
-    ("build_s", "model build"),
-    ("trace_s", "trace"),
-    ("lower_s", "lower"),
-    ("compile_s", "compile"),
-    ("execute_s", "execute"),
-    ("unsplit", "first gradient, not split"),
-)
+from .. import metrics
+
+#: The two segments of a cold process that are not metrics: they make the bar add up to
+#: process TTFG. Interpreter start-up plus harness overhead outside every phase, and
+#: first-gradient time the backend could not split into phases.
+STARTUP, UNSPLIT = "startup", "unsplit"
+#: The measured segments, in time order: the phases of a cold process (registry names).
+MEASURED = tuple(f"{p}_s" for p in metrics.PROCESS_PHASES)
+
+
+def segments() -> tuple[tuple[str, str], ...]:
+    """Stacked segments of a cold process, in time order, with display names (labels from the registry)."""
+    return ((STARTUP, "interpreter start & other"), *((k, metrics.get(k).brief) for k in MEASURED),
+            (UNSPLIT, "first gradient, not split"))
+
+
+#: Kept as a name for readers: the segments as ``(key, label)`` pairs.
+PHASE_SEGMENTS = segments()
 
 
 @dataclass
@@ -49,20 +54,17 @@ def phase_bars(results, cache: str = "cold") -> list[PhaseBar]:
     for case in results.cases:
         if case.skipped or not case.good("timing", cache):
             continue
-        med = {k: _median(case.values(k, "timing", cache))
-               for k in ("process_ttfg_s", "import_s", "build_s", "first_grad_s", "trace_s", "lower_s",
-                         "compile_s", "execute_s")}
+        med = {k: _median(metrics.case_values(case, k, cache)) for k in ("process_ttfg_s", "first_grad_s", *MEASURED)}
         first = med["first_grad_s"] or 0.0
-        segments = {k: med[k] for k in ("import_s", "build_s", "trace_s", "lower_s", "compile_s", "execute_s")
-                    if med[k] is not None}
-        split = sum(segments.get(k, 0.0) for k in ("trace_s", "lower_s", "compile_s", "execute_s"))
+        segments = {k: med[k] for k in MEASURED if med[k] is not None}
+        split = sum(segments.get(f"{p}_s", 0.0) for p in metrics.GRADIENT_PHASES)
         if first - split > 1e-4:
-            segments["unsplit"] = first - split
+            segments[UNSPLIT] = first - split
         total = med["process_ttfg_s"]
         if total is None:
             total = sum(segments.values())
         accounted = (med["import_s"] or 0.0) + (med["build_s"] or 0.0) + first
-        segments = {"startup": max(total - accounted, 0.0), **segments}
+        segments = {STARTUP: max(total - accounted, 0.0), **segments}
         bars.append(PhaseBar(case.id, case.model, case.backend, _variant(case), segments, total,
                              len(case.good("timing", cache))))
     return bars
@@ -95,8 +97,10 @@ def cache_pairs(results) -> list[CachePair]:
             continue
         out.append(CachePair(
             case.id, case.model, case.backend, _variant(case),
-            _median(case.values("first_grad_s", "timing", "cold")), _median(case.values("first_grad_s", "timing", "warm")),
-            _median(case.values("process_ttfg_s", "timing", "cold")), _median(case.values("process_ttfg_s", "timing", "warm")),
+            _median(metrics.case_values(case, "first_grad_s", "cold")),
+            _median(metrics.case_values(case, "first_grad_s", "warm")),
+            _median(metrics.case_values(case, "process_ttfg_s", "cold")),
+            _median(metrics.case_values(case, "process_ttfg_s", "warm")),
         ))
     return out
 

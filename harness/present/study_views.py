@@ -23,10 +23,13 @@ from typing import Iterable
 
 from ..results.model import DepthEntry, EffectEntry, StudySection
 
+from .. import metrics
+from . import fmt
+
 #: The studies ``ttfg study`` runs (harness.decide.study.STUDIES).
 KINDS = ("params", "chain", "depth")
-#: Metrics a depth study fits, in display order (harness.decide.study.DEPTH_METRICS).
-DEPTH_METRICS = ("first_grad_s", "trace_s", "lower_s", "compile_s", "execute_s")
+#: Metrics a depth study fits, in display order (the registry's list, as harness.decide.study uses it).
+DEPTH_METRICS = metrics.DEPTH_METRICS
 GROWTHS = ("linear", "super-linear", "sub-linear", "undetermined")
 
 
@@ -65,7 +68,7 @@ class Fit:
     def interval(self) -> str:
         """``[low, high]`` of ``k``, or empty when the bootstrap gave none."""
         if math.isfinite(self.k_low) and math.isfinite(self.k_high):
-            return f"[{self.k_low:.2f}, {self.k_high:.2f}]"
+            return fmt.interval(self.k_low, self.k_high, lambda v: f"{v:.2f}")
         return ""
 
 
@@ -147,7 +150,7 @@ def _effect_row(entry: EffectEntry) -> EffectRow:
 
 def _paired(case, metric: str) -> dict[int, float]:
     """Sample index -> value, as harness.decide.study.paired_values pairs the two arms."""
-    return {s.index: v for s in case.good() if (v := s.value(metric)) is not None and v > 0}
+    return {s["index"]: v for s in case.good() if (v := metrics.sample_value(s, metric)) is not None and v > 0}
 
 
 def arm_medians(results, backend: str, axis: str, control: str, treatment: str,

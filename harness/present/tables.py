@@ -1,4 +1,4 @@
-"""Terminal tables (rich), one builder per report kind."""
+"""Terminal tables (rich), one builder per report kind; every number goes through ``fmt``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+
+from . import fmt
+from .. import metrics
 
 
 def console(stderr: bool = False) -> Console:
@@ -17,7 +20,7 @@ def console(stderr: bool = False) -> Console:
 def check_table(results, tolerance: float) -> Table:
     table = Table(title=f"gradient check vs float64 reference (tolerance {tolerance:g})", title_justify="left")
     for col, justify in (("case", "left"), ("status", "left"), ("loss", "right"), ("loss rel err", "right"),
-                         ("worst rel err", "right"), ("worst tensor", "left"), ("time s", "right")):
+                         ("worst rel err", "right"), ("worst tensor", "left"), ("time", "right")):
         table.add_column(col, justify=justify)
     style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim"}
     for r in results:
@@ -26,15 +29,9 @@ def check_table(results, tolerance: float) -> Table:
             continue
         table.add_row(
             r.case_id, f"[{style[r.status]}]{r.status}[/]", f"{r.loss:.6g}", f"{r.loss_error:.1e}",
-            f"{r.worst_error:.1e}", r.worst_tensor, f"{r.seconds:.2f}",
+            f"{r.worst_error:.1e}", r.worst_tensor, fmt.seconds(r.seconds),
         )
     return table
-
-
-def _fmt_s(v) -> str:
-    if v is None or v != v:
-        return "-"
-    return f"{v * 1000:.1f}ms" if v < 0.1 else f"{v:.2f}s"
 
 
 def _median(values):
@@ -54,8 +51,6 @@ def _cv(values):
 
 def run_table(results) -> Table:
     """Per case and cache mode: medians of the cold-process samples, with spread and counters."""
-    from ..results.record import GRADIENT_PHASES
-
     table = Table(title="time to first gradient (median over fresh processes)", title_justify="left")
     columns = ("case", "cache", "ok", "first grad", "min-max", "CV", "process", "import", "build",
                "trace/lower/compile/execute", "second", "allocs", "counters")
@@ -70,32 +65,33 @@ def run_table(results) -> Table:
         for cache in caches:
             timing = [s for s in case.samples if s.kind == "timing" and s.cache == cache]
             good = case.good("timing", cache)
-            first = case.values("first_grad_s", cache=cache)
+            first = metrics.case_values(case, "first_grad_s", cache)
             med = _median(first)
             shares = []
-            for phase in GRADIENT_PHASES:
-                values = case.values(f"{phase}_s", cache=cache)
-                shares.append(f"{100 * _median(values) / med:.0f}%" if values and med else "-")
+            for phase in metrics.GRADIENT_PHASES:
+                values = metrics.case_values(case, f"{phase}_s", cache)
+                shares.append(fmt.percent(_median(values) / med) if values and med else fmt.MISSING)
             cv = _cv(first)
-            allocs = case.values("alloc_count", kind="allocations", cache=None)
+            allocs = metrics.case_values(case, "alloc_count")
             counters = good[-1].get("counters", {}) if good else {}
-            counter_text = " ".join(f"{k}={v}" for k, v in counters.items() if v is not None)
-            instructions = case.values("instructions", kind="instructions", cache=None)
+            counter_text = " ".join(f"{k}={fmt.metric_value(f'counters.{k}', v)}" for k, v in counters.items()
+                                    if v is not None)
+            instructions = metrics.case_values(case, "instructions")
             if instructions:
-                counter_text = f"instructions={_median(instructions) / 1e9:.2f}G (whole process) " + counter_text
+                counter_text = (f"instructions={fmt.metric_value('instructions', _median(instructions))} "
+                                "(whole process) " + counter_text)
             status = f"{len(good)}/{len(timing)}"
             if len(good) < len(timing):
                 status = f"[red]{status}[/]"
             table.add_row(
-                case.id, cache, status, _fmt_s(med),
-                f"{_fmt_s(min(first))}-{_fmt_s(max(first))}" if first else "-",
-                f"{100 * cv:.0f}%" if cv is not None else "-",
-                _fmt_s(_median(case.values("process_ttfg_s", cache=cache))),
-                _fmt_s(_median(case.values("import_s", cache=cache))),
-                _fmt_s(_median(case.values("build_s", cache=cache))),
+                case.id, cache, status, fmt.seconds(med),
+                f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))}" if first else fmt.MISSING,
+                fmt.percent(cv),
+                *(fmt.seconds(_median(metrics.case_values(case, m, cache))) for m in ("process_ttfg_s", "import_s",
+                                                                                     "build_s")),
                 "/".join(shares),
-                _fmt_s(_median(case.values("second_grad_s", cache=cache))),
-                f"{_median(allocs):,.0f}" if allocs else "-",
+                fmt.seconds(_median(metrics.case_values(case, "second_grad_s", cache))),
+                fmt.count(_median(allocs)),
                 counter_text,
             )
     return table
@@ -115,8 +111,6 @@ def failures_table(results) -> Table | None:
 
 
 def effects_table(study) -> Table:
-    from ..decide.study import effect_text
-
     axis = {"params": "params", "chain": "chain"}[study.study]
     table = Table(title=f"{study.study} study on {study.model}: effect = treatment / control, "
                         f"paired cold processes, 95% interval", title_justify="left")
@@ -124,23 +118,24 @@ def effects_table(study) -> Table:
         table.add_column(col, no_wrap=col != "note")
     for row in study.effects:
         e = row.effect
-        table.add_row(row.backend, row.metric, f"{row.control} -> {row.treatment}", effect_text(e),
-                      str(e.n) if e else "-", f"{e.p_value:.3g}" if e else "-", row.note)
+        effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if e else fmt.MISSING
+        table.add_row(row.backend, row.metric, f"{row.control} -> {row.treatment}", effect,
+                      str(e.n) if e else fmt.MISSING, fmt.p_value(e.p_value) if e else fmt.MISSING, row.note)
     return table
 
 
 def depth_table(study) -> Table:
-    from ..decide.study import growth_text
-
     table = Table(title=f"depth study on {study.model}: t = a + b * depth^k, 95% interval for k",
                   title_justify="left")
     for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note"):
         table.add_column(col, no_wrap=col not in ("note", "median by depth"))
     for row in study.depth:
-        points = " ".join(f"{d}:{_fmt_s(v)}" for d, v in row.points)
+        points = " ".join(f"{d}:{fmt.seconds(v)}" for d, v in row.points)
         fit = row.fit
-        table.add_row(row.backend, row.metric, growth_text(row), row.growth,
-                      _fmt_s(fit.a) if fit else "-", f"{fit.b:.3g}" if fit else "-", points, row.note)
+        growth = fmt.exponent(fit.k, fit.k_ci_low, fit.k_ci_high) if fit else fmt.MISSING
+        table.add_row(row.backend, row.metric, growth, row.growth,
+                      fmt.seconds(fit.a) if fit else fmt.MISSING, fmt.seconds(fit.b) if fit else fmt.MISSING, points,
+                      row.note)
     return table
 
 
@@ -153,29 +148,55 @@ def _styled(word: str) -> str:
     return f"[{style}]{word}[/]" if style else word
 
 
+def row_values(r) -> tuple[str, str]:
+    """A comparison row's base and head medians in the metric's unit (shared with the Markdown summary)."""
+    return fmt.metric_value(r.metric, r.base.median), fmt.metric_value(r.metric, r.head.median)
+
+
+def row_change(r) -> str:
+    """`` 4,027 -> 4,100`` for a verdict line; empty for a failure row (no values)."""
+    return "" if r.compared_as == "failure" else " " + " -> ".join(row_values(r))
+
+
+def counter_changes(rows) -> str:
+    """``jaxpr_eqns 304 -> 310; alloc_count 4,027 -> 4,100`` for the gate's explanation rows."""
+    return "; ".join(f"{r.metric.removeprefix(metrics.COUNTER_PREFIX)} {fmt.metric_value(r.metric, r.base.median)}"
+                     f" -> {fmt.metric_value(r.metric, r.head.median)}" for r in rows) or fmt.MISSING
+
+
+def expectation_line(r) -> str:
+    """One checked expectation in words: measured against the band, then what to do."""
+    value = lambda v: fmt.metric_value(r.metric, v)  # noqa: E731
+    if r.measured is None or r.expected is None:
+        return r.message
+    band = f"{value(r.expected)} ± {fmt.percent(r.margin)}"
+    if r.status == "regressed":
+        text = f"measured {value(r.measured)} above {band} (upper {value(r.expected * (1 + r.margin))})"
+    elif r.status == "improved":
+        text = f"measured {value(r.measured)} below {band} (lower {value(r.expected * (1 - r.margin))})"
+    else:
+        text = f"measured {value(r.measured)} within {band}"
+    return f"{text}; {r.message}" if r.message else text
+
+
 def compare_table(cmp) -> Table:
     """Per case and metric: base and head medians, ratio with interval, verdict."""
-    from ..decide.compare import format_interval, format_ratio, format_value
-
     table = Table(title=f"compare: base {cmp.base_label} vs head {cmp.head_label}", title_justify="left")
     for col, justify in (("case", "left"), ("metric", "left"), ("base", "right"), ("head", "right"),
                          ("n", "right"), ("CV b/h", "right"), ("ratio", "right"), ("interval", "right"),
                          ("p", "right"), ("verdict", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "case")
     for r in cmp.rows:
-        cvs = "/".join("-" if s.cv != s.cv else f"{100 * s.cv:.0f}%" for s in (r.base, r.head))
-        p = r.verdict.p_value
-        table.add_row(r.case, r.metric, format_value(r.metric, r.base.median), format_value(r.metric, r.head.median),
-                      f"{r.verdict.n_base}/{r.verdict.n_head}", cvs if r.compared_as == "timing" else "",
-                      format_ratio(r.verdict), format_interval(r.verdict),
-                      "-" if p is None or p != p else f"{p:.2g}", _styled(r.verdict.verdict))
+        cvs = "/".join(fmt.percent(s.cv) for s in (r.base, r.head))
+        table.add_row(r.case, r.metric, *row_values(r), f"{r.verdict.n_base}/{r.verdict.n_head}",
+                      cvs if r.compared_as == "timing" else "", fmt.factor(r.verdict.ratio),
+                      fmt.interval(r.verdict.ci_low, r.verdict.ci_high), fmt.p_value(r.verdict.p_value),
+                      _styled(r.verdict.verdict))
     return table
 
 
 def gate_table(outcome) -> Table:
     """Per case: the gated metric's medians, paired ratio with interval, verdict, pairs, wall time."""
-    from ..decide.compare import format_interval, format_ratio, format_value
-
     s = outcome.settings
     table = Table(title=f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
                         f"({outcome.head.short}), {s.metric}, paired", title_justify="left")
@@ -184,26 +205,21 @@ def gate_table(outcome) -> Table:
                          ("wall", "right"), ("stopped", "left"), ("counters changed", "left")):
         table.add_column(col, justify=justify, no_wrap=col not in ("case", "counters changed"))
     for c in outcome.cases:
-        changes = "; ".join(f"{r.metric.removeprefix('counters.')} {format_value(r.metric, r.base.median)}"
-                            f"->{format_value(r.metric, r.head.median)}" for r in c.changes)
-        table.add_row(c.case, format_value(s.metric, c.base.median), format_value(s.metric, c.head.median),
-                      format_ratio(c.verdict), format_interval(c.verdict), _styled(c.verdict.verdict),
-                      f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}", f"{c.wall_s:.0f}s",
-                      c.stop, changes or "-")
+        table.add_row(c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
+                      fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
+                      _styled(c.verdict.verdict), f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}",
+                      fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
     return table
 
 
 def expectations_table(check) -> Table:
     """Per expectation row that ran: expected, margin, measured, status."""
-    from ..decide.compare import format_value
-
     table = Table(title=f"expectations: {check.path}", title_justify="left")
     for col, justify in (("case", "left"), ("metric", "left"), ("expected", "right"), ("margin", "right"),
                          ("measured", "right"), ("n", "right"), ("status", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "case")
     order = {"regressed": 0, "vanished": 1, "improved": 2, "new": 3, "not measured": 4, "ok": 5}
     for r in sorted(check.rows, key=lambda r: order.get(r.status, 5)):
-        table.add_row(r.case, r.metric, format_value(r.metric, r.expected),
-                      "-" if r.margin is None else f"{r.margin * 100:g}%", format_value(r.metric, r.measured),
-                      str(r.n), _styled(r.status))
+        table.add_row(r.case, r.metric, fmt.metric_value(r.metric, r.expected), fmt.percent(r.margin),
+                      fmt.metric_value(r.metric, r.measured), str(r.n), _styled(r.status))
     return table

@@ -1,9 +1,10 @@
 """The results format's vocabulary: its name and version, the sample fields, the number rule.
 
-The field list here is the format's own (what a version-2 file may hold and of which
-type); which metric means what is the metric registry's business, not this module's.
-Everything else in ``harness.results`` reads these tables, so a field is added in one
-place: here, with its type, and in ``model.Sample``.
+The measured numbers of each sample kind come from the metric registry
+(``harness.metrics``: a metric added there is a field of the format, with the type its
+unit implies); the other fields (bookkeeping, text, the counters dict) are the
+format's own and listed here. Everything else in ``harness.results`` reads these
+tables, and ``model.Sample`` names every field.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
+from .. import metrics
 from ..errors import TtfgError
 
 FORMAT = "ttfg-results"
 #: The version written; ``migrate`` reads every older one (its docstring is the format history).
 VERSION = 2
 
-#: Phases of a first gradient, in order, as ``{phase}_s`` fields of a timing sample.
-GRADIENT_PHASES = ("trace", "lower", "compile", "execute")
-#: Every phase of a cold process, in order.
-PHASES = ("import", "build", *GRADIENT_PHASES)
+#: Phases of a first gradient and of a cold process, in order (the registry's).
+GRADIENT_PHASES = metrics.GRADIENT_PHASES
+PHASES = metrics.PROCESS_PHASES
 
 #: Field types. ``"number"``: finite int or float, never bool; ``"count"``: a non-negative int;
 #: ``"seconds"``/``"bytes"``: a number that is positive (seconds) or non-negative (bytes).
@@ -31,32 +32,25 @@ COMMON_FIELDS = {
     # Only in gate files: which base/head pair the sample belongs to, and its place in that pair.
     "pair": "count", "pair_position": "count",
 }
+#: The format type of a registry unit.
+UNIT_TYPES = {"s": "seconds", "bytes": "bytes", "count": "count", "ratio": "number"}
+
+
+def _measured(kind: str) -> dict[str, str]:
+    return {name: UNIT_TYPES[metrics.get(name).unit] for name in metrics.fields_of_kind(kind)}
+
+
 SAMPLE_FIELDS = {
-    "timing": {
-        "import_s": "seconds", "build_s": "seconds", "first_grad_s": "seconds", "second_grad_s": "seconds",
-        "trace_s": "seconds", "lower_s": "seconds", "compile_s": "seconds", "execute_s": "seconds",
-        "process_ttfg_s": "seconds", "cpu_s": "seconds", "peak_rss_bytes": "bytes", "compile_share": "number",
-        "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence",
-    },
-    "allocations": {
-        "alloc_count": "count", "alloc_bytes": "bytes", "alloc_peak_bytes": "bytes", "alloc_tool": "text",
-        "python_allocators": "bool",
-    },
-    "instructions": {
-        "instructions": "count", "instructions_tool": "text", "instructions_scope": "text",
-    },
+    "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence"},
+    "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool"},
+    "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text"},
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.
 STUDY_KINDS = ("params", "chain", "depth")
-#: Fields a good sample of each kind must have (a field that does not apply is null, but present).
-REQUIRED_WHEN_OK = {
-    "timing": ("import_s", "build_s", "first_grad_s", "second_grad_s"),
-    "allocations": ("alloc_count", "alloc_bytes"),
-    "instructions": ("instructions",),
-}
-#: Which measurements may legitimately be zero (a phase the backend skipped, a tiny build).
-ZERO_ALLOWED = {"trace_s", "lower_s", "compile_s", "execute_s", "build_s", "second_grad_s", "process_wall_s"}
+#: Fields a good sample must have, and which measurements may be zero: the registry's.
+REQUIRED_WHEN_OK = metrics.REQUIRED_WHEN_OK
+ZERO_ALLOWED = metrics.ZERO_ALLOWED | {"process_wall_s"}
 
 
 class ResultsError(TtfgError):
