@@ -8,7 +8,7 @@ what ``asv run`` writes into a results folder, through asv's own writer
 commit (``<machine>/<hash8>-<env>.json``: ``result_columns``, per benchmark the values
 over the whole parameter grid, its params, version, start time and duration, NaN
 where a case was not measured) and ``benchmarks.json`` with the suite's real
-benchmark names (``ttfg.track_first_grad_seconds``, ...; ``asv_suite.BENCHMARK_METRICS``),
+benchmark names (``ttfg.track_first_grad_seconds``, ...; the registry's ``asv_benchmark``),
 units and the ``model`` x ``backend`` x ``variant`` grid. Readers then go the way real
 history goes: ``harness.history.asv_results.load`` -> points -> trends -> report. The
 planted steps come back in the return value, never in the folder (asv would try to
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import engines
+from .. import engines, metrics
 from ..engines import variants
 from . import asv_suite
 
@@ -77,8 +77,7 @@ class SyntheticHistory:
 
 def suite_benchmarks() -> list[tuple[str, str, str]]:
     """``(asv benchmark name, metric, unit)`` of every ``track_*`` in ``suites/ttfg.py``, in discovery order."""
-    return sorted((f"ttfg.{fn}", metric, asv_suite.METRICS[metric])
-                  for fn, metric in asv_suite.BENCHMARK_METRICS.items())
+    return sorted((f"ttfg.{m.asv_benchmark}", m.name, m.asv_unit) for m in metrics.entries() if m.asv_benchmark)
 
 
 def cases(n: int) -> list[tuple[str, str, str]]:
