@@ -55,7 +55,7 @@ def test_every_backend_in_a_cold_process_and_phases_add_up(tmp_path):
     # Cold means cold: Inductor compiled from an empty cache, jax hit no persistent cache.
     inductor, jit = cold["torch.compile"], cold["jax.jit"]
     assert inductor["counters"]["fxgraph_cache_misses"] > 0 and inductor["counters"]["fxgraph_cache_hits"] == 0
-    assert "0 files in the cache folder at start" in inductor["cold_evidence"]
+    assert inductor.cold_evidence.files_at_start == 0 and "0 files in the cache folder at start" in inductor.cold_evidence.text
     assert jit["counters"]["backend_compiles"] >= 1 and jit["counters"]["persistent_cache_hits"] == 0
 
 
