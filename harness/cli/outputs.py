@@ -30,6 +30,15 @@ def _can_create_in(folder: Path) -> str | None:
     return None
 
 
+def _check_folder(folder: Path, option: str, asked: Path) -> None:
+    """``folder`` (an existing path) must be a folder where this user can create files."""
+    if not folder.is_dir():
+        raise UsageError(f"{option} {asked}: {folder} is a file, not a folder")
+    why = _can_create_in(folder)
+    if why:
+        raise UsageError(f"{option} {asked}: the folder {folder} {why}")
+
+
 def _nearest_existing(path: Path) -> Path:
     for parent in (path, *path.parents):
         if parent.exists():
@@ -57,11 +66,7 @@ def output_file(path: str | os.PathLike | None, option: str, create_parents: boo
         if not create_parents:
             raise UsageError(f"{option} {p}: the folder {parent} does not exist")
         parent = _nearest_existing(parent)
-    if not parent.is_dir():
-        raise UsageError(f"{option} {p}: {parent} is a file, not a folder")
-    why = _can_create_in(parent)
-    if why:
-        raise UsageError(f"{option} {p}: the folder {parent} {why}")
+    _check_folder(parent, option, p)
     return p
 
 
@@ -72,12 +77,7 @@ def output_dir(path: str | os.PathLike | None, option: str) -> Path | None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{option} {p}: is a file, not a folder")
-    existing = _nearest_existing(p)
-    if not existing.is_dir():
-        raise UsageError(f"{option} {p}: {existing} is a file, not a folder")
-    why = _can_create_in(existing)
-    if why:
-        raise UsageError(f"{option} {p}: the folder {existing} {why}")
+    _check_folder(_nearest_existing(p), option, p)
     return p
 
 

@@ -138,7 +138,8 @@ def _print_notes(notes: list[str]) -> None:
 
 def cmd_report(args) -> int:
     from ..errors import UsageError
-    from ..present.report import asv_link_for, prepare, render, write_atomic
+    from ..files import atomic_write_text
+    from ..present.report import asv_link_for, prepare, render
 
     if args.back < 1:
         raise UsageError(f"--back must be >= 1, got {args.back}")
@@ -150,7 +151,7 @@ def cmd_report(args) -> int:
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
     prepared.notes[:0] = notes
     html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold)
-    path = write_atomic(out, html)
+    path = atomic_write_text(out, html)
     _print_notes(prepared.notes)
     steps = prepared.trends.steps
     n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0

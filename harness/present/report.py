@@ -453,11 +453,6 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
     return _template().render(**context)
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Readers see the old page or the new one, never half (``harness.files``)."""
-    return atomic_write_text(path, text)
-
-
 def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
     """Relative link from the report to the asv site's index.html, when that exists.
 
@@ -499,7 +494,7 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
     out = Path(out)
     prepared = prepare(history_df, runs, last=last, threshold=threshold, machine=machine)
     html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold)
-    return write_atomic(out, html)
+    return atomic_write_text(out, html)  # readers see the old page or the new one, never half
 
 
-__all__ = ["Prepared", "asv_link_for", "build_report", "prepare", "render", "write_atomic"]
+__all__ = ["Prepared", "asv_link_for", "build_report", "prepare", "render"]
