@@ -12,7 +12,7 @@ import functools
 from typing import Callable
 
 from . import plugins
-from .plugins import BUILT_IN, Entry, PluginError
+from .plugins import BUILT_IN, PluginError
 from .spec import ModelSpec
 
 GROUP = "ttfg.models"
@@ -28,38 +28,16 @@ DESCRIPTIONS = {
 }
 
 
-@functools.cache
-def _registry() -> tuple[dict[str, Entry], list[Entry]]:
-    return plugins.registry(GROUP, _BUILTIN)
+_REGISTRY = plugins.Registry(GROUP, _BUILTIN, "model")
+names = _REGISTRY.names
+entry = _REGISTRY.entry
+shadowed = _REGISTRY.shadowed
 
 
 def refresh() -> None:
     """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
-    _registry.cache_clear()
+    _REGISTRY.refresh()
     builder.cache_clear()
-
-
-def names() -> list[str]:
-    """The registered model names: built in first, then plugins (broken ones included)."""
-    return list(_registry()[0])
-
-
-def entry(name: str) -> Entry:
-    """Where ``name`` comes from; ``KeyError`` naming the known models for an unknown name.
-
-    Built-in names never read the installed distributions' metadata (see ``harness.engines.entry``).
-    """
-    if name in _BUILTIN:
-        return Entry(name, _BUILTIN[name])
-    try:
-        return _registry()[0][name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(names())}") from None
-
-
-def shadowed() -> list[Entry]:
-    """Plugin entries ignored because their name was taken, each with its ``problem``."""
-    return list(_registry()[1])
 
 
 @functools.cache

@@ -75,18 +75,52 @@ def distributions(groups: tuple[str, ...]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def registry(group: str, builtins: dict[str, str]) -> tuple[dict[str, Entry], list[Entry]]:
-    """Built-in entries, then plugins; a plugin whose name is taken is returned apart, with its problem."""
-    entries = {name: Entry(name, target) for name, target in builtins.items()}
-    shadowed = []
-    for entry in discover(group):
-        if entry.name in entries:
-            taken = entries[entry.name]
-            shadowed.append(Entry(entry.name, entry.target, entry.origin, group,
-                                  f"name already used by {taken.origin}; this entry is ignored"))
-        else:
-            entries[entry.name] = entry
-    return entries, shadowed
+class Registry:
+    """One entry-point group's names: built-ins first, then plugins; scanned once, on first use.
+
+    Built-in names never read the installed distributions' metadata (built-ins win over
+    plugins anyway), so a probe of a built-in backend or model pays nothing for discovery.
+    A plugin whose name is taken is kept apart (:meth:`shadowed`), with its problem.
+    """
+
+    def __init__(self, group: str, builtins: dict[str, str], what: str):
+        self.group, self.builtins, self.what = group, dict(builtins), what
+        self._scan: tuple[dict[str, Entry], list[Entry]] | None = None
+
+    def _entries(self) -> tuple[dict[str, Entry], list[Entry]]:
+        if self._scan is None:
+            entries = {name: Entry(name, target) for name, target in self.builtins.items()}
+            shadowed = []
+            for entry in discover(self.group):
+                if entry.name in entries:
+                    taken = entries[entry.name]
+                    shadowed.append(Entry(entry.name, entry.target, entry.origin, self.group,
+                                          f"name already used by {taken.origin}; this entry is ignored"))
+                else:
+                    entries[entry.name] = entry
+            self._scan = entries, shadowed
+        return self._scan
+
+    def refresh(self) -> None:
+        """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
+        self._scan = None
+
+    def names(self) -> list[str]:
+        """Every registered name: built in first, then plugins (broken ones included)."""
+        return list(self._entries()[0])
+
+    def entry(self, name: str) -> Entry:
+        """Where ``name`` comes from; ``KeyError`` naming the known ones for an unknown name."""
+        if name in self.builtins:
+            return Entry(name, self.builtins[name])
+        try:
+            return self._entries()[0][name]
+        except KeyError:
+            raise KeyError(f"unknown {self.what} {name!r}; known {self.what}s: {', '.join(self.names())}") from None
+
+    def shadowed(self) -> list[Entry]:
+        """Plugin entries ignored because their name was taken, each with its ``problem``."""
+        return list(self._entries()[1])
 
 
 def load(entry: Entry):
@@ -112,4 +146,4 @@ def _one_line(exc: BaseException) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-__all__ = ["BUILT_IN", "Entry", "PluginError", "discover", "distributions", "load", "registry"]
+__all__ = ["BUILT_IN", "Entry", "PluginError", "Registry", "discover", "distributions", "load"]

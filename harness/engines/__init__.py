@@ -32,39 +32,23 @@ _BUILTIN: dict[str, str] = {
 }
 
 
-@functools.cache
-def _registry() -> tuple[dict[str, Entry], list[Entry]]:
-    return plugins.registry(GROUP, _BUILTIN)
+_REGISTRY = plugins.Registry(GROUP, _BUILTIN, "backend")
+names = _REGISTRY.names
+shadowed = _REGISTRY.shadowed
 
 
 def refresh() -> None:
     """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
-    _registry.cache_clear()
+    _REGISTRY.refresh()
     get.cache_clear()
 
 
-def names() -> list[str]:
-    """Every registered backend name: built in first, then plugins (broken ones included)."""
-    return list(_registry()[0])
-
-
 def entry(name: str) -> Entry:
-    """Where backend ``name`` comes from; :class:`UsageError` naming the known ones for an unknown name.
-
-    Built-in names never read the installed distributions' metadata (built-ins win over
-    plugins anyway), so a probe of a built-in backend pays nothing for plugin discovery.
-    """
-    if name in _BUILTIN:
-        return Entry(name, _BUILTIN[name])
+    """Where backend ``name`` comes from; :class:`UsageError` naming the known ones for an unknown name."""
     try:
-        return _registry()[0][name]
-    except KeyError:
-        raise UsageError(f"unknown backend {name!r}; known backends: {', '.join(names())}") from None
-
-
-def shadowed() -> list[Entry]:
-    """Plugin entries ignored because their name was taken, each with its ``problem``."""
-    return list(_registry()[1])
+        return _REGISTRY.entry(name)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
 
 
 def contract_problem(cls, name: str) -> str | None:
