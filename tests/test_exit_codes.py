@@ -275,3 +275,41 @@ def test_a_second_run_on_the_same_out_is_refused_before_it_measures(tmp_path):
     assert out.read_text() == "{}"  # untouched
     with OneWriter(out):  # the kernel dropped the dead holder's lock
         pass
+
+
+def test_a_full_disk_mid_run_stops_with_exit_2_and_keeps_the_saved_samples(tmp_path, capsys, monkeypatch):
+    """ENOSPC on the third save: the run stops at once, names the file, and the file on disk is the
+    last complete one (the samples before), never half written, with no temporary file left."""
+    import errno
+    import os as _os
+
+    from harness import files
+    from harness.measure import runner
+    from harness.results import io
+    from harness.results.model import Sample
+
+    calls = {"n": 0, "probes": 0}
+
+    def sample(case, kind, cache, index, settings, *a, **k):
+        calls["probes"] += 1
+        return Sample(kind, ok=False, index=index, cache=cache, error=f"sample {index}")
+
+    real_fsync = _os.fsync
+
+    def fsync(fd):
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(runner, "run_sample", sample)
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    out = tmp_path / "r.json"
+    code = main(["run", "--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "5", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 2
+    assert f"cannot write {out}: No space left on device" in " ".join(printed.split())
+    assert calls["probes"] == 2  # stopped at the first failed save, did not measure on into the void
+    saved = io.load(out)  # the first sample's save is intact: old file or new file, never half
+    assert [s.error for s in saved.cases[0].samples] == ["sample 0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file, lock released
