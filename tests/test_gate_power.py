@@ -134,3 +134,14 @@ jj._injected_compile_work = lambda: compile_calls.append(engine.compiled is not 
 def test_work_is_timed_per_iteration():
     per = injections.seconds_per_iteration("python", 20_000, repeat=2)
     assert 0 < per < 1e-3
+
+
+def test_the_benchmark_script_refuses_bad_input_before_it_clones():
+    script = ROOT / "benchmarks" / "gate_power.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for bad, named in ((["--sizes", "0"], "--sizes"), (["--kinds", "nope"], "--kinds"),
+                       (["--backend", "nope"], "--backend"), (["--model", "resnet15:blocks=0"], "--model"),
+                       (["--budget", "soon"], "--budget")):
+        out = subprocess.run([sys.executable, str(script), *bad], capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 2, (bad, out.stderr)
+        assert named in out.stderr and "Traceback" not in out.stderr
