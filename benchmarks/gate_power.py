@@ -7,8 +7,8 @@ one injected regression on top (``benchmarks/gate_injections.py``: Python work w
 tracing, an extra op per block, C work after XLA's compile; each sized to a fraction of
 a measured base), and runs ``python -m harness gate --repo CLONE --base HEAD~1 --head
 HEAD`` in a fresh process, as CI would. The gate checks both revisions out as worktrees
-of the clone, so the head's probes import the injected code. The gate itself is this
-checkout's code (``PYTHONPATH`` is this repository).
+of the clone, so the head's probes import the injected code. The gate itself runs from a
+second clone at the same commit, so editing this checkout during a run changes nothing.
 
 Per regression it records: detected or not (the gate exits 1), the verdict, the wall
 time to it, the tier that decided (when the gate has tiers), the change the injection
@@ -135,6 +135,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="extra argument for every gate, e.g. --gate-arg=--min-effect=0.02 (repeatable)")
     p.add_argument("--out", metavar="FILE", help="raw results as JSON (rewritten after each gate)")
     p.add_argument("--keep", action="store_true", help="keep the temporary clone and gate folders")
+    p.add_argument("--render", action="append", metavar="FILE",
+                   help="print the tables of an earlier --out file instead of running (repeatable)")
     args = p.parse_args(argv)
     from harness import engines
     from harness.errors import TtfgError
@@ -168,7 +170,7 @@ def _git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def ttfg(*args: str, cwd: Path, timeout: float = 300, pythonpath: Path = ROOT) -> subprocess.CompletedProcess:
+def ttfg(*args: str, cwd: Path, pythonpath: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m harness ARGS``: this interpreter, with ``pythonpath`` first on the path."""
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
                           env=_env(pythonpath), timeout=timeout)
@@ -302,7 +304,7 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
     return change
 
 
-def run_gate(clone: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
+def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
              extra: tuple[str, ...] = ()) -> dict:
     """One real ``ttfg gate`` in a fresh process; its verdict, timing and attribution."""
     from harness.decide.gate import parse_duration
@@ -315,7 +317,7 @@ def run_gate(clone: Path, base: str, head: str, out_dir: Path, args, tiers: str 
     started = time.monotonic()
     limit = 3 * parse_duration(args.budget) + 1800
     proc = subprocess.Popen([sys.executable, "-m", "harness", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=out_dir.parent, env=_env(ROOT))
+                            text=True, cwd=out_dir.parent, env=_env(tool))
     try:
         output, _ = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -342,7 +344,7 @@ def run_gate(clone: Path, base: str, head: str, out_dir: Path, args, tiers: str 
     if (out_dir / "summary.md").is_file():
         texts.append((out_dir / "summary.md").read_text())
     if caps["explain"]:
-        explained = ttfg("explain", str(out_dir), cwd=out_dir.parent, timeout=600)
+        explained = ttfg("explain", str(out_dir), cwd=out_dir.parent, pythonpath=tool, timeout=600)
         row["explain_exit_code"] = explained.returncode
         texts.append(explained.stdout)
     row["attribution_text"] = "\n".join(texts)
@@ -352,10 +354,11 @@ def run_gate(clone: Path, base: str, head: str, out_dir: Path, args, tiers: str 
 # ---------------------------------------------------------------------------- the run
 
 
-def capabilities(work: Path) -> dict:
-    """What this checkout's gate can do: tiers, ``ttfg explain``."""
-    gate_help = ttfg("gate", "--help", cwd=work)
-    return {"tiers": "--tiers" in gate_help.stdout, "explain": ttfg("explain", "--help", cwd=work).returncode == 0}
+def capabilities(work: Path, tool: Path) -> dict:
+    """What the gate under test can do: tiers, ``ttfg explain``."""
+    gate_help = ttfg("gate", "--help", cwd=work, pythonpath=tool)
+    return {"tiers": "--tiers" in gate_help.stdout,
+            "explain": ttfg("explain", "--help", cwd=work, pythonpath=tool).returncode == 0}
 
 
 def _commit_injection(clone: Path, base: str, message: str, kind: str | None = None, amount: int = 0) -> str:
@@ -384,7 +387,7 @@ def _log(text: str) -> None:
 
 def run(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="ttfg-power-"))
-    clone = work / "clone"
+    clone, tool = work / "clone", work / "tool"
     base = _git(ROOT, "rev-parse", "HEAD")
     doc = {"format": "ttfg-gate-power", "version": 1, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "uptime_start": _uptime(), "commit": base, "dirty": bool(_git(ROOT, "status", "--porcelain", "--",
@@ -392,13 +395,14 @@ def run(args) -> dict:
            "python": platform.python_version(), "cpus": os.cpu_count(), "settings": {
                k: v for k, v in vars(args).items() if k != "out"}, "regressions": [], "aa": [], "not_run": []}
     try:
-        _log(f"cloning {ROOT} at {base[:10]} into {clone}")
-        subprocess.run(["git", "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(clone)], check=True,
-                       capture_output=True, timeout=300)
-        doc["capabilities"] = caps = capabilities(work)
+        _log(f"cloning {ROOT} at {base[:10]} into {clone} (measured) and {tool} (the gate's own code)")
+        for folder in (clone, tool):
+            subprocess.run(["git", "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(folder)],
+                           check=True, capture_output=True, timeout=300)
+            _git(folder, "checkout", "--quiet", "--detach", base)
+        doc["capabilities"] = caps = capabilities(work, tool)
         doc["valgrind"] = shutil.which("valgrind")
         _log(f"gate capabilities: {caps}; calibrating {args.backend} {args.model} ({args.calibrate_repeat} processes)")
-        _git(clone, "checkout", "--quiet", "--detach", base)
         doc["calibration"] = calib = calibrate(clone, work, args)
         _log(f"base: {json.dumps(calib['phases'])}")
         for kind in args.kinds:
@@ -412,7 +416,7 @@ def run(args) -> dict:
                 out_dir.mkdir(parents=True)
                 _log(f"gate {kind} {size:g} %: {p['amount']} {p['unit']}, expected {p['expected']}")
                 row = {"kind": kind, "size_percent": size, "function": injections.KINDS[kind].function, **p,
-                       **run_gate(clone, base, head, out_dir, args, args.tiers, caps)}
+                       **run_gate(clone, tool, base, head, out_dir, args, args.tiers, caps)}
                 row["attribution_named"] = row["function"] in row.get("attribution_text", "")
                 row["measured"] = _measured_change(out_dir, kind, p)
                 _log(f"  -> {row['verdict']} (exit {row['exit_code']}) in {row['wall_s']:.0f} s, tier {row.get('tier')}")
@@ -430,7 +434,7 @@ def run(args) -> dict:
             out_dir = work / "gates" / f"aa-{family}-{i}"
             out_dir.mkdir(parents=True)
             extra = ("--min-pairs", "2", "--max-pairs", "2") if family == "deterministic" and not caps["tiers"] else ()
-            row = {"family": family, "trial": i, **run_gate(clone, base, head, out_dir, args, tiers, caps, extra)}
+            row = {"family": family, "trial": i, **run_gate(clone, tool, base, head, out_dir, args, tiers, caps, extra)}
             if family == "deterministic":
                 row["false_alarm"] = row["verdict"] in FALSE_ALARMS if caps["tiers"] else bool(
                     [m for m in row.get("counters_changed", []) if m and m.startswith("counters.")])
@@ -475,10 +479,16 @@ def _measured_cell(row: dict) -> str:
     return "; ".join(parts) or fmt.MISSING
 
 
+def _capabilities_text(doc: dict) -> str:
+    caps = doc.get("capabilities") or {}
+    tiers = f"gate tiers {doc['settings'].get('tiers') or 'default'}" if caps.get("tiers") else "a gate without tiers (time only)"
+    return f"{tiers}, {'with' if caps.get('explain') else 'no'} `ttfg explain`, valgrind {'present' if doc.get('valgrind') else 'missing'}"
+
+
 def markdown(doc: dict) -> str:
     lines = [f"gate power: `{doc['settings']['backend']}` `{doc['settings']['model']}`, commit "
              f"{doc['commit'][:10]}, budget {doc['settings']['budget']} per gate, sizes relative to "
-             f"{doc['settings']['relative_to'].replace('_', ' ')}; gate capabilities {doc.get('capabilities')}", "",
+             f"{doc['settings']['relative_to'].replace('_', ' ')}; {_capabilities_text(doc)}", "",
              f"- start: `{doc['uptime_start']}`", f"- end: `{doc.get('uptime_end', '')}`", ""]
     rows = []
     for r in doc["regressions"]:
@@ -516,8 +526,23 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def render(paths: list[str]) -> int:
+    for path in paths:
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate-power":
+                raise ValueError("not a gate_power.py --out file")
+            print(f"### {path}\n\n{markdown(doc)}")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"gate_power.py: error: {path}: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        return render(args.render)
     try:
         doc = run(args)
     except KeyboardInterrupt:
