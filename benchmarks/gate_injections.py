@@ -168,17 +168,17 @@ def apply(root: str | Path, kind: str, amount: int) -> Path:
     return path
 
 
-def seconds_per_iteration(kind: str, iterations: int, repeat: int = 5, python: str = sys.executable) -> float:
-    """Seconds one iteration of ``kind``'s work takes in a fresh interpreter (the fastest of ``repeat``).
+def seconds_per_iteration(kind: str, iterations: int, repeat: int = 7, python: str = sys.executable) -> float:
+    """Seconds one iteration of ``kind``'s work takes in a fresh interpreter (the median of ``repeat`` runs).
 
-    Only ``python`` and ``compile`` do timed work; the fastest run is the one least
-    disturbed by other load, as the phase it is compared with is a median of quiet-ish
-    samples too.
+    Only ``python`` and ``compile`` do timed work. The median, not the fastest run: the
+    phase the work is sized against is a median of samples taken under the same load,
+    so both are slowed alike and the ratio holds.
     """
     source = {"python": PYTHON_WORK, "compile": COMPILE_WORK}[kind].format(amount=iterations)
     name = KINDS[kind].function
-    code = (f"{source}\nimport time\n{name}(1)\nbest = float('inf')\n"
-            f"for _ in range({repeat}):\n    t = time.perf_counter(); {name}(); best = min(best, time.perf_counter() - t)\n"
-            "print(best)\n")
+    code = (f"{source}\nimport statistics, time\n{name}(1)\ntimes = []\n"
+            f"for _ in range({repeat}):\n    t = time.perf_counter(); {name}(); times.append(time.perf_counter() - t)\n"
+            "print(statistics.median(times))\n")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, timeout=600)
     return float(out.stdout.strip()) / iterations

@@ -222,6 +222,16 @@ def _repeat_nodes(model: str) -> tuple[int, int]:
     return len(found), sum(layer.count for layer in found)
 
 
+_PER_ITERATION: dict[str, float] = {}
+
+
+def _per_iteration(kind: str) -> float:
+    """Measured once per kind and run, so the sizes of one kind are exact multiples of each other."""
+    if kind not in _PER_ITERATION:
+        _PER_ITERATION[kind] = injections.seconds_per_iteration(kind, 200_000 if kind == "python" else 200)
+    return _PER_ITERATION[kind]
+
+
 def plan(kind: str, size: float, calib: dict, args) -> dict:
     """How much to inject for ``size`` percent, and what that should cost."""
     spec = injections.KINDS[kind]
@@ -237,7 +247,7 @@ def plan(kind: str, size: float, calib: dict, args) -> dict:
     reference = calib["phases"]["first_grad_s" if args.relative_to == "first_grad" else f"{phase}_s"]
     if not reference:
         raise BenchError(f"the base reports no {phase} phase for {args.backend}; use --relative-to first_grad")
-    per_iteration = injections.seconds_per_iteration(kind, 200_000 if kind == "python" else 200)
+    per_iteration = _per_iteration(kind)
     target = size / 100 * reference
     total = max(1, round(target / per_iteration))
     amount = max(1, round(total / nodes)) if kind == "python" else total
@@ -292,6 +302,10 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
                  if by_pair["head"][i].value(metric) is not None and by_pair["base"][i].value(metric) is not None]
         if diffs:
             change[metric] = statistics.median(diffs)  # paired: the pair's drift cancels
+    base_first = _median(sides["base"].values("first_grad_s"))
+    phase = plan_.get("phase")
+    if base_first and phase and f"{phase}_s" in change:
+        change["realized"] = change[f"{phase}_s"] / base_first  # the injection's share of this gate's first gradient
     values = {r: _median([v for k in record.KINDS for v in sides[r].values("instructions", kind=k, cache=None)])
               for r in ("base", "head")}
     if values["base"] and values["head"]:
@@ -468,8 +482,9 @@ def _measured_cell(row: dict) -> str:
     parts = []
     phase = row.get("phase")
     if phase and f"{phase}_s" in m:
-        parts.append(f"{phase} {'+' if m[f'{phase}_s'] >= 0 else ''}{fmt.seconds(m[f'{phase}_s'])}")
-    if "first_grad_s" in m:
+        realized = f" ({fmt.change(m['realized'])} of first grad)" if "realized" in m else ""
+        parts.append(f"{phase} {'+' if m[f'{phase}_s'] >= 0 else ''}{fmt.seconds(m[f'{phase}_s'])}{realized}")
+    if "first_grad_s" in m and phase != "execute":
         parts.append(f"first grad {'+' if m['first_grad_s'] >= 0 else ''}{fmt.seconds(m['first_grad_s'])}")
     for k, v in m.items():
         if k.startswith("counters."):
