@@ -76,9 +76,10 @@ def cmd_list(args) -> int:
 
     console = make_console()
     broken = []  # reasons, printed whole below the tables (too long for a cell)
+    # Names and origins stay on one line (scripts and eyes look rows up by them); the rest wraps to fit.
     mt = Table(title="models", title_justify="left")
     for col in ("model", "parameters", "input", "description", "from"):
-        mt.add_column(col)
+        mt.add_column(col, no_wrap=col in ("model", "from"), overflow="fold")
     for name in models.names():
         origin = models.entry(name).origin
         try:
@@ -98,7 +99,7 @@ def cmd_list(args) -> int:
     console.print(mt)
     bt = Table(title="backends", title_justify="left")
     for col in ("backend", "available", *variants.AXES, "description", "from"):
-        bt.add_column(col)
+        bt.add_column(col, no_wrap=col in ("backend", "from"), overflow="fold")
     notes = []
     for name in engines.names():
         origin = engines.entry(name).origin
@@ -157,17 +158,22 @@ def cmd_check(args) -> int:
 
 
 def cmd_run(args) -> int:
+    import json
     from pathlib import Path
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
-    from ..present.tables import console as make_console, failures_table, run_table
+    from ..present import noise as noise_view
+    from ..present.run_views import run_summary
+    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
 
     from .outputs import output_file
 
     output_file(args.out, "--out", create_parents=True)
-    console = make_console()
+    as_json = args.format == "json"
+    console = make_console(stderr=as_json)  # with --format json, stdout holds only the document
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
         return 2
@@ -179,6 +185,8 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
+    calibration, why_not = noise.stored()
+    runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
@@ -199,23 +207,37 @@ def cmd_run(args) -> int:
         except KeyboardInterrupt:
             interrupted = True
             results = runner.results
-    console.print(run_table(results))
+    if results.noise is None:
+        results.noise = noise.in_run(results)
+        if why_not:
+            results.noise.note = "; ".join(filter(None, [results.noise.note, why_not]))
+        runner.writer.save()
+    tables = run_tables(results, wide=args.wide)
+    shown = make_console(stderr=as_json, width=10_000) if args.wide else console  # --wide: never wrapped
+    for table in tables:
+        shown.print(table)
+    for line in skipped_lines(results):
+        console.print(line, highlight=False)
     fails = failures_table(results)
     if fails is not None:
         console.print(fails)
+    console.print(noise_view.headline(results.noise), highlight=False)
     if out:
         console.print(f"results: {out}", highlight=False)
+    code = 0
+    bad = failed_cases(results)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
-        return EXIT_BROKEN
-    bad = failed_cases(results)
-    if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
+        code = EXIT_BROKEN
+    elif bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
         console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
-        return EXIT_BROKEN
-    if bad:
+        code = EXIT_BROKEN
+    elif bad:
         console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
-        return 1
-    return 0
+        code = 1
+    if as_json:
+        print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
+    return code
 
 
 def cmd_study(args) -> int:
@@ -308,6 +330,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    p.add_argument("--wide", action="store_true",
+                   help="one table with every column (times, phases, counters) however wide, instead of three "
+                        "that fit the terminal")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or json: per case every metric's median, min, max, n and CV, the "
+                        "noise floor and the exit code on stdout (progress and tables go to stderr)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",

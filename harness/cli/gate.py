@@ -164,7 +164,8 @@ def cmd_gate(args) -> int:
 
     from .outputs import output_dir, output_file
 
-    console = make_console()
+    as_data = args.format != "table"
+    console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
         raise UsageError("--write-suggested needs --expectations FILE")
     output_dir(args.out_dir, "--out-dir")
@@ -191,6 +192,7 @@ def cmd_gate(args) -> int:
                   f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), metric {settings.metric}, "
                   f"budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
                   highlight=False)
+    floor, why_no_floor = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
     try:
         with worktrees(repo, {"base": base_rev, "head": head_rev}) as folders:
@@ -215,6 +217,7 @@ def cmd_gate(args) -> int:
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
+    floor = _record_noise(outcome, settings, floor, why_no_floor)
     console.print(gate_table(outcome))
     for c in outcome.cases:
         console.print(f"{c.verdict.verdict}: {c.case}: {c.verdict.reason}", highlight=False)
@@ -222,10 +225,13 @@ def cmd_gate(args) -> int:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
-    summary = gate_markdown(outcome, check)
-    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
-                                                         "expectations": check.to_json() if check else None,
-                                                         "exit_code": code}, indent=1) + "\n")
+    from ..present import noise as noise_view
+
+    console.print(noise_view.headline(floor, settings.metric), highlight=False)
+    summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, settings.metric)}\n"
+    document = {**outcome.to_json(), "expectations": check.to_json() if check else None, "exit_code": code,
+                "noise": floor.to_json() if floor else None}
+    atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
@@ -243,7 +249,43 @@ def cmd_gate(args) -> int:
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression", highlight=False)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(summary)
     return code
+
+
+def _warn_if_budget_too_small(console, cases: list[str], settings):
+    """Before any sampling: warn when --min-effect is below what the budget can detect here.
+
+    Returns the stored calibration (or None) and why there is none, for the results files.
+    """
+    from ..decide import noise
+    from ..present.noise import budget_warning_lines
+
+    floor, why_not = noise.stored()
+    warnings = noise.budget_warning(cases, settings.metric, settings.min_effect, settings.budget_s,
+                                    settings.max_pairs, floor, why_not)
+    for line in budget_warning_lines(warnings, settings.metric, settings.min_effect, settings.budget_s):
+        console.print(f"[yellow]{line}[/yellow]", highlight=False)
+    return floor, why_not
+
+
+def _record_noise(outcome, settings, floor, why_no_floor: str):
+    """The noise floor in both results files: the stored calibration, else the gate's own pairs."""
+    from ..decide import noise
+    from ..results import record
+
+    base, head = (record.load(outcome.files[role]) for role in ("base", "head"))
+    if floor is None:
+        floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
+        if why_no_floor:
+            floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
+    for results in (base, head):
+        results.noise = floor
+        results.save()
+    return floor
 
 
 def _load_runs(paths):
@@ -366,6 +408,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="what stdout gets at the end: tables (default), the Markdown summary, or gate.json's document "
+                        "(progress then goes to stderr)")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("expect", help="check or update expected counter values (CSV with margins)",
