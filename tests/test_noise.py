@@ -174,3 +174,14 @@ def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, pri
     assert data["stored"] == str(private_user_cache / "ttfg" / "calibration.json")
     floor, why = noise.stored()
     assert why == "" and floor.source == "calibration" and floor.entries
+
+
+def test_report_states_the_noise_floor(tmp_path):
+    from harness.present.report import build_report
+
+    res = results({CASE: timing_run(lognormal(2.0, 5, 0.05, seed=2))}, environment=MACHINE)
+    res.noise = noise.in_run(res)
+    res.save(tmp_path / "r.json")
+    html = build_report(None, [record.load(tmp_path / "r.json")], out=tmp_path / "index.html").read_text()
+    assert "Noise floor" in html and "on this machine a 10-minute gate sees &gt;= " in html
+    assert f"{res.noise.entries[0].log_ratio_sd:.3f}" in html

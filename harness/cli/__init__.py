@@ -28,12 +28,15 @@ from .doctor import add_doctor_commands
 
 EPILOG = """\
 examples:
-  ttfg list                                   models, backends, variants, availability
-  ttfg check --model resnet15                 every backend against the float64 reference
+  ttfg doctor --calibrate           missing tools, noise, what a gate sees here
+  ttfg list                         models, backends, variants, availability
+  ttfg check --model resnet15       every backend against the float64 reference
   ttfg run --model resnet15 --backend all --repeat 3 --out runs/r.json
-  ttfg compare base.json head.json            regression verdicts between two results files
-  ttfg gate --base origin/main                interleaved, paired base/head measurement
-  ttfg report --runs runs/r.json              HTML report with plots
+  ttfg study chain                  scan vs unrolled, paired, with intervals
+  ttfg compare base.json head.json  regression verdicts between results files
+  ttfg gate --base origin/main      interleaved, paired base/head measurement
+  ttfg report --runs runs/r.json    HTML report with plots
+  ttfg regressions --runs runs/     detected steps across commits
 """
 
 
@@ -288,7 +291,7 @@ def cmd_study(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfg",
-        description="Time to first gradient: measure, explain and gate the cold-start cost of "
+        description="Time to first gradient: measure, explain and gate the cold-start cost of\n"
                     "automatic differentiation in Python (JAX, PyTorch, HIPS autograd).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -304,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference (HIPS autograd). Exit 1 when any case exceeds the tolerance or fails, "
                                    "2 when nothing could run.")
     add_selection(p)
-    p.add_argument("--tolerance", type=options.tolerance, default=1e-4,
+    p.add_argument("--tolerance", type=options.tolerance, default=1e-4, metavar="FRACTION",
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
     p.set_defaults(func=cmd_check)
 
@@ -315,9 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "second gradient, process TTFG, CPU time of the whole process tree, peak RSS and "
                                    "structural counters. Exit 1 when a case has no good sample.")
     add_selection(p, default_model="resnet15")
-    p.add_argument("--repeat", type=options.repeat, default=5, help="fresh processes per case (default: 5)")
+    p.add_argument("--repeat", type=options.repeat, default=5, metavar="N",
+                   help="fresh processes per case; 3 or more also give an in-run noise estimate (default: 5)")
     p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
-    p.add_argument("--threads", type=options.threads, default=1,
+    p.add_argument("--threads", type=options.threads, default=1, metavar="N",
                    help="intra-op threads for every framework (default: 1, the least noisy here)")
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
                    help="cold: fresh empty compile caches per sample (default); warm: persistent caches "
@@ -325,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-cache", dest="cache", action="store_const", const="warm", help="same as --cache warm")
     p.add_argument("--allocations", action="store_true",
                    help="also count allocations in the first gradient (memray), in separate processes")
-    p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per case (default: 1)")
+    p.add_argument("--alloc-repeat", type=options.repeat, default=1, metavar="N",
+                   help="allocation processes per case (default: 1)")
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
@@ -344,11 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "
                                    "for k (is compile time linear in depth?).")
     p.add_argument("study", choices=("params", "chain", "depth"))
-    p.add_argument("--model", default="resnet15", help="resnet15 (default) or convnext_tiny")
+    p.add_argument("--model", default="resnet15", metavar="NAME[:k=v]",
+                   help="model, optionally sized, such as convnext_tiny (default: resnet15)")
     p.add_argument("--backend", action="append", metavar="NAME", help="repeatable; default: the backends the study applies to")
-    p.add_argument("--repeat", type=options.repeat, default=5, help="cold processes per case and arm (default: 5)")
-    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS")
-    p.add_argument("--threads", type=options.threads, default=1)
+    p.add_argument("--repeat", type=options.repeat, default=5, metavar="N",
+                   help="cold processes per case and arm, at least 2 (default: 5)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=options.threads, default=1, metavar="N", help="intra-op threads (default: 1)")
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)

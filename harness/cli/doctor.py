@@ -13,10 +13,10 @@ frequency governor, turbo, memory, swap, VM or container), each with a verdict
 (ok, warn, missing, unknown) and what to do. It changes no setting.
 
 With --calibrate it also measures A/A pairs of cold processes, states the
-smallest effect a 5- and a 10-minute gate can detect here, and stores the result
-in the user cache folder (~/.cache/ttfg/calibration.json): for a day, ttfg run
-and ttfg gate record it as their noise floor, and the gate warns before it starts
-when its --min-effect is below what its budget can detect.
+smallest effect a 5- and a 10-minute gate can detect here, and stores the
+result in the user cache folder (~/.cache/ttfg/calibration.json): for a day,
+ttfg run and ttfg gate record it as their noise floor, and the gate warns
+before it starts when its --min-effect is below what its budget can detect.
 
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""

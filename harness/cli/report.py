@@ -180,7 +180,7 @@ def regressions_table(prepared, only_regressions: bool = False):
     table = fitted(f"{title}: {fixed}" if fixed else title,
                    [("kind", "left"), *((c, "left") for c in varying), ("metric", "left"),
                     ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
-                    ("change", "right")])
+                    ("change", "right")], label=1 + len(varying))
     for r in rows:
         info = metric(r.metric)
         style = "red" if r.kind == "regression" else "green"

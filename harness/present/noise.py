@@ -71,7 +71,7 @@ def table(floor, metric: str = "first_grad_s") -> Table | None:
     t = fitted(f"{title}: {fixed}" if fixed else title,
                [(c, "left") for c in varying]
                + [(c, "right") for c in ("n", "log-ratio SD", "95% CI", "s/pair",
-                                         *(f"{b / 60:g}-min gate" for b in budgets))])
+                                         *(f"{b / 60:g}-min gate" for b in budgets))], label=len(varying))
     for e in entries:
         ci = (f"{e.sd_low:.2f}-{e.sd_high:.2f}" if e.sd_low is not None and e.sd_high is not None else fmt.MISSING)
         t.add_row(*case_cells(e.case, varying), str(e.n), fmt.MISSING if e.log_ratio_sd is None else f"{e.log_ratio_sd:.3f}", ci,

@@ -61,7 +61,7 @@ def case_layout(case_ids) -> tuple[tuple[str, ...], str]:
     split = [case_parts(c) for c in case_ids]
     varying = tuple(name for i, name in enumerate(CASE_PARTS) if len({p[i] for p in split}) > 1)
     if not varying and split:
-        varying = ("backend",) if len(split) > 1 else ()
+        varying = ("backend",)  # a row needs a name
     fixed = [f"{name} {split[0][i]}" for i, name in enumerate(CASE_PARTS)
              if split and name not in varying and split[0][i]]
     axes = _axes(case_ids)
@@ -83,51 +83,79 @@ SHORT, SHORT_HEADER = 8, 13
 
 
 class Fitted:
-    """A table whose column widths are chosen at print time for the console's width.
+    """A table whose layout is chosen at print time for the console's width.
 
     Why: rich, when a table is too wide, shrinks the widest columns first down to equal
     widths, which folds short unbreakable words (``torch.eager`` -> ``torch.eage`` /
     ``r``) while long text columns still have room to wrap. Here every column first
-    gets its longest word (or number), and the room left goes to the columns that have
-    more to show, in proportion to what they lack. Only when even the longest words do
-    not fit side by side does a word fold; nothing is ever cut.
+    gets its longest word (a value with its unit, a short header, kept whole), and the
+    room left goes to the columns that have more to show, in proportion to what they
+    lack. When even the longest words do not fit side by side, the rows are printed as
+    records instead, one paragraph per row: the row's name (its first ``label``
+    cells), then ``column value`` pairs, wrapped at the width. Nothing is ever cut.
     """
 
-    def __init__(self, table: Table):
+    def __init__(self, table: Table, label: int = 1):
         self.table = table
+        self.label = label
 
     def __getattr__(self, name):  # add_row, columns, title, row_count ... of the table
         return getattr(self.table, name)
 
-    def __rich_console__(self, console, options):
+    def _measure(self, console, options):
         from rich.measure import Measurement
 
-        table = self.table
-        pads = [table._get_padding_width(i) for i in range(len(table.columns))]
-        avail = options.max_width - sum(pads) - table._extra_width
         mins, maxs = [], []
-        for column in table.columns:
+        for column in self.table.columns:
             column.width = None
             cells = [column.header, *column.cells]
             sizes = [Measurement.get(console, options, c) for c in cells]
-            # A short cell is one value ("58.2 %", "2.94 ms"): kept whole, its number beside its unit;
-            # so is a short header ("worst rel err").
             mins.append(max((m.maximum if m.maximum <= (SHORT_HEADER if i == 0 else SHORT) else m.minimum
                              for i, m in enumerate(sizes)), default=1))
             maxs.append(max((m.maximum for m in sizes), default=1))
-        if sum(maxs) > avail:
-            if sum(mins) <= avail:
-                spare, lack = avail - sum(mins), [hi - lo for lo, hi in zip(mins, maxs)]
-                total = sum(lack) or 1
-                widths = [lo + spare * d // total for lo, d in zip(mins, lack)]
-                left = avail - sum(widths)
-                for i in sorted(range(len(widths)), key=lambda i: widths[i] - maxs[i])[:left]:
-                    widths[i] += 1
-            else:  # even the longest words do not fit: shrink every column alike (words fold)
-                widths = [lo * max(avail, len(mins)) // sum(mins) for lo in mins]
+        return mins, maxs
+
+    def __rich_console__(self, console, options):
+        table = self.table
+        pads = [table._get_padding_width(i) for i in range(len(table.columns))]
+        avail = options.max_width - sum(pads) - table._extra_width
+        mins, maxs = self._measure(console, options)
+        if sum(maxs) <= avail:
+            yield table
+        elif sum(mins) <= avail:
+            spare, lack = avail - sum(mins), [hi - lo for lo, hi in zip(mins, maxs)]
+            total = sum(lack) or 1
+            widths = [lo + spare * d // total for lo, d in zip(mins, lack)]
+            for i in sorted(range(len(widths)), key=lambda i: widths[i] - maxs[i])[:avail - sum(widths)]:
+                widths[i] += 1
             for column, width in zip(table.columns, widths):
                 column.width = max(width, 1)
-        yield table
+            yield table
+        else:
+            yield from self.records()
+
+    def records(self):
+        """The rows as paragraphs: ``name: column value, column value, ...``."""
+        from rich.text import Text
+
+        def text(cell) -> Text:
+            t = Text.from_markup(cell) if isinstance(cell, str) else cell.copy() if isinstance(cell, Text) else Text(
+                str(cell))
+            return Text(" ").join(t.split("\n"))
+
+        columns = self.table.columns
+        if self.table.title:
+            yield Text(str(self.table.title), style="italic")
+        for row in range(self.table.row_count):
+            cells = [text(list(c.cells)[row]) for c in columns]
+            name = Text(" ").join(c for c in cells[:self.label] if c.plain)
+            name.stylize("bold")
+            line = Text("- ").append(name)
+            parts = [Text(f"{col.header} ").append(cell) for col, cell in zip(columns[self.label:], cells[self.label:])
+                     if cell.plain]
+            line.append(": ").append(Text(", ").join(parts))
+            line.overflow = "fold"
+            yield line
 
     def __rich_measure__(self, console, options):
         from rich.measure import Measurement
@@ -135,16 +163,16 @@ class Fitted:
         return Measurement.get(console, options, self.table)
 
 
-def fitted(title: str, columns) -> Fitted:
-    """A table that fits any width without cutting: no vertical rules, widths from :class:`Fitted`.
+def fitted(title: str, columns, label: int = 1) -> Fitted:
+    """A table that fits any width without cutting (see :class:`Fitted`); ``columns``: ``(name, justify)``.
 
-    ``columns``: ``(name, justify)`` pairs.
+    ``label``: how many leading columns name a row (the case's parts), for the record layout.
     """
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
-    return Fitted(table)
+    return Fitted(table, label)
 
 
 def _title(text: str, fixed: str) -> str:
@@ -156,7 +184,7 @@ def check_table(results, tolerance: float) -> Table:
     table = fitted(_title(f"gradient check vs float64 reference (tolerance {tolerance:g})", fixed),
                    [(c, "left") for c in varying]
                    + [("status", "left"), ("loss", "right"), ("loss rel err", "right"), ("worst rel err", "right"),
-                      ("worst tensor", "left"), ("time", "right")])
+                      ("worst tensor", "left"), ("time", "right")], label=len(varying))
     style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim"}
     for r in results:
         cells = case_cells(r.case_id, varying)
@@ -196,8 +224,8 @@ def _run_rows(results):
             good = case.good("timing", cache)
             first = metrics.case_values(case, "first_grad_s", cache)
             med = _median(first)
-            phases = [fmt.seconds(_median(metrics.case_values(case, f"{phase}_s", cache)))
-                      for phase in metrics.GRADIENT_PHASES]
+            phases = {phase: fmt.seconds(_median(metrics.case_values(case, f"{phase}_s", cache)))
+                      for phase in metrics.GRADIENT_PHASES}
             counters = good[-1].get("counters", {}) if good else {}
             counter_text = " ".join(f"{k}={fmt.metric_value(f'counters.{k}', v)}" for k, v in counters.items()
                                     if v is not None)
@@ -213,19 +241,22 @@ def _run_rows(results):
                 "case": case.id, "cache": cache, "ok": status, "first grad": fmt.seconds(med),
                 "min–max": f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))}" if first else fmt.MISSING,
                 "CV": fmt.percent(_cv(first)), "process": med_of("process_ttfg_s"), "import": med_of("import_s"),
-                "build": med_of("build_s"), **dict(zip(metrics.GRADIENT_PHASES, phases)),
+                "build": med_of("build_s"), **phases, PHASES_COLUMN: " / ".join(phases.values()),
                 "second": med_of("second_grad_s"),
                 "allocs": fmt.count(_median(metrics.case_values(case, "alloc_count"))), "counters": counter_text,
             }
 
 
 #: The run's tables: title and columns (besides the case's parts). ``ttfg run --wide`` shows one table.
+PHASES_COLUMN = " / ".join(metrics.GRADIENT_PHASES)
 RUN_TABLES = (
-    ("time to first gradient (median over fresh processes)",
-     ("ok", "first grad", "min–max", "CV", "process", "second")),
-    ("where a cold process spends its time (medians)", ("import", "build", *metrics.GRADIENT_PHASES)),
+    ("time to first gradient (median over fresh processes)", ("ok", "first grad", "min–max", "CV", "process")),
+    ("where a cold process spends its time (medians)", ("import", "build", PHASES_COLUMN, "second")),
     ("allocations and structural counters (counters: last good sample)", ("allocs", "counters")),
 )
+#: ``--wide``: one table, the phases in columns of their own.
+WIDE_COLUMNS = ("ok", "first grad", "min–max", "CV", "process", "import", "build", *metrics.GRADIENT_PHASES, "second",
+                "allocs", "counters")
 LEFT = {"counters", "cache"}
 
 
@@ -237,9 +268,7 @@ def run_tables(results, wide: bool = False) -> list[Table]:
     rows = list(_run_rows(results))
     varying, fixed = case_layout([r["case"] for r in rows])
     cache = ("cache",) if len({r["cache"] for r in rows}) > 1 else ()
-    groups = RUN_TABLES
-    if wide:
-        groups = ((RUN_TABLES[0][0], tuple(c for _, cols in RUN_TABLES for c in cols)),)
+    groups = ((RUN_TABLES[0][0], WIDE_COLUMNS),) if wide else RUN_TABLES
     tables = []
     for title, columns in groups:
         if title != RUN_TABLES[0][0]:  # a column nothing was measured for says nothing: left out
@@ -249,7 +278,7 @@ def run_tables(results, wide: bool = False) -> list[Table]:
         if not shown or not columns:
             continue
         table = fitted(_title(title, fixed), [(c, "left") for c in (*varying, *cache)]
-                       + [(c, "left" if c in LEFT else "right") for c in columns])
+                       + [(c, "left" if c in LEFT else "right") for c in columns], label=len(varying) + len(cache))
         for r in shown:
             table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *(r[c] for c in columns))
         tables.append(table)
@@ -274,7 +303,8 @@ def failures_table(results) -> Table | None:
     varying, fixed = case_layout([case_id for case_id, _ in rows])
     table = fitted(_title("failed samples (the results file keeps each one's stderr tail)", fixed),
                    [(c, "left") for c in varying]
-                   + [("kind", "left"), ("#", "right"), ("error", "left"), ("stderr (last line)", "left")])
+                   + [("kind", "left"), ("#", "right"), ("error", "left"), ("stderr (last line)", "left")],
+                   label=len(varying))
     for case_id, s in rows:
         last = (s.stderr_tail or "").strip().splitlines()[-1:] or [""]
         table.add_row(*case_cells(case_id, varying), s.kind, str(s.index), s.error or "", last[0])
@@ -286,7 +316,8 @@ def effects_table(study) -> Table:
     table = fitted(f"{study.study} study on {study.model}: effect = treatment / control, "
                    f"paired cold processes, 95 % interval",
                    [(col, "right" if col in ("pairs", "p") else "left")
-                    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note")])
+                    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note")],
+                   label=2)
     for row in study.effects:
         e = row.effect
         effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if e else fmt.MISSING
@@ -298,7 +329,7 @@ def effects_table(study) -> Table:
 def depth_table(study) -> Table:
     table = fitted(f"depth study on {study.model}: t = a + b * depth^k, 95 % interval for k",
                    [(col, "right" if col in ("a", "b") else "left")
-                    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note")])
+                    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note")], label=2)
     for row in study.depth:
         points = " ".join(f"{d}:{fmt.seconds(v)}" for d, v in row.points)
         fit = row.fit
@@ -355,7 +386,8 @@ def compare_table(cmp) -> Table:
     table = fitted(_title(f"compare: base {cmp.base_label} vs head {cmp.head_label}", fixed),
                    [(c, "left") for c in varying]
                    + [("metric", "left"), ("base", "right"), ("head", "right"), ("n", "right"), ("CV b/h", "right"),
-                      ("ratio", "right"), ("interval", "right"), ("p", "right"), ("verdict", "left")])
+                      ("ratio", "right"), ("interval", "right"), ("p", "right"), ("verdict", "left")],
+                   label=len(varying))
     for r in cmp.rows:
         cvs = "/".join(fmt.percent(s.cv) for s in (r.base, r.head))
         table.add_row(*case_cells(r.case, varying), r.metric, *row_values(r), f"{r.verdict.n_base}/{r.verdict.n_head}",
@@ -374,7 +406,7 @@ def gate_table(outcome) -> Table:
                    [(c, "left") for c in varying]
                    + [("base", "right"), ("head", "right"), ("ratio", "right"), ("interval", "right"),
                       ("verdict", "left"), ("pairs", "right"), ("failed b/h", "right"), ("wall", "right"),
-                      ("stopped", "left"), ("counters changed", "left")])
+                      ("stopped", "left"), ("counters changed", "left")], label=len(varying))
     for c in outcome.cases:
         table.add_row(*case_cells(c.case, varying), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                       fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
@@ -389,7 +421,7 @@ def expectations_table(check) -> Table:
     table = fitted(_title(f"expectations: {check.path}", fixed),
                    [(c, "left") for c in varying]
                    + [("metric", "left"), ("expected", "right"), ("margin", "right"), ("measured", "right"),
-                      ("n", "right"), ("status", "left")])
+                      ("n", "right"), ("status", "left")], label=len(varying))
     order = {"regressed": 0, "vanished": 1, "improved": 2, "new": 3, "not measured": 4, "ok": 5}
     for r in sorted(check.rows, key=lambda r: order.get(r.status, 5)):
         table.add_row(*case_cells(r.case, varying), r.metric, fmt.metric_value(r.metric, r.expected), fmt.percent(r.margin),
