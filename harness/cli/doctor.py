@@ -83,5 +83,5 @@ def _store(calibration, progress):
         progress.print(f"calibration not stored: {exc.strerror or exc}: {exc.filename or ''}", highlight=False)
         return None
     progress.print(f"calibration stored in {path}: ttfg run and ttfg gate use it on this machine for "
-                   f"{noise.describe_age(noise.MAX_AGE_S)}", highlight=False)
+                   f"{noise.MAX_AGE_S / 3600:g} hours", highlight=False)
     return path

@@ -120,8 +120,7 @@ def from_calibration(calibration, machine: dict | None = None) -> NoiseFloor:
             logs = [math.log(b / a) for a, b in pairs]
             entries.append(_entry(case.case.id, metric, logs, case.seconds_per_pair))
     state = ", interrupted" if calibration.interrupted else ""
-    return NoiseFloor("calibration", f"A/A pairs of cold processes, ttfg doctor --calibrate "
-                                     f"({calibration.elapsed_s:.0f} s{state})",
+    return NoiseFloor("calibration", f"A/A pairs of cold processes over {calibration.elapsed_s:.0f} s{state}",
                       now_iso(), 0.0, machine or machine_facts(), ALPHA, POWER, entries,
                       "; ".join(calibration.notes))
 
@@ -269,8 +268,10 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
         entry = entries[case]
         if entry is not None:
             sd = entry.log_ratio_sd
-            source = (f"calibrated {describe_age(floor.age_s)} ago on {entry.case}" if floor.source == "calibration"
-                      else f"in-run estimate on {entry.case}")
+            source = (f"calibrated {describe_age(floor.age_s)} ago" if floor.source == "calibration"
+                      else "in-run estimate")
+            if entry.case != case:
+                source += f" on {entry.case}, standing in for this case"
         else:
             sd, source = DEFAULT_SD, f"default SD: {DEFAULT_SD_SOURCE}" + (f"; {why_no_floor}" if why_no_floor else "")
         pairs = min(int(budget_s // per_round), max_pairs) if per_round else max_pairs
