@@ -185,3 +185,15 @@ def test_run_at_80_columns_and_as_json(ttfg, tmp_path):
         values = [s["first_grad_s"] for c in saved["cases"] if c["id"] == case["case"] for s in c["samples"]]
         assert first["median"] == pytest.approx(sorted(values)[1]) and first["n"] == 3
         assert math.isfinite(first["cv"]) and case["counters"]
+
+
+def test_list_fits_80_columns(monkeypatch, capsys):
+    from harness import engines
+    from harness.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    assert_fits(text)
+    for name in engines.names():  # every backend's name and description, whole words
+        reachable(text, name, engines.get(name).description)

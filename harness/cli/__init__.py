@@ -68,21 +68,18 @@ def runnable_selection(args, console, what: str):
 
 def cmd_list(args) -> int:
     import models
-    from rich.table import Table
 
     from .. import engines
 
     from ..engines import variants
     from ..errors import BrokenPlugin, UsageError
     from ..measure.cases import model_problem
-    from ..present.tables import console as make_console
+    from ..present.tables import console as make_console, fitted
 
     console = make_console()
     broken = []  # reasons, printed whole below the tables (too long for a cell)
-    # Names and origins stay on one line (scripts and eyes look rows up by them); the rest wraps to fit.
-    mt = Table(title="models", title_justify="left")
-    for col in ("model", "parameters", "input", "description", "from"):
-        mt.add_column(col, no_wrap=col in ("model", "from"), overflow="fold")
+    mt = fitted("models", [(col, "left") for col in ("model", "parameters", "input", "description", "from")],
+                boxed=True)
     for name in models.names():
         origin = models.entry(name).origin
         try:
@@ -100,30 +97,34 @@ def cmd_list(args) -> int:
         mt.add_row(entry.name, "", "", "[red]ignored plugin[/] (below)", entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(mt)
-    bt = Table(title="backends", title_justify="left")
-    for col in ("backend", "available", *variants.AXES, "description", "from"):
-        bt.add_column(col, no_wrap=col in ("backend", "from"), overflow="fold")
+    # The descriptions go below the table, one line each: the table keeps to what fits a row.
+    bt = fitted("backends", [(col, "left") for col in ("backend", "available", *variants.AXES, "from")], boxed=True)
+    described = []
     notes = []
     for name in engines.names():
         origin = engines.entry(name).origin
         try:
             cls = engines.get(name)
         except BrokenPlugin as exc:
-            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), "", origin)
+            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), origin)
             broken.append(str(exc))
             continue
         why = cls.availability()
         axes = [" ".join(cls.supports[a]) for a in variants.AXES]
-        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, cls.description, origin)
+        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, origin)
+        described.append(f"  {name}: {cls.description}")
         for key, reason in cls.why_not.items():
             notes.append(f"{name} {key}: {reason}")
         combo = cls.unsupported_combination({"params": "closure", "chain": "scan"})
         if combo and all(v in cls.supports[a] for a, v in (("params", "closure"), ("chain", "scan"))):
             notes.append(f"{name} params=closure,chain=scan: {combo}")
     for entry in engines.shadowed():
-        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), "", entry.origin)
+        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(bt)
+    console.print("what each backend does:")
+    for line in described:
+        console.print(line, highlight=False)
     console.print("variant axes: " + "; ".join(f"{a} = {' | '.join(v)}" for a, v in variants.AXES.items())
                   + " (first listed per backend is its default)")
     if notes:

@@ -163,13 +163,15 @@ class Fitted:
         return Measurement.get(console, options, self.table)
 
 
-def fitted(title: str, columns, label: int = 1) -> Fitted:
+def fitted(title: str, columns, label: int = 1, boxed: bool = False) -> Fitted:
     """A table that fits any width without cutting (see :class:`Fitted`); ``columns``: ``(name, justify)``.
 
     ``label``: how many leading columns name a row (the case's parts), for the record layout.
+    ``boxed``: rich's default box with rules between columns (``ttfg list``), instead of none.
     """
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                  collapse_padding=True)
+    table = (Table(title=title, title_justify="left") if boxed else
+             Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                   collapse_padding=True))
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     return Fitted(table, label)
