@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from datetime import datetime, timedelta, timezone
 
@@ -185,3 +186,34 @@ def test_report_states_the_noise_floor(tmp_path):
     html = build_report(None, [record.load(tmp_path / "r.json")], out=tmp_path / "index.html").read_text()
     assert "Noise floor" in html and "on this machine a 10-minute gate sees &gt;= " in html
     assert f"{res.noise.entries[0].log_ratio_sd:.3f}" in html
+
+
+def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
+    """A stored calibration of a noisy machine: the warning comes before the first pair, with the budget needed."""
+    import contextlib
+
+    from harness.cli import main
+    from harness.decide import gate as gate_module
+    from harness.measure import worktrees
+
+    floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
+    noise.save(floor)
+
+    @contextlib.contextmanager
+    def no_worktrees(repo, revs):
+        yield {role: tmp_path for role in revs}
+
+    started = []
+
+    def run_gate(*args, **kwargs):
+        started.append(capsys.readouterr())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(worktrees, "worktrees", no_worktrees)
+    monkeypatch.setattr(gate_module, "run_gate", run_gate)
+    code = main(["gate", "--base", "HEAD", "--allow-dirty", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
+    assert code == 2 and started  # interrupted at once, after the check
+    before = " ".join(started[0].out.split())
+    assert "warning: resnet15/jax.jit/params=args,chain=unrolled: at log-ratio SD" in before
+    assert re.search(r"calibrated \d+ s ago\), a 300 s budget buys about \d+ pairs and detects >= ", before)
+    assert re.search(r"Detecting 5 % needs about \d+ pairs: --budget \d+m --max-pairs \d+", before)

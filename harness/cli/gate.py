@@ -212,7 +212,7 @@ def cmd_gate(args) -> int:
                   f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), metric {settings.metric}, "
                   f"budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
                   highlight=False)
-    floor, why_no_floor = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
+    floor, why_no_floor, budget_warnings = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
     try:
         with worktrees(repo, {"base": base_rev, "head": head_rev}) as folders:
@@ -250,7 +250,7 @@ def cmd_gate(args) -> int:
     console.print(noise_view.headline(floor, settings.metric), highlight=False)
     summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, settings.metric)}\n"
     document = {**outcome.to_json(), "expectations": check.to_json() if check else None, "exit_code": code,
-                "noise": floor.to_json() if floor else None}
+                "noise": floor.to_json() if floor else None, "budget_warnings": budget_warnings}
     atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -279,7 +279,7 @@ def cmd_gate(args) -> int:
 def _warn_if_budget_too_small(console, cases: list[str], settings):
     """Before any sampling: warn when --min-effect is below what the budget can detect here.
 
-    Returns the stored calibration (or None) and why there is none, for the results files.
+    Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
     """
     from ..decide import noise
     from ..present.noise import budget_warning_lines
@@ -289,7 +289,7 @@ def _warn_if_budget_too_small(console, cases: list[str], settings):
                                     settings.max_pairs, floor, why_not)
     for line in budget_warning_lines(warnings, settings.metric, settings.min_effect, settings.budget_s):
         console.print(f"[yellow]{line}[/yellow]", highlight=False)
-    return floor, why_not
+    return floor, why_not, warnings
 
 
 def _record_noise(outcome, settings, floor, why_no_floor: str):
