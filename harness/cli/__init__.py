@@ -204,6 +204,7 @@ def cmd_run(args) -> int:
                                    f"{sample.error}", highlight=False)
 
     interrupted = False
+    write_error: OSError | None = None
     with progress:
         task = progress.add_task("starting", total=steps)
         try:
@@ -211,11 +212,18 @@ def cmd_run(args) -> int:
         except KeyboardInterrupt:
             interrupted = True
             results = runner.results
+        except OSError as exc:  # a full disk or a vanished folder: stop, keep what is on disk
+            write_error = exc
+            results = runner.results
     if results.noise is None:
         results.noise = noise.in_run(results)
         if why_not:
             results.noise.note = "; ".join(filter(None, [results.noise.note, why_not]))
-        runner.writer.save()
+        if write_error is None:
+            try:
+                _save_again(results, out)
+            except OSError as exc:
+                write_error = exc
     tables = run_tables(results, wide=args.wide)
     shown = make_console(stderr=as_json, width=10_000) if args.wide else console  # --wide: never wrapped
     for table in tables:
@@ -233,6 +241,10 @@ def cmd_run(args) -> int:
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
         code = EXIT_BROKEN
+    elif write_error is not None:
+        console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
+                      "every sample saved before this is kept in it", highlight=False)
+        code = EXIT_BROKEN
     elif bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
         console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
         code = EXIT_BROKEN
@@ -242,6 +254,19 @@ def cmd_run(args) -> int:
     if as_json:
         print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
     return code
+
+
+def _save_again(results, out) -> None:
+    """Save a finished results file once more (its noise floor), as its one writer again."""
+    from ..results.writer import ResultsWriter
+
+    if out is None:
+        return
+    writer = ResultsWriter(results, out)
+    try:
+        writer.save()
+    finally:
+        writer.close()
 
 
 def cmd_study(args) -> int:

@@ -302,9 +302,11 @@ def _record_noise(outcome, settings, floor, why_no_floor: str):
         floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
         if why_no_floor:
             floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
+    from . import _save_again
+
     for results in (base, head):
         results.noise = floor
-        results.save()
+        _save_again(results, results.path)
     return floor
 
 
