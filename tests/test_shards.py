@@ -447,3 +447,62 @@ def test_three_real_shards_merge_into_what_one_unsharded_run_measures(ttfg, tmp_
     assert cmp.returncode == 0, cmp.stderr
     rows = json.loads(cmp.stdout)["rows"]
     assert {r["case"] for r in rows} == set(ids) and {r["verdict"]["verdict"] for r in rows} == {"unchanged"}
+
+
+# --------------------------------------------------------------------------- asv record --shard
+
+
+def test_asv_selection_takes_its_shard_from_the_environment(monkeypatch):
+    from harness.history import asv_suite
+
+    monkeypatch.setenv("TTFG_ASV_MODELS", ",".join(MODELS))
+    monkeypatch.setenv("TTFG_ASV_BACKENDS", "autograd,torch.eager")
+    whole = asv_suite.Selection.from_env()
+    all_ids = {c.id for c in whole.cases()[0]}
+    got = []
+    for i in (1, 2, 3):
+        monkeypatch.setenv("TTFG_ASV_SHARD", f"{i}/3")
+        sel = asv_suite.Selection.from_env()
+        cases = sel.cases()[0]
+        assert len(asv_suite.bench_patterns(sel)) == len(cases)
+        got += [c.id for c in cases]
+    assert sorted(got) == sorted(all_ids) and len(got) == len(set(got))
+    monkeypatch.setenv("TTFG_ASV_SHARD", "5/3")
+    with pytest.raises(UsageError, match="between 1 and 3"):
+        asv_suite.Selection.from_env().cases()
+
+
+@pytest.mark.full
+def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
+    """Two clones, one per runner, each `ttfg asv record --shard I/2` of the same commit;
+    `ttfg merge asv` joins their result files into the entry one unsharded record writes."""
+    import os
+    import subprocess
+    import sys
+
+    from harness.history import asv_results
+
+    from .test_asv import clone_with_two_commits, run
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith(("TTFG_ASV_", "ASV"))}
+    env.update(TTFG_ASV_MODELS="resnet15", TTFG_ASV_BACKENDS="torch.eager,autograd", TTFG_ASV_REPEAT="1",
+               TTFG_ASV_ALLOCATIONS="0")
+    files = []
+    first, _ = clone_with_two_commits(tmp_path / "runner1")
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(tmp_path / "runner1"), str(tmp_path / "runner2")],
+                   check=True)
+    for i in (1, 2):
+        clone, home = tmp_path / f"runner{i}", tmp_path / f"home{i}"
+        home.mkdir()
+        run([sys.executable, "-m", "harness", "asv", "record", first, "--machine", "testbox", "--no-publish",
+             "--shard", f"{i}/2"], clone, {**env, "HOME": str(home)})
+        files.append(next((clone / "results" / "testbox").glob(f"{first[:8]}-existing-*.json")))
+    out = subprocess.run([sys.executable, "-m", "harness", "merge", "asv", *map(str, files), "--results-dir",
+                          str(tmp_path / "results")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    frame = asv_results.load(tmp_path / "results", dropna=True)
+    fg = frame[frame.benchmark == "ttfg.track_first_grad_seconds"]
+    assert sorted(fg["backend"]) == ["autograd", "torch.eager"]
+    per_shard = [asv_results.load_file(f, dropna=True) for f in files]
+    assert [sorted(set(p[p.benchmark == "ttfg.track_first_grad_seconds"]["backend"])) for p in per_shard] in (
+        [["autograd"], ["torch.eager"]], [["torch.eager"], ["autograd"]])
