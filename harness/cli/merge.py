@@ -142,6 +142,6 @@ def add_merge_commands(sub) -> None:
     a.add_argument("files", nargs="+", metavar="FILE", help="asv result files (results/<machine>/<commit>-<env>.json)")
     a.add_argument("--out", metavar="FILE", help="the merged file")
     a.add_argument("--results-dir", metavar="DIR",
-                   help="write to DIR/<machine>/<the shards' file name> instead, with machine.json and "
-                        "benchmarks.json when DIR lacks them")
+                   help="write to DIR/<machine>/<the shards' file name> instead (an asv results folder), with "
+                        "machine.json when DIR lacks it and the shards' benchmarks.json, as asv run does")
     a.set_defaults(func=cmd_merge_asv)

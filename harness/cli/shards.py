@@ -64,6 +64,9 @@ def cmd_shards(args) -> int:
         print("ttfg shards: error: the selection has no case", file=sys.stderr)
         return 2
     plan = partition(ids, args.count, costs)
+    if args.format == "matrix":
+        sys.stdout.write(json.dumps(plan.matrix(), separators=(",", ":")) + "\n")
+        return 0
     if args.format == "json":
         sys.stdout.write(json.dumps(plan.to_json(), indent=None if args.compact else 1) + "\n")
         return 0
@@ -79,13 +82,15 @@ def add_shards_command(sub) -> None:
                        description="Split the selected cases into N shards by expected cost (longest processing "
                                    "time first, ties by case id): the partition `--shard I/N` uses on `ttfg run`, "
                                    "`check`, `gate` and `asv record`. It depends only on the case list, N and "
-                                   "--costs, so every runner computes the same one. `--format json` is for a CI "
-                                   "matrix: its `matrix` key lists the shard labels.")
+                                   "--costs, so every runner computes the same one. `--format matrix` prints a "
+                                   "GitHub Actions matrix on one line ({\"include\": [{\"shard\": \"1/4\", "
+                                   "\"index\": 1, \"cases\": 3}, ...]}) for $GITHUB_OUTPUT; `--format json` the "
+                                   "whole partition.")
     p.add_argument("count", type=options.shard_count, metavar="N", help="number of shards (runners)")
     add_selection(p, default_model="resnet15")
     p.add_argument("--costs", metavar="FILE", help=HELP_COSTS)
     p.add_argument("--repeat", type=options.repeat, default=5,
                    help="processes per case, for the expected wall time in the table (default: 5)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json", "matrix"), default="table")
     p.add_argument("--compact", action="store_true", help="JSON on one line (for $GITHUB_OUTPUT)")
     p.set_defaults(func=cmd_shards)

@@ -150,8 +150,9 @@ def merge_asv_files(paths: list[str | os.PathLike], out: Path | None = None,
                     results_dir: Path | None = None) -> tuple[Path, list[str]]:
     """Merge asv result files and write the result to ``out`` or ``results_dir/<machine>/<name>``.
 
-    With ``results_dir``, the shards' ``machine.json`` (and ``benchmarks.json`` two folders
-    up) are copied there when it lacks them, so that asv publish and the report read it.
+    With ``results_dir``, the shards' ``machine.json`` is copied there when it lacks one,
+    and their ``benchmarks.json`` (two folders up) replaces the folder's, as every ``asv run``
+    does: it is the benchmark discovery of the commit just measured.
     Everything is checked before anything is written.
     """
     docs = [(str(p), _read(Path(p))) for p in paths]
@@ -163,10 +164,10 @@ def merge_asv_files(paths: list[str | os.PathLike], out: Path | None = None,
             raise AsvMergeError("give --out FILE or --results-dir DIR (the files name no machine)")
         out = results_dir / machine / Path(paths[0]).name
         src = Path(paths[0])
-        for have, want in ((src.parent / "machine.json", out.parent / "machine.json"),
-                           (src.parent.parent / "benchmarks.json", results_dir / "benchmarks.json")):
-            if have.is_file() and not want.exists():
-                extra.append((have, want))
+        if (src.parent / "machine.json").is_file() and not (out.parent / "machine.json").exists():
+            extra.append((src.parent / "machine.json", out.parent / "machine.json"))
+        if (src.parent.parent / "benchmarks.json").is_file():
+            extra.append((src.parent.parent / "benchmarks.json", results_dir / "benchmarks.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps(merged, indent=None) + "\n")
     for have, want in extra:

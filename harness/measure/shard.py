@@ -165,11 +165,15 @@ class Partition:
             raise UsageError(f"shard {spec.label} does not belong to a partition into {self.count} shards")
         return self.shards[spec.index - 1]
 
+    def matrix(self) -> dict:
+        """A GitHub Actions ``strategy.matrix``: one job per shard, with its label, index and case count."""
+        return {"include": [{"shard": s.spec.label, "index": s.spec.index, "cases": len(s.cases)}
+                            for s in self.shards]}
+
     def to_json(self) -> dict:
         return {"format": "ttfg-shards", "version": 1, "count": self.count, "partition": self.digest,
                 "expected_total_s": self.total_s, "expected_wall_s": self.makespan_s,
-                "shards": [s.to_json() for s in self.shards],
-                "matrix": {"shard": [s.spec.label for s in self.shards]},
+                "shards": [s.to_json() for s in self.shards], "matrix": self.matrix(),
                 "sources": {k: self.sources[k] for k in sorted(self.sources)}}
 
 
