@@ -120,6 +120,18 @@ def test_shards_command_prints_the_partition_as_table_and_json(ttfg):
     assert doc["partition"] == partition(FULL, 3).digest
 
 
+def test_check_and_run_take_their_shard_and_an_empty_shard_passes(ttfg, tmp_path):
+    selection = ["--model", "resnet15:blocks=2", "--backend", "autograd", "--backend", "torch.eager"]
+    check = ttfg("check", *selection, "--shard", "2/2")
+    assert check.returncode == 0 and "checking 1 case(s)" in check.stdout, check.stdout + check.stderr
+    empty = ttfg("check", *selection, "--shard", "3/3")
+    assert empty.returncode == 0 and "shard 3/3 has no case" in empty.stdout
+    run = ttfg("run", *selection, "--shard", "3/3", "--out", str(tmp_path / "empty.json"))
+    assert run.returncode == 0 and "has no case" in run.stdout, run.stdout + run.stderr
+    res = record.load(tmp_path / "empty.json")
+    assert res.shard.label == "3/3" and res.shard.cases == [] and not res.cases and res.complete
+
+
 def test_shard_selection_keeps_unsupported_skips_on_shard_one_only():
     cases, skipped = select(["resnet15"], ["autograd", "torch.eager"], ["chain=scan", "default"],
                             check_availability=False)
@@ -213,6 +225,24 @@ def test_compare_refuses_timings_across_machines_unless_forced(ttfg, tmp_path):
     assert forced.returncode == 0 and "--force: timings from different machines" in forced.stdout
     counters = ttfg("compare", str(b), str(h), "--metric", "counters.*")
     assert counters.returncode == 0, counters.stderr
+
+
+def test_report_refuses_runs_from_different_machines_unless_forced(ttfg, tmp_path):
+    case = "resnet15/jax.jit/params=args,chain=unrolled"
+    files = []
+    for i, cores in enumerate((2, 8)):
+        res = synthetic({case: timing_run([1.0, 1.1])},
+                        environment={"hostname": "ci", "git": {"commit": str(i) * 40, "dirty": False}})
+        res.fingerprint = replace(metadata.fingerprint({}), cores=cores)
+        files.append(str(res.save(tmp_path / f"r{i}.json")))
+    argv = ["report", "--runs", *files, "--results", str(tmp_path / "none"), "--out", str(tmp_path / "r.html")]
+    (tmp_path / "none").mkdir()
+    out = ttfg(*argv)
+    assert out.returncode == 2 and "cannot report timings measured on different machines" in out.stderr
+    assert "cores 2 vs 8" in out.stderr and not (tmp_path / "r.html").exists()
+    forced = ttfg(*argv, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "--force: timings from different machines" in forced.stderr
 
 
 # --------------------------------------------------------------------------- merging results files
@@ -346,6 +376,7 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, ttfg, tmp_path):
     assert verdicts == {c.case: c.verdict.verdict for c in whole.cases}
     assert verdicts[slow] == "regressed" and len(merged.doc["cases"]) == len(whole.cases)
     assert merged.exit_code == whole.exit_code() == 1
+    assert merged.doc["fingerprint"] == json.loads((dirs[0] / "gate.json").read_text())["fingerprint"] is not None
     out = ttfg("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "merged"))
     assert out.returncode == 1, out.stdout + out.stderr
     summary = (tmp_path / "merged" / "summary.md").read_text()
