@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..results.format import differing
 from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
 from ..results.model import Results
@@ -145,11 +146,9 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
                 if _revision_key(s.doc, role) != _revision_key(first.doc, role):
                     raise MergeError(f"{first.where} gated {role} {_revision_key(first.doc, role)} but {s.where} "
                                      f"gated {role} {_revision_key(s.doc, role)}: shards of different revisions")
-            a, b = _settings(first.doc), _settings(s.doc)
-            if a != b:
-                keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-                raise MergeError(f"{first.where} and {s.where} gated with different settings: "
-                                 + ", ".join(f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in keys))
+            diffs = differing(_settings(first.doc), _settings(s.doc))
+            if diffs:
+                raise MergeError(f"{first.where} and {s.where} gated with different settings: " + ", ".join(diffs))
     notes = check_machines([(s.where, s.fingerprint) for s in shards], "timings", force, action="merge")
     owner: dict[str, str] = {}
     cases, skipped, expectation_rows, table = [], [], [], []

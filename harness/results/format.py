@@ -96,3 +96,11 @@ def describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "a list"
     return f"a {type(value).__name__}"
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """The keys whose values differ between two dicts, each as ``"key A vs B"`` (sorted by key).
+
+    The one wording of "these settings (or versions) differ" in merge and fingerprint messages.
+    """
+    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

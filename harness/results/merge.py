@@ -17,6 +17,7 @@ cases) and hold only cases of its own shard.
 from __future__ import annotations
 
 from ..errors import TtfgError
+from .format import differing
 from .machines import check_machines
 from .model import Results
 
@@ -117,11 +118,10 @@ def merge_results(files: list[Results], force: bool = False) -> tuple[Results, l
         if _revision(res) != _revision(first):
             raise MergeError(f"{_name(first)} measured {'/'.join(map(str, _revision(first)))} but {_name(res)} "
                              f"measured {'/'.join(map(str, _revision(res)))}: shards of different revisions")
-        a, b = _settings(first), _settings(res)
-        if a != b:
-            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        diffs = differing(_settings(first), _settings(res))
+        if diffs:
             raise MergeError(f"{_name(first)} and {_name(res)} were measured with different settings: "
-                             + ", ".join(f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in keys))
+                             + ", ".join(diffs))
     for res in files:
         if not res.complete:
             raise MergeError(f"{_name(res)} (shard {res.shard.label}) is incomplete: its run was interrupted or "

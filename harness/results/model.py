@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from .format import (COMMON_FIELDS, FORMAT, MEMORY_TOLERANCE, SAMPLE_FIELDS, TIMING_FIELDS, VERSION, is_number,
-                     now_iso)
+from .format import (COMMON_FIELDS, FORMAT, MEMORY_TOLERANCE, SAMPLE_FIELDS, TIMING_FIELDS, VERSION, differing,
+                     is_number, now_iso)
 
 
 @dataclass
@@ -224,8 +224,7 @@ class Fingerprint:
             return ("cpu_flags" + (f" only in the first: {shown(only_a)}" if only_a else "")
                     + (f" only in the second: {shown(only_b)}" if only_b else ""))
         if isinstance(a, dict) and isinstance(b, dict):
-            keys = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-            return f"{name} " + ", ".join(f"{k} {a.get(k)} vs {b.get(k)}" for k in keys)
+            return f"{name} " + ", ".join(differing(a, b))
         return f"{name} {a!r} vs {b!r}"
 
     def differences(self, other: "Fingerprint", names: tuple[str, ...] = TIMING_FIELDS) -> list[str]:
