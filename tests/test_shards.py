@@ -27,7 +27,6 @@ from harness.measure.shard import ShardSpec, estimate_s, parse_spec, partition, 
 from harness.measure.worktrees import Revision
 from harness.results import record
 from harness.results.machines import MachineMismatch, check_machines
-from harness.results.merge import MergeError, merge_results
 from harness.results.model import ShardSection
 
 from .conftest import ROOT
