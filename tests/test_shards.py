@@ -257,7 +257,7 @@ def shard_files(tmp_path: Path, count: int = 3, fingerprint=None, name="s") -> l
     for s in plan.shards:
         res = synthetic({cid: cases[cid] for cid in s.cases},
                         environment={"hostname": f"runner-{s.spec.index}", "git": {"commit": "c" * 40}})
-        res.shard = ShardSection(s.spec.index, count, s.cases, plan.digest)
+        res.shard = ShardSection(s.spec.index, count, s.cases, plan.digest, list(cases))
         res.fingerprint = fp
         paths.append(res.save(tmp_path / f"{name}{s.spec.index}.json"))
     return paths
@@ -268,7 +268,7 @@ def test_merge_results_gives_every_case_once(ttfg, tmp_path):
     out = ttfg("merge", "results", *map(str, reversed(paths)), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 0, out.stderr
     merged = record.load(tmp_path / "m.json")
-    assert sorted(c.id for c in merged.cases) == sorted(f"{m}/autograd/params=args,chain=unrolled" for m in MODELS)
+    assert [c.id for c in merged.cases] == [f"{m}/autograd/params=args,chain=unrolled" for m in MODELS]  # in order
     assert merged.shard is None and merged.complete and merged.fingerprint == record.load(paths[0]).fingerprint
     assert [s["shard"] for s in merged.environment["shards"]] == ["1/3", "2/3", "3/3"]
 
@@ -292,6 +292,8 @@ BAD_INPUTS = {
     "overlap": (lambda p: (_edit(p[1], lambda d: d["cases"].append(json.loads(p[0].read_text())["cases"][0])), p)[1],
                 "is in both"),
     "incomplete": (lambda p: (_edit(p[0], lambda d: d.update(complete=False)), p)[1], "is incomplete"),
+    "lost case": (lambda p: (_edit(p[0], lambda d: (d["cases"].clear(), d["shard"]["cases"].clear())), p)[1],
+                  "lack case(s) of their partition"),
     "other settings": (lambda p: (_edit(p[2], lambda d: d["settings"].update(repeat=9)), p)[1],
                        "different settings: repeat"),
 }
@@ -362,7 +364,7 @@ def sharded_gates(tmp_path, monkeypatch):
     for i in (1, 2, 3):
         spec = ShardSpec(i, 3)
         mine, mine_skipped, plan = select_shard([c.id for c in cases], cases, skipped, spec)
-        section = ShardSection(i, 3, plan.shard(spec).cases, plan.digest)
+        section = ShardSection(i, 3, plan.shard(spec).cases, plan.digest, [c.id for c in cases])
         _gate(tmp_path, mine, mine_skipped, tmp_path / f"g{i}", shard=section, slow=slow)
         dirs.append(tmp_path / f"g{i}")
     return whole, dirs, slow
@@ -472,7 +474,7 @@ def test_three_real_shards_merge_into_what_one_unsharded_run_measures(ttfg, tmp_
     assert merged.returncode == 0, merged.stderr
     a, b = record.load(tmp_path / "whole.json"), record.load(tmp_path / "merged.json")
     ids = [c.id for c in b.cases]
-    assert len(ids) == len(set(ids)) and set(ids) == {c.id for c in a.cases}
+    assert len(ids) == len(set(ids)) and ids == [c.id for c in a.cases]  # same cases, same order
     assert all(c.good() for c in b.cases)
     cmp = ttfg("compare", str(tmp_path / "whole.json"), str(tmp_path / "merged.json"), "--metric", "counters.*",
                "--format", "json")

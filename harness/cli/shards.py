@@ -45,7 +45,7 @@ def shard_selection(args, cases, skipped, console=None):
 
     ids, costs = partition_of(args)
     mine, mine_skipped, plan = select_shard(ids, cases, skipped, spec, costs)
-    section = ShardSection(spec.index, spec.count, plan.shard(spec).cases, plan.digest)
+    section = ShardSection(spec.index, spec.count, plan.shard(spec).cases, plan.digest, ids)
     if console is not None:
         console.print(f"shard {spec.label}: {len(section.cases)} of {len(ids)} case(s), expected "
                       f"{fmt.seconds(plan.shard(spec).cost_s)} per round of processes (busiest shard "

@@ -11,7 +11,8 @@ What must agree between shards: the partition (count and digest: the same select
 N and costs), the revision (the checkout's commit for ``ttfg run``; role and commit
 for a gate's base.json or head.json), the settings (the checkout's path aside), and
 the machine fingerprint. Each shard must be complete (an interrupted shard has lost
-cases) and hold only cases of its own shard.
+cases) and hold only cases of its own shard, and together they must hold every case of
+the partition. The merged cases keep the selection's order.
 """
 
 from __future__ import annotations
@@ -139,7 +140,15 @@ def merge_results(files: list[Results], force: bool = False) -> tuple[Results, l
                                  "of its shard's cases")
             owner[case.id] = _name(res)
             merged_cases.append(case)
-    merged_cases.sort(key=lambda c: c.skipped is not None)  # measured cases first, as a run writes them
+    universe = first.shard.all_cases
+    if universe:
+        lost = [cid for cid in universe if cid not in owner]
+        if lost:
+            raise MergeError(f"the shards {', '.join(_name(r) for r in files)} lack case(s) of their partition: "
+                             + ", ".join(lost))
+    place = {cid: i for i, cid in enumerate(universe)}
+    # In the selection's order, measured cases first, as one unsharded run writes them.
+    merged_cases.sort(key=lambda c: (c.skipped is not None, place.get(c.id, len(place))))
     environment = dict(first.environment)
     environment["shards"] = [{"shard": r.shard.label, "file": _name(r), "hostname": r.environment.get("hostname"),
                               "collected": r.environment.get("collected"),

@@ -244,13 +244,17 @@ class ShardSection:
     count: int
     cases: list[str]
     partition: str
+    #: Every case of the partition, in the selection's order: a merge checks that none is lost
+    #: and puts the merged cases back in this order.
+    all_cases: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
         return f"{self.index}/{self.count}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "count": self.count, "cases": list(self.cases), "partition": self.partition}
+        return {"index": self.index, "count": self.count, "cases": list(self.cases), "partition": self.partition,
+                "all_cases": list(self.all_cases)}
 
 
 @dataclass

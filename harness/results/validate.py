@@ -178,8 +178,10 @@ class _Reader:
             raise self.expect(f"{where}.count", "a number of shards >= 1", count)
         if not 1 <= index <= count:
             raise self.expect(f"{where}.index", f"a shard index from 1 to {count}", index)
-        cases = [self.text(c, f"{where}.cases[{i}]") for i, c in enumerate(self.seq(get("cases"), f"{where}.cases"))]
-        return ShardSection(index, count, cases, self.text(get("partition"), f"{where}.partition"))
+        texts = lambda key, raw_list: [self.text(c, f"{where}.{key}[{i}]")  # noqa: E731
+                                       for i, c in enumerate(self.seq(raw_list, f"{where}.{key}"))]
+        return ShardSection(index, count, texts("cases", get("cases")),
+                            self.text(get("partition"), f"{where}.partition"), texts("all_cases", raw.get("all_cases", [])))
 
     def fingerprint(self, raw: Any, where: str = "environment.fingerprint") -> Fingerprint | None:
         if raw is None:
