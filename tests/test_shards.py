@@ -375,6 +375,7 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, ttfg, tmp_path):
     merged = merge_gates([load_shard(d) for d in reversed(dirs)])
     verdicts = {c["case"]: c["verdict"]["verdict"] for c in merged.doc["cases"]}
     assert verdicts == {c.case: c.verdict.verdict for c in whole.cases}
+    assert [c["case"] for c in merged.doc["cases"]] == [c.case for c in whole.cases]
     assert verdicts[slow] == "regressed" and len(merged.doc["cases"]) == len(whole.cases)
     assert merged.exit_code == whole.exit_code() == 1
     assert merged.doc["fingerprint"] == json.loads((dirs[0] / "gate.json").read_text())["fingerprint"] is not None

@@ -161,6 +161,9 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
         for c in s.doc.get("cases") or []:
             if c["case"] in owner:
                 raise MergeError(f"case {c['case']} is in both {owner[c['case']]} and {s.where}")
+            if c["case"] not in s.shard.cases:
+                raise MergeError(f"{s.where} (shard {s.shard.label}) gated {c['case']}, which is not one of its "
+                                 "shard's cases")
             owner[c["case"]] = s.where
             cases.append({**c, "shard": s.shard.label})
         skipped += [sk for sk in s.doc.get("skipped") or [] if sk["case"] not in {x["case"] for x in skipped}]
@@ -180,6 +183,8 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
                       "detail": f"no output of shard {index}/{count} among the inputs (its job failed or its "
                                 "artifact was not downloaded)", "exit_code": None})
     table.sort(key=lambda e: int(e["shard"].split("/")[0]))
+    place = {cid: i for i, cid in enumerate(shards[0].shard.all_cases)}
+    cases.sort(key=lambda c: place.get(c["case"], len(place)))  # the selection's order
     regressed = [c for c in cases if c["verdict"]["verdict"] == "regressed"]
     expectation_failures = [r for e in table for r in e.get("expectation_failures") or []]
     incomplete = [e for e in table if e.get("exit_code") is None]  # missing, or did not finish
