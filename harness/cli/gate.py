@@ -249,6 +249,8 @@ def cmd_gate(args) -> int:
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+    elif code == 0 and shard is not None and not shard.cases:
+        console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression", highlight=False)
     return code
