@@ -33,6 +33,19 @@ from .conftest import ROOT
 from .synthetic_results import results as synthetic, timing_run
 from .test_gate_policy import good, noisy
 
+@pytest.fixture
+def cli(capsys):
+    """The command line in this process (``harness.cli.main``): what a user's process does, in milliseconds."""
+    from harness.cli import main
+
+    def run(*argv: str) -> SimpleNamespace:
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
+    return run
+
+
 FULL = [c.id for c in select(["all"], ["all"], ["all"], check_availability=False)[0]]
 MODELS = ["resnet15:blocks=2", "resnet15:blocks=3", "resnet15:blocks=4"]
 
@@ -98,34 +111,34 @@ def test_bad_shard_specs_are_refused(text, problem):
 
 @pytest.mark.parametrize("argv", [["run", "--shard", "4/3"], ["check", "--shard", "0/2"], ["gate", "--base", "HEAD",
                                   "--shard", "1/0"], ["asv", "record", "--shard", "x"], ["shards", "0"]])
-def test_the_commands_refuse_a_bad_shard_with_exit_2(ttfg, argv):
-    out = ttfg(*argv)
+def test_the_commands_refuse_a_bad_shard_with_exit_2(cli, argv):
+    out = cli(*argv)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "shard" in out.stderr
 
 
-def test_shards_command_prints_the_partition_as_table_and_json(ttfg):
+def test_shards_command_prints_the_partition_as_table_and_json(cli):
     argv = ["shards", "3", "--model", "all", "--backend", "all", "--variant", "all"]
-    table = ttfg(*argv)
+    table = cli(*argv)
     assert table.returncode == 0, table.stderr
     assert "1/3" in table.stdout and "3/3" in table.stdout and "expected wall time" in table.stdout
-    out = ttfg(*argv, "--format", "json", "--compact")
+    out = cli(*argv, "--format", "json", "--compact")
     doc = json.loads(out.stdout)
     assert len(out.stdout.strip().splitlines()) == 1
     assert [job["shard"] for job in doc["matrix"]["include"]] == ["1/3", "2/3", "3/3"]
-    matrix = ttfg(*argv, "--format", "matrix")
+    matrix = cli(*argv, "--format", "matrix")
     assert json.loads(matrix.stdout) == doc["matrix"] and len(matrix.stdout.strip().splitlines()) == 1
     assert sorted(c for s in doc["shards"] for c in s["cases"]) == sorted(FULL)
     assert doc["partition"] == partition(FULL, 3).digest
 
 
-def test_check_and_run_take_their_shard_and_an_empty_shard_passes(ttfg, tmp_path):
+def test_check_and_run_take_their_shard_and_an_empty_shard_passes(cli, tmp_path):
     selection = ["--model", "resnet15:blocks=2", "--backend", "autograd", "--backend", "torch.eager"]
-    check = ttfg("check", *selection, "--shard", "2/2")
+    check = cli("check", *selection, "--shard", "2/2")
     assert check.returncode == 0 and "checking 1 case(s)" in check.stdout, check.stdout + check.stderr
-    empty = ttfg("check", *selection, "--shard", "3/3")
+    empty = cli("check", *selection, "--shard", "3/3")
     assert empty.returncode == 0 and "shard 3/3 has no case" in empty.stdout
-    run = ttfg("run", *selection, "--shard", "3/3", "--out", str(tmp_path / "empty.json"))
+    run = cli("run", *selection, "--shard", "3/3", "--out", str(tmp_path / "empty.json"))
     assert run.returncode == 0 and "has no case" in run.stdout, run.stdout + run.stderr
     res = record.load(tmp_path / "empty.json")
     assert res.shard.label == "3/3" and res.shard.cases == [] and not res.cases and res.complete
@@ -210,23 +223,23 @@ def test_machine_differences_are_named_and_counts_need_only_arch_and_versions():
         check_machines([("a.json", fp), ("b.json", newer)], "counts")
 
 
-def test_compare_refuses_timings_across_machines_unless_forced(ttfg, tmp_path):
+def test_compare_refuses_timings_across_machines_unless_forced(cli, tmp_path):
     case = "resnet15/jax.jit/params=args,chain=unrolled"
     base = synthetic({case: timing_run([1.0, 1.01, 0.99, 1.0, 1.02])})
     head = synthetic({case: timing_run([1.0, 1.01, 0.99, 1.0, 1.02])})
     base.fingerprint = metadata.fingerprint({})
     head.fingerprint = replace(base.fingerprint, cores=base.fingerprint.cores + 6)
     b, h = base.save(tmp_path / "base.json"), head.save(tmp_path / "head.json")
-    out = ttfg("compare", str(b), str(h))
+    out = cli("compare", str(b), str(h))
     assert out.returncode == 2 and "different machines" in out.stderr and "cores" in out.stderr
     assert str(b) in out.stderr and str(h) in out.stderr
-    forced = ttfg("compare", str(b), str(h), "--force")
+    forced = cli("compare", str(b), str(h), "--force")
     assert forced.returncode == 0 and "--force: timings from different machines" in forced.stdout
-    counters = ttfg("compare", str(b), str(h), "--metric", "counters.*")
+    counters = cli("compare", str(b), str(h), "--metric", "counters.*")
     assert counters.returncode == 0, counters.stderr
 
 
-def test_report_refuses_runs_from_different_machines_unless_forced(ttfg, tmp_path):
+def test_report_refuses_runs_from_different_machines_unless_forced(cli, tmp_path):
     case = "resnet15/jax.jit/params=args,chain=unrolled"
     files = []
     for i, cores in enumerate((2, 8)):
@@ -236,10 +249,10 @@ def test_report_refuses_runs_from_different_machines_unless_forced(ttfg, tmp_pat
         files.append(str(res.save(tmp_path / f"r{i}.json")))
     argv = ["report", "--runs", *files, "--results", str(tmp_path / "none"), "--out", str(tmp_path / "r.html")]
     (tmp_path / "none").mkdir()
-    out = ttfg(*argv)
+    out = cli(*argv)
     assert out.returncode == 2 and "cannot report timings measured on different machines" in out.stderr
     assert "cores 2 vs 8" in out.stderr and not (tmp_path / "r.html").exists()
-    forced = ttfg(*argv, "--force")
+    forced = cli(*argv, "--force")
     assert forced.returncode == 0, forced.stderr
     assert "--force: timings from different machines" in forced.stderr
 
@@ -263,9 +276,9 @@ def shard_files(tmp_path: Path, count: int = 3, fingerprint=None, name="s") -> l
     return paths
 
 
-def test_merge_results_gives_every_case_once(ttfg, tmp_path):
+def test_merge_results_gives_every_case_once(cli, tmp_path):
     paths = shard_files(tmp_path)
-    out = ttfg("merge", "results", *map(str, reversed(paths)), "--out", str(tmp_path / "m.json"))
+    out = cli("merge", "results", *map(str, reversed(paths)), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 0, out.stderr
     merged = record.load(tmp_path / "m.json")
     assert [c.id for c in merged.cases] == [f"{m}/autograd/params=args,chain=unrolled" for m in MODELS]  # in order
@@ -300,21 +313,21 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("kind", BAD_INPUTS)
-def test_merge_refuses_bad_shard_inputs_naming_the_files_and_writes_nothing(ttfg, tmp_path, kind):
+def test_merge_refuses_bad_shard_inputs_naming_the_files_and_writes_nothing(cli, tmp_path, kind):
     paths = shard_files(tmp_path)
     pick, message = BAD_INPUTS[kind]
     given = pick(paths)
-    out = ttfg("merge", "results", *map(str, given), "--out", str(tmp_path / "m.json"))
+    out = cli("merge", "results", *map(str, given), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 2, out.stdout + out.stderr
     assert message in out.stderr
     assert any(str(p) in out.stderr for p in given)
     assert not (tmp_path / "m.json").exists()
 
 
-def test_merge_of_different_machines_with_force_says_so(ttfg, tmp_path):
+def test_merge_of_different_machines_with_force_says_so(cli, tmp_path):
     paths = shard_files(tmp_path)
     _edit(paths[2], lambda d: d["environment"]["fingerprint"].update(cores=999))
-    out = ttfg("merge", "results", *map(str, paths), "--out", str(tmp_path / "m.json"), "--force")
+    out = cli("merge", "results", *map(str, paths), "--out", str(tmp_path / "m.json"), "--force")
     assert out.returncode == 0 and "--force" in out.stdout and "cores" in out.stdout
     merged = record.load(tmp_path / "m.json")
     assert merged.fingerprint is None and merged.environment["merged_across_machines"]
@@ -370,7 +383,7 @@ def sharded_gates(tmp_path, monkeypatch):
     return whole, dirs, slow
 
 
-def test_merged_gate_equals_the_unsharded_gate(sharded_gates, ttfg, tmp_path):
+def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     whole, dirs, slow = sharded_gates
     merged = merge_gates([load_shard(d) for d in reversed(dirs)])
     verdicts = {c["case"]: c["verdict"]["verdict"] for c in merged.doc["cases"]}
@@ -379,30 +392,30 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, ttfg, tmp_path):
     assert verdicts[slow] == "regressed" and len(merged.doc["cases"]) == len(whole.cases)
     assert merged.exit_code == whole.exit_code() == 1
     assert merged.doc["fingerprint"] == json.loads((dirs[0] / "gate.json").read_text())["fingerprint"] is not None
-    out = ttfg("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "merged"))
+    out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "merged"))
     assert out.returncode == 1, out.stdout + out.stderr
     summary = (tmp_path / "merged" / "summary.md").read_text()
     assert "3 of 3 shard(s) merged: regression" in summary and slow in summary
     assert {c.id for c in record.load(tmp_path / "merged" / "head.json").cases} == {c.case for c in whole.cases}
 
 
-def test_a_missing_or_unfinished_shard_fails_the_merged_gate_with_exit_2(sharded_gates, ttfg, tmp_path):
+def test_a_missing_or_unfinished_shard_fails_the_merged_gate_with_exit_2(sharded_gates, cli, tmp_path):
     _, dirs, _ = sharded_gates
-    out = ttfg("merge", "gate", str(dirs[0]), str(dirs[2]), "--out-dir", str(tmp_path / "m1"))
+    out = cli("merge", "gate", str(dirs[0]), str(dirs[2]), "--out-dir", str(tmp_path / "m1"))
     assert out.returncode == 2 and "shard 2/3 missing" in (tmp_path / "m1" / "summary.md").read_text()
     assert json.loads((tmp_path / "m1" / "gate.json").read_text())["exit_code"] == 2
     (dirs[1] / "gate.json").unlink()  # the job was killed before the gate finished
-    out = ttfg("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m2"))
+    out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m2"))
     assert out.returncode == 2 and "shard 2/3 failed" in (tmp_path / "m2" / "summary.md").read_text()
 
 
-def test_gate_merge_refuses_contradicting_shards(sharded_gates, ttfg, tmp_path):
+def test_gate_merge_refuses_contradicting_shards(sharded_gates, cli, tmp_path):
     _, dirs, _ = sharded_gates
     _edit(dirs[1] / "gate.json", lambda d: d["head"].update(commit="f" * 40))
-    out = ttfg("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
+    out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
     assert out.returncode == 2 and "shards of different revisions" in out.stderr and str(dirs[1]) in out.stderr
     assert not (tmp_path / "m").exists()
-    out = ttfg("merge", "gate", str(dirs[0]), str(dirs[0]), "--out-dir", str(tmp_path / "m"))
+    out = cli("merge", "gate", str(dirs[0]), str(dirs[0]), "--out-dir", str(tmp_path / "m"))
     assert out.returncode == 2 and "are both shard 1/3" in out.stderr
 
 
@@ -427,11 +440,11 @@ def _asv_shards(tmp_path) -> tuple[dict, list[Path]]:
     return original, paths
 
 
-def test_asv_shards_merge_into_the_original_history_entry(ttfg, tmp_path):
+def test_asv_shards_merge_into_the_original_history_entry(cli, tmp_path):
     from harness.history import asv_results
 
     original, paths = _asv_shards(tmp_path)
-    out = ttfg("merge", "asv", *map(str, paths), "--results-dir", str(tmp_path / "results"))
+    out = cli("merge", "asv", *map(str, paths), "--results-dir", str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     merged_path = tmp_path / "results" / "ttfg-dev-2core" / paths[0].name
     merged = json.loads(merged_path.read_text())
@@ -444,40 +457,41 @@ def test_asv_shards_merge_into_the_original_history_entry(ttfg, tmp_path):
         next((ROOT / "results" / "ttfg-dev-2core").glob("001308cb*.json")), dropna=True))
 
 
-def test_asv_merge_reports_conflicts_and_other_commits(ttfg, tmp_path):
+def test_asv_merge_reports_conflicts_and_other_commits(cli, tmp_path):
     _, paths = _asv_shards(tmp_path)
     _edit(paths[1], lambda d: d["results"]["ttfg.track_alloc_count"][0].__setitem__(0, 1.0))
-    out = ttfg("merge", "asv", *map(str, paths), "--out", str(tmp_path / "m.json"))
+    out = cli("merge", "asv", *map(str, paths), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 2 and "conflicting values" in out.stderr and "ttfg.track_alloc_count" in out.stderr
     assert str(paths[0]) in out.stderr and str(paths[1]) in out.stderr and not (tmp_path / "m.json").exists()
     _edit(paths[1], lambda d: d.update(commit_hash="e" * 40))
-    out = ttfg("merge", "asv", *map(str, paths), "--out", str(tmp_path / "m.json"))
+    out = cli("merge", "asv", *map(str, paths), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 2 and "commit_hash" in out.stderr
 
 
 # --------------------------------------------------------------------------- the proof with real processes
 
 
-def test_three_real_shards_merge_into_what_one_unsharded_run_measures(ttfg, tmp_path):
+@pytest.mark.slow
+def test_three_real_shards_merge_into_what_one_unsharded_run_measures(cli, tmp_path):
     """3 shards of `ttfg run` (autograd on three small resnets, one process per case) and
     one unsharded run: the merged case set equals the unsharded one, no case twice, none
     lost, and every case's verdict (its structural counters, compared) is unchanged."""
     selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd", "--repeat", "1"]
-    whole = ttfg("run", *selection, "--out", str(tmp_path / "whole.json"))
+    whole = cli("run", *selection, "--out", str(tmp_path / "whole.json"))
     assert whole.returncode == 0, whole.stdout + whole.stderr
     shards = []
     for i in (1, 2, 3):
-        out = ttfg("run", *selection, "--shard", f"{i}/3", "--out", str(tmp_path / f"shard{i}.json"))
+        out = cli("run", *selection, "--shard", f"{i}/3", "--out", str(tmp_path / f"shard{i}.json"))
         assert out.returncode == 0 and f"shard {i}/3: 1 of 3 case(s)" in out.stdout, out.stdout + out.stderr
         shards.append(str(tmp_path / f"shard{i}.json"))
-    assert ttfg("merge", "results", *shards[:2], "--out", str(tmp_path / "partial.json")).returncode == 2
-    merged = ttfg("merge", "results", *shards, "--out", str(tmp_path / "merged.json"))
+    assert cli("merge", "results", *shards[:2], "--out", str(tmp_path / "partial.json")).returncode == 2
+    merged = cli("merge", "results", *shards, "--out", str(tmp_path / "merged.json"))
     assert merged.returncode == 0, merged.stderr
     a, b = record.load(tmp_path / "whole.json"), record.load(tmp_path / "merged.json")
     ids = [c.id for c in b.cases]
     assert len(ids) == len(set(ids)) and ids == [c.id for c in a.cases]  # same cases, same order
     assert all(c.good() for c in b.cases)
-    cmp = ttfg("compare", str(tmp_path / "whole.json"), str(tmp_path / "merged.json"), "--metric", "counters.*",
+    cmp = cli("compare", str(tmp_path / "whole.json"), str(tmp_path / "merged.json"), "--metric", "counters.*",
                "--format", "json")
     assert cmp.returncode == 0, cmp.stderr
     rows = json.loads(cmp.stdout)["rows"]
