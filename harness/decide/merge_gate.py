@@ -173,8 +173,7 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
         code = s.doc.get("exit_code")
         status = "ok" if code in (0, 1) else "failed"
         broken = [c["case"] for c in s.doc.get("cases") or [] if c.get("stop") == BASE_BROKEN]
-        detail = (f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else "")
-                  if status == "failed" else f"exit {code}")
+        detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else "")
         entry.update(status=status, detail=detail, exit_code=code, elapsed_s=s.doc.get("elapsed_s"),
                      expectation_failures=[r for r in rows if _failing(r)])
         table.append(entry)
