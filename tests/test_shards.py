@@ -555,3 +555,24 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
     per_shard = [asv_results.load_file(f, dropna=True) for f in files]
     assert [sorted(set(p[p.benchmark == "ttfg.track_first_grad_seconds"]["backend"])) for p in per_shard] in (
         [["autograd"], ["torch.eager"]], [["torch.eager"], ["autograd"]])
+
+
+def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeypatch):
+    """The wiring of `ttfg gate --shard`: the shard's cases reach the gate loop, and gate.json
+    names the shard and the machine (the loop itself is replaced: the sampling is tested above)."""
+    seen = {}
+
+    def loop(cases, skipped, base, head, settings, out_dir, on_pair=None, on_note=None, shard=None, **_):
+        seen.update(cases=[c.id for c in cases], shard=shard)
+        return gate.GateOutcome(base.revision, head.revision, settings, [], list(skipped), 0.0,
+                                {"base": "", "head": ""}, shard, metadata.fingerprint({}))
+
+    monkeypatch.setattr(gate, "run_gate", loop)
+    selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd"]
+    out = cli("gate", "--base", "HEAD", "--allow-dirty", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
+    ids = [c.id for c in select(MODELS, ["autograd"], None, check_availability=False)[0]]
+    assert seen["cases"] == partition(ids, 3).shards[1].cases and seen["shard"].label == "2/3"
+    doc = json.loads((tmp_path / "g" / "gate.json").read_text())
+    assert doc["shard"]["index"] == 2 and doc["shard"]["all_cases"] == ids and doc["fingerprint"]["cpu_arch"]
+    assert out.returncode == 2  # the replaced loop gated nothing of a non-empty shard: never a pass
+    assert "shard 2/3" in (tmp_path / "g" / "summary.md").read_text()
