@@ -25,6 +25,8 @@ from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
 from .doctor import add_doctor_commands
+from .merge import add_merge_commands
+from .shards import add_shard_options, add_shards_command, shard_selection
 
 EPILOG = """\
 examples:
@@ -37,6 +39,8 @@ examples:
   ttfg gate --base origin/main      interleaved, paired base/head measurement
   ttfg report --runs runs/r.json    HTML report with plots
   ttfg regressions --runs runs/     detected steps across commits
+  ttfg shards 4 --backend all       the matrix split over 4 runners, --shard I/N
+  ttfg merge results runs/shard-*.json --out runs/r.json
 """
 
 
@@ -144,6 +148,10 @@ def cmd_check(args) -> int:
 
     console = make_console()
     cases, skipped = selection(args)
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
+        return 0
     console.print(f"checking {len(cases)} case(s) against the float64 reference "
                   f"(tolerance {args.tolerance:g}); {len(skipped)} skipped", highlight=False)
 
@@ -181,6 +189,7 @@ def cmd_run(args) -> int:
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
         return 2
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
@@ -189,6 +198,7 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
+    runner.results.shard = shard
     calibration, why_not = noise.stored()
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     steps = len(runner.steps)
@@ -244,6 +254,13 @@ def cmd_run(args) -> int:
     elif write_error is not None:
         console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
                       "every sample saved before this is kept in it", highlight=False)
+        code = EXIT_BROKEN
+    elif shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
+                      highlight=False)
+    elif not cases:
+        console.print(f"[red]nothing measured[/red]: every case of shard {shard.label} was skipped here",
+                      highlight=False)
         code = EXIT_BROKEN
     elif bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
         console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
@@ -335,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection(p)
     p.add_argument("--tolerance", type=options.tolerance, default=1e-4, metavar="FRACTION",
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="measure time to first gradient in fresh processes",
@@ -367,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table (default), or json: per case every metric's median, min, max, n and CV, the "
                         "noise floor and the exit code on stdout (progress and tables go to stderr)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
@@ -389,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_asv_commands(sub)
     add_gate_commands(sub)
     add_doctor_commands(sub)
+    add_shards_command(sub)
+    add_merge_commands(sub)
     return parser
 
 
