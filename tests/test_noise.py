@@ -7,7 +7,7 @@ import json
 import math
 import re
 import statistics
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 

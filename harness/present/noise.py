@@ -7,10 +7,8 @@ and the HTML report must say the same thing the same way: "on this machine a
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from . import fmt
-from .tables import case_cells, case_layout, case_parts, fitted
+from .tables import Fitted, case_cells, case_layout, case_parts, fitted
 
 #: The gate budget the headline speaks of (the gate's default, 10 minutes).
 HEADLINE_BUDGET_S = 600.0
@@ -60,7 +58,7 @@ def _at_least(effect: float) -> str:
     return "nothing below 100 %" if effect > 1 else f">= {fmt.percent(effect)}"
 
 
-def table(floor, metric: str = "first_grad_s") -> Table | None:
+def table(floor, metric: str = "first_grad_s") -> Fitted | None:
     """Per case: the paired log-ratio SD with its interval, seconds per pair, what 5- and 10-minute gates see."""
     entries = [e for e in (floor.entries if floor else []) if e.metric == metric]
     if not entries:
