@@ -217,3 +217,20 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     assert "warning: resnet15/jax.jit/params=args,chain=unrolled: at log-ratio SD" in before
     assert re.search(r"calibrated \d+ s ago\), a 300 s budget buys about \d+ pairs and detects >= ", before)
     assert re.search(r"Detecting 5 % needs about \d+ pairs: --budget \d+m --max-pairs \d+", before)
+
+
+def test_merged_shards_keep_every_shards_noise_entries(tmp_path):
+    from harness.results.merge import merge_results
+
+    from .test_shards import shard_files
+
+    paths = shard_files(tmp_path)
+    shards = [record.load(p) for p in paths]
+    for res in shards:
+        res.cases[0].samples = [record.Sample(**s) for s in timing_run(lognormal(1.0, 4, 0.1, seed=len(res.cases)))]
+        res.noise = noise.in_run(res)
+    merged, _ = merge_results(shards)
+    assert merged.noise.source == "in-run"
+    assert sorted(e.case for e in merged.noise.entries) == sorted(e.case for r in shards for e in r.noise.entries)
+    shards[1].noise = None  # a shard without a floor: the merged file claims none
+    assert merge_results(shards)[0].noise is None
