@@ -30,7 +30,9 @@ from pathlib import Path
 from ..errors import TtfgError
 from ..results.format import is_number
 
-COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
+COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit", "samples"]
+#: Beside the history, not an asv result file (``ttfg regressions --confirm`` writes it); skipped here.
+NOT_RESULTS = frozenset({"machine.json", "benchmarks.json", "confirmations.json"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -73,7 +75,7 @@ def _result_files(results_dir: Path):
     raising on a bad ``machine.json`` instead of skipping its folder."""
     for root, dirs, files in os.walk(results_dir):
         dirs.sort()
-        names = sorted(f for f in files if f.endswith(".json") and f not in ("machine.json", "benchmarks.json"))
+        names = sorted(f for f in files if f.endswith(".json") and f not in NOT_RESULTS)
         if not names:
             continue
         machine_json = Path(root) / "machine.json"
@@ -92,14 +94,12 @@ def _load_result(path: Path, machine: str):
     """One asv result file, fully read (values included), or :class:`HistoryError` naming it."""
     from asv.results import Results
 
-    _read_json(path)  # a precise message for truncated or non-UTF-8 files
     try:
         res = Results.load(str(path), machine_name=machine)
         for name in res.get_all_result_keys():  # wrong shapes surface here, not later
             res.get_result_value(name, res.get_result_params(name) or [])
-    except HistoryError:
-        raise
     except Exception as exc:  # asv raises UserError, KeyError, TypeError... for wrong shapes
+        _read_json(path)  # a precise message for truncated or non-UTF-8 files (parsed only on failure)
         raise HistoryError(f"{path}: not an asv result file this asv can read ({type(exc).__name__}: {exc})") \
             from None
     return res
@@ -138,6 +138,15 @@ def _number(value) -> float:
     return float(value) if is_number(value) else math.nan
 
 
+def _samples(values, path: Path, name: str) -> tuple[float, ...] | None:
+    """asv's stored samples of one value (``asv run --record-samples``), or None when it kept none."""
+    if values is None:
+        return None
+    if not isinstance(values, list) or not all(is_number(v) for v in values):
+        raise HistoryError(f"{path}: {name}: samples should be a list of numbers, got {values!r:.60}")
+    return tuple(float(v) for v in values) or None
+
+
 def _text(value, path: Path, what: str) -> str:
     if not isinstance(value, str):
         raise HistoryError(f"{path}: {what} should be text, got {type(value).__name__} {value!r:.40}")
@@ -168,6 +177,9 @@ def _rows(path: Path, res, meta: dict, param_columns: list[str], dropna: bool = 
         values = res.get_result_value(name, stored_params)
         if not isinstance(values, list):
             raise HistoryError(f"{path}: {name}: results should be a list")
+        samples = res.get_result_samples(name, stored_params)
+        if not isinstance(samples, list) or len(samples) != len(values):
+            samples = [None] * len(values)
         names = list(meta.get(name, {}).get("param_names") or [])
         if len(names) != len(stored_params) or not all(isinstance(n, str) for n in names):
             names = [f"param{i + 1}" for i in range(len(stored_params))]
@@ -180,11 +192,12 @@ def _rows(path: Path, res, meta: dict, param_columns: list[str], dropna: bool = 
         unit = meta.get(name, {}).get("unit")
         unit = unit if isinstance(unit, str) else None
         combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
-        for (params, per_name), value in zip(combos, values):
+        for (params, per_name), value, sampled in zip(combos, values, samples):
             number = _number(value)
             if dropna and number != number:
                 continue  # NaN: not measured; left out here rather than built and dropped
-            rows.append({**common, "benchmark": name, "params": params, "value": number, "unit": unit, **per_name})
+            rows.append({**common, "benchmark": name, "params": params, "value": number, "unit": unit,
+                         "samples": _samples(sampled, path, name), **per_name})
     return rows
 
 
@@ -195,7 +208,9 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
     ``machine``, ``environment`` (asv's environment name), ``benchmark`` (``module.function``),
     ``params`` (``"model=resnet15, backend=jax.jit, variant=params=args,chain=unrolled"``;
     ``""`` for an unparameterized benchmark), ``value`` (float, NaN when asv has none),
-    ``unit`` (from benchmarks.json; None for a benchmark no longer discovered), then one
+    ``unit`` (from benchmarks.json; None for a benchmark no longer discovered), ``samples``
+    (a tuple of every sample asv stored for the value, ``asv run --record-samples``; None
+    when it kept none, as for deterministic metrics and older history), then one
     column per param name (``model``, ``backend``, ``variant``). ``dropna=True`` leaves
     out the rows without a number.
 

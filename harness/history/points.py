@@ -4,7 +4,9 @@ The report reads asv history (``harness.history.asv_results.load``: one row per 
 params x commit) and ttfg results files (one sample per row). Plotting, step detection
 and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
-where ``pos`` is the commit's place in time order (0 = oldest). Results files stand in
+where ``pos`` is the commit's place in time order (0 = oldest) and ``samples`` holds every
+sample behind ``value`` (a float array; None when the source kept only the median, as
+asv history recorded without ``--record-samples`` does). Results files stand in
 for commits when there is no asv history: a file's git commit (``+dirty`` when the
 tree was dirty) or, without git, its creation time.
 
@@ -26,7 +28,8 @@ import pandas as pd
 from .. import metrics
 from ..errors import TtfgError
 
-POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value")
+POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value",
+                 "samples")
 HISTORY_COLUMNS = ("commit", "date", "machine", "environment", "benchmark", "params", "value", "unit")
 
 
@@ -196,7 +199,9 @@ def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
         keys.append((params.get("model", "?"), params.get("backend", "?"), params.get("variant", ""),
                      metric_from_benchmark(b_uniq[raw // len(p_uniq)], params)))
     rows = pd.DataFrame({"commit": df["commit"].astype(str).to_numpy(), "date": df["date"].to_numpy(),
-                         "sid": sid, "value": df["value"].to_numpy(dtype=float)})
+                         "sid": sid, "value": df["value"].to_numpy(dtype=float),
+                         "samples": df["samples"].to_numpy(dtype=object) if "samples" in df.columns
+                         else np.full(len(df), None, dtype=object)})
     return History(_finish(rows, _series_table(keys)), chosen_machine, chosen_env, notes)
 
 
@@ -224,12 +229,15 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
     """
     rows, keys, index = [], [], {}
 
-    def add(res_commit, created, case, name, value):
+    def add(res_commit, created, case, name):
+        values = metrics.case_values(case, name, "cold")
+        if not values:
+            return
         key = (case.model, case.backend, ",".join(f"{k}={v}" for k, v in case.variant.items()), name)
         if key not in index:
             index[key] = len(keys)
             keys.append(key)
-        rows.append((res_commit, created, index[key], value))
+        rows.append((res_commit, created, index[key], _median(values), np.asarray(values, dtype=float)))
 
     for res in runs:
         commit = run_commit(res)
@@ -237,15 +245,11 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
             if case.skipped:
                 continue
             for name in RUN_METRICS:
-                value = _median(metrics.case_values(case, name, "cold"))
-                if value is not None:
-                    add(commit, res.created, case, name, value)
+                add(commit, res.created, case, name)
             counters = sorted({k for s in case.good("timing", "cold") for k in (s.counters or {})})
             for name in counters:
-                value = _median(metrics.case_values(case, f"counters.{name}", "cold"))
-                if value is not None:
-                    add(commit, res.created, case, f"counters.{name}", value)
-    df = pd.DataFrame(rows, columns=["commit", "date", "sid", "value"])
+                add(commit, res.created, case, f"counters.{name}")
+    df = pd.DataFrame(rows, columns=["commit", "date", "sid", "value", "samples"])
     df["date"] = _dates(df["date"]) if len(df) else pd.Series(dtype="datetime64[ns]")
     return _finish(df, _series_table(keys))
 
@@ -261,9 +265,10 @@ def _series_table(keys: list[tuple[str, str, str, str]]) -> pd.DataFrame:
 
 
 def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
-    """Points from ``rows`` (``commit, date, sid, value``) and the series table.
+    """Points from ``rows`` (``commit, date, sid, value``, optionally ``samples``) and the series table.
 
-    Duplicates of one commit and series are pooled by the median; commits are ordered
+    Duplicates of one commit and series are pooled by the median (their samples
+    together); commits are ordered
     by date, then by first appearance; ``pos`` numbers them from 0. Text columns come
     back as categoricals: the report groups by them many times.
     """
@@ -276,8 +281,11 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
     order = order.sort_values(["date", "seen"], na_position="last", kind="stable")
     pos_of_code = np.empty(len(c_uniq), dtype=int)
     pos_of_code[order.index.to_numpy()] = np.arange(len(c_uniq))
-    grouped = (pd.DataFrame({"pos": pos_of_code[c_codes], "sid": rows["sid"].to_numpy(), "value": rows["value"]})
-               .groupby(["sid", "pos"], sort=True)["value"].median().reset_index())
+    groups = pd.DataFrame({"pos": pos_of_code[c_codes], "sid": rows["sid"].to_numpy(),
+                           "value": rows["value"].to_numpy(dtype=float)}).groupby(["sid", "pos"], sort=True)
+    grouped = groups["value"].median().reset_index()
+    pooled = _pooled_samples(groups.ngroup().to_numpy(), len(grouped),
+                             rows["samples"].to_numpy(dtype=object) if "samples" in rows.columns else None)
     sid, pos = grouped["sid"].to_numpy(), grouped["pos"].to_numpy()
     code_at_pos = order.index.to_numpy()
     commit_names = pd.Index(c_uniq[code_at_pos].astype(str))
@@ -291,8 +299,35 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
         codes, cats = pd.factorize(series[col])
         out[col] = pd.Categorical.from_codes(codes[sid], categories=cats)
     out["value"] = grouped["value"].to_numpy(dtype=float)
+    out["samples"] = pooled
     out = out[list(POINT_COLUMNS)]
     return out.sort_values(["case", "metric", "pos"], kind="stable").reset_index(drop=True)
+
+
+def _as_samples(value) -> np.ndarray | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    arr = np.asarray(value, dtype=float)
+    arr = arr[np.isfinite(arr)]
+    return arr if arr.size else None
+
+
+def _pooled_samples(group: np.ndarray, n_groups: int, samples: np.ndarray | None) -> np.ndarray:
+    """Per group (one commit of one series), every sample of its rows together; None where none was kept."""
+    out = np.full(n_groups, None, dtype=object)
+    if samples is None:
+        return out
+    has = np.fromiter((v is not None and not (isinstance(v, float) and v != v) for v in samples), bool, len(samples))
+    if not has.any():
+        return out
+    counts = np.bincount(group[has], minlength=n_groups)
+    for i in np.flatnonzero(has):
+        g = group[i]
+        arr = _as_samples(samples[i])
+        if arr is None:
+            continue
+        out[g] = arr if counts[g] == 1 or out[g] is None else np.concatenate([out[g], arr])
+    return out
 
 
 def _unique_labels(commit_names) -> list[str]:
