@@ -198,3 +198,37 @@ def test_bad_confirmations_file_is_named(tmp_path):
     with pytest.raises(Exception, match="confirmations.json"):
         confirm.load(path)
     assert confirm.load(tmp_path / "absent.json") == {}
+
+
+# ---------------------------------------------------------------------------- the command line
+
+
+def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_path, monkeypatch, capsys):
+    """Synthetic history names commits this repository lacks: each step says so, the rest of the
+    output and the confirmations file are still written, and the documented exit code is 2."""
+    from harness.cli import main
+    from harness.history.synthetic import cases, write_history
+
+    root, _ = repo
+    write_history(root / "results", 40, seed=3, case_list=cases(8))
+    monkeypatch.chdir(root)
+    assert main(["regressions"]) == 0
+    listed = capsys.readouterr().out
+    assert "unconfirmed timing candidate(s), not counted" in listed and "candidates" in listed
+    assert main(["regressions", "--confirm", "--budget", "5m", "--max-steps", "3"]) == 2
+    out = capsys.readouterr().out
+    assert "not found" in out and "could not start because a commit is missing" in out
+    stored = confirm.load(root / "results" / confirm.FILE_NAME)
+    assert len(stored) == 3 and {e["status"] for e in stored.values()} == {UNCONFIRMED}
+    assert all("not found" in e["reason"] for e in stored.values())
+    # The report reads them and still counts no timing candidate as a regression.
+    assert main(["report", "--out", "out/index.html", "--commit-url", "https://example.org/c/{sha}"]) == 0
+    html = (root / "out" / "index.html").read_text()
+    assert "not re-measured" in html and 'href="https://example.org/c/' in html
+    # Bad input is refused before any work.
+    assert main(["regressions", "--confirm", "--budget", "soon"]) == 2
+    assert main(["report", "--out", "out/x.html", "--commit-url", "javascript:alert(1)//{sha}"]) == 2
+    assert not (root / "out" / "x.html").exists()
+    (root / "results" / confirm.FILE_NAME).write_text("{")
+    assert main(["regressions"]) == 2
+    assert confirm.FILE_NAME in capsys.readouterr().err
