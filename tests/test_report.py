@@ -89,6 +89,7 @@ class Page(HTMLParser):
         self.svgs: dict[str, int] = {}
         self.rows: dict[str, list[str]] = {}
         self.tags: set[str] = set()
+        self.scripts: list[dict] = []
         self.urls: list[str] = []
         self.in_tbody = False
         #: Rows marked ``data-row`` (study tables): key -> text of each cell.
@@ -101,6 +102,8 @@ class Page(HTMLParser):
         self.tags.add(tag)
         if tag == "section":
             self.section = attrs.get("id")
+        if tag == "script":
+            self.scripts.append(attrs)
         for key in ("src", "href"):
             if attrs.get(key):
                 self.urls.append(attrs[key])
@@ -255,8 +258,10 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
     prepared = prepare(history, [run])
     cases = {c for c, *_ in prepared.trends.cases()}
 
-    # Self-contained: no script, no stylesheet link, every image embedded; the asv site linked.
-    assert "script" not in page.tags and "link" not in page.tags
+    # Self-contained: no stylesheet link, no script file, every image embedded; the asv site linked.
+    # One small inline script answers a pointer over the plots from an inline JSON block.
+    assert "link" not in page.tags and page.scripts == [{"type": "application/json", "id": "hover-data"}, {}]
+    assert len(html.split("<script>")[1].split("</script>")[0]) < 6000
     assert all(u.startswith(("data:image/png;base64,", "#")) or u == "./asv/index.html" for u in page.urls), page.urls
     assert 'href="./asv/index.html"' in html
     # Names are escaped, never markup.
@@ -298,6 +303,12 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
     assert non_white > 0.05 and colours > 50, (non_white, colours)
     console = [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console
+    # A pointer over the first point of the first plot: its series, commit, date, value, samples and spread.
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p2'}",
+                          "--dump-dom", out.as_uri() + "#hover-selftest"], capture_output=True, text=True, timeout=120)
+    answer = re.search(r'data-hover-selftest="([^"]*)"', dom.stdout)
+    assert answer and re.search(r"commit \w{8}, \d{4}-\d\d-\d\d \d\d:\d\d.* \(3 samples, .*–", answer.group(1)), \
+        (answer and answer.group(1), dom.stderr[-1000:])
 
 
 def test_report_from_results_files_alone(real_run, second_run, tmp_path):

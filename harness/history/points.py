@@ -6,7 +6,8 @@ and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
 where ``pos`` is the commit's place in time order (0 = oldest) and ``samples`` holds every
 sample behind ``value`` (a float array; None when the source kept only the median, as
-asv history recorded without ``--record-samples`` does). Results files stand in
+asv history recorded without ``--record-samples`` does), ``n`` their count (0: none kept)
+and ``lo``/``hi`` their min and max (NaN without samples). Results files stand in
 for commits when there is no asv history: a file's git commit (``+dirty`` when the
 tree was dirty) or, without git, its creation time.
 
@@ -29,7 +30,7 @@ from .. import metrics
 from ..errors import TtfgError
 
 POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value",
-                 "samples")
+                 "samples", "n", "lo", "hi")
 HISTORY_COLUMNS = ("commit", "date", "machine", "environment", "benchmark", "params", "value", "unit")
 
 
@@ -274,7 +275,7 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
     """
     if rows.empty:
         out = pd.DataFrame({c: pd.Series(dtype=object) for c in POINT_COLUMNS})
-        return out.astype({"pos": int, "value": float})
+        return out.astype({"pos": int, "value": float, "n": int, "lo": float, "hi": float})
     c_codes, c_uniq = pd.factorize(rows["commit"])
     dates = pd.Series(rows["date"].to_numpy()).groupby(c_codes).min()
     order = pd.DataFrame({"date": dates.to_numpy(), "seen": np.arange(len(c_uniq))})
@@ -300,6 +301,7 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
         out[col] = pd.Categorical.from_codes(codes[sid], categories=cats)
     out["value"] = grouped["value"].to_numpy(dtype=float)
     out["samples"] = pooled
+    out["n"], out["lo"], out["hi"] = _spread(pooled)
     out = out[list(POINT_COLUMNS)]
     return out.sort_values(["case", "metric", "pos"], kind="stable").reset_index(drop=True)
 
@@ -310,6 +312,20 @@ def _as_samples(value) -> np.ndarray | None:
     arr = np.asarray(value, dtype=float)
     arr = arr[np.isfinite(arr)]
     return arr if arr.size else None
+
+
+def _spread(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per entry: sample count, min and max, in a few array passes (a long history has 500,000 entries)."""
+    n = np.fromiter((0 if v is None else len(v) for v in samples), dtype=np.int64, count=len(samples))
+    lo = np.full(len(samples), np.nan)
+    hi = np.full(len(samples), np.nan)
+    has = np.flatnonzero(n)
+    if len(has):
+        flat = np.concatenate([samples[i] for i in has])
+        starts = np.r_[0, np.cumsum(n[has])[:-1]]
+        lo[has] = np.minimum.reduceat(flat, starts)
+        hi[has] = np.maximum.reduceat(flat, starts)
+    return n, lo, hi
 
 
 def _pooled_samples(group: np.ndarray, n_groups: int, samples: np.ndarray | None) -> np.ndarray:

@@ -55,6 +55,10 @@ class Series:
     steps: list = field(default_factory=list)
     #: Per value, the samples behind it (float arrays; None where only the median was kept).
     samples: np.ndarray | None = None
+    #: Per value: how many samples, their min and max (0 and NaN where only the median was kept).
+    n: np.ndarray | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
 
 
 @dataclass
@@ -113,19 +117,19 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
         val_all = points["value"].to_numpy(dtype=float)
         samples_all = (points["samples"].to_numpy(dtype=object) if "samples" in points.columns
                        else np.full(len(points), None, dtype=object))
+        spread = {c: points[c].to_numpy() if c in points.columns else None for c in ("n", "lo", "hi")}
         meta = points[["case", "model", "backend", "variant", "metric"]]
         for key, idx in points.groupby(["case", "metric"], observed=True, sort=False).indices.items():
             idx = np.asarray(idx)
-            pos, values, samples = pos_all[idx], val_all[idx], samples_all[idx]
-            keep = np.isfinite(values)
-            pos, values, samples = pos[keep], values[keep], samples[keep]
-            if not len(pos):
+            idx = idx[np.isfinite(val_all[idx])]
+            if not len(idx):
                 continue
-            order = np.argsort(pos, kind="stable")
-            pos, values, samples = pos[order], values[order], samples[order]
+            idx = idx[np.argsort(pos_all[idx], kind="stable")]
+            pos, values, samples = pos_all[idx], val_all[idx], samples_all[idx]
             first = meta.iloc[int(idx[0])]
             s = Series(str(first["case"]), str(first["model"]), str(first["backend"]), str(first["variant"]),
-                       str(first["metric"]), pos, values, samples=samples)
+                       str(first["metric"]), pos, values, samples=samples,
+                       **{c: (arr[idx] if arr is not None else None) for c, arr in spread.items()})
             min_change = min_change_for(s.metric, threshold)
             proposed = detect_steps(values, min_change=min_change)
             deterministic = metric_info(s.metric).deterministic

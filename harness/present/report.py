@@ -30,7 +30,7 @@ from ..files import atomic_write_text
 from ..history import points as report_data
 from ..history.points import TREND_METRICS, History, ReportInputError, metric
 from ..history.steps import DEFAULT_MIN_CHANGE
-from ..history.trends import Trends, analyse, summary
+from ..history.trends import Trends, analyse, step_key, summary
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -152,11 +152,22 @@ def line_legend(trends: Trends) -> dict:
 DASHES = {"-": "", "--": "7 4", ":": "2 3", "-.": "7 3 2 3"}
 
 
-def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], str]]:
+def _step_info(trends: Trends) -> dict[str, str]:
+    """Per step key, the pointer's text over its marker: kind, change and status."""
+    if not len(trends.steps):
+        return {}
+    return {k: f"{kind} {fmt.change(c)}: {status}" for k, kind, c, status in
+            zip(trends.steps["key"], trends.steps["kind"], trends.steps["change"], trends.steps["status"])}
+
+
+def trend_sections(trends: Trends, hover: dict | None = None) -> tuple[list[dict], dict[tuple[str, str], str]]:
     """One figure per model x metric: sections by group (time / memory / counters), then
     a heading per metric with one plot per model, so a metric is compared across models
-    without scrolling past the others."""
+    without scrolling past the others. ``hover``, when given, receives each figure's
+    pointer data by figure id (``plots.TrendCanvas.hover``)."""
     canvas = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits)
+    shas = trends.commits["commit"].astype(str).to_numpy() if trends.n_commits else []
+    info_of = _step_info(trends)
     backends = sorted({s.backend for s in trends.series.values()})
     styles = variant_styles(trends)
     by_metric: dict[str, dict[str, list]] = {}
@@ -173,14 +184,21 @@ def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], st
             figures = []
             for model in sorted(by_metric[name]):
                 series = sorted(by_metric[name][model], key=lambda s: (s.backend, s.variant))
-                lines = [plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
-                                    plots.backend_color(s.backend, backends), styles[s.variant],
-                                    s.pos.astype(float), s.values,
-                                    [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps])
-                         for s in series]
+                lines = []
+                for s in series:
+                    keys = [step_key(s.case, s.metric, shas[int(s.pos[st.index - 1])], shas[int(s.pos[st.index])])
+                            for st in s.steps]
+                    lines.append(plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
+                                            plots.backend_color(s.backend, backends), styles[s.variant],
+                                            s.pos.astype(float), s.values,
+                                            [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps],
+                                            n=s.n, lo=s.lo, hi=s.hi,
+                                            step_info=[(f"step-{k}", info_of.get(k, "")) for k in keys]))
                 slug = _slug(len(anchors) + 1)
                 anchors[(model, name)] = slug
-                uri, agg = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                uri, agg, where = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                if hover is not None:
+                    hover[slug] = where
                 aggregated = max(aggregated, agg)
                 figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
                                 "lines": len(lines), "steps": sum(len(s.steps) for s in series)})
@@ -471,7 +489,8 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
     """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None."""
     from markupsafe import Markup
 
-    trend, anchors = trend_sections(prepared.trends)
+    hover: dict[str, dict] = {}
+    trend, anchors = trend_sections(prepared.trends, hover)
     summ = summary_section(prepared.trends, back, threshold)
     for row in summ["rows"]:
         row["spark"] = Markup(row["spark"])  # built from numbers and a checked colour only
@@ -497,8 +516,25 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),
+        "hover_json": Markup(hover_json(prepared.trends, hover, commit_url)) if hover else None,
     }
     return _template().render(**context)
+
+
+def hover_json(trends: Trends, figures: dict[str, dict], commit_url: str | None) -> str:
+    """The data the page's pointer script reads: commits (label, date, link or ""), and each
+    figure's axes and points. Safe inside ``<script>``: ``<``, ``>`` and
+    ``&`` are escaped as JSON unicode escapes, so no text (a case name) can close the tag."""
+    import json
+
+    table = trends.commits
+    dates = [d.strftime("%Y-%m-%d %H:%M") if isinstance(d, (pd.Timestamp, datetime)) and not pd.isna(d) else ""
+             for d in table["date"]] if len(table) else []
+    data = {"commits": [[str(l), d, commit_link(commit_url, str(c)) or ""]
+                        for c, l, d in zip(table["commit"], table["label"], dates)],
+            "figures": figures}
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
