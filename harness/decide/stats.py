@@ -643,26 +643,30 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
     _check_level(alpha, min_effect)
     sides = []
     for what, stretch in (("before", before), ("after", after)):
-        logs = [np.log(_timings(c, what)) for c in stretch]
-        sides.append([x[np.isfinite(x)] for x in logs if np.isfinite(x).any()])
-    lb, la = sides
-    n_b, n_a = sum(len(x) for x in lb), sum(len(x) for x in la)
+        # One pass over all samples of a stretch (a long history has thousands of commits).
+        sizes = np.fromiter((len(c) for c in stretch), dtype=np.int64, count=len(stretch))
+        flat = np.log(_timings(np.concatenate([np.asarray(c, dtype=float) for c in stretch])
+                               if len(stretch) else np.array([]), what)) if sizes.sum() else np.array([])
+        sizes = sizes[sizes > 0]
+        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+        means = np.add.reduceat(flat, starts) / sizes if len(sizes) else np.array([])
+        ss = np.add.reduceat((flat - np.repeat(means, sizes)) ** 2, starts) if len(sizes) else np.array([])
+        sides.append((sizes, means, ss, flat))
+    (kb, mb, ssb, pb), (ka, ma, ssa, pa) = sides
+    n_b, n_a = int(kb.sum()), int(ka.sum())
     method = "commit-welch"
     nan = math.nan
-    if len(lb) < 2 or len(la) < 2:
+    if len(mb) < 2 or len(ma) < 2:
         return Verdict("inconclusive", nan, nan, nan, nan, n_b, n_a, method,
-                       f"{len(lb)} and {len(la)} commit(s); a step needs at least 2 commits on each side")
-    mb = np.array([x.mean() for x in lb])
-    ma = np.array([x.mean() for x in la])
-    within = [x for x in (*lb, *la) if len(x) > 1]
-    dof_w = sum(len(x) - 1 for x in within)
-    s2w = sum(float(((x - x.mean()) ** 2).sum()) for x in within) / dof_w if dof_w else 0.0
+                       f"{len(mb)} and {len(ma)} commit(s); a step needs at least 2 commits on each side")
+    dof_w = int((kb - 1).sum() + (ka - 1).sum())
+    s2w = float(ssb.sum() + ssa.sum()) / dof_w if dof_w else 0.0
 
-    def mean_var(means, logs):
-        floor = s2w * float(np.mean([1.0 / len(x) for x in logs]))
+    def mean_var(means, sizes):
+        floor = s2w * float(np.mean(1.0 / sizes))
         return max(float(means.var(ddof=1)), floor) / len(means)
 
-    vb, va = mean_var(mb, lb), mean_var(ma, la)
+    vb, va = mean_var(mb, kb), mean_var(ma, ka)
     diff = float(ma.mean() - mb.mean())
     se = math.sqrt(vb + va)
     if se == 0:
@@ -672,8 +676,7 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
         p = float(2 * stats.t.sf(abs(diff) / se, df))
         tcrit = float(stats.t.ppf(1 - alpha / 2, df))
     ratio, ci_low, ci_high = _exp(diff), _exp(diff - tcrit * se), _exp(diff + tcrit * se)
-    if any(len(x) > 1 for x in lb) and any(len(x) > 1 for x in la):
-        pb, pa = np.concatenate(lb), np.concatenate(la)
+    if (kb > 1).any() and (ka > 1).any():
         if np.ptp(np.concatenate([pb, pa])) > 0:  # identical samples everywhere: nothing to rank
             p = max(p, float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue))
         method = "commit-welch + mann-whitney"

@@ -18,6 +18,7 @@ Metric names are the results file's field names (``first_grad_s``, ``alloc_count
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -306,14 +307,6 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["case", "metric", "pos"], kind="stable").reset_index(drop=True)
 
 
-def _as_samples(value) -> np.ndarray | None:
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    arr = np.asarray(value, dtype=float)
-    arr = arr[np.isfinite(arr)]
-    return arr if arr.size else None
-
-
 def _spread(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per entry: sample count, min and max, in a few array passes (a long history has 500,000 entries)."""
     n = np.fromiter((0 if v is None else len(v) for v in samples), dtype=np.int64, count=len(samples))
@@ -321,28 +314,34 @@ def _spread(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     hi = np.full(len(samples), np.nan)
     has = np.flatnonzero(n)
     if len(has):
-        flat = np.concatenate([samples[i] for i in has])
+        flat = np.fromiter(itertools.chain.from_iterable(samples[has]), dtype=float, count=int(n[has].sum()))
         starts = np.r_[0, np.cumsum(n[has])[:-1]]
         lo[has] = np.minimum.reduceat(flat, starts)
         hi[has] = np.maximum.reduceat(flat, starts)
     return n, lo, hi
 
 
+def _is_missing(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
 def _pooled_samples(group: np.ndarray, n_groups: int, samples: np.ndarray | None) -> np.ndarray:
-    """Per group (one commit of one series), every sample of its rows together; None where none was kept."""
+    """Per group (one commit of one series), every sample of its rows together; None where none was kept.
+
+    Samples stay as the loader gave them (lists, tuples or arrays); only a group of
+    several rows (one commit measured twice) is joined into one array.
+    """
     out = np.full(n_groups, None, dtype=object)
-    if samples is None:
+    if samples is None or not len(samples):
         return out
-    has = np.fromiter((v is not None and not (isinstance(v, float) and v != v) for v in samples), bool, len(samples))
-    if not has.any():
-        return out
-    counts = np.bincount(group[has], minlength=n_groups)
-    for i in np.flatnonzero(has):
-        g = group[i]
-        arr = _as_samples(samples[i])
-        if arr is None:
+    counts = np.bincount(group, minlength=n_groups)
+    single = counts[group] == 1
+    out[group[single]] = [None if _is_missing(v) or not len(v) else v for v in samples[single]]
+    for i in np.flatnonzero(~single):
+        if _is_missing(samples[i]):
             continue
-        out[g] = arr if counts[g] == 1 or out[g] is None else np.concatenate([out[g], arr])
+        g = group[i]
+        out[g] = list(samples[i]) if out[g] is None else [*out[g], *samples[i]]
     return out
 
 
