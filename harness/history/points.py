@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import statistics
 from dataclasses import dataclass, replace
 from typing import Iterable
@@ -202,8 +203,7 @@ def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
                      metric_from_benchmark(b_uniq[raw // len(p_uniq)], params)))
     rows = pd.DataFrame({"commit": df["commit"].astype(str).to_numpy(), "date": df["date"].to_numpy(),
                          "sid": sid, "value": df["value"].to_numpy(dtype=float),
-                         "samples": df["samples"].to_numpy(dtype=object) if "samples" in df.columns
-                         else np.full(len(df), None, dtype=object)})
+                         "samples": _sample_column(df)})
     return History(_finish(rows, _series_table(keys)), chosen_machine, chosen_env, notes)
 
 
@@ -307,14 +307,25 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["case", "metric", "pos"], kind="stable").reset_index(drop=True)
 
 
+def _sample_column(df: pd.DataFrame) -> np.ndarray:
+    """The frame's ``samples`` as an object array: a sequence, or None (also for NaN or an absent column)."""
+    if "samples" not in df.columns:
+        return np.full(len(df), None, dtype=object)
+    out = df["samples"].to_numpy(dtype=object, copy=True)
+    out[pd.isna(df["samples"]).to_numpy()] = None
+    return out
+
+
 def _spread(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per entry: sample count, min and max, in a few array passes (a long history has 500,000 entries)."""
-    n = np.fromiter((0 if v is None else len(v) for v in samples), dtype=np.int64, count=len(samples))
+    n = np.zeros(len(samples), dtype=np.int64)
     lo = np.full(len(samples), np.nan)
     hi = np.full(len(samples), np.nan)
-    has = np.flatnonzero(n)
+    has = np.flatnonzero(np.fromiter(map(operator.is_not, samples, itertools.repeat(None)), bool, len(samples)))
     if len(has):
-        flat = np.fromiter(itertools.chain.from_iterable(samples[has]), dtype=float, count=int(n[has].sum()))
+        kept = samples[has]
+        n[has] = np.fromiter(map(len, kept), dtype=np.int64, count=len(has))
+        flat = np.fromiter(itertools.chain.from_iterable(kept), dtype=float, count=int(n[has].sum()))
         starts = np.r_[0, np.cumsum(n[has])[:-1]]
         lo[has] = np.minimum.reduceat(flat, starts)
         hi[has] = np.maximum.reduceat(flat, starts)
@@ -336,7 +347,7 @@ def _pooled_samples(group: np.ndarray, n_groups: int, samples: np.ndarray | None
         return out
     counts = np.bincount(group, minlength=n_groups)
     single = counts[group] == 1
-    out[group[single]] = [None if _is_missing(v) or not len(v) else v for v in samples[single]]
+    out[group[single]] = samples[single]  # the loaders give None or a non-empty sequence
     for i in np.flatnonzero(~single):
         if _is_missing(samples[i]):
             continue
