@@ -232,3 +232,21 @@ def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_
     (root / "results" / confirm.FILE_NAME).write_text("{")
     assert main(["regressions"]) == 2
     assert confirm.FILE_NAME in capsys.readouterr().err
+
+
+@pytest.mark.full
+def test_confirm_a_step_with_real_cold_processes(tmp_path):
+    """The real path: git worktrees of two commits of this repository (the second changes no
+    code), autograd on a 2-block resnet in fresh processes, five pairs: not a regression."""
+    from tests.test_asv import clone_with_two_commits
+
+    first, second = clone_with_two_commits(tmp_path / "clone")
+    commits = [f"{i:040x}" for i in range(1, 4)] + [first, second] + [f"{i:040x}" for i in range(4, 7)]
+    values = drifting(np.random.default_rng(5), 8, 3, step_at=4, factor=1.5, drift=0.01, noise=0.01, level=0.01)
+    trends = analyse(history((CASE, "first_grad_s", commits, values)))
+    assert list(trends.steps["commit_after"]) == [second]
+    found = confirm.confirm(trends, tmp_path / "clone", 240, tmp_path / "runs", max_pairs=5,
+                            run_settings=RunSettings(repeat=1, timeout_s=120))
+    assert len(found) == 1 and found[0].status in (NOT_REPRODUCED, UNCONFIRMED), found[0].reason
+    assert found[0].pairs == 5 and "paired re-run" in found[0].reason
+    assert {"base", "head"} <= set(found[0].files)
