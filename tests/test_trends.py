@@ -225,6 +225,10 @@ def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_
     assert main(["report", "--out", "out/index.html", "--commit-url", "https://example.org/c/{sha}"]) == 0
     html = (root / "out" / "index.html").read_text()
     assert "not re-measured" in html and 'href="https://example.org/c/' in html
+    # Without --commit-url, asv.conf.json's show_commit_url links commits (the hash appended, as asv does).
+    (root / "asv.conf.json").write_text('{"version": 1, "show_commit_url": "https://example.com/r/commit/"}')
+    assert main(["report", "--out", "out/asv.html"]) == 0
+    assert 'href="https://example.com/r/commit/' in (root / "out" / "asv.html").read_text()
     # Bad input is refused before any work.
     assert main(["regressions", "--confirm", "--budget", "soon"]) == 2
     assert main(["report", "--out", "out/x.html", "--commit-url", "javascript:alert(1)//{sha}"]) == 2
