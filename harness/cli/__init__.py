@@ -25,6 +25,8 @@ from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
 from .doctor import add_doctor_commands
+from .merge import add_merge_commands
+from .shards import add_shard_options, add_shards_command, shard_selection
 
 EPILOG = """\
 examples:
@@ -34,6 +36,8 @@ examples:
   ttfg compare base.json head.json            regression verdicts between two results files
   ttfg gate --base origin/main                interleaved, paired base/head measurement
   ttfg report --runs runs/r.json              HTML report with plots
+  ttfg shards 4 --model all --backend all     how the matrix splits over 4 runners (--shard I/N)
+  ttfg merge results runs/shard-*.json --out runs/r.json   shards' outputs into one
 """
 
 
@@ -139,6 +143,10 @@ def cmd_check(args) -> int:
 
     console = make_console()
     cases, skipped = selection(args)
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
+        return 0
     console.print(f"checking {len(cases)} case(s) against the float64 reference "
                   f"(tolerance {args.tolerance:g}); {len(skipped)} skipped", highlight=False)
 
@@ -171,6 +179,7 @@ def cmd_run(args) -> int:
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
         return 2
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
@@ -179,6 +188,7 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
+    runner.results.shard = shard
     steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
@@ -192,12 +202,16 @@ def cmd_run(args) -> int:
                                    f"{sample.error}", highlight=False)
 
     interrupted = False
+    write_error: OSError | None = None
     with progress:
         task = progress.add_task("starting", total=steps)
         try:
             results = runner.run(on_sample)
         except KeyboardInterrupt:
             interrupted = True
+            results = runner.results
+        except OSError as exc:  # a full disk or a vanished folder: stop, keep what is on disk
+            write_error = exc
             results = runner.results
     console.print(run_table(results))
     fails = failures_table(results)
@@ -207,6 +221,18 @@ def cmd_run(args) -> int:
         console.print(f"results: {out}", highlight=False)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
+        return EXIT_BROKEN
+    if write_error is not None:
+        console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
+                      "every sample saved before this is kept in it", highlight=False)
+        return EXIT_BROKEN
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
+                      highlight=False)
+        return 0
+    if not cases:
+        console.print(f"[red]nothing measured[/red]: every case of shard {shard.label} was skipped here",
+                      highlight=False)
         return EXIT_BROKEN
     bad = failed_cases(results)
     if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
@@ -284,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection(p)
     p.add_argument("--tolerance", type=options.tolerance, default=1e-4,
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="measure time to first gradient in fresh processes",
@@ -308,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    add_shard_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
@@ -328,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_asv_commands(sub)
     add_gate_commands(sub)
     add_doctor_commands(sub)
+    add_shards_command(sub)
+    add_merge_commands(sub)
     return parser
 
 

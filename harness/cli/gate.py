@@ -104,7 +104,8 @@ def cmd_compare(args) -> int:
     cmp = compare_results(base, head, metrics=args.metric,
                           min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
                           threshold=Thresholds.parse(args.threshold, None, "--threshold"),
-                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head)
+                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
+                          force=args.force)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -156,7 +157,7 @@ def _raise_interrupt(signum, frame):
 def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from ..decide.gate import GateSettings, Side, gate_document, parse_duration, revisions, run_gate
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -184,6 +185,15 @@ def cmd_gate(args) -> int:
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
+    from .shards import shard_selection
+
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and shard.cases and not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print(f"[red]nothing to gate[/red]: every case of shard {shard.label} is skipped here",
+                      highlight=False)
+        return 2
     repo = repo_root(args.repo)
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
     out_dir = Path(args.out_dir)
@@ -197,7 +207,7 @@ def cmd_gate(args) -> int:
             outcome = run_gate(cases, skipped, Side("base", base_rev, folders["base"]),
                                Side("head", head_rev, folders["head"]), settings, out_dir,
                                on_pair=lambda e: console.print(_progress_line(e), highlight=False),
-                               on_note=lambda text: console.print(text, highlight=False))
+                               on_note=lambda text: console.print(text, highlight=False), shard=shard)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
                       "(marked incomplete)")
@@ -223,9 +233,7 @@ def cmd_gate(args) -> int:
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
     summary = gate_markdown(outcome, check)
-    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
-                                                         "expectations": check.to_json() if check else None,
-                                                         "exit_code": code}, indent=1) + "\n")
+    atomic_write_text(out_dir / "gate.json", json.dumps(gate_document(outcome, check, code), indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
@@ -241,6 +249,8 @@ def cmd_gate(args) -> int:
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+    elif code == 0 and shard is not None and not shard.cases:
+        console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression", highlight=False)
     return code
@@ -331,6 +341,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
+    p.add_argument("--force", action="store_true",
+                   help="compare timings although the two files were measured on different machines "
+                        "(refused by default, naming the differing fingerprint fields); the output says so")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
@@ -366,6 +379,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
+    from .shards import add_shard_options
+
+    add_shard_options(p)
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("expect", help="check or update expected counter values (CSV with margins)",

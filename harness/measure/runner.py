@@ -255,7 +255,8 @@ def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSett
     """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case."""
     env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
                     if k in metadata.THREAD_VARS}
-    results = Results(metadata.collect(env_settings), settings.to_json())
+    results = Results(metadata.collect(env_settings), settings.to_json(),
+                      fingerprint=metadata.fingerprint(env_settings))
     for case in cases:
         results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
     for skip in skipped:
@@ -290,6 +291,7 @@ class Runner:
                     on_sample(n + 1, len(self.steps), step.case, sample)
             return self.writer.finish()
         finally:
+            self.writer.close()  # an interruption or a crash gives the file up too
             for folder in warm_dirs.values():
                 shutil.rmtree(folder, ignore_errors=True)
 
