@@ -254,3 +254,22 @@ def test_confirm_a_step_with_real_cold_processes(tmp_path):
     assert len(found) == 1 and found[0].status in (NOT_REPRODUCED, UNCONFIRMED), found[0].reason
     assert found[0].pairs == 5 and "paired re-run" in found[0].reason
     assert {"base", "head"} <= set(found[0].files)
+
+
+def test_steps_between_the_same_commits_share_one_gate_run(repo, tmp_path):
+    """first_grad_s and process_ttfg_s step at the same commits: one gate run decides on the
+    larger step's metric and the other is read from the same paired processes."""
+    root, (a, b, c) = repo
+    rng = np.random.default_rng(11)
+    commits = [f"{i:040x}" for i in range(1, 5)] + [a, b] + [f"{i:040x}" for i in range(5, 9)]
+    first = drifting(rng, 10, 5, step_at=5, factor=1.5, drift=0.01, noise=0.01)
+    process = [x + 1.0 for x in first]
+    trends = analyse(history((CASE, "first_grad_s", commits, first), (CASE, "process_ttfg_s", commits, process)))
+    assert len(trends.steps) == 2 and len(confirm.plan(trends)) == 1
+    sampler = MarkerSampler()
+    found = confirm.confirm(trends, root, 300, tmp_path / "runs", sampler=sampler, run_settings=RunSettings(repeat=1))
+    assert [f.status for f in found] == [CONFIRMED, CONFIRMED], [f.reason for f in found]
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+    by_metric = {f.metric: f for f in found}
+    assert "decided on first_grad_s" in by_metric["process_ttfg_s"].reason
+    assert by_metric["process_ttfg_s"].verdict["ratio"] == pytest.approx(2.5 / 2.0, rel=0.02)

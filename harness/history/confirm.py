@@ -12,8 +12,11 @@ machine (A B, B A, ...), is the later one slower? A step is then
   repository, a case this installation cannot run) or re-measured without a verdict
   (inconclusive); the reason says which.
 
-Steps between the same two commits and on the same metric share one gate run, one
-sequential test per case. The budget is split evenly over the runs still to do.
+Steps between the same two commits share one gate run: one sequential test per case,
+on the metric of the group's largest step; the case's other stepped metrics are read
+from the same paired processes (every sample holds every timing) and tested with the
+paired t-test at the pairs the run took. The budget is split evenly over the runs still
+to do.
 Confirmations are kept beside the history, in ``<results>/confirmations.json``
 (written atomically), keyed by ``trends.step_key``, so the report and later runs show
 them; asv skips the file (it is not in a machine folder), and so does
@@ -135,7 +138,7 @@ def _json_safe(value):
 
 @dataclass
 class Plan:
-    """One gate run: the steps between two commits on one metric."""
+    """One gate run: the steps between two commits; the gate decides on ``metric`` (the largest step's)."""
 
     commit_before: str
     commit_after: str
@@ -144,7 +147,7 @@ class Plan:
 
 
 def plan(trends: Trends, redo: bool = False, max_steps: int | None = None) -> list[Plan]:
-    """Timing steps to re-measure, grouped by commit pair and metric, biggest regressions first.
+    """Timing steps to re-measure, grouped by commit pair, biggest regressions first.
 
     Steps already confirmed or not reproduced are skipped unless ``redo``.
     """
@@ -156,10 +159,25 @@ def plan(trends: Trends, redo: bool = False, max_steps: int | None = None) -> li
         todo = todo[todo["status"] == UNCONFIRMED]
     if max_steps is not None:
         todo = todo.head(max_steps)
-    plans: dict[tuple[str, str, str], list[int]] = {}
+    plans: dict[tuple[str, str], list[int]] = {}
     for i, r in zip(todo.index, todo.itertuples(index=False)):
-        plans.setdefault((r.commit_before, r.commit_after, r.metric), []).append(i)
-    return [Plan(b, a, m, todo.loc[rows]) for (b, a, m), rows in plans.items()]
+        plans.setdefault((r.commit_before, r.commit_after), []).append(i)
+    return [Plan(b, a, str(todo.loc[rows[0], "metric"]), todo.loc[rows]) for (b, a), rows in plans.items()]
+
+
+def _paired(files: dict, case_id: str, metric: str) -> tuple[list[float], list[float]]:
+    """A case's ``metric`` over the complete pairs of a gate run's results files."""
+    from .. import metrics
+    from ..results import record
+
+    sides = {}
+    for role in ("base", "head"):
+        res = record.load(files[role])
+        case = next((c for c in res.cases if c.id == case_id), None)
+        sides[role] = {s.pair: v for s in (case.good("timing", "cold") if case else [])
+                       if s.pair is not None and (v := metrics.sample_value(s, metric)) is not None and v > 0}
+    common = sorted(set(sides["base"]) & set(sides["head"]))
+    return [sides["base"][i] for i in common], [sides["head"][i] for i in common]
 
 
 def _status(kind: str, verdict: str) -> str:
@@ -192,6 +210,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     tests pass in-process ones.
     """
     from ..decide.gate import GateSettings, Side, run_gate
+    from .. import metrics
+    from ..decide.stats import compare_paired
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
     from ..measure.worktrees import GitError, resolve, worktrees
@@ -240,8 +260,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             continue
         settings = GateSettings(metric=p.metric, alpha=alpha, max_pairs=max_pairs, budget_s=share,
                                 run=run_settings or RunSettings(repeat=1))
-        run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}-{p.metric}"
-        note(f"confirming {len(cases)} step(s) in {p.metric} between {base.short} and {head.short} "
+        run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}"
+        note(f"confirming {len(rows)} step(s) between {base.short} and {head.short}, deciding on {p.metric} "
              f"(budget {share:.0f} s) -> {run_dir}")
         with checkouts(repo, {"base": base, "head": head}) as trees:
             outcome = run_gate(cases, [], Side("base", base, Path(trees["base"])), Side("head", head, Path(trees["head"])),
@@ -254,9 +274,20 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             if c is None:
                 done.append(_entry(r, UNCONFIRMED, "not re-measured: the gate ran no such case"))
                 continue
-            status = _status(r.kind, c.verdict.verdict)
-            done.append(_entry(r, status, f"paired re-run, {c.pairs} pair(s): {c.verdict.verdict}; {c.verdict.reason}",
-                               verdict=_json_safe(c.verdict.to_json()), pairs=c.pairs, wall_s=round(c.wall_s, 1),
+            verdict, how = c.verdict, f"paired re-run, {c.pairs} pair(s)"
+            if r.metric != p.metric:  # the same processes, read for this step's metric
+                base_values, head_values = _paired(outcome.files, gate_id[r.case], r.metric)
+                how = f"paired re-run (decided on {p.metric}), {len(base_values)} pair(s) read for {r.metric}"
+                if len(base_values) >= 2:
+                    verdict = compare_paired(base_values, head_values, min_effect=metrics.get(r.metric).threshold,
+                                             alpha=alpha)
+                else:
+                    done.append(_entry(r, UNCONFIRMED, f"{how}: too few to test", pairs=len(base_values),
+                                       files=dict(outcome.files)))
+                    continue
+            status = _status(r.kind, verdict.verdict)
+            done.append(_entry(r, status, f"{how}: {verdict.verdict}; {verdict.reason}",
+                               verdict=_json_safe(verdict.to_json()), pairs=verdict.n_base, wall_s=round(c.wall_s, 1),
                                files=dict(outcome.files)))
     return done
 
