@@ -43,6 +43,25 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "default, naming the differing fingerprint fields); the report says so")
 
 
+REGRESSIONS_HELP = """\
+Detect level changes in every case's metrics across commits and print them:
+deterministic metrics (counters, allocations) first, then timings. A timing step is
+listed only when the samples on its two sides differ significantly, and it counts as a
+regression only once a paired re-run confirmed it; the others are listed apart as
+candidates.
+
+--confirm re-measures the two commits around each unconfirmed timing step with the gate
+(git worktrees of both, cold processes interleaved A B, B A, ... on this machine), within
+--budget, and stores each outcome (confirmed, not reproduced, unconfirmed) in the
+confirmations file beside the history, which `ttfg report` reads.
+
+exit codes:
+  0  done (informational: regressions do not fail; use `ttfg gate` to fail CI)
+  2  bad input (nothing written), or with --confirm: some step's commit is missing
+     from the repository (every other step was still re-measured and saved)
+"""
+
+
 def add_report_commands(sub) -> None:
     """Register ``report`` and ``regressions`` on the ``ttfg`` subparsers."""
     p = sub.add_parser(
@@ -68,18 +87,7 @@ def add_report_commands(sub) -> None:
     p = sub.add_parser(
         "regressions", help="list detected steps in the history (terminal table); --confirm re-measures them",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Detect level changes in every case's metrics across commits and print them: deterministic "
-                    "metrics (counters, allocations) first, then timings. A timing step is listed only when the "
-                    "samples on its two sides differ significantly, and it counts as a regression only once a "
-                    "paired re-run confirmed it; the others are listed apart as candidates.\n\n"
-                    "--confirm re-measures the two commits around each unconfirmed timing step with the gate "
-                    "(git worktrees of both, cold processes interleaved A B, B A, ... on this machine), within "
-                    "--budget, and stores each outcome (confirmed, not reproduced, unconfirmed) in the "
-                    "confirmations file beside the history, which `ttfg report` reads.\n\n"
-                    "exit codes:\n"
-                    "  0  done (informational: regressions do not fail; use `ttfg gate` to fail CI)\n"
-                    "  2  bad input (nothing written), or with --confirm: some step's commit is missing from the "
-                    "repository\n     (every other step was still re-measured and saved)")
+        description=REGRESSIONS_HELP)
     _common(p)
     p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
     p.add_argument("--confirm", action="store_true",
