@@ -210,7 +210,7 @@ def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_
     from harness.history.synthetic import cases, write_history
 
     root, _ = repo
-    write_history(root / "results", 40, seed=3, case_list=cases(8))
+    write_history(root / "results", 24, seed=3, case_list=cases(5))
     monkeypatch.chdir(root)
     assert main(["regressions"]) == 0
     listed = capsys.readouterr().out
