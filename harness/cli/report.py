@@ -101,6 +101,8 @@ def add_report_commands(sub) -> None:
     p.add_argument("--repo", default=".", metavar="DIR", help="the git repository of the history's commits (default: .)")
     p.add_argument("--confirm-dir", default="runs/confirm", metavar="DIR",
                    help="where --confirm keeps each gate run's results files (default: runs/confirm)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or json: every step with its values in the metric's unit, for scripts")
     p.set_defaults(func=cmd_regressions)
 
 
@@ -250,33 +252,71 @@ def _counts(trends) -> str:
 def regressions_table(prepared, only_regressions: bool = False, candidates: bool = False):
     """Steps as a rich table: the counted ones (deterministic, confirmed), or the timing candidates."""
     from rich.markup import escape
-    from rich.table import Table
 
     from ..present import fmt
+    from ..present.tables import case_cells, case_layout, fitted
     from ..history.points import metric
 
     trends = prepared.trends
     steps = trends.candidates() if candidates else trends.counted()
     if only_regressions and len(steps):
         steps = steps[steps["kind"] == "regression"]
+    rows = list(steps.itertuples(index=False))
+    varying, fixed = case_layout([r.case for r in rows])
     what = "candidates: timing steps not confirmed (not counted)" if candidates else "detected steps"
-    table = Table(title=f"{what} over {trends.n_commits} commit(s) ({prepared.source})", title_justify="left")
-    for col, justify in (("kind", "left"), ("status", "left"), ("case", "left"), ("metric", "left"),
-                         ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
-                         ("change", "right"), ("p", "right")):
-        table.add_column(col, justify=justify, no_wrap=col != "case")
-    for r in steps.itertuples(index=False):
+    title = f"{what} over {trends.n_commits} commit(s) ({prepared.source})"
+    table = fitted(f"{title}: {fixed}" if fixed else title,
+                   [("kind", "left"), ("status", "left"), *((c, "left") for c in varying), ("metric", "left"),
+                    ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
+                    ("change", "right"), ("p", "right")], label=2 + len(varying))
+    for r in rows:
         info = metric(r.metric)
         style = ("red" if r.kind == "regression" else "green") if not candidates else "yellow"
         date = r.date_after.strftime("%Y-%m-%d") if hasattr(r.date_after, "strftime") and r.date_after == r.date_after else ""
-        table.add_row(f"[{style}]{r.kind}[/]", escape(r.status), escape(r.case), escape(info.brief),
+        table.add_row(f"[{style}]{r.kind}[/]", escape(r.status), *(escape(c) for c in case_cells(r.case, varying)),
+                      escape(info.brief),
                       escape(f"{r.label_before} → {r.label_after}"), date,
                       fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]",
                       fmt.p_value(r.p_value) if r.p_value == r.p_value else "")
     return table
 
 
+#: Version of ``ttfg regressions --format json``'s document.
+REGRESSIONS_VERSION = 1
+
+
+def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_code: int = 0) -> dict:
+    """Every step for scripts, unformatted (the metric's unit): the counted ones (deterministic,
+    confirmed) and the timing candidates alike, each with its ``status``; ``regressions`` and
+    ``improvements`` count only the counted ones, ``candidates`` the others."""
+    import math
+
+    from ..history.trends import STEP_COLUMNS
+    from ..history.points import metric
+
+    steps = prepared.trends.steps
+    if only_regressions and len(steps):
+        steps = steps[steps["kind"] == "regression"]
+
+    def plain(value):
+        if hasattr(value, "isoformat"):
+            return None if value != value else value.isoformat()
+        if hasattr(value, "item"):
+            value = value.item()
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    rows = [{**{k: plain(v) for k, v in zip(STEP_COLUMNS, (getattr(r, c) for c in STEP_COLUMNS))},
+             "unit": metric(r.metric).unit} for r in steps.itertuples(index=False)]
+    trends = prepared.trends
+    return {"format": "ttfg-regressions", "version": REGRESSIONS_VERSION, "exit_code": exit_code,
+            "source": prepared.source, "commits": trends.n_commits, "series": len(trends.series),
+            "regressions": trends.n_regressions(), "improvements": trends.n_improvements(),
+            "candidates": len(trends.candidates()), "dismissed": trends.dismissed, "notes": notes, "steps": rows}
+
+
 def cmd_regressions(args) -> int:
+    import json
+
     from ..decide.gate import parse_duration
     from ..present.report import prepare
     from ..present.tables import console as make_console
@@ -288,6 +328,12 @@ def cmd_regressions(args) -> int:
     stored = load_confirmations(args)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
                        confirmations=stored)
+    if args.format == "json":
+        code = _confirm(args, prepared, stored, stored_path, budget, make_console(stderr=True)) if args.confirm else 0
+        _print_notes(notes + prepared.notes)
+        print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes, code), indent=1,
+                         allow_nan=False))
+        return code
     console = make_console()
     code = 0
     if args.confirm:
@@ -298,8 +344,9 @@ def cmd_regressions(args) -> int:
     show = counted if not args.only_regressions or not len(counted) else counted[counted["kind"] == "regression"]
     if len(show):
         console.print(regressions_table(prepared, args.only_regressions))
-    show = candidates if not args.only_regressions or not len(candidates) else candidates[candidates["kind"] == "regression"]
-    if len(show):
+    if args.only_regressions and len(candidates):
+        candidates = candidates[candidates["kind"] == "regression"]
+    if len(candidates):
         console.print(regressions_table(prepared, args.only_regressions, candidates=True))
     console.print(f"{_counts(trends)} in {len(trends.series)} series over {trends.n_commits} commit(s)",
                   highlight=False)
@@ -342,4 +389,5 @@ def _confirm(args, prepared, stored: dict, stored_path: Path, budget: float, con
     return 0
 
 
-__all__ = ["add_report_commands", "cmd_regressions", "cmd_report", "load_inputs", "regressions_table"]
+__all__ = ["add_report_commands", "cmd_regressions", "cmd_report", "load_inputs", "regressions_json",
+           "regressions_table"]
