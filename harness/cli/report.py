@@ -45,20 +45,22 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 REGRESSIONS_HELP = """\
 Detect level changes in every case's metrics across commits and print them:
-deterministic metrics (counters, allocations) first, then timings. A timing step is
-listed only when the samples on its two sides differ significantly, and it counts as a
-regression only once a paired re-run confirmed it; the others are listed apart as
-candidates.
+deterministic metrics (counters, allocations) first, then timings. A timing
+step is listed only when the samples on its two sides differ significantly,
+and it counts as a regression only once a paired re-run confirmed it; the
+others are listed apart as candidates.
 
---confirm re-measures the two commits around each unconfirmed timing step with the gate
-(git worktrees of both, cold processes interleaved A B, B A, ... on this machine), within
---budget, and stores each outcome (confirmed, not reproduced, unconfirmed) in the
-confirmations file beside the history, which `ttfg report` reads.
+--confirm re-measures the two commits around each unconfirmed timing step
+with the gate (git worktrees of both, cold processes interleaved A B, B A, ...
+on this machine), within --budget, and stores each outcome (confirmed, not
+reproduced, unconfirmed) in the confirmations file beside the history, which
+`ttfg report` reads.
 
 exit codes:
   0  done (informational: regressions do not fail; use `ttfg gate` to fail CI)
-  2  bad input (nothing written), or with --confirm: some step's commit is missing
-     from the repository (every other step was still re-measured and saved)
+  2  bad input (nothing written), or with --confirm: some step's commit is
+     missing from the repository (every other step was still re-measured and
+     saved)
 """
 
 
