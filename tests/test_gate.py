@@ -176,6 +176,14 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     assert head.gate.commit == repo.second and head.gate.settings["metric"] == "first_grad_s"
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
+    # What passing means, and where the regression went, in every output.
+    assert result["passing_means"].startswith("Passing means: ") and result["passing_means"] in text
+    assert result["passing_means"] in " ".join(out.stdout.split())
+    attribution = case["attribution"]
+    assert attribution["paired"] and attribution["total"]["delta"] > 0 and attribution["headline"]
+    assert {p["phase"] for p in attribution["phases"]} >= {"import", "build", "execute"}
+    assert any(c["metric"] == counter and c["verdict"] == "regressed" for c in attribution["counters"])
+    assert "**Where it went**" in text and "where it went" in out.stdout
     assert len(worktrees(repo)) == 1
 
 
@@ -188,4 +196,7 @@ def test_a_a_gate_passes(repo, tmp_path):
     assert "regressed" not in out.stdout and "gate passed" in out.stdout
     case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
     assert case["verdict"]["verdict"] in ("unchanged", "inconclusive") and case["changes"] == []
+    # Honest either way: equivalence shown by two one-sided tests, or the slowdown it could have caught.
+    assert case["verdict"]["verdict"] == "unchanged" or case["verdict"]["detectable"] > 0
+    assert case["attribution"] is None
     assert len(worktrees(repo)) == 1

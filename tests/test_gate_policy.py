@@ -64,6 +64,9 @@ class FakeSampler:
         self.calls.append((case.id, role, index))
         self.now += self.wall_s
         answer = self.script[role](index)
+        if isinstance(answer, Sample):
+            answer.index = index
+            return answer
         return failed(index, answer) if isinstance(answer, str) else good(index, answer)
 
 
@@ -195,3 +198,72 @@ def test_ctrl_c_keeps_finished_samples_in_files_marked_incomplete(gate_with, tmp
         saved = record.load(tmp_path / "out" / f"{role}.json")
         assert not saved.complete
         assert len(saved.cases[0].good()) == kept
+
+
+# --------------------------------------------------------------------------- failures are evidence
+
+
+def test_a_head_that_fails_every_other_process_is_a_regression(gate_with):
+    """The pairs that complete look fine (identical times), and no streak reaches max_failures:
+    only the failure counts show the change broke something."""
+    head = lambda i: noisy(1.0, shift=3)(i) if i % 2 == 0 else "RuntimeError: flaky"  # noqa: E731
+    outcome, _ = gate_with(noisy(1.0), head, max_failures=3, max_pairs=20)
+    (case,) = outcome.cases
+    assert case.failed == {"base": 0, "head": case.attempted // 2}
+    assert case.verdict.verdict == "regressed" and case.verdict.method == "fisher-failures"
+    assert "head fails more often" in case.verdict.reason and "RuntimeError: flaky" in case.verdict.reason
+    assert case.failures is not None and case.failures.regressed
+    assert outcome.exit_code() == 1 and outcome.regressions() == [case]
+    assert outcome.to_json()["cases"][0]["failures"]["head_failed"] == case.failed["head"]
+
+
+def test_one_flaky_failure_does_not_fail_the_gate(gate_with):
+    head = lambda i: "TimeoutError" if i == 7 else noisy(1.0, shift=3)(i)  # noqa: E731
+    outcome, _ = gate_with(noisy(1.0), head, min_pairs=12, max_pairs=20)
+    (case,) = outcome.cases
+    assert case.failed["head"] == 1 and not case.failures.regressed
+    assert case.verdict.verdict != "regressed" and outcome.exit_code() == 0
+
+
+# --------------------------------------------------------------------------- attribution and the summary
+
+
+def phased(index: int, trace: float) -> Sample:
+    """A good sample whose trace phase is ``trace`` seconds on top of fixed other phases."""
+    s = good(index, 0.5 + trace)
+    s.trace_s, s.lower_s, s.compile_s, s.execute_s = trace, 0.1, 0.3, 0.1
+    return s
+
+
+def test_a_regression_is_attributed_to_the_phase_that_grew(gate_with):
+    outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)))
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed" and case.attribution is not None
+    a = case.attribution
+    assert a.paired and a.largest_phase().phase == "trace"
+    assert a.largest_phase().delta == pytest.approx(0.5, rel=0.05)
+    assert {p.phase for p in a.phases} >= {"import", "build", "trace", "lower", "compile", "execute"}
+    assert a.functions == [] and any("no function-level data" in n for n in a.notes)
+    data = outcome.to_json()["cases"][0]["attribution"]
+    assert data["largest_phase"] == "trace" and data["paired"] is True
+
+
+def test_an_unchanged_case_is_not_attributed(gate_with):
+    outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    assert outcome.cases[0].attribution is None
+
+
+def test_summary_states_what_passing_means_and_where_a_regression_went(gate_with):
+    from harness.present.markdown import GATE_MARKER, gate_markdown
+    from harness.present.verdicts import passing_means
+
+    outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)))
+    text = gate_markdown(outcome)
+    assert text.startswith(GATE_MARKER + "\n## ttfg gate: regression")
+    meaning = passing_means(outcome)
+    assert meaning in text and meaning.startswith("Passing means: ") and meaning.count(". ") == 0
+    assert "5 %" in meaning and "alpha 0.01" in meaning and "two one-sided tests" in meaning
+    assert "**Where it went**" in text and "largest phase change: trace +" in text
+
+    aa, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    assert "unchanged (within ±5 %)" in gate_markdown(aa)

@@ -24,6 +24,7 @@ from ..files import atomic_write_text
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
+from .explain import add_explain_command
 from .doctor import add_doctor_commands
 
 EPILOG = """\
@@ -33,6 +34,7 @@ examples:
   ttfg run --model resnet15 --backend all --repeat 3 --out runs/r.json
   ttfg compare base.json head.json            regression verdicts between two results files
   ttfg gate --base origin/main                interleaved, paired base/head measurement
+  ttfg explain runs/gate                      where a gate's change went: phases, counters, functions
   ttfg report --runs runs/r.json              HTML report with plots
 """
 
@@ -327,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_asv_commands(sub)
     add_gate_commands(sub)
+    add_explain_command(sub)
     add_doctor_commands(sub)
     return parser
 

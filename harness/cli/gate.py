@@ -95,6 +95,7 @@ def cmd_compare(args) -> int:
     from ..decide.compare import Thresholds, compare_results
     from ..present.markdown import comparison_markdown
     from ..present.tables import compare_table, console as make_console, row_change
+    from ..present.attribution_views import print_attribution
 
     from .outputs import output_file
 
@@ -118,6 +119,8 @@ def cmd_compare(args) -> int:
             if r.verdict.verdict in ("regressed", "improved"):
                 console.print(f"{r.verdict.verdict}: {r.case} {r.metric}{row_change(r)}: {r.verdict.reason}",
                               highlight=False)
+        for a in cmp.attributions:
+            print_attribution(console, a)
         for note in cmp.notes:
             console.print(f"[yellow]note[/]: {note}", highlight=False)
         counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
@@ -160,6 +163,8 @@ def cmd_gate(args) -> int:
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
+    from ..present.attribution_views import headline, print_attribution
+    from ..present.verdicts import passing_means, verdict_label
     from ..measure.worktrees import repo_root, worktrees
 
     from .outputs import output_dir, output_file
@@ -217,15 +222,25 @@ def cmd_gate(args) -> int:
         code = 1
     console.print(gate_table(outcome))
     for c in outcome.cases:
-        console.print(f"{c.verdict.verdict}: {c.case}: {c.verdict.reason}", highlight=False)
+        console.print(f"{verdict_label(c.verdict)}: {c.case}: {c.verdict.reason}", highlight=False)
     for s in outcome.skipped:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+    for c in outcome.cases:
+        if c.attribution is not None:
+            print_attribution(console, c.attribution)
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
+    meaning = passing_means(outcome, check)
+    console.print(meaning, highlight=False)
     summary = gate_markdown(outcome, check)
-    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
-                                                         "expectations": check.to_json() if check else None,
-                                                         "exit_code": code}, indent=1) + "\n")
+    document = {**outcome.to_json(), "expectations": check.to_json() if check else None, "exit_code": code,
+                "passing_means": meaning}
+    for case in document["cases"]:
+        attributed = next(c.attribution for c in outcome.cases if c.case == case["case"])
+        case["verdict"]["label"] = verdict_label(next(c.verdict for c in outcome.cases if c.case == case["case"]))
+        if attributed is not None:
+            case["attribution"]["headline"] = headline(attributed)
+    atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:

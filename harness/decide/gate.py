@@ -25,7 +25,15 @@ clock, not on the ratios. A case still inconclusive then is reported as such.
 Failures: a sample that fails leaves its pair incomplete (dropped by the test). After
 ``max_failures`` consecutive failures on one side the case stops: a base that never
 ran means there is nothing to compare against (exit 2); a head that never ran while
-the base did is a regression (the change broke the case).
+the base did is a regression (the change broke the case). Failures are evidence in
+their own right, as in ``ttfg compare``: when sampling ends, a head that failed
+significantly more often than its base (``stats.compare_failures``, one-sided Fisher
+at 10 %) is a regression, whatever its good samples' times say; a head failing every
+other process would otherwise pass on the pairs that happened to complete.
+
+Attribution: every case whose verdict or one of whose counters regressed gets an
+``attribution.Attribution`` (phase deltas, counter deltas, the function-level diff of
+the first-gradient window when the samples carry it), shown by every output.
 
 The git side (revisions, worktrees, the dirty-tree check) is ``worktrees.py``; the
 command line is ``gate_cli.py``.
@@ -49,8 +57,9 @@ from ..results.model import GateSection, Sample
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from .attribution import Attribution
     from .compare import Row
-    from .stats import SequentialPairedTest, Summary, Verdict
+    from .stats import FailureTest, SequentialPairedTest, Summary, Verdict
 
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
@@ -203,11 +212,21 @@ class CaseOutcome:
     head: "Summary"
     #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
     changes: "list[Row]" = field(default_factory=list)
+    #: Did head fail significantly more often than base? (None when no side failed.)
+    failures: "FailureTest | None" = None
+    #: Where the change went (phases, counters, functions), for a case where anything regressed.
+    attribution: "Attribution | None" = None
+
+    def regressed_anything(self) -> bool:
+        """The gated verdict or a compared counter regressed: what attribution is computed for."""
+        return self.verdict.verdict == "regressed" or any(r.verdict.verdict == "regressed" for r in self.changes)
 
     def to_json(self) -> dict:
         return {"case": self.case, "verdict": self.verdict.to_json(), "pairs": self.pairs, "attempted": self.attempted,
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
-                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes]}
+                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
+                "failures": None if self.failures is None else self.failures.to_json(),
+                "attribution": None if self.attribution is None else self.attribution.to_json()}
 
 
 @dataclass
@@ -340,6 +359,27 @@ def _final_verdict(st: _CaseState, settings: GateSettings):
                           f"reserved for it (alpha {level:.3g}): {verdict.reason}")
 
 
+def _failure_test(st: _CaseState):
+    """Fisher's test on the timing samples' failures; None when neither side failed."""
+    from .stats import compare_failures
+
+    if not (st.failed["base"] or st.failed["head"]):
+        return None
+    return compare_failures(st.failed["base"], st.ok["base"] + st.failed["base"], st.failed["head"],
+                            st.ok["head"] + st.failed["head"])
+
+
+def _with_failures(verdict, test, st: _CaseState):
+    """A head that fails significantly more often than its base regressed, whatever its times say."""
+    if test is None or not test.regressed or verdict.verdict == "regressed" or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+        return verdict
+    example = st.first_error.get("head")
+    return replace(verdict, verdict="regressed", p_value=test.p_value, method="fisher-failures",
+                   equivalent=False, detectable=math.nan, detectable_high=math.nan,
+                   reason=f"{test.reason}" + (f"; e.g. {example}" if example else "")
+                          + f" (the times of the complete pairs alone: {verdict.verdict}, {verdict.reason})")
+
+
 def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, float | None]) -> None:
     for role in ("base", "head"):
         if values[role] is None:
@@ -403,6 +443,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     KeyboardInterrupt
         Re-raised after saving the finished samples (files marked incomplete).
     """
+    from .attribution import attribute
     from .compare import compare_results
     from .stats import summarize
 
@@ -466,7 +507,13 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     for st in states:
         b, h = st.complete()
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
-        outcomes.append(CaseOutcome(st.case.id, _final_verdict(st, settings), len(b), st.attempted, dict(st.failed),
-                                    sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes))
+        failures = _failure_test(st)
+        verdict = _with_failures(_final_verdict(st, settings), failures, st)
+        outcome = CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
+                              st.stop or BUDGET, summarize(b), summarize(h), changes, failures)
+        if outcome.regressed_anything():
+            outcome.attribution = attribute(results["base"].case(st.case.id), results["head"].case(st.case.id),
+                                            metric=settings.metric)
+        outcomes.append(outcome)
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)

@@ -113,6 +113,9 @@ class Sample:
     instructions: int | None = None
     instructions_tool: str | None = None
     instructions_scope: str | None = None
+    instructions_phases: dict[str, int] | None = None
+    instructions_top: list[dict[str, Any]] | None = None
+    instructions_note: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""

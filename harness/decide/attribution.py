@@ -1,0 +1,473 @@
+"""Attribution: where a change between a base and a head went, phase by phase and function by function.
+
+Why: a verdict says *that* the first gradient got 5 % slower; the person who has to fix it
+needs *where*. Three views, from the samples both sides already hold, each as far as the
+samples allow:
+
+* **Phases** (import, build, trace, lower, compile, execute): each phase's median on both
+  sides and the change in seconds, with the ratio's 95 % interval. Samples from a gate
+  carry their pair index, so the change is the median of the per-pair differences and
+  the interval a paired one (drift cancels); otherwise the medians are compared
+  (Hodges-Lehmann interval). Where samples carry ``instructions_phases`` (instruction
+  counts per phase), those are compared too: they do not depend on the machine's load.
+* **Counters**: structural counters, allocation and instruction counts, base median
+  against head median; those past the registry's threshold are marked changed.
+* **Functions**: where samples carry ``instructions_top`` (the top functions of the
+  first-gradient window by inclusive instruction count, with file and line: a list of
+  ``{"fn", "file", "line", "incl", "self"}``), the functions whose inclusive count
+  changed most, with their self count. A function in one side's list only is compared
+  against the smallest count that list holds (it was below that on the other side), so
+  its change is a bound, marked as such. Functions are matched by name and file, not by
+  line, because an edit above a function moves its line.
+
+All three are descriptive (95 % intervals, no decision): the gate decides, attribution
+explains. Every field is read defensively: a sample without phase or function data
+simply adds none, and the result says what was missing. The terminal, Markdown and
+HTML views are ``present/attribution_views.py``; the command is ``ttfg explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .. import metrics
+from ..errors import UsageError
+from ..results.format import is_number
+from ..results.model import CaseResult, Results, Sample
+
+#: The phases attributed, in process order (the registry's).
+PHASES = metrics.PROCESS_PHASES
+#: Level of the descriptive intervals.
+ALPHA = 0.05
+#: Functions listed by default.
+TOP = 12
+#: Deterministic metrics compared besides the structural counters.
+COUNTS = tuple(m for m in metrics.by_sample_kind(lambda m: m.deterministic and not metrics.is_counter(m.name)))
+
+
+def _number(value) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _json(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class PhaseDelta:
+    """One phase (or the gated total) on both sides."""
+
+    phase: str
+    metric: str
+    #: Medians in seconds (None when the backend does not report the phase).
+    base: float | None
+    head: float | None
+    #: Head minus base in seconds: median of per-pair differences when paired, else of medians.
+    delta: float | None
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    #: Pairs (paired) or the smaller side's sample count.
+    n: int = 0
+    paired: bool = False
+    #: Instruction counts of the phase (medians), where samples carry ``instructions_phases``.
+    base_instructions: float | None = None
+    head_instructions: float | None = None
+
+    @property
+    def instructions_delta(self) -> float | None:
+        if self.base_instructions is None or self.head_instructions is None:
+            return None
+        return self.head_instructions - self.base_instructions
+
+    def to_json(self) -> dict:
+        out = {k: _json(v) for k, v in asdict(self).items()}
+        out["instructions_delta"] = self.instructions_delta
+        return out
+
+
+@dataclass
+class CounterDelta:
+    """A deterministic count on both sides (medians)."""
+
+    metric: str
+    base: float | None
+    head: float | None
+    #: "regressed", "improved", "unchanged" by the registry's threshold; "absent" on one side.
+    verdict: str
+    threshold: float
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict in ("regressed", "improved", "absent")
+
+    def to_json(self) -> dict:
+        return {**{k: _json(v) for k, v in asdict(self).items()}, "delta": self.delta}
+
+
+@dataclass
+class FunctionDelta:
+    """One function of the first-gradient window: inclusive and self instructions on both sides."""
+
+    fn: str
+    file: str
+    line: int | None
+    base_incl: float | None
+    head_incl: float | None
+    base_self: float | None
+    head_self: float | None
+    #: Head minus base inclusive; a bound when the function is in one side's list only.
+    delta_incl: float
+    delta_self: float | None
+    #: "both", "head only" (delta is at least this), "base only" (delta is at most this).
+    presence: str = "both"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    @property
+    def relative(self) -> float | None:
+        """Inclusive change relative to base (None when base is absent or zero)."""
+        return self.delta_incl / self.base_incl if self.base_incl else None
+
+    def to_json(self) -> dict:
+        return {**{k: _json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative}
+
+
+@dataclass
+class Attribution:
+    """Where one case's change went."""
+
+    case: str
+    #: The gated (or headline) timing metric.
+    metric: str
+    paired: bool
+    #: The metric itself first, then each phase either side reports.
+    total: PhaseDelta | None
+    phases: list[PhaseDelta] = field(default_factory=list)
+    counters: list[CounterDelta] = field(default_factory=list)
+    functions: list[FunctionDelta] = field(default_factory=list)
+    #: Samples that carried function lists, per side, and their notes (``instructions_note``).
+    function_samples: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    function_notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def largest_phase(self) -> PhaseDelta | None:
+        """The phase whose time changed most in absolute seconds (same sign as the total)."""
+        known = [p for p in self.phases if p.delta is not None and p.delta != 0]
+        if self.total is not None and self.total.delta:
+            same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]
+            known = same or known
+        return max(known, key=lambda p: abs(p.delta), default=None)
+
+    def top_function(self) -> FunctionDelta | None:
+        """The function that grew (or shrank) most in its *own* instructions: where to look first.
+
+        Inclusive changes repeat down a call chain (every caller of the function that grew
+        grows by as much), so the self change names the function itself.
+        """
+        known = [f for f in self.functions if f.delta_self is not None and f.delta_self != 0]
+        if known:
+            return max(known, key=lambda f: abs(f.delta_self))
+        return self.functions[0] if self.functions else None
+
+    def changed_counters(self) -> list[CounterDelta]:
+        return [c for c in self.counters if c.changed]
+
+    def to_json(self) -> dict:
+        top = self.top_function()
+        largest = self.largest_phase()
+        return {"case": self.case, "metric": self.metric, "paired": self.paired,
+                "total": None if self.total is None else self.total.to_json(),
+                "phases": [p.to_json() for p in self.phases],
+                "largest_phase": None if largest is None else largest.phase,
+                "counters": [c.to_json() for c in self.counters],
+                "functions": [f.to_json() for f in self.functions],
+                "top_function": None if top is None else {"fn": top.fn, "where": top.where},
+                "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
+                "notes": list(self.notes)}
+
+
+# ---------------------------------------------------------------------------- reading samples
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _timing(case: CaseResult, cache: str) -> list[Sample]:
+    return case.good("timing", cache)
+
+
+def _by_pair(samples: list[Sample]) -> dict[int, Sample]:
+    return {s.pair: s for s in samples if s.pair is not None}
+
+
+def _phase_instructions(sample: Sample) -> dict[str, float]:
+    """``instructions_phases`` as ``{phase: count}``; keys ``trace`` and ``trace_s`` both accepted."""
+    raw = getattr(sample, "instructions_phases", None)
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for key, value in raw.items():
+        if isinstance(key, str) and _number(value) is not None:
+            out[key.removesuffix("_s")] = float(value)
+    return out
+
+
+def _phase_delta(phase: str, metric: str, base: list[Sample], head: list[Sample], instr: dict[str, list],
+                 ) -> PhaseDelta | None:
+    from .stats import compare_paired, compare_unpaired
+
+    bv = [v for s in base if (v := metrics.sample_value(s, metric)) is not None]
+    hv = [v for s in head if (v := metrics.sample_value(s, metric)) is not None]
+    bi, hi = _median(instr["base"].get(phase, [])), _median(instr["head"].get(phase, []))
+    if not bv and not hv and bi is None and hi is None:
+        return None
+    out = PhaseDelta(phase, metric, _median(bv), _median(hv), None, base_instructions=bi, head_instructions=hi)
+    pb, ph = _by_pair(base), _by_pair(head)
+    pairs = [(metrics.sample_value(pb[i], metric), metrics.sample_value(ph[i], metric)) for i in sorted(set(pb) & set(ph))]
+    pairs = [(b, h) for b, h in pairs if b is not None and h is not None]
+    threshold = metrics.get(metric).threshold
+    if len(pairs) >= 2:
+        out.paired, out.n = True, len(pairs)
+        out.delta = float(statistics.median(h - b for b, h in pairs))
+        positive = [(b, h) for b, h in pairs if b > 0 and h > 0]
+        if len(positive) >= 2:
+            v = compare_paired([b for b, _ in positive], [h for _, h in positive], min_effect=threshold, alpha=ALPHA)
+            out.ratio, out.ci_low, out.ci_high = v.ratio, v.ci_low, v.ci_high
+    elif bv and hv:
+        out.n = min(len(bv), len(hv))
+        out.delta = out.head - out.base
+        b_pos, h_pos = [v for v in bv if v > 0], [v for v in hv if v > 0]
+        if len(b_pos) >= 2 and len(h_pos) >= 2:
+            v = compare_unpaired(b_pos, h_pos, min_effect=threshold, alpha=ALPHA)
+            out.ratio, out.ci_low, out.ci_high = v.ratio, v.ci_low, v.ci_high
+        elif out.base and out.head:
+            out.ratio = out.head / out.base
+    return out
+
+
+def _counter_deltas(base: CaseResult, head: CaseResult, cache: str) -> list[CounterDelta]:
+    from .stats import compare_counter
+
+    names: list[str] = []
+    for case in (base, head):
+        for s in case.good("timing", cache):
+            for key in s.counters or {}:
+                name = metrics.COUNTER_PREFIX + key
+                if name not in names:
+                    names.append(name)
+    out = []
+    for name in [*COUNTS, *sorted(names)]:
+        b = metrics.case_values(base, name, cache)
+        h = metrics.case_values(head, name, cache)
+        if not b and not h:
+            continue
+        threshold = metrics.get(name).threshold
+        if not b or not h:
+            out.append(CounterDelta(name, _median(b), _median(h), "absent", threshold))
+            continue
+        out.append(CounterDelta(name, _median(b), _median(h), compare_counter(b, h, threshold).verdict, threshold))
+    order = {"regressed": 0, "improved": 1, "absent": 2, "unchanged": 3}
+    return sorted(out, key=lambda c: order[c.verdict])
+
+
+def _function_lists(case: CaseResult) -> tuple[list[list[dict]], list[str]]:
+    """Every good sample's ``instructions_top`` (valid entries only) and its ``instructions_note``."""
+    lists, notes = [], []
+    for s in case.samples:
+        if not s.ok:
+            continue
+        note = getattr(s, "instructions_note", None)
+        if isinstance(note, str) and note.strip() and note not in notes:
+            notes.append(note.strip())
+        raw = getattr(s, "instructions_top", None)
+        if not isinstance(raw, list):
+            continue
+        entries = [e for e in raw if isinstance(e, dict) and isinstance(e.get("fn"), str)
+                   and _number(e.get("incl")) is not None]
+        if entries:
+            lists.append(entries)
+    return lists, notes
+
+
+def _keyed(entries: list[dict]) -> dict[tuple, dict]:
+    """Entries keyed by (fn, file), or (fn, file, line) where one list holds a name twice in a file."""
+    seen: dict[tuple, int] = {}
+    for e in entries:
+        seen[(e["fn"], str(e.get("file") or "?"))] = seen.get((e["fn"], str(e.get("file") or "?")), 0) + 1
+    out = {}
+    for e in entries:
+        key = (e["fn"], str(e.get("file") or "?"))
+        if seen[key] > 1:
+            key = (*key, e.get("line"))
+        out.setdefault(key, e)
+    return out
+
+
+def _side_functions(lists: list[list[dict]]) -> tuple[dict[tuple, dict], float | None]:
+    """Per function the median inclusive and self counts over the lists that hold it, and the
+    side's floor: the largest of the lists' smallest inclusive counts (what "not listed" bounds)."""
+    per: dict[tuple, dict[str, list]] = {}
+    floors = []
+    for entries in lists:
+        keyed = _keyed(entries)
+        floors.append(min(float(e["incl"]) for e in entries))
+        for key, e in keyed.items():
+            slot = per.setdefault(key, {"incl": [], "self": [], "line": e.get("line"), "fn": e["fn"],
+                                        "file": str(e.get("file") or "?")})
+            slot["incl"].append(float(e["incl"]))
+            if _number(e.get("self")) is not None:
+                slot["self"].append(float(e["self"]))
+    out = {key: {"fn": v["fn"], "file": v["file"], "line": v["line"] if isinstance(v["line"], int) else None,
+                 "incl": _median(v["incl"]), "self": _median(v["self"])} for key, v in per.items()}
+    return out, (max(floors) if floors else None)
+
+
+def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP) -> list[FunctionDelta]:
+    """The ``top`` functions whose inclusive instruction count changed most between the sides.
+
+    Parameters
+    ----------
+    base_lists, head_lists : list of list of dict
+        Each sample's ``instructions_top`` entries (``fn``, ``file``, ``line``, ``incl``, ``self``).
+    top : int
+        How many functions to return.
+
+    Returns
+    -------
+    list of FunctionDelta
+        Sorted by the size of the inclusive change, largest first; empty when either
+        side has no list.
+    """
+    if not base_lists or not head_lists:
+        return []
+    base, base_floor = _side_functions(base_lists)
+    head, head_floor = _side_functions(head_lists)
+    out = []
+    for key in [*base, *(k for k in head if k not in base)]:
+        b, h = base.get(key), head.get(key)
+        ref = h or b
+        line = (h or {}).get("line") if h and h.get("line") is not None else ref.get("line")
+        if b and h:
+            d_self = None if b["self"] is None or h["self"] is None else h["self"] - b["self"]
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
+                                     h["incl"] - b["incl"], d_self))
+        elif h:
+            # Not in base's lists: its base count is below base's floor, so it grew by at least this much.
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
+                                     h["incl"] - (base_floor or 0.0), None, "head only"))
+        else:
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
+                                     (head_floor or 0.0) - b["incl"], None, "base only"))
+    out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
+    out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
+    return out[:top]
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "first_grad_s", cache: str = "cold",
+              top: int = TOP) -> Attribution | None:
+    """Where one case's change went, from both sides' samples.
+
+    Parameters
+    ----------
+    base, head : CaseResult or None
+        The case on each side (None: nothing to attribute).
+    metric : str
+        The headline timing (the gate's metric).
+    cache : str
+        Which timing samples (cold or warm).
+    top : int
+        Functions to list.
+
+    Returns
+    -------
+    Attribution or None
+        None when either side lacks the case.
+    """
+    if base is None or head is None:
+        return None
+    b_t, h_t = _timing(base, cache), _timing(head, cache)
+    instr: dict[str, dict[str, list]] = {"base": {}, "head": {}}
+    for role, case in (("base", base), ("head", head)):
+        for s in case.samples:
+            if s.ok:
+                for phase, value in _phase_instructions(s).items():
+                    instr[role].setdefault(phase, []).append(value)
+    total = _phase_delta(metric.removesuffix("_s"), metric, b_t, h_t, instr)
+    phases = [p for phase in PHASES if (p := _phase_delta(phase, f"{phase}_s", b_t, h_t, instr)) is not None]
+    out = Attribution(base.id, metric, bool(total and total.paired), total, phases, _counter_deltas(base, head, cache))
+    b_lists, b_notes = _function_lists(base)
+    h_lists, h_notes = _function_lists(head)
+    out.function_samples = {"base": len(b_lists), "head": len(h_lists)}
+    out.function_notes = list(dict.fromkeys(b_notes + h_notes))
+    out.functions = function_deltas(b_lists, h_lists, top)
+    if not b_lists or not h_lists:
+        missing = " and ".join(role for role, lists in (("base", b_lists), ("head", h_lists)) if not lists)
+        out.notes.append(f"no function-level data on {missing}: no sample carries per-function instruction counts of "
+                         "the first-gradient window (instructions_top, from callgrind)")
+    if not b_t or not h_t:
+        out.notes.append("no good cold timing sample on " + ("base" if not b_t else "head") + ": no phase times")
+    return out
+
+
+def attribute_results(base: Results, head: Results, case: str | None = None, metric: str = "first_grad_s",
+                      cache: str = "cold", top: int = TOP) -> list[Attribution]:
+    """Attributions for every case both files hold, or for the cases matching ``case``.
+
+    Parameters
+    ----------
+    base, head : Results
+    case : str or None
+        A case id or a glob pattern (``*jax.jit*``); None: every common case.
+
+    Raises
+    ------
+    UsageError
+        When no case is common to both files, or none matches ``case`` (the message
+        lists the common ones).
+    """
+    import fnmatch
+
+    head_ids = {c.id for c in head.cases if not c.skipped}
+    common = [c.id for c in base.cases if c.id in head_ids and not c.skipped]
+    if not common:
+        raise UsageError(f"{base.path or 'base'} and {head.path or 'head'} have no measured case in common")
+    chosen = common if case is None else [c for c in common if c == case or fnmatch.fnmatchcase(c, case)]
+    if not chosen:
+        raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
+    return [a for c in chosen if (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
+
+
+def gate_files(gate_json: dict[str, Any], where: str) -> tuple[str, str]:
+    """The base and head results files a ``gate.json`` names (``files.base``, ``files.head``).
+
+    Raises
+    ------
+    UsageError
+        When the document is not a gate's summary or names no files.
+    """
+    if not isinstance(gate_json, dict) or gate_json.get("format") != "ttfg-gate":
+        raise UsageError(f"{where}: not a gate summary (expected \"format\": \"ttfg-gate\")")
+    files = gate_json.get("files")
+    if not isinstance(files, dict) or not all(isinstance(files.get(k), str) for k in ("base", "head")):
+        raise UsageError(f"{where}: names no base and head results files (files.base, files.head)")
+    return files["base"], files["head"]
+
+
+__all__ = ["ALPHA", "Attribution", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",
+           "attribute_results", "function_deltas", "gate_files"]
