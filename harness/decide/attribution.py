@@ -125,7 +125,7 @@ class FunctionDelta:
     head_incl: float | None
     base_self: float | None
     head_self: float | None
-    #: Head minus base inclusive; a bound when the function is in one side's list only.
+    #: Head minus base; bounds when the function is in one side's list only (see ``presence``).
     delta_incl: float
     delta_self: float | None
     #: "both", "head only" (delta is at least this), "base only" (delta is at most this).
@@ -365,12 +365,17 @@ def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], 
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
                                      h["incl"] - b["incl"], d_self))
         elif h:
-            # Not in base's lists: its base count is below base's floor, so it grew by at least this much.
+            # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew
+            # by at least this much.
+            floor = base_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
-                                     h["incl"] - (base_floor or 0.0), None, "head only"))
+                                     h["incl"] - floor, None if h["self"] is None else h["self"] - floor,
+                                     "head only"))
         else:
+            floor = head_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
-                                     (head_floor or 0.0) - b["incl"], None, "base only"))
+                                     floor - b["incl"], None if b["self"] is None else floor - b["self"],
+                                     "base only"))
     out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
     out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
     return out[:top]
@@ -408,7 +413,7 @@ def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "f
             if s.ok:
                 for phase, value in _phase_instructions(s).items():
                     instr[role].setdefault(phase, []).append(value)
-    total = _phase_delta(metric.removesuffix("_s"), metric, b_t, h_t, instr)
+    total = _phase_delta(f"{metrics.get(metric).brief} (total)", metric, b_t, h_t, instr)
     phases = [p for phase in PHASES if (p := _phase_delta(phase, f"{phase}_s", b_t, h_t, instr)) is not None]
     out = Attribution(base.id, metric, bool(total and total.paired), total, phases, _counter_deltas(base, head, cache))
     b_lists, b_notes = _function_lists(base)

@@ -42,8 +42,10 @@ def _counter_name(c: CounterDelta) -> str:
     return c.metric.removeprefix(metrics.COUNTER_PREFIX)
 
 
-def _function_delta(f: FunctionDelta) -> str:
-    text = count_delta(f.delta_incl)
+def _function_delta(f: FunctionDelta, value=None) -> str:
+    """A function's change, marked as a bound when it is in one side's list only."""
+    value = f.delta_incl if value is None else value
+    text = count_delta(value)
     return {"head only": f"≥ {text}", "base only": f"≤ {text}"}.get(f.presence, text)
 
 
@@ -77,8 +79,9 @@ def headline(a: Attribution) -> str:
     if top is not None:
         if top.delta_self:
             rel = f" ({fmt.change(top.delta_self / top.base_self)})" if top.base_self else ""
-            parts.append(f"grew most in its own instructions: {function_name(top)}, self {count_delta(top.delta_self)}"
-                         f"{rel}, inclusive {_function_delta(top)}")
+            verb = "grew" if top.delta_self > 0 else "shrank"
+            parts.append(f"{verb} most in its own instructions: {function_name(top)}, self "
+                         f"{_function_delta(top, top.delta_self)}{rel}, inclusive {_function_delta(top)}")
         else:
             parts.append(f"largest inclusive change: {function_name(top)} {_function_delta(top)}")
     elif a.notes:
@@ -93,7 +96,7 @@ def phase_rows(a: Attribution) -> list[list[str]]:
     """Rows of the phase table (shared by the terminal, Markdown and HTML)."""
     rows = []
     for p in ([a.total] if a.total else []) + a.phases:
-        rows.append([p.phase if p is not a.total else f"{p.phase} (total)", fmt.seconds(p.base), fmt.seconds(p.head),
+        rows.append([p.phase, fmt.seconds(p.base), fmt.seconds(p.head),
                      seconds_delta(p.delta), _ratio(p),
                      fmt.count(p.base_instructions), fmt.count(p.head_instructions), count_delta(p.instructions_delta)])
     return rows
@@ -112,7 +115,7 @@ def counter_rows(a: Attribution, changed_only: bool = False) -> list[list[str]]:
 
 def function_rows(a: Attribution) -> list[list[str]]:
     return [[f.fn, f.where, fmt.count(f.base_incl), fmt.count(f.head_incl), _function_delta(f),
-             count_delta(f.delta_self)] for f in a.functions]
+             _function_delta(f, f.delta_self) if f.delta_self is not None else fmt.MISSING] for f in a.functions]
 
 
 def _has_instructions(a: Attribution) -> bool:
