@@ -132,8 +132,9 @@ def add_explain_command(sub) -> None:
     from . import options
 
     p = sub.add_parser("explain", help="where a change went: phase, counter and function deltas",
+                       usage="ttfg explain [options] BASE HEAD [CASE]\n       ttfg explain [options] GATE [CASE]",
                        description=EXPLAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="BASE [HEAD] [CASE]",
+    p.add_argument("paths", nargs="+", metavar="PATH",
                    help="two results files and an optional case, or a gate's output folder / gate.json and an "
                         "optional case")
     p.add_argument("--metric", default=None,

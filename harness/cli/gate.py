@@ -51,6 +51,13 @@ round-robin, until --budget runs out or --max-pairs is reached. A case still
 undecided when the budget ends gets one final look at the level the test reserved for
 it, and is reported inconclusive if that does not decide either.
 
+Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests
+put the ratio inside ±--min-effect; "inconclusive (could detect ≥ X %)" with the
+smallest slowdown the run would have caught. A head that fails significantly more
+often than its base regressed. Every regressed case is attributed (phase, counter and
+function deltas; also on demand: ttfg explain OUT-DIR), and the summary ends with one
+sentence on what passing means.
+
 Defaults: --model resnet15 --backend jax.jit (the case where compile time dominates
 and a first gradient takes about a second), head = HEAD (the committed revision; a
 working tree with uncommitted changes under harness/ or models/ is refused unless
@@ -350,8 +357,9 @@ def add_gate_commands(sub) -> None:
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
                        description=GATE_HELP, formatter_class=_formatter,
-                       epilog=EXIT_CODES.format(extra=": a case regressed, a head cannot run a case the base runs, "
-                                                      "or --expectations are violated",
+                       epilog=EXIT_CODES.format(extra=": a case regressed, a head cannot run a case the base runs "
+                                                      "or fails significantly more often, or --expectations are "
+                                                      "violated",
                                                 extra2=": also a missing revision, a dirty tree (see --allow-dirty) "
                                                        "or a base that cannot run"))
     p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
