@@ -96,7 +96,7 @@ def test_attribution_of_a_gate_pair(tmp_path):
     assert changed["instructions"].delta == 45_000_000
     # The self change names the function itself (inclusive changes repeat up the call chain).
     assert a.top_function().fn == "_conv_general_dilated_shape_rule" and a.top_function().delta_self == 20_000_000
-    assert a.function_samples == {"base": 2, "head": 2}
+    assert a.function_samples == {"instructions": {"base": 2, "head": 2}}
     assert a.function_notes == ["XLA compile threads counted (--trace-children)"]
     text = headline(a)
     assert text.startswith(CASE) and "largest phase change: trace +" in text and "hlo_ops 371 -> 380" in text
@@ -111,7 +111,7 @@ def test_without_function_data_attribution_says_so(tmp_path):
     head = results({CASE: [timing_sample(i, t) for i, t in enumerate(TIMES["head"])]})
     a = attribute(base.case(CASE), head.case(CASE))
     assert not a.paired and a.functions == [] and a.total.delta == pytest.approx(0.05, abs=0.01)
-    assert any("no function-level data on base and head" in n for n in a.notes)
+    assert any(n.startswith("no function-level data: no sample on both sides") for n in a.notes)
     assert "no function-level data" in headline(a)
 
 
@@ -176,3 +176,21 @@ def test_report_shows_where_a_gates_change_went(tmp_path):
     html = out.read_text()
     assert 'id="attribution"' in html and "Where the change went" in html
     assert "_check_padding" in html and "jax/_src/lax/convolution.py" in html and "largest phase change" in html
+
+
+def test_run_profiles_and_explain_name_python_functions_of_real_processes(tmp_path, ttfg):
+    """Real probe processes: ``ttfg run --profiles 1`` stores sampled stacks of the first gradient,
+    and ``ttfg explain`` diffs them by function with file:line (autograd: its tracer's functions)."""
+    for name, blocks in (("base", 2), ("head", 4)):
+        out = ttfg("run", "--model", f"resnet15:blocks={blocks}", "--backend", "autograd", "--repeat", "1",
+                   "--profiles", "1", "--out", str(tmp_path / f"{name}.json"))
+        assert out.returncode == 0, out.stdout + out.stderr
+    head = record.load(tmp_path / "head.json")
+    (profile,) = [s for s in head.cases[0].samples if s.kind == "profile"]
+    assert profile.ok and profile.profile_tool.startswith("pyinstrument 5.1.3")
+    assert any(e["file"].startswith("autograd/") and e["line"] for e in profile.profile_top)
+    # Different model sizes are different cases: compare them as one by giving explain the case of each.
+    base = record.load(tmp_path / "base.json")
+    a = attribute(base.cases[0], head.cases[0])
+    assert a.units() == ["s"] and a.functions_in("s")
+    assert any(f.fn.endswith("first_gradient") for f in a.functions_in("s"))

@@ -154,7 +154,7 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", budget, "--out-dir", str(out_dir), summary=summary)
+               "--budget", budget, "--out-dir", str(out_dir), "--profiles", "1", summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
     result = json.loads((out_dir / "gate.json").read_text())
@@ -184,6 +184,9 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     assert {p["phase"] for p in attribution["phases"]} >= {"import", "build", "execute"}
     assert any(c["metric"] == counter and c["verdict"] == "regressed" for c in attribution["counters"])
     assert "**Where it went**" in text and "where it went" in out.stdout
+    # One profile process per side after the decision: the function-level diff names Python functions.
+    assert attribution["function_samples"] == {"s": {"base": 1, "head": 1}}
+    assert attribution["functions"] and attribution["top_function"]["s"]["where"]
     assert len(worktrees(repo)) == 1
 
 

@@ -177,7 +177,7 @@ def cmd_run(args) -> int:
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
-        instructions=args.instructions,
+        instructions=args.instructions, profiles=args.profiles,
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
@@ -309,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of one whole probe process (perf or valgrind; slow)")
+    p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=0, metavar="N",
+                   help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
+                        "for ttfg explain's function-level diff (default: 0)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.set_defaults(func=cmd_run)
 

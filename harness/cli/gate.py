@@ -184,7 +184,7 @@ def cmd_gate(args) -> int:
     settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
-                            alloc_repeat=args.alloc_repeat,
+                            alloc_repeat=args.alloc_repeat, profiles=args.profiles,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
     expectations = None
     if args.expectations:
@@ -386,6 +386,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
+    p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
+                   help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
+                        "for the function-level attribution; 0: none (default: 3)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -12,13 +12,15 @@ samples allow:
   counts per phase), those are compared too: they do not depend on the machine's load.
 * **Counters**: structural counters, allocation and instruction counts, base median
   against head median; those past the registry's threshold are marked changed.
-* **Functions**: where samples carry ``instructions_top`` (the top functions of the
-  first-gradient window by inclusive instruction count, with file and line: a list of
-  ``{"fn", "file", "line", "incl", "self"}``), the functions whose inclusive count
-  changed most, with their self count. A function in one side's list only is compared
-  against the smallest count that list holds (it was below that on the other side), so
-  its change is a bound, marked as such. Functions are matched by name and file, not by
-  line, because an edit above a function moves its line.
+* **Functions**: the functions of the first-gradient window whose inclusive cost changed
+  most, with their self cost, from two sources, each shown where both sides have it:
+  ``instructions_top`` (callgrind's per-function instruction counts: deterministic, but
+  Python code appears as the interpreter's C functions) and ``profile_top`` (sampled
+  Python stacks, pyinstrument, in seconds: names the Python function that grew). Both are
+  lists of ``{"fn", "file", "line", "incl", "self"}``. A function in one side's list only is
+  compared against the smallest value that list holds (it was below that on the other
+  side), so its change is a bound, marked as such. Functions are matched by name and file,
+  not by line, because an edit above a function moves its line.
 
 All three are descriptive (95 % intervals, no decision): the gate decides, attribution
 explains. Every field is read defensively: a sample without phase or function data
@@ -44,6 +46,9 @@ PHASES = metrics.PROCESS_PHASES
 ALPHA = 0.05
 #: Functions listed by default.
 TOP = 12
+#: Where function lists come from: (sample field, unit, what it is), in the order shown.
+FUNCTION_SOURCES = (("instructions_top", "instructions", "callgrind instruction counts"),
+                    ("profile_top", "s", "sampled Python stacks (pyinstrument)"))
 #: Deterministic metrics compared besides the structural counters.
 COUNTS = tuple(m for m in metrics.by_sample_kind(lambda m: m.deterministic and not metrics.is_counter(m.name)))
 
@@ -130,6 +135,8 @@ class FunctionDelta:
     delta_self: float | None
     #: "both", "head only" (delta is at least this), "base only" (delta is at most this).
     presence: str = "both"
+    #: "instructions" (callgrind) or "s" (sampled stacks).
+    unit: str = "instructions"
 
     @property
     def where(self) -> str:
@@ -157,8 +164,9 @@ class Attribution:
     phases: list[PhaseDelta] = field(default_factory=list)
     counters: list[CounterDelta] = field(default_factory=list)
     functions: list[FunctionDelta] = field(default_factory=list)
-    #: Samples that carried function lists, per side, and their notes (``instructions_note``).
-    function_samples: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    #: Per unit ("instructions", "s"): samples that carried function lists, per side.
+    function_samples: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Notes that came with the function lists (``instructions_note``, the profiler's name).
     function_notes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -170,30 +178,43 @@ class Attribution:
             known = same or known
         return max(known, key=lambda p: abs(p.delta), default=None)
 
-    def top_function(self) -> FunctionDelta | None:
-        """The function that grew (or shrank) most in its *own* instructions: where to look first.
+    def units(self) -> list[str]:
+        """The units of the function lists present, in :data:`FUNCTION_SOURCES` order."""
+        return [u for _, u, _ in FUNCTION_SOURCES if any(f.unit == u for f in self.functions)]
+
+    def functions_in(self, unit: str) -> list[FunctionDelta]:
+        return [f for f in self.functions if f.unit == unit]
+
+    def top_function(self, unit: str | None = None) -> FunctionDelta | None:
+        """The function that grew (or shrank) most in its *own* cost: where to look first.
 
         Inclusive changes repeat down a call chain (every caller of the function that grew
-        grows by as much), so the self change names the function itself.
+        grows by as much), so the self change names the function itself. ``unit`` None:
+        the first source present.
         """
-        known = [f for f in self.functions if f.delta_self is not None and f.delta_self != 0]
+        units = self.units()
+        if not units:
+            return None
+        mine = self.functions_in(unit or units[0])
+        known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
         if known:
             return max(known, key=lambda f: abs(f.delta_self))
-        return self.functions[0] if self.functions else None
+        return mine[0] if mine else None
 
     def changed_counters(self) -> list[CounterDelta]:
         return [c for c in self.counters if c.changed]
 
     def to_json(self) -> dict:
-        top = self.top_function()
         largest = self.largest_phase()
+        tops = {u: self.top_function(u) for u in self.units()}
         return {"case": self.case, "metric": self.metric, "paired": self.paired,
                 "total": None if self.total is None else self.total.to_json(),
                 "phases": [p.to_json() for p in self.phases],
                 "largest_phase": None if largest is None else largest.phase,
                 "counters": [c.to_json() for c in self.counters],
                 "functions": [f.to_json() for f in self.functions],
-                "top_function": None if top is None else {"fn": top.fn, "where": top.where},
+                "top_function": {u: {"fn": t.fn, "where": t.where, "delta_self": _json(t.delta_self)}
+                                 for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
                 "notes": list(self.notes)}
 
@@ -283,16 +304,18 @@ def _counter_deltas(base: CaseResult, head: CaseResult, cache: str) -> list[Coun
     return sorted(out, key=lambda c: order[c.verdict])
 
 
-def _function_lists(case: CaseResult) -> tuple[list[list[dict]], list[str]]:
-    """Every good sample's ``instructions_top`` (valid entries only) and its ``instructions_note``."""
+def _function_lists(case: CaseResult, field_name: str) -> tuple[list[list[dict]], list[str]]:
+    """Every good sample's function list in ``field_name`` (valid entries only) and the notes
+    that came with it (``instructions_note``; the profiler's name)."""
     lists, notes = [], []
+    note_field = {"instructions_top": "instructions_note", "profile_top": "profile_tool"}.get(field_name)
     for s in case.samples:
         if not s.ok:
             continue
-        note = getattr(s, "instructions_note", None)
-        if isinstance(note, str) and note.strip() and note not in notes:
+        raw = getattr(s, field_name, None)
+        note = getattr(s, note_field, None) if note_field else None
+        if isinstance(note, str) and note.strip() and note.strip() not in notes:
             notes.append(note.strip())
-        raw = getattr(s, "instructions_top", None)
         if not isinstance(raw, list):
             continue
         entries = [e for e in raw if isinstance(e, dict) and isinstance(e.get("fn"), str)
@@ -335,15 +358,18 @@ def _side_functions(lists: list[list[dict]]) -> tuple[dict[tuple, dict], float |
     return out, (max(floors) if floors else None)
 
 
-def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP) -> list[FunctionDelta]:
+def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP,
+                    unit: str = "instructions") -> list[FunctionDelta]:
     """The ``top`` functions whose inclusive instruction count changed most between the sides.
 
     Parameters
     ----------
     base_lists, head_lists : list of list of dict
-        Each sample's ``instructions_top`` entries (``fn``, ``file``, ``line``, ``incl``, ``self``).
+        Each sample's function list (``fn``, ``file``, ``line``, ``incl``, ``self``).
     top : int
         How many functions to return.
+    unit : str
+        What the numbers are: "instructions" or "s".
 
     Returns
     -------
@@ -363,19 +389,19 @@ def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], 
         if b and h:
             d_self = None if b["self"] is None or h["self"] is None else h["self"] - b["self"]
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
-                                     h["incl"] - b["incl"], d_self))
+                                     h["incl"] - b["incl"], d_self, unit=unit))
         elif h:
             # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew
             # by at least this much.
             floor = base_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
                                      h["incl"] - floor, None if h["self"] is None else h["self"] - floor,
-                                     "head only"))
+                                     "head only", unit))
         else:
             floor = head_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
                                      floor - b["incl"], None if b["self"] is None else floor - b["self"],
-                                     "base only"))
+                                     "base only", unit))
     out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
     out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
     return out[:top]
@@ -416,15 +442,21 @@ def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "f
     total = _phase_delta(f"{metrics.get(metric).brief} (total)", metric, b_t, h_t, instr)
     phases = [p for phase in PHASES if (p := _phase_delta(phase, f"{phase}_s", b_t, h_t, instr)) is not None]
     out = Attribution(base.id, metric, bool(total and total.paired), total, phases, _counter_deltas(base, head, cache))
-    b_lists, b_notes = _function_lists(base)
-    h_lists, h_notes = _function_lists(head)
-    out.function_samples = {"base": len(b_lists), "head": len(h_lists)}
-    out.function_notes = list(dict.fromkeys(b_notes + h_notes))
-    out.functions = function_deltas(b_lists, h_lists, top)
-    if not b_lists or not h_lists:
-        missing = " and ".join(role for role, lists in (("base", b_lists), ("head", h_lists)) if not lists)
-        out.notes.append(f"no function-level data on {missing}: no sample carries per-function instruction counts of "
-                         "the first-gradient window (instructions_top, from callgrind)")
+    for field_name, unit, what in FUNCTION_SOURCES:
+        b_lists, b_notes = _function_lists(base, field_name)
+        h_lists, h_notes = _function_lists(head, field_name)
+        if not b_lists and not h_lists:
+            continue
+        out.function_samples[unit] = {"base": len(b_lists), "head": len(h_lists)}
+        out.function_notes += [n for n in dict.fromkeys(b_notes + h_notes) if n not in out.function_notes]
+        if b_lists and h_lists:
+            out.functions += function_deltas(b_lists, h_lists, top, unit)
+        else:
+            out.notes.append(f"{what} on {'head' if h_lists else 'base'} only: no function-level diff from them")
+    if not out.functions:
+        out.notes.append("no function-level data: no sample on both sides carries per-function counts of the "
+                         "first-gradient window (instructions_top from callgrind, or profile_top from sampled "
+                         "stacks: ttfg run --profiles N, or a gate's --profiles for a regressed case)")
     if not b_t or not h_t:
         out.notes.append("no good cold timing sample on " + ("base" if not b_t else "head") + ": no phase times")
     return out
@@ -474,5 +506,5 @@ def gate_files(gate_json: dict[str, Any], where: str) -> tuple[str, str]:
     return files["base"], files["head"]
 
 
-__all__ = ["ALPHA", "Attribution", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",
+__all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",
            "attribute_results", "function_deltas", "gate_files"]

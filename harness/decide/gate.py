@@ -113,6 +113,8 @@ class GateSettings:
     #: Also count allocations: ``alloc_repeat`` memray processes per side and case, after the budget.
     allocations: bool = False
     alloc_repeat: int = 1
+    #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
+    profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
 
     def __post_init__(self):
@@ -130,6 +132,8 @@ class GateSettings:
             raise UsageError(f"--max-failures must be >= 1, got {self.max_failures}")
         if self.alloc_repeat < 1:
             raise UsageError(f"--alloc-repeat must be >= 1, got {self.alloc_repeat}")
+        if self.profiles < 0:
+            raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
             raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
 
@@ -444,8 +448,6 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         Re-raised after saving the finished samples (files marked incomplete).
     """
     from .attribution import attribute
-    from .compare import compare_results
-    from .stats import summarize
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
@@ -497,23 +499,57 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                             state = "ok" if sample.ok else f"failed: {sample.error}"
                             on_note(f"allocations {role} {st.case.id}: "
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
+        outcomes = _outcomes(states, writers, settings)
+        if settings.profiles:
+            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note)
         finished = True
     finally:
         for writer in writers.values():
             writer.finish(finished)
     results = {role: w.results for role, w in writers.items()}
-    explain = compare_results(results["base"], results["head"], metrics=EXPLAIN_METRICS)
+    for outcome in outcomes:
+        if outcome.regressed_anything():
+            outcome.attribution = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
+                                            metric=settings.metric)
+    files = {role: str(w.out) for role, w in writers.items()}
+    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)
+
+
+def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], settings: GateSettings) -> list[CaseOutcome]:
+    """Each case's decision from its pairs, its failures and its counters (no attribution yet)."""
+    from .compare import compare_results
+    from .stats import summarize
+
+    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS)
     outcomes = []
     for st in states:
         b, h = st.complete()
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         failures = _failure_test(st)
         verdict = _with_failures(_final_verdict(st, settings), failures, st)
-        outcome = CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
-                              st.stop or BUDGET, summarize(b), summarize(h), changes, failures)
-        if outcome.regressed_anything():
-            outcome.attribution = attribute(results["base"].case(st.case.id), results["head"].case(st.case.id),
-                                            metric=settings.metric)
-        outcomes.append(outcome)
-    files = {role: str(w.out) for role, w in writers.items()}
-    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)
+        outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
+                                    st.stop or BUDGET, summarize(b), summarize(h), changes, failures))
+    return outcomes
+
+
+def _profile_regressions(outcomes: list[CaseOutcome], states: list[_CaseState], sides: dict[str, Side],
+                         writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
+                         on_note: Callable[[str], None] | None) -> None:
+    """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.
+
+    After the decision and outside the budget: they are only taken when there is a regression
+    to explain, and a profile failing (an older base without the profile probe) costs the
+    attribution its function list, never the verdict.
+    """
+    by_id = {st.case.id: st for st in states}
+    for outcome in outcomes:
+        st = by_id[outcome.case]
+        if not outcome.regressed_anything() or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+            continue
+        for i in range(settings.profiles):
+            for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
+                sample = sampler(st.case, "profile", "cold", i, replace(settings.run, source=sides[role].source))
+                writers[role].append(st.case.id, sample)
+                if on_note:
+                    on_note(f"profile {role} {st.case.id}: "
+                            + (f"{len(sample.profile_top or [])} functions" if sample.ok else f"failed: {sample.error}"))

@@ -14,7 +14,7 @@ from rich.table import Table
 from . import fmt
 from .fmt import _finite
 from .. import metrics
-from ..decide.attribution import Attribution, CounterDelta, FunctionDelta, PhaseDelta
+from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
 from .markdown import _cell, _table
 
 
@@ -42,11 +42,21 @@ def _counter_name(c: CounterDelta) -> str:
     return c.metric.removeprefix(metrics.COUNTER_PREFIX)
 
 
+def _amount(f: FunctionDelta, value) -> str:
+    """A function's cost in its unit: ``1,234,567`` instructions or ``52 ms``."""
+    return fmt.seconds(value) if f.unit == "s" else fmt.count(value)
+
+
 def _function_delta(f: FunctionDelta, value=None) -> str:
-    """A function's change, marked as a bound when it is in one side's list only."""
+    """A function's change in its unit, marked as a bound when it is in one side's list only."""
     value = f.delta_incl if value is None else value
-    text = count_delta(value)
+    text = seconds_delta(value) if f.unit == "s" else count_delta(value)
     return {"head only": f"≥ {text}", "base only": f"≤ {text}"}.get(f.presence, text)
+
+
+#: How each unit's function list is named in titles and the headline.
+UNIT_WORDS = {"instructions": ("instructions", "inclusive instruction change"),
+              "s": ("sampled time", "inclusive sampled-time change")}
 
 
 def function_name(f: FunctionDelta) -> str:
@@ -75,16 +85,19 @@ def headline(a: Attribution) -> str:
             for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))
     elif a.counters:
         parts.append("no counter changed")
-    top = a.top_function()
-    if top is not None:
+    for unit in a.units():
+        top = a.top_function(unit)
+        if top is None:
+            continue
+        word = UNIT_WORDS[unit][0]
         if top.delta_self:
             rel = f" ({fmt.change(top.delta_self / top.base_self)})" if top.base_self else ""
             verb = "grew" if top.delta_self > 0 else "shrank"
-            parts.append(f"{verb} most in its own instructions: {function_name(top)}, self "
+            parts.append(f"{verb} most in its own {word}: {function_name(top)}, self "
                          f"{_function_delta(top, top.delta_self)}{rel}, inclusive {_function_delta(top)}")
         else:
-            parts.append(f"largest inclusive change: {function_name(top)} {_function_delta(top)}")
-    elif a.notes:
+            parts.append(f"largest inclusive change in {word}: {function_name(top)} {_function_delta(top)}")
+    if not a.functions:
         parts.append("no function-level data")
     return f"{a.case}: " + "; ".join(parts) if parts else f"{a.case}: nothing to attribute"
 
@@ -113,9 +126,18 @@ def counter_rows(a: Attribution, changed_only: bool = False) -> list[list[str]]:
             for c in a.counters if c.changed or not changed_only]
 
 
-def function_rows(a: Attribution) -> list[list[str]]:
-    return [[f.fn, f.where, fmt.count(f.base_incl), fmt.count(f.head_incl), _function_delta(f),
-             _function_delta(f, f.delta_self) if f.delta_self is not None else fmt.MISSING] for f in a.functions]
+def function_rows(a: Attribution, unit: str) -> list[list[str]]:
+    return [[f.fn, f.where, _amount(f, f.base_incl), _amount(f, f.head_incl), _function_delta(f),
+             _function_delta(f, f.delta_self) if f.delta_self is not None else fmt.MISSING]
+            for f in a.functions_in(unit)]
+
+
+def function_title(a: Attribution, unit: str) -> str:
+    """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
+    n = a.function_samples.get(unit, {})
+    source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
+    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]} ({source}; {n.get('base', 0)} base + "
+            f"{n.get('head', 0)} head samples)")
 
 
 def _has_instructions(a: Attribution) -> bool:
@@ -142,10 +164,8 @@ def print_attribution(console, a: Attribution) -> None:
     console.print(_rich_table(f"{a.case}: phases ({how}; 95 % intervals, descriptive)", header, rows))
     if a.counters:
         console.print(_rich_table(f"{a.case}: counters", COUNTER_HEADER, counter_rows(a)))
-    if a.functions:
-        console.print(_rich_table(f"{a.case}: first-gradient window, top functions by inclusive instruction change "
-                                  f"({a.function_samples['base']} base + {a.function_samples['head']} head samples)",
-                                  FUNCTION_HEADER, function_rows(a)))
+    for unit in a.units():
+        console.print(_rich_table(f"{a.case}: {function_title(a, unit)}", FUNCTION_HEADER, function_rows(a, unit)))
     for note in a.function_notes + a.notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
 
@@ -166,10 +186,10 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
         lines += _table(COUNTER_HEADER, changed) + [""]
     elif a.counters:
         lines += [f"{len(a.counters)} counters, none changed.", ""]
-    if a.functions:
-        lines += [f"First-gradient window, top functions by inclusive instruction change "
-                  f"({a.function_samples['base']} base + {a.function_samples['head']} head samples):", ""]
-        lines += _table(FUNCTION_HEADER, [[f"`{r[0]}`", f"`{r[1]}`", *r[2:]] for r in function_rows(a)]) + [""]
+    for unit in a.units():
+        title = function_title(a, unit)
+        lines += [f"{title[0].upper()}{title[1:]}:", ""]
+        lines += _table(FUNCTION_HEADER, [[f"`{r[0]}`", f"`{r[1]}`", *r[2:]] for r in function_rows(a, unit)]) + [""]
     lines += [f"> {note}" for note in a.function_notes + a.notes]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
@@ -185,7 +205,8 @@ def attribution_context(a: Attribution) -> dict:
         header, rows = header[:5], [r[:5] for r in rows]
     return {"case": a.case, "headline": headline(a), "phase_header": header, "phase_rows": rows,
             "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
-            "function_header": FUNCTION_HEADER, "function_rows": function_rows(a),
+            "function_header": FUNCTION_HEADER,
+            "function_tables": [{"title": function_title(a, u), "rows": function_rows(a, u)} for u in a.units()],
             "notes": a.function_notes + a.notes}
 
 

@@ -48,6 +48,8 @@ SAMPLE_FIELDS = {
                      # (``{"fn", "file", "line", "incl", "self"}``); a note on what was not counted.
                      "instructions_phases": "phase_counts", "instructions_top": "functions",
                      "instructions_note": "text"},
+    # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
+    "profile": {"profile_top": "functions_s", "profile_tool": "text"},
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.

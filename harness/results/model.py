@@ -75,7 +75,7 @@ class ColdEvidence:
 
 @dataclass
 class Sample:
-    """One cold process's report (``kind``: timing, allocations or instructions)."""
+    """One cold process's report (``kind``: timing, allocations, instructions or profile)."""
 
     kind: str
     ok: bool = False
@@ -116,6 +116,9 @@ class Sample:
     instructions_phases: dict[str, int] | None = None
     instructions_top: list[dict[str, Any]] | None = None
     instructions_note: str | None = None
+    # profile
+    profile_top: list[dict[str, Any]] | None = None
+    profile_tool: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""

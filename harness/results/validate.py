@@ -103,8 +103,9 @@ class _Reader:
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "count", optional=False)
                 for k, v in self.obj(value, where).items()}
 
-    def functions(self, value: Any, where: str) -> list | None:
-        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text, line or null, counts."""
+    def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
+        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text, line or null, and
+        counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
         if value is None:
             return None
         out = []
@@ -117,8 +118,8 @@ class _Reader:
             out.append({"fn": self.text(self.key(raw, "fn", f"{at}."), f"{at}.fn"),
                         "file": self.text(raw.get("file"), f"{at}.file", optional=True),
                         "line": self.value(raw.get("line"), f"{at}.line", "count"),
-                        "incl": self.value(self.key(raw, "incl", f"{at}."), f"{at}.incl", "count", optional=False),
-                        "self": self.value(raw.get("self"), f"{at}.self", "count")})
+                        "incl": self.value(self.key(raw, "incl", f"{at}."), f"{at}.incl", unit, optional=False),
+                        "self": self.value(raw.get("self"), f"{at}.self", unit)})
         return out
 
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:
@@ -158,8 +159,10 @@ class _Reader:
                 values[name] = self.counters(v, at(name))
             elif ftype == "cold_evidence":
                 values[name] = self.cold_evidence(v, at(name))
-            elif ftype in ("phase_counts", "functions"):
-                values[name] = getattr(self, ftype)(v, at(name))
+            elif ftype == "phase_counts":
+                values[name] = self.phase_counts(v, at(name))
+            elif ftype in ("functions", "functions_s"):
+                values[name] = self.functions(v, at(name), "count" if ftype == "functions" else "seconds0")
             else:
                 if ftype == "seconds" and name in ZERO_ALLOWED:
                     ftype = "seconds0"
