@@ -171,8 +171,12 @@ class Attribution:
     notes: list[str] = field(default_factory=list)
 
     def largest_phase(self) -> PhaseDelta | None:
-        """The phase whose time changed most in absolute seconds (same sign as the total)."""
-        known = [p for p in self.phases if p.delta is not None and p.delta != 0]
+        """The phase inside the metric whose time changed most in absolute seconds (same sign as the
+        total). The first gradient holds trace, lower, compile and execute; import and build count
+        only for a metric that spans the process (``process_ttfg_s``), else their noise would
+        "explain" a first gradient they are not part of."""
+        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else metrics.GRADIENT_PHASES
+        known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
         if self.total is not None and self.total.delta:
             same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]
             known = same or known
