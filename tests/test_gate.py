@@ -186,7 +186,8 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     assert "**Where it went**" in text and "where it went" in out.stdout
     # One profile process per side after the decision: the function-level diff names Python functions.
     assert attribution["function_samples"] == {"s": {"base": 1, "head": 1}}
-    assert attribution["functions"] and attribution["top_function"]["s"]["where"]
+    assert attribution["functions"] and attribution["top_functions"]["s"]["where"]
+    assert attribution["top_function"]["unit"] == "s" and attribution["top_function"]["fn"]
     assert len(worktrees(repo)) == 1
 
 

@@ -217,8 +217,11 @@ class Attribution:
                 "largest_phase": None if largest is None else largest.phase,
                 "counters": [c.to_json() for c in self.counters],
                 "functions": [f.to_json() for f in self.functions],
-                "top_function": {u: {"fn": t.fn, "where": t.where, "delta_self": _json(t.delta_self)}
-                                 for u, t in tops.items() if t is not None},
+                # The function to look at first (the first source present), and the same per source.
+                "top_function": next(({"fn": t.fn, "where": t.where, "unit": u, "delta_self": _json(t.delta_self)}
+                                      for u, t in tops.items() if t is not None), None),
+                "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": _json(t.delta_self)}
+                                  for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
                 "notes": list(self.notes)}
 
