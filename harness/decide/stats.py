@@ -272,6 +272,15 @@ def _pct(ratio: float) -> str:
     return f"{(1 - ratio) * 100:.1f}% faster"
 
 
+def _level(confidence: float) -> str:
+    """A confidence level in percent with the digits it needs: ``99%``, ``99.1%``, ``99.998%`` (never ``100%``)."""
+    for digits in range(4, 12):
+        text = f"{confidence * 100:.{digits}g}"
+        if float(text) < 100 or confidence >= 1:
+            return f"{text}%"
+    return f"{confidence * 100:.12g}%"
+
+
 def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
 
@@ -313,7 +322,7 @@ def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha, eq_low=None, eq_h
     _check_level(alpha, min_effect)
     hi = 1.0 + min_effect
     lo = 1.0 / hi
-    level = f"{(1 - alpha) * 100:.4g}%"
+    level = _level(1 - alpha)
     if not all(map(math.isfinite, (ratio, ci_low, ci_high))) or math.isnan(p_value):
         return "inconclusive", "not enough valid samples to estimate the ratio and its interval"
     ci = f"{level} CI {ci_low:.3f}-{ci_high:.3f}"
@@ -329,7 +338,7 @@ def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha, eq_low=None, eq_h
         if eq_low is None or eq_high is None or not (math.isfinite(eq_low) and math.isfinite(eq_high)):
             eq_low, eq_high, eq_level = ci_low, ci_high, level
         else:
-            eq_level = f"{(1 - 2 * alpha) * 100:.4g}%"
+            eq_level = _level(1 - 2 * alpha)
         tost = f", TOST p={_fmt_p(tost_p)}" if tost_p is not None and math.isfinite(tost_p) else ""
         return "unchanged", (f"within +/-{band}: two one-sided tests at alpha {alpha:g} put the ratio inside the "
                              f"band ({eq_level} CI {eq_low:.3f}-{eq_high:.3f}, ratio {ratio:.3f}{tost})")
@@ -762,7 +771,7 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
     is_eq = verdict == "unchanged" and equivalent(ci_low, ci_high, min_effect, alpha, eq_low, eq_high, tost_p)
     if not (math.isfinite(ci_low) and math.isfinite(ci_high)) and not is_eq:
         verdict = "inconclusive"
-        reason = (f"{nb} base and {nh} head samples are too few for a {(1 - alpha) * 100:.4g}% rank interval "
+        reason = (f"{nb} base and {nh} head samples are too few for a {_level(1 - alpha)} rank interval "
                   f"(ratio {ratio:.3f}, p={_fmt_p(p)}); more samples would help")
     detect = detect_high = math.nan
     if verdict == "inconclusive":

@@ -136,8 +136,8 @@ def function_title(a: Attribution, unit: str) -> str:
     """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
     n = a.function_samples.get(unit, {})
     source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
-    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]} ({source}; {n.get('base', 0)} base + "
-            f"{n.get('head', 0)} head samples)")
+    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
+            f"{n.get('head', 0)} head samples")
 
 
 def _has_instructions(a: Attribution) -> bool:
