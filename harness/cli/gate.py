@@ -264,7 +264,7 @@ def cmd_gate(args) -> int:
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
     elif code == 0:
-        console.print("gate passed: no regression", highlight=False)
+        console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
     return code
 
 
