@@ -142,7 +142,7 @@ def gate_markdown(outcome, check=None, attributions=None) -> str:
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
-    decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
+    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
     s = outcome.settings
     lines = [GATE_MARKER, f"## ttfg gate: {decision}", "",
              f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
