@@ -181,9 +181,11 @@ def test_report_shows_where_a_gates_change_went(tmp_path):
     assert "_check_padding" in html and "jax/_src/lax/convolution.py" in html and "largest phase change" in html
 
 
+@pytest.mark.full
 def test_run_profiles_and_explain_name_python_functions_of_real_processes(tmp_path, ttfg):
     """Real probe processes: ``ttfg run --profiles 1`` stores sampled stacks of the first gradient,
-    and ``ttfg explain`` diffs them by function with file:line (autograd: its tracer's functions)."""
+    and they diff by function with file:line (autograd: its tracer's functions). ``make test``
+    covers the profile probe through the real gate (test_gate.py); this adds ``ttfg run``."""
     for name, blocks in (("base", 2), ("head", 4)):
         out = ttfg("run", "--model", f"resnet15:blocks={blocks}", "--backend", "autograd", "--repeat", "1",
                    "--profiles", "1", "--out", str(tmp_path / f"{name}.json"))
