@@ -200,3 +200,27 @@ def test_run_profiles_and_explain_name_python_functions_of_real_processes(tmp_pa
     assert a.units() == ["s"] and a.functions_in("s")
     assert any(f.where.startswith(("autograd/", "harness/")) for f in a.functions_in("s"))
     assert all(f.unit == "s" and f.delta_incl != 0 for f in a.functions_in("s"))
+
+
+def test_the_headline_function_is_the_clear_self_change_not_the_noisiest():
+    """Sampled stacks are noisy: XLA's compile varying by +-0.8 s between processes must not
+    outrank a new helper that steadily adds 0.5 s (measured so on jax.jit under load)."""
+    from harness.decide.attribution import Attribution
+
+    def prof(compile_s, helper_s=None):
+        top = [fn("first_gradient", "harness/engines/jax_jit.py", 37, 9.0 + compile_s + (helper_s or 0), 0.0),
+               fn("backend_compile_and_load", "jax/_src/compiler.py", 292, compile_s, compile_s)]
+        if helper_s:
+            top.append(fn("helper", "harness/engines/interpret.py", 116, helper_s, helper_s))
+        return top
+
+    base = [prof(8.2), prof(9.9), prof(8.6)]
+    head = [prof(10.1, 0.50), prof(8.4, 0.52), prof(9.6, 0.49)]
+    rows = function_deltas(base, head, unit="s")
+    by = {r.fn: r for r in rows}
+    assert by["helper"].clear and not by["backend_compile_and_load"].clear
+    a = Attribution("c", "first_grad_s", False, None, functions=rows)
+    assert a.top_function("s").fn == "helper"
+    assert "helper (harness/engines/interpret.py:116)" in headline(a)
+    # Deterministic counts: any change is clear, and the largest one leads.
+    assert function_deltas([BASE_TOP], [HEAD_TOP])[2].clear

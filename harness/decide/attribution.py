@@ -44,8 +44,9 @@ from ..results.model import CaseResult, Results, Sample
 PHASES = metrics.PROCESS_PHASES
 #: Level of the descriptive intervals.
 ALPHA = 0.05
-#: Functions listed by default.
+#: Functions listed by default (by inclusive change), plus up to SELF_EXTRA more by self change.
 TOP = 12
+SELF_EXTRA = 5
 #: Where function lists come from: (sample field, unit, what it is), in the order shown.
 FUNCTION_SOURCES = (("instructions_top", "instructions", "callgrind instruction counts"),
                     ("profile_top", "s", "sampled Python stacks (pyinstrument)"))
@@ -137,6 +138,13 @@ class FunctionDelta:
     presence: str = "both"
     #: "instructions" (callgrind) or "s" (sampled stacks).
     unit: str = "instructions"
+    #: Welch's t of the self change over the samples (NaN with one sample a side): how clear of noise it is.
+    self_t: float = math.nan
+
+    @property
+    def clear(self) -> bool:
+        """The self change stands out of the samples' noise (``|t| >= 3``; deterministic counts always do)."""
+        return math.isfinite(self.self_t) and abs(self.self_t) >= CLEAR_T
 
     @property
     def where(self) -> str:
@@ -148,7 +156,8 @@ class FunctionDelta:
         return self.delta_incl / self.base_incl if self.base_incl else None
 
     def to_json(self) -> dict:
-        return {**{k: _json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative}
+        return {**{k: _json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
+                "clear": self.clear}
 
 
 @dataclass
@@ -201,8 +210,9 @@ class Attribution:
             return None
         mine = self.functions_in(unit or units[0])
         known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
-        if known:
-            return max(known, key=lambda f: abs(f.delta_self))
+        clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
+        if clear or known:
+            return max(clear or known, key=lambda f: abs(f.delta_self))
         return mine[0] if mine else None
 
     def changed_counters(self) -> list[CounterDelta]:
@@ -360,14 +370,36 @@ def _side_functions(lists: list[list[dict]]) -> tuple[dict[tuple, dict], float |
             slot["incl"].append(float(e["incl"]))
             if _number(e.get("self")) is not None:
                 slot["self"].append(float(e["self"]))
+    n = len(lists)
     out = {key: {"fn": v["fn"], "file": v["file"], "line": v["line"] if isinstance(v["line"], int) else None,
-                 "incl": _median(v["incl"]), "self": _median(v["self"])} for key, v in per.items()}
+                 "incl": _median(v["incl"]), "self": _median(v["self"]),
+                 # One self value per list, 0 where the list lacks the function (it was below the list's end).
+                 "self_values": v["self"] + [0.0] * (n - len(v["self"]))} for key, v in per.items()}
     return out, (max(floors) if floors else None)
+
+
+#: The smallest difference each unit can show: one sample of a 1 ms profiler, one instruction.
+RESOLUTION = {"s": 1e-3, "instructions": 1.0}
+#: |t| of a self change at which it counts as clear of the samples' noise.
+CLEAR_T = 3.0
+
+
+def _self_t(base_values: list[float], head_values: list[float], unit: str) -> float:
+    """Welch's t of the self change, with the unit's resolution as a floor on its standard error."""
+    nb, nh = len(base_values), len(head_values)
+    if not nb or not nh:
+        return math.nan
+    mb, mh = sum(base_values) / nb, sum(head_values) / nh
+    vb = statistics.variance(base_values) if nb > 1 else 0.0
+    vh = statistics.variance(head_values) if nh > 1 else 0.0
+    se = math.sqrt(vb / nb + vh / nh + RESOLUTION.get(unit, 0.0) ** 2 / min(nb, nh))
+    return (mh - mb) / se if se > 0 else math.nan
 
 
 def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP,
                     unit: str = "instructions") -> list[FunctionDelta]:
-    """The ``top`` functions whose inclusive instruction count changed most between the sides.
+    """The ``top`` functions whose inclusive cost changed most between the sides, and up to
+    :data:`SELF_EXTRA` more whose own (self) cost changed most, clear of the samples' noise.
 
     Parameters
     ----------
@@ -393,25 +425,31 @@ def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], 
         b, h = base.get(key), head.get(key)
         ref = h or b
         line = (h or {}).get("line") if h and h.get("line") is not None else ref.get("line")
+        t = _self_t(b["self_values"] if b else [0.0] * len(base_lists),
+                    h["self_values"] if h else [0.0] * len(head_lists), unit)
         if b and h:
             d_self = None if b["self"] is None or h["self"] is None else h["self"] - b["self"]
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
-                                     h["incl"] - b["incl"], d_self, unit=unit))
+                                     h["incl"] - b["incl"], d_self, unit=unit, self_t=t))
         elif h:
             # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew
             # by at least this much.
             floor = base_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
                                      h["incl"] - floor, None if h["self"] is None else h["self"] - floor,
-                                     "head only", unit))
+                                     "head only", unit, t))
         else:
             floor = head_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
                                      floor - b["incl"], None if b["self"] is None else floor - b["self"],
-                                     "base only", unit))
+                                     "base only", unit, t))
     out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
     out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
-    return out[:top]
+    shown = out[:top]
+    # Inclusive changes repeat up a call chain, which can fill the list with one chain: the
+    # functions whose own cost changed most, clear of noise, are always shown too.
+    own = sorted((f for f in out[top:] if f.delta_self and f.clear), key=lambda f: -abs(f.delta_self))
+    return shown + own[:SELF_EXTRA]
 
 
 # ---------------------------------------------------------------------------- entry points

@@ -9,6 +9,8 @@ through ``fmt``.
 
 from __future__ import annotations
 
+import math
+
 from rich.table import Table
 
 from . import fmt
@@ -93,8 +95,9 @@ def headline(a: Attribution) -> str:
         if top.delta_self:
             rel = f" ({fmt.change(top.delta_self / top.base_self)})" if top.base_self else ""
             verb = "grew" if top.delta_self > 0 else "shrank"
+            noise = "" if top.clear or not math.isfinite(top.self_t) else ", within the samples' noise"
             parts.append(f"{verb} most in its own {word}: {function_name(top)}, self "
-                         f"{_function_delta(top, top.delta_self)}{rel}, inclusive {_function_delta(top)}")
+                         f"{_function_delta(top, top.delta_self)}{rel}, inclusive {_function_delta(top)}{noise}")
         else:
             parts.append(f"largest inclusive change in {word}: {function_name(top)} {_function_delta(top)}")
     if not a.functions:
