@@ -26,6 +26,8 @@ from .report import add_report_commands
 from .gate import add_gate_commands
 from .explain import add_explain_command
 from .doctor import add_doctor_commands
+from .merge import add_merge_commands
+from .shards import add_shard_options, add_shards_command, shard_selection
 
 EPILOG = """\
 examples:
@@ -36,6 +38,8 @@ examples:
   ttfg gate --base origin/main                interleaved, paired base/head measurement
   ttfg explain runs/gate                      where a gate's change went: phases, counters, functions
   ttfg report --runs runs/r.json              HTML report with plots
+  ttfg shards 4 --model all --backend all     how the matrix splits over 4 runners (--shard I/N)
+  ttfg merge results runs/shard-*.json --out runs/r.json   shards' outputs into one
 """
 
 
@@ -141,6 +145,10 @@ def cmd_check(args) -> int:
 
     console = make_console()
     cases, skipped = selection(args)
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
+        return 0
     console.print(f"checking {len(cases)} case(s) against the float64 reference "
                   f"(tolerance {args.tolerance:g}); {len(skipped)} skipped", highlight=False)
 
@@ -173,6 +181,7 @@ def cmd_run(args) -> int:
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
         return 2
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
@@ -181,6 +190,7 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
+    runner.results.shard = shard
     steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
@@ -217,6 +227,14 @@ def cmd_run(args) -> int:
     if write_error is not None:
         console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
                       "every sample saved before this is kept in it", highlight=False)
+        return EXIT_BROKEN
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
+                      highlight=False)
+        return 0
+    if not cases:
+        console.print(f"[red]nothing measured[/red]: every case of shard {shard.label} was skipped here",
+                      highlight=False)
         return EXIT_BROKEN
     bad = failed_cases(results)
     if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
@@ -294,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection(p)
     p.add_argument("--tolerance", type=options.tolerance, default=1e-4,
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="measure time to first gradient in fresh processes",
@@ -321,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
                         "for ttfg explain's function-level diff (default: 0)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    add_shard_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
@@ -342,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_commands(sub)
     add_explain_command(sub)
     add_doctor_commands(sub)
+    add_shards_command(sub)
+    add_merge_commands(sub)
     return parser
 
 

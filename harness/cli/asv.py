@@ -12,7 +12,7 @@ def cmd_asv_record(args) -> int:
 
     extra = (["--show-stderr"] if args.show_stderr else []) + shlex.split(args.asv_args)
     return record(args.revs or ["HEAD"], Path(args.config), args.machine, args.python, args.all_params,
-                  not args.no_publish, extra)
+                  not args.no_publish, extra, shard=args.shard, costs=args.costs)
 
 
 def add_asv_commands(sub) -> None:
@@ -43,4 +43,7 @@ def add_asv_commands(sub) -> None:
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--show-stderr", action="store_true", help="pass --show-stderr to asv run")
     p.add_argument("--asv-args", default="", metavar="ARGS", help="more arguments for asv run, one string: --asv-args='-q'")
+    from .shards import add_shard_options
+
+    add_shard_options(p)
     p.set_defaults(func=cmd_asv_record)

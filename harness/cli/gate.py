@@ -112,7 +112,8 @@ def cmd_compare(args) -> int:
     cmp = compare_results(base, head, metrics=args.metric,
                           min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
                           threshold=Thresholds.parse(args.threshold, None, "--threshold"),
-                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head)
+                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
+                          force=args.force)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -166,7 +167,7 @@ def _raise_interrupt(signum, frame):
 def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from ..decide.gate import GateSettings, Side, gate_document, parse_duration, revisions, run_gate
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -196,6 +197,15 @@ def cmd_gate(args) -> int:
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
+    from .shards import shard_selection
+
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and shard.cases and not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print(f"[red]nothing to gate[/red]: every case of shard {shard.label} is skipped here",
+                      highlight=False)
+        return 2
     repo = repo_root(args.repo)
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
     out_dir = Path(args.out_dir)
@@ -209,7 +219,7 @@ def cmd_gate(args) -> int:
             outcome = run_gate(cases, skipped, Side("base", base_rev, folders["base"]),
                                Side("head", head_rev, folders["head"]), settings, out_dir,
                                on_pair=lambda e: console.print(_progress_line(e), highlight=False),
-                               on_note=lambda text: console.print(text, highlight=False))
+                               on_note=lambda text: console.print(text, highlight=False), shard=shard)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
                       "(marked incomplete)")
@@ -240,13 +250,12 @@ def cmd_gate(args) -> int:
     meaning = passing_means(outcome, check)
     console.print(meaning, highlight=False)
     summary = gate_markdown(outcome, check)
-    document = {**outcome.to_json(), "expectations": check.to_json() if check else None, "exit_code": code,
-                "passing_means": meaning}
-    for case in document["cases"]:
-        attributed = next(c.attribution for c in outcome.cases if c.case == case["case"])
-        case["verdict"]["label"] = verdict_label(next(c.verdict for c in outcome.cases if c.case == case["case"]))
-        if attributed is not None:
-            case["attribution"]["headline"] = headline(attributed)
+    document = gate_document(outcome, check, code)
+    document["passing_means"] = meaning
+    for case, decided in zip(document["cases"], outcome.cases):
+        case["verdict"]["label"] = verdict_label(decided.verdict)
+        if decided.attribution is not None:
+            case["attribution"]["headline"] = headline(decided.attribution)
     atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -263,6 +272,8 @@ def cmd_gate(args) -> int:
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+    elif code == 0 and shard is not None and not shard.cases:
+        console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
     return code
@@ -353,6 +364,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
+    p.add_argument("--force", action="store_true",
+                   help="compare timings although the two files were measured on different machines "
+                        "(refused by default, naming the differing fingerprint fields); the output says so")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
@@ -392,6 +406,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
+    from .shards import add_shard_options
+
+    add_shard_options(p)
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("expect", help="check or update expected counter values (CSV with margins)",

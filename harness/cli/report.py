@@ -35,6 +35,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="leave out asv result files that cannot be read, listing each (default: such a file is an "
                         "error, exit 2, since dropping it would hide commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
+    p.add_argument("--force", action="store_true",
+                   help="show timings of results files measured on different machines side by side (refused by "
+                        "default, naming the differing fingerprint fields); the report says so")
 
 
 def add_report_commands(sub) -> None:
@@ -115,7 +118,13 @@ def load_inputs(args, notes: list[str]):
     from ..history import asv_results
     from ..results.record import load
 
+    from ..results.machines import check_machines
+
     runs = [load(path) for path in _run_files(args.runs, notes)]
+    measured = [r for r in runs if r.study is None]  # a study's file only feeds its own section
+    if len(measured) > 1:
+        notes += check_machines([(str(r.path), r.fingerprint) for r in measured], "timings",
+                                getattr(args, "force", False), action="report")
     folder = Path(args.results or DEFAULT_RESULTS)
     if not folder.is_dir():
         if args.results:

@@ -8,6 +8,13 @@ Format history (``"format": "ttfg-results"``):
   ``{"fn", "file", "line", "incl", "self"}`` in instructions) and ``instructions_note``;
   a new sample kind ``profile`` holds sampled Python stacks of the first gradient
   (``profile_top``, the same list in seconds, and ``profile_tool``).
+* version 2, additions of 2026-12-03 (optional, so every earlier version-2 file still
+  reads): ``environment.fingerprint`` (the machine: CPU model, architecture and flags,
+  cores, memory, kernel, Python, package versions, thread settings; files are only
+  compared, merged or reported together when it matches) and a top-level ``shard``
+  object (index, count, the shard's case ids, a digest of the whole partition, every case
+  of the partition in the selection's order) in the
+  output of ``--shard I/N``; null otherwise.
 * version 2 (2026-12-02): the file owns its sections. The gate's side
   (``environment["gate"]`` and ``settings["gate"]`` in version 1) is the top-level
   ``gate`` object (role, rev, commit, subject, settings); a study's analysis

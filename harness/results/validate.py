@@ -13,13 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .format import (COMMON_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS, STUDY_KINDS, VERSION,
-                     ZERO_ALLOWED,
-                     ResultsError, describe, is_number)
-from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fit, GateSection, Results, Sample,
-                    StudySection)
+from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
+                     STUDY_KINDS, VERSION, ZERO_ALLOWED, ResultsError, describe, is_number)
+from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection, Results,
+                    Sample, ShardSection, StudySection)
 
-__all__ = ["results_from_json", "sample_problem", "validate"]
+__all__ = ["fingerprint_from_json", "results_from_json", "sample_problem", "shard_from_json", "validate"]
 
 _EXPECTED = {
     "text": "text", "bool": "true or false", "int": "a whole number", "count": "a whole number >= 0",
@@ -198,6 +197,42 @@ class _Reader:
                                    for k in ("rev", "commit", "subject")),
                            dict(self.obj(self.key(raw, "settings", f"{where}."), f"{where}.settings")))
 
+    def shard(self, raw: Any, where: str = "shard") -> ShardSection | None:
+        if raw is None:
+            return None
+        raw = self.obj(raw, where)
+        get = lambda k: self.key(raw, k, f"{where}.")  # noqa: E731
+        count = self.value(get("count"), f"{where}.count", "count", optional=False)
+        index = self.value(get("index"), f"{where}.index", "count", optional=False)
+        if count < 1:
+            raise self.expect(f"{where}.count", "a number of shards >= 1", count)
+        if not 1 <= index <= count:
+            raise self.expect(f"{where}.index", f"a shard index from 1 to {count}", index)
+        texts = lambda key, raw_list: [self.text(c, f"{where}.{key}[{i}]")  # noqa: E731
+                                       for i, c in enumerate(self.seq(raw_list, f"{where}.{key}"))]
+        return ShardSection(index, count, texts("cases", get("cases")),
+                            self.text(get("partition"), f"{where}.partition"), texts("all_cases", raw.get("all_cases", [])))
+
+    def fingerprint(self, raw: Any, where: str = "environment.fingerprint") -> Fingerprint | None:
+        if raw is None:
+            return None
+        raw = self.obj(raw, where)
+        extra = sorted(set(raw) - set(FINGERPRINT_FIELDS))
+        if extra:
+            raise self.fail(f"{where}.{extra[0]}", "not a field of the machine fingerprint")
+        values = {}
+        for name, kind in FINGERPRINT_FIELDS.items():
+            at = f"{where}.{name}"
+            v = self.key(raw, name, f"{where}.")
+            if kind == "texts":
+                values[name] = [self.text(x, f"{at}[{i}]") for i, x in enumerate(self.seq(v, at))]
+            elif kind in ("versions", "texts_by_name"):
+                values[name] = {self.text(k, f"{at} key"): self.text(x, f"{at}.{k}", optional=kind == "versions")
+                                for k, x in self.obj(v, at).items()}
+            else:
+                values[name] = self.value(v, at, kind, optional=name == "memory_bytes")
+        return Fingerprint(**values)
+
     def fit(self, raw: Any, where: str) -> Fit | None:
         if raw is None:
             return None
@@ -261,6 +296,7 @@ def results_from_json(data: Any, path: str | os.PathLike = "<results>") -> Resul
         raise r.fail("version", f"unsupported version {data.get('version')!r}; this ttfg reads versions 1 to {VERSION}")
     get = lambda k: r.key(data, k, "")  # noqa: E731
     environment = dict(r.obj(get("environment"), "environment"))
+    fingerprint = r.fingerprint(environment.pop("fingerprint", None))
     settings = dict(r.obj(get("settings"), "settings"))
     raw_cases = r.seq(get("cases"), "cases")
     created = r.text(get("created"), "created")
@@ -268,7 +304,17 @@ def results_from_json(data: Any, path: str | os.PathLike = "<results>") -> Resul
     cases = [r.case(c, f"cases[{i}]") for i, c in enumerate(raw_cases)]
     return Results(environment, settings, cases, created, complete,
                    Path(path) if str(path) != "<results>" else None,
-                   r.gate(data.get("gate")), r.study(data.get("study")))
+                   r.gate(data.get("gate")), r.study(data.get("study")), r.shard(data.get("shard")), fingerprint)
+
+
+def shard_from_json(raw: Any, path: str | os.PathLike, where: str = "shard") -> ShardSection | None:
+    """A ``shard`` object (of a results file or a gate's ``gate.json``), checked; None for null."""
+    return _Reader(path).shard(raw, where)
+
+
+def fingerprint_from_json(raw: Any, path: str | os.PathLike, where: str = "fingerprint") -> Fingerprint | None:
+    """A machine fingerprint object, checked; None for null."""
+    return _Reader(path).fingerprint(raw, where)
 
 
 def sample_problem(raw: dict) -> str | None:
