@@ -133,7 +133,9 @@ def test_sharded_workflows_split_measure_and_combine(name, shard_job, measure):
 def test_sharded_gate_merges_into_one_verdict_and_comments_it():
     combine = load(ROOT / "ci" / "workflows" / "perf-gate-sharded.yml")["jobs"]["combine"]
     script = _script(combine)
-    assert "ttfg merge gate shards/*" in script and "gh pr comment" in script
+    assert "ttfg merge gate shards/*" in script and "gh pr comment" not in script
+    comment = next(s for s in _steps(combine) if s.get("uses", "").startswith("marocchino/sticky-pull-request-comment@"))
+    assert comment["with"] == {"header": "ttfg-perf-gate", "path": "runs/gate/summary.md"}
 
 
 def test_sharded_trend_merges_results_and_asv_and_publishes_on_main():
@@ -217,6 +219,17 @@ def test_perf_gate_posts_summary_as_one_updated_pull_request_comment():
     assert "always()" in comment["if"] and "summary.md" in comment["if"], "post also when the gate fails"
     assert comment.get("continue-on-error") is True, "a fork's read-only token must not fail the job"
     assert GATE_MARKER.startswith("<!--") and GATE_MARKER.endswith("-->")
+
+
+def test_no_workflow_adds_a_new_comment_per_push():
+    """Every pull-request comment goes through the sticky action under one header: one comment, updated."""
+    for path in WORKFLOWS:
+        doc = load(path)
+        for script in run_scripts(doc):
+            assert "gh pr comment" not in script and "createComment" not in script, path.name
+        headers = {s["with"]["header"] for job in doc["jobs"].values() for s in job["steps"]
+                   if s.get("uses", "").startswith("marocchino/sticky-pull-request-comment@")}
+        assert headers <= {"ttfg-perf-gate"}, path.name
 
 
 def test_every_action_is_pinned_to_a_release():

@@ -35,27 +35,52 @@ def verdict_label(v) -> str:
     return word
 
 
-def passing_means(outcome, check=None) -> str:
+def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: list[float],
+                     expectations: str | None = None) -> str:
     """One sentence: what a passing gate of these settings has shown, and what it has not.
 
     Parameters
     ----------
-    outcome : gate.GateOutcome
-    check : expect.ExpectationCheck or None
-        When expectations were checked, the sentence includes them.
+    metric : str
+        The gated timing.
+    min_effect, alpha : float
+        The gate's minimum effect and level.
+    detectable : list of float
+        The inconclusive cases' detectable slowdowns (the smallest is quoted).
+    expectations : str or None
+        The expectations file checked, if any.
     """
-    s = outcome.settings
-    label = metrics.get(s.metric).brief if s.metric in metrics.METRICS else s.metric
-    detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"
-              and _finite(getattr(c.verdict, "detectable", math.nan))]
+    label = metrics.get(metric).brief if metric in metrics.METRICS else metric
+    detect = [d for d in detectable if _finite(d)]
     inconclusive = (f"; an inconclusive case only rules out slowdowns it could detect (here down to "
                     f"{fmt.percent(min(detect))} at best)" if detect else
                     "; an inconclusive case only rules out slowdowns as large as it states it could detect")
-    expectations = f", and head's counters stayed within {check.path}" if check is not None else ""
-    return (f"Passing means: no case's {label} got slower by {fmt.percent(s.min_effect)} or more with significance "
-            f"at alpha {s.alpha:g} (paired base/head processes, sequential test), no head failed significantly more "
-            f"often than its base{expectations}; a case marked 'unchanged (within ±{fmt.percent(s.min_effect)})' was shown "
+    checked = f", and head's counters stayed within {expectations}" if expectations else ""
+    return (f"Passing means: no case's {label} got slower by {fmt.percent(min_effect)} or more with significance "
+            f"at alpha {alpha:g} (paired base/head processes, sequential test), no head failed significantly more "
+            f"often than its base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown "
             f"by two one-sided tests to lie inside that band{inconclusive}.")
 
 
-__all__ = ["passing_means", "verdict_label"]
+def passing_means(outcome, check=None) -> str:
+    """:func:`passing_sentence` for a gate's outcome (and its expectations check, when it ran one)."""
+    s = outcome.settings
+    detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
+    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None)
+
+
+def verdict_label_of(data: dict) -> str:
+    """:func:`verdict_label` of a verdict as ``gate.json`` stores it (null for NaN); its stored label wins."""
+    from types import SimpleNamespace
+
+    if data.get("label"):
+        return data["label"]
+    nan = math.nan
+    return verdict_label(SimpleNamespace(
+        verdict=data.get("verdict", "inconclusive"), method=data.get("method", ""),
+        ratio=nan if data.get("ratio") is None else data["ratio"],
+        margin=nan if data.get("margin") is None else data["margin"], equivalent=bool(data.get("equivalent")),
+        detectable=nan if data.get("detectable") is None else data["detectable"]))
+
+
+__all__ = ["passing_means", "passing_sentence", "verdict_label", "verdict_label_of"]
