@@ -154,10 +154,16 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", budget, "--out-dir", str(out_dir), "--profiles", "1", summary=summary)
+               "--budget", budget, "--out-dir", str(out_dir), "--format", "json", "--profiles", "1",
+               summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
+    # --format json: stdout is gate.json's document alone; progress and tables go to stderr.
+    assert "gate failed" in out.stderr and " pair 0: " in out.stderr  # progress lines
     result = json.loads((out_dir / "gate.json").read_text())
+    assert json.loads(out.stdout) == result
+    # No stored calibration here (the tests' private cache folder): a noise floor from the gate's own pairs,
+    # in both results files, gate.json and the summary.
+    assert result["noise"]["source"] == "in-run" and "log(head/base)" in result["noise"]["method"]
     case = result["cases"][0]
     assert case["case"] == case_id and case["verdict"]["verdict"] == "regressed", case
     assert case["verdict"]["ratio"] > 1.2 and case["verdict"]["ci_low"] > 1.0
@@ -174,16 +180,18 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     assert [s.pair for s in b] == list(range(len(b))) == [s.pair for s in h]
     assert [s.pair_position for s in b[:4]] == [0, 1, 0, 1]
     assert head.gate.commit == repo.second and head.gate.settings["metric"] == "first_grad_s"
+    assert base.noise == head.noise and base.noise.to_json() == result["noise"]
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
+    assert "on this machine a 10-minute gate sees" in text or "noise floor: not estimated" in text
     # What passing means, and where the regression went, in every output.
     assert result["passing_means"].startswith("Passing means: ") and result["passing_means"] in text
-    assert result["passing_means"] in " ".join(out.stdout.split())
+    assert result["passing_means"] in " ".join(out.stderr.split())
     attribution = case["attribution"]
     assert attribution["paired"] and attribution["total"]["delta"] > 0 and attribution["headline"]
     assert {p["phase"] for p in attribution["phases"]} >= {"import", "build", "execute"}
     assert any(c["metric"] == counter and c["verdict"] == "regressed" for c in attribution["counters"])
-    assert "**Where it went**" in text and "where it went" in out.stdout
+    assert "**Where it went**" in text and "where it went" in out.stderr
     # One profile process per side after the decision: the function-level diff names Python functions.
     assert attribution["function_samples"] == {"s": {"base": 1, "head": 1}}
     assert attribution["functions"] and attribution["top_functions"]["s"]["where"]

@@ -15,25 +15,29 @@ from pathlib import Path
 from ..files import atomic_write_text
 
 MERGE_HELP = """\
-Merge the outputs of `--shard I/N` runs into one, as if one runner had done all the work.
+Merge the outputs of `--shard I/N` runs into one, as if one runner had done all
+the work.
 
-  results  results files of `ttfg run --shard` (or a gate's base.json/head.json) -> one results file
-  gate     gate output folders of `ttfg gate --shard` -> one gate.json, summary.md, base.json,
-           head.json and one exit code
-  asv      asv result files of `ttfg asv record --shard`, one commit and machine -> one
+  results  results files of `ttfg run --shard` (or a gate's base.json/head.json)
+           -> one results file
+  gate     gate output folders of `ttfg gate --shard` -> one gate.json,
+           summary.md, base.json, head.json and one exit code
+  asv      asv result files of `ttfg asv record --shard`, one commit and
+           machine -> one
 
-Refused, naming the files, exit 2, nothing written: a file that is not a shard's output,
-shards of different partitions (selection, N or --costs), the same shard twice, a case in
-two files, a missing shard (results), files of different revisions, settings or machine
-fingerprints (--force merges different machines and says so), conflicting asv values.
+Refused, naming the files, exit 2, nothing written: a file that is not a shard's
+output, shards of different partitions (selection, N or --costs), the same shard
+twice, a case in two files, a missing shard (results), files of different
+revisions, settings or machine fingerprints (--force merges different machines
+and says so), conflicting asv values.
 """
 
 GATE_EXIT = """\
 exit codes (merge gate):
   0  every shard present, no regression
   1  a regression (or violated expectation) in any shard
-  2  a shard is missing or did not finish (reported by name, never a pass), a base that
-     cannot run, nothing gated, or inputs that cannot be merged
+  2  a shard is missing or did not finish (reported by name, never a pass), a
+     base that cannot run, nothing gated, or inputs that cannot be merged
 """
 
 

@@ -9,24 +9,23 @@ missing or failed.
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from . import fmt
 from .markdown import _table, _verdict
+from .tables import Fitted, fitted
 
 __all__ = ["merged_gate_markdown", "partition_table"]
 
 
-def partition_table(plan, repeat: int) -> Table:
+def partition_table(plan, repeat: int) -> Fitted:
     """One row per shard: its cases, and the expected seconds for ``repeat`` rounds of processes."""
     measured = sum(1 for v in plan.sources.values() if v == "measured")
     title = (f"{plan.count} shard(s), partition {plan.digest}; costs: {measured} measured, "
              f"{len(plan.sources) - measured} estimated; expected wall time "
              f"{fmt.seconds(plan.makespan_s * repeat)} for {repeat} process(es) per case "
              f"(one runner: {fmt.seconds(plan.total_s * repeat)})")
-    table = Table(title=title, title_justify="left")
-    for col, justify in (("shard", "left"), ("cases", "right"), ("expected", "right"), ("case ids", "left")):
-        table.add_column(col, justify=justify)
+    # Fits the terminal without cutting a case id (see tables.Fitted).
+    table = fitted(title, (("shard", "left"), ("cases", "right"), ("expected", "right"), ("case ids", "left")),
+                   boxed=True)
     for s in plan.shards:
         table.add_row(s.spec.label, str(len(s.cases)), fmt.seconds(s.cost_s * repeat) if s.cases else fmt.MISSING,
                       "\n".join(s.cases) or "(empty)")

@@ -17,6 +17,8 @@ the partition. The merged cases keep the selection's order.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import TtfgError
 from .format import differing
 from .machines import check_machines
@@ -157,5 +159,20 @@ def merge_results(files: list[Results], force: bool = False) -> tuple[Results, l
         environment["merged_across_machines"] = notes
     forced = any(n.startswith("--force") for n in notes)
     merged = Results(environment, dict(first.settings), merged_cases, min(r.created for r in files), True, None,
-                     first.gate, first.study, None, None if forced else first.fingerprint)
+                     first.gate, first.study, None, None if forced else first.fingerprint,
+                     noise=merged_noise([r.noise for r in files]))
     return merged, notes
+
+
+def merged_noise(floors: list):
+    """The shards' noise floors as one: their per-case entries together (each shard estimated its own
+    cases; one calibration shared by every shard is kept once). None unless every shard has a floor of
+    the same source."""
+    if not floors or any(f is None for f in floors) or len({f.source for f in floors}) > 1:
+        return None
+    entries = {}
+    for floor in floors:
+        for e in floor.entries:
+            entries.setdefault((e.case, e.metric), e)
+    notes = list(dict.fromkeys(f.note for f in floors if f.note))
+    return replace(floors[0], entries=list(entries.values()), note="; ".join(notes))

@@ -25,6 +25,11 @@ Format history (``"format": "ttfg-results"``):
   of text. Strict JSON: no NaN or Infinity (a value that could not be estimated is
   null), and impossible values (a zero or negative time, a negative count) are
   refused on reading and on writing.
+  Since 2026-12-03 ``environment.noise`` may hold the noise floor (source
+  ``calibration`` or ``in-run``, method, measured_at, age_s, machine, alpha, power,
+  entries of case, metric, n, log_ratio_sd, sd_ci95, seconds_per_pair and gates of
+  budget_s, pairs, min_detectable_effect); it is optional, so older version-2 files
+  read unchanged.
 * version 1 (2026-12-01): first version. NaN allowed; samples as free-form objects
   checked field by field; gate and study data stored inside ``environment`` and
   ``settings``.

@@ -192,6 +192,62 @@ class GateSection:
 
 
 @dataclass
+class NoiseEntry:
+    """What the noise of one case says a gate can detect: the paired log-ratio SD and its reach."""
+
+    case: str
+    metric: str
+    #: Values the SD rests on: A/A or base/head pairs, or (unpaired estimate) samples.
+    n: int
+    log_ratio_sd: float | None
+    sd_low: float | None = None
+    sd_high: float | None = None
+    #: Median wall seconds of one pair (two cold processes); None when not known.
+    seconds_per_pair: float | None = None
+    #: ``(gate budget s, pairs it buys, smallest detectable effect or None)``.
+    gates: list[tuple[float, int, float | None]] = field(default_factory=list)
+
+    def effect_at(self, budget_s: float) -> float | None:
+        return next((e for b, _, e in self.gates if b == budget_s), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "metric": self.metric, "n": self.n, "log_ratio_sd": self.log_ratio_sd,
+                "sd_ci95": [self.sd_low, self.sd_high], "seconds_per_pair": self.seconds_per_pair,
+                "gates": [{"budget_s": b, "pairs": p, "min_detectable_effect": e} for b, p, e in self.gates]}
+
+
+#: Where a noise floor comes from: a stored ``ttfg doctor --calibrate``, or the run's own samples.
+NOISE_SOURCES = ("calibration", "in-run")
+
+
+@dataclass
+class NoiseFloor:
+    """How noisy the machine was, and so what a gate could detect on it (``environment.noise``).
+
+    ``harness.decide.noise`` builds it; the doctor stores one after ``--calibrate``, and
+    ``ttfg run`` and ``ttfg gate`` record one in every results file.
+    """
+
+    source: str
+    #: How the SD was obtained, in words (it is printed with the number).
+    method: str
+    #: When the underlying samples were measured, and how old they were when recorded.
+    measured_at: str
+    age_s: float | None
+    #: hostname, cpu, cpu_count of the machine measured.
+    machine: dict[str, Any]
+    alpha: float
+    power: float
+    entries: list[NoiseEntry] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "method": self.method, "measured_at": self.measured_at, "age_s": self.age_s,
+                "machine": dict(self.machine), "alpha": self.alpha, "power": self.power, "note": self.note,
+                "entries": [e.to_json() for e in self.entries]}
+
+
+@dataclass
 class Fingerprint:
     """The machine a results file was measured on, as far as it changes the numbers.
 
@@ -347,12 +403,14 @@ class Results:
     shard: ShardSection | None = None
     #: Stored as ``environment.fingerprint``; None in files written before fingerprints existed.
     fingerprint: Fingerprint | None = None
+    #: The noise floor, stored as ``environment.noise`` (None in files written before it existed).
+    noise: NoiseFloor | None = None
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)
 
     def to_json(self) -> dict[str, Any]:
-        environment = dict(self.environment)
+        environment = self._environment_json()
         if self.fingerprint is not None:
             environment["fingerprint"] = self.fingerprint.to_json()
         return {"format": FORMAT, "version": VERSION, "created": self.created, "complete": self.complete,
@@ -361,6 +419,12 @@ class Results:
                 "study": None if self.study is None else self.study.to_json(),
                 "shard": None if self.shard is None else self.shard.to_json(),
                 "cases": [c.to_json() for c in self.cases]}
+
+    def _environment_json(self) -> dict[str, Any]:
+        env = {k: v for k, v in self.environment.items() if k != "noise"}
+        if self.noise is not None:
+            env["noise"] = self.noise.to_json()
+        return env
 
     def save(self, path=None) -> Path:
         """Validate and write atomically (strict JSON); see ``harness.results.io.save``."""
