@@ -14,16 +14,18 @@ import sys
 from pathlib import Path
 
 EXPLAIN_HELP = """\
-Where a change between BASE and HEAD went, per case: the phase deltas (import, build,
-trace, lower, compile, execute; paired when the files come from one gate), the counter
-deltas (structural counters, allocations, instructions), and the top functions of the
-first-gradient window by change in inclusive instructions, with file:line, where the
-samples carry per-function counts (callgrind).
+Where a change between BASE and HEAD went, per case: the phase deltas (import,
+build, trace, lower, compile, execute; paired when the files come from one
+gate), the counter deltas (structural counters, allocations, instructions), and
+the top functions of the first-gradient window by change in inclusive cost,
+with file:line, where the samples carry per-function counts (callgrind) or
+sampled Python stacks (ttfg run --profiles N; a gate profiles regressed cases).
 
-BASE HEAD [CASE]   two results files, and optionally a case id or glob ('*jax.jit*')
-GATE [CASE]        a gate's output folder (runs/gate) or its gate.json: its base.json
-                   and head.json are read (found by the paths gate.json records, else
-                   beside it)
+BASE HEAD [CASE]  two results files, and optionally a case id or a glob
+                  ('*jax.jit*')
+GATE [CASE]       a gate's output folder (runs/gate) or its gate.json: its
+                  base.json and head.json are read (at the paths gate.json
+                  records, else beside it)
 
 It decides nothing (ttfg compare and ttfg gate do): exit 0 when something was
 explained, 2 on bad input (a missing or invalid file, no common case).

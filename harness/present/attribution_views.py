@@ -150,8 +150,9 @@ def _has_instructions(a: Attribution) -> bool:
 def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
     table = Table(title=title, title_justify="left")
     for i, col in enumerate(header):
+        names = col in ("function", "file:line", "phase", "counter")  # long identifiers fold, never cut
         table.add_column(col, justify="left" if i == 0 or col in ("file:line", "verdict") else "right",
-                         no_wrap=col not in ("function", "file:line"))
+                         no_wrap=not names, overflow="fold" if names else "ellipsis")
     for row in rows:
         table.add_row(*row)
     return table
@@ -168,7 +169,11 @@ def print_attribution(console, a: Attribution) -> None:
     if a.counters:
         console.print(_rich_table(f"{a.case}: counters", COUNTER_HEADER, counter_rows(a)))
     for unit in a.units():
-        console.print(_rich_table(f"{a.case}: {function_title(a, unit)}", FUNCTION_HEADER, function_rows(a, unit)))
+        # The terminal keeps the change columns and puts file:line under the name, so that 80
+        # columns hold it; Markdown and HTML show every column.
+        rows = [[f"{r[0]}\n  {r[1]}", r[4], r[5], r[3]] for r in function_rows(a, unit)]
+        console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
+                                  ["function", "incl. change", "self change", "incl. head"], rows))
     for note in a.function_notes + a.notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
 
