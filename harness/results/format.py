@@ -43,7 +43,13 @@ def _measured(kind: str) -> dict[str, str]:
 SAMPLE_FIELDS = {
     "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence"},
     "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool"},
-    "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text"},
+    "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text",
+                     # The first-gradient window, where the tool splits it: per phase, and its top functions
+                     # (``{"fn", "file", "line", "incl", "self"}``); a note on what was not counted.
+                     "instructions_phases": "phase_counts", "instructions_top": "functions",
+                     "instructions_note": "text"},
+    # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
+    "profile": {"profile_top": "functions_s", "profile_tool": "text"},
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.

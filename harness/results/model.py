@@ -76,7 +76,7 @@ class ColdEvidence:
 
 @dataclass
 class Sample:
-    """One cold process's report (``kind``: timing, allocations or instructions)."""
+    """One cold process's report (``kind``: timing, allocations, instructions or profile)."""
 
     kind: str
     ok: bool = False
@@ -114,6 +114,12 @@ class Sample:
     instructions: int | None = None
     instructions_tool: str | None = None
     instructions_scope: str | None = None
+    instructions_phases: dict[str, int] | None = None
+    instructions_top: list[dict[str, Any]] | None = None
+    instructions_note: str | None = None
+    # profile
+    profile_top: list[dict[str, Any]] | None = None
+    profile_tool: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""

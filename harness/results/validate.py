@@ -96,6 +96,32 @@ class _Reader:
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "number", optional=False)
                 for k, v in self.obj(value, where).items()}
 
+    def phase_counts(self, value: Any, where: str) -> dict | None:
+        """``{phase: instructions}``: whole numbers >= 0."""
+        if value is None:
+            return None
+        return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "count", optional=False)
+                for k, v in self.obj(value, where).items()}
+
+    def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
+        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text, line or null, and
+        counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
+        if value is None:
+            return None
+        out = []
+        for i, raw in enumerate(self.seq(value, where)):
+            at = f"{where}[{i}]"
+            raw = self.obj(raw, at)
+            extra = sorted(set(raw) - {"fn", "file", "line", "incl", "self"})
+            if extra:
+                raise self.fail(f"{at}.{extra[0]}", "not a field of a function entry")
+            out.append({"fn": self.text(self.key(raw, "fn", f"{at}."), f"{at}.fn"),
+                        "file": self.text(raw.get("file"), f"{at}.file", optional=True),
+                        "line": self.value(raw.get("line"), f"{at}.line", "count"),
+                        "incl": self.value(self.key(raw, "incl", f"{at}."), f"{at}.incl", unit, optional=False),
+                        "self": self.value(raw.get("self"), f"{at}.self", unit)})
+        return out
+
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:
         if value is None:
             return None
@@ -133,6 +159,10 @@ class _Reader:
                 values[name] = self.counters(v, at(name))
             elif ftype == "cold_evidence":
                 values[name] = self.cold_evidence(v, at(name))
+            elif ftype == "phase_counts":
+                values[name] = self.phase_counts(v, at(name))
+            elif ftype in ("functions", "functions_s"):
+                values[name] = self.functions(v, at(name), "count" if ftype == "functions" else "seconds0")
             else:
                 if ftype == "seconds" and name in ZERO_ALLOWED:
                     ftype = "seconds0"
