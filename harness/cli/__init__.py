@@ -306,7 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per case (default: 1)")
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
-                   help="also count instructions of one whole probe process (perf or valgrind; slow)")
+                   help="also count instructions of the first-gradient window, per phase where the backend "
+                        "splits it (callgrind switched on for the window only; about a minute per jax sample)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.set_defaults(func=cmd_run)
 

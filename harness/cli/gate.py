@@ -51,6 +51,14 @@ round-robin, until --budget runs out or --max-pairs is reached. A case still
 undecided when the budget ends gets one final look at the level the test reserved for
 it, and is reported inconclusive if that does not decide either.
 
+Tiers (--tiers, default structural,instructions,time): a case is settled by the
+first tier that can: (a) structural counters of one timing pair, exactly (a counter
+that grew is a regression); (b) instructions of the first-gradient window (callgrind)
+and allocation counts (memray), base and head at once, within margins derived from
+their measured repeatability; (c) wall time as above, spending the budget only on
+the cases (a) and (b) left. Every verdict names its tier. Without valgrind the
+instructions tier says so once and wall time decides.
+
 Defaults: --model resnet15 --backend jax.jit (the case where compile time dominates
 and a first gradient takes about a second), head = HEAD (the committed revision; a
 working tree with uncommitted changes under harness/ or models/ is refused unless
@@ -157,6 +165,7 @@ def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
     from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from ..decide.tiers import parse_tiers
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -173,7 +182,8 @@ def cmd_gate(args) -> int:
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
                             alloc_repeat=args.alloc_repeat,
-                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
+                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
+                            tiers=parse_tiers(args.tiers), count_repeat=args.count_repeat)
     expectations = None
     if args.expectations:
         from ..decide import expect
@@ -188,8 +198,8 @@ def cmd_gate(args) -> int:
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
     out_dir = Path(args.out_dir)
     console.print(f"gate: base {base_rev.name} ({base_rev.short} {base_rev.subject[:60]}) vs head {head_rev.name} "
-                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), metric {settings.metric}, "
-                  f"budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
+                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), tiers {','.join(settings.tiers)}, "
+                  f"metric {settings.metric}, budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
                   highlight=False)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
     try:
@@ -217,7 +227,8 @@ def cmd_gate(args) -> int:
         code = 1
     console.print(gate_table(outcome))
     for c in outcome.cases:
-        console.print(f"{c.verdict.verdict}: {c.case}: {c.verdict.reason}", highlight=False)
+        console.print(f"{c.verdict.verdict} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
+                      highlight=False)
     for s in outcome.skipped:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
     if check is not None:
@@ -312,6 +323,7 @@ def add_gate_commands(sub) -> None:
         The object ``build_parser`` got from ``add_subparsers``.
     """
     from . import add_selection
+    from ..decide.tiers import DEFAULT_TIERS
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
                        description=COMPARE_HELP, formatter_class=_formatter,
@@ -363,6 +375,11 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
+    p.add_argument("--tiers", default=",".join(DEFAULT_TIERS), metavar="LIST",
+                   help="tiers that may decide, comma-separated, from structural, instructions, time "
+                        f"(default: {','.join(DEFAULT_TIERS)})")
+    p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
+                   help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .. import metrics
+from . import tiers as tiering
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
+NOT_SETTLED = "not settled"
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
@@ -105,6 +107,10 @@ class GateSettings:
     allocations: bool = False
     alloc_repeat: int = 1
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
+    #: Which tiers decide (``tiers.py``), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
+    tiers: tuple[str, ...] = (tiering.TIME,)
+    #: Count-tier processes per side, kind and case.
+    count_repeat: int = 1
 
     def __post_init__(self):
         from .compare import metric_info
@@ -121,6 +127,9 @@ class GateSettings:
             raise UsageError(f"--max-failures must be >= 1, got {self.max_failures}")
         if self.alloc_repeat < 1:
             raise UsageError(f"--alloc-repeat must be >= 1, got {self.alloc_repeat}")
+        if self.count_repeat < 1:
+            raise UsageError(f"--count-repeat must be >= 1, got {self.count_repeat}")
+        self.tiers = tiering.parse_tiers(",".join(self.tiers))
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
             raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
 
@@ -203,9 +212,13 @@ class CaseOutcome:
     head: "Summary"
     #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
     changes: "list[Row]" = field(default_factory=list)
+    #: The tier that decided (``tiers.py``: structural, instructions, time) and every tier's finding.
+    tier: str = tiering.TIME
+    trail: "list[tiering.TierStep]" = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"case": self.case, "verdict": self.verdict.to_json(), "pairs": self.pairs, "attempted": self.attempted,
+        return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier,
+                "tiers": [t.to_json() for t in self.trail], "pairs": self.pairs, "attempted": self.attempted,
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes]}
 
@@ -370,6 +383,34 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, Results
     return samples
 
 
+def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
+                   sampler: Sampler) -> "tiering.TakeSample":
+    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
+
+    def take(case: Case, kind: str, index: int, role: str) -> Sample:
+        sample = sampler(case, kind, "cold", index, replace(settings.run, source=sides[role].source))
+        writers[role].append(case.id, sample)
+        return sample
+
+    return take
+
+
+def _uncounted(backend: str) -> str | None:
+    from .. import engines
+
+    try:
+        return engines.get(backend).uncounted
+    except Exception:  # a plugin that cannot load: nothing known about it
+        return None
+
+
+def _not_settled_verdict(trail: "tiering.CaseTrail", st: _CaseState):
+    """Inconclusive: the selected tiers did not settle the case and the time tier was not selected."""
+    found = "; ".join(f"{t.tier}: {t.verdict} ({t.reason})" for t in trail.steps) or "no tier ran"
+    return _failure_verdict("inconclusive", f"not settled by the selected tiers, and the time tier was not "
+                            f"selected: {found}", st)
+
+
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample) -> GateOutcome:
@@ -412,9 +453,42 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     for writer in writers.values():
         writer.save()
     states = [_CaseState(case, _new_test(settings)) for case in cases]
-    start = time.monotonic()
+    by_id = {st.case.id: st for st in states}
+    start = began = time.monotonic()
     finished = False
+
+    def take_pair(st: _CaseState) -> dict[str, Sample]:
+        samples = _run_pair(st, sides, writers, settings, sampler)
+        values = {role: _value(samples[role], settings.metric) for role in sides}
+        for role in sides:
+            if samples[role].ok:
+                st.ok[role] += 1
+                st.streak[role] = 0
+            else:
+                st.failed[role] += 1
+                st.streak[role] += 1
+                st.first_error.setdefault(role, samples[role].error or "unknown error")
+        st.base_values.append(values["base"] if values["base"] is not None else math.nan)
+        st.head_values.append(values["head"] if values["head"] is not None else math.nan)
+        if values["base"] is not None and values["head"] is not None:
+            st.test.add(values["base"], values["head"])
+        _stop_after_pair(st, settings, values)
+        if on_pair:
+            on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
+                              st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
+                              settings.budget_s))
+        return samples
+
     try:
+        trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
+                                   _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
+                                   _uncounted, on_note)
+        for st in states:
+            if trails[st.case.id].settled:
+                st.stop = st.stop or DECIDED
+            elif tiering.TIME not in settings.tiers:
+                st.stop = st.stop or NOT_SETTLED
+        start = time.monotonic()  # the budget is the time tier's
         while True:
             active = [st for st in states if st.stop is None]
             if not active:
@@ -423,26 +497,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 if not st.fits(time.monotonic() - start, settings.budget_s):
                     st.stop = BUDGET
                     continue
-                samples = _run_pair(st, sides, writers, settings, sampler)
-                values = {role: _value(samples[role], settings.metric) for role in sides}
-                for role in sides:
-                    if samples[role].ok:
-                        st.ok[role] += 1
-                        st.streak[role] = 0
-                    else:
-                        st.failed[role] += 1
-                        st.streak[role] += 1
-                        st.first_error.setdefault(role, samples[role].error or "unknown error")
-                st.base_values.append(values["base"] if values["base"] is not None else math.nan)
-                st.head_values.append(values["head"] if values["head"] is not None else math.nan)
-                if values["base"] is not None and values["head"] is not None:
-                    st.test.add(values["base"], values["head"])
-                _stop_after_pair(st, settings, values)
-                if on_pair:
-                    on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
-                                      st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
-                                      settings.budget_s))
-        elapsed = time.monotonic() - start
+                take_pair(st)
         if settings.allocations:
             for st in states:
                 if st.stop in (BASE_BROKEN, HEAD_BROKEN):
@@ -460,13 +515,22 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     finally:
         for writer in writers.values():
             writer.finish(finished)
+    elapsed = time.monotonic() - began
     results = {role: w.results for role, w in writers.items()}
     explain = compare_results(results["base"], results["head"], metrics=EXPLAIN_METRICS)
     outcomes = []
     for st in states:
         b, h = st.complete()
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
-        outcomes.append(CaseOutcome(st.case.id, _final_verdict(st, settings), len(b), st.attempted, dict(st.failed),
-                                    sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes))
+        trail = trails[st.case.id]
+        if trail.settled:
+            verdict, tier = trail.settled.verdict, trail.settled.tier
+        elif st.stop == NOT_SETTLED:
+            verdict, tier = _not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
+        else:
+            verdict, tier = _final_verdict(st, settings), tiering.TIME
+        outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
+                                    sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes,
+                                    tier, trail.steps))
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)

@@ -201,13 +201,14 @@ def gate_table(outcome) -> Table:
     table = Table(title=f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
                         f"({outcome.head.short}), {s.metric}, paired", title_justify="left")
     for col, justify in (("case", "left"), ("base", "right"), ("head", "right"), ("ratio", "right"),
-                         ("interval", "right"), ("verdict", "left"), ("pairs", "right"), ("failed b/h", "right"),
-                         ("wall", "right"), ("stopped", "left"), ("counters changed", "left")):
+                         ("interval", "right"), ("verdict", "left"), ("tier", "left"), ("pairs", "right"),
+                         ("failed b/h", "right"), ("wall", "right"), ("stopped", "left"), ("counters changed", "left")):
         table.add_column(col, justify=justify, no_wrap=col not in ("case", "counters changed"))
     for c in outcome.cases:
         table.add_row(c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                       fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                      _styled(c.verdict.verdict), f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}",
+                      _styled(c.verdict.verdict), c.tier, f"{c.pairs}/{c.attempted}",
+                      f"{c.failed['base']}/{c.failed['head']}",
                       fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
     return table
 

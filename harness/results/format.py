@@ -43,8 +43,12 @@ def _measured(kind: str) -> dict[str, str]:
 SAMPLE_FIELDS = {
     "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence"},
     "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool"},
-    "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text"},
+    "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text",
+                     "instructions_phases": "phase_counts", "instructions_top": "functions",
+                     "instructions_note": "text"},
 }
+#: The fields of one entry of ``instructions_top`` (a function of the window) and their types.
+FUNCTION_FIELDS = {"fn": "text", "file": "text", "line": "count", "incl": "count", "self": "count"}
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.
 STUDY_KINDS = ("params", "chain", "depth")

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .format import (COMMON_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS, STUDY_KINDS, VERSION,
-                     ZERO_ALLOWED,
+from .format import (COMMON_FIELDS, FORMAT, FUNCTION_FIELDS, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS, STUDY_KINDS,
+                     VERSION, ZERO_ALLOWED,
                      ResultsError, describe, is_number)
 from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fit, GateSection, Results, Sample,
                     StudySection)
@@ -96,6 +96,28 @@ class _Reader:
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "number", optional=False)
                 for k, v in self.obj(value, where).items()}
 
+    def phase_counts(self, value: Any, where: str) -> dict[str, int] | None:
+        """``{phase: count}`` (instructions per phase)."""
+        if value is None:
+            return None
+        return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "count", optional=False)
+                for k, v in self.obj(value, where).items()}
+
+    def functions(self, value: Any, where: str) -> list[dict[str, Any]] | None:
+        """A list of ``{fn, file, line, incl, self}`` (a window's top functions)."""
+        if value is None:
+            return None
+        out = []
+        for i, raw in enumerate(self.seq(value, where)):
+            at = f"{where}[{i}]"
+            raw = self.obj(raw, at)
+            extra = sorted(set(raw) - set(FUNCTION_FIELDS))
+            if extra:
+                raise self.fail(f"{at}.{extra[0]}", "not a field of a function entry")
+            out.append({k: self.value(self.key(raw, k, f"{at}."), f"{at}.{k}", t, optional=False)
+                        for k, t in FUNCTION_FIELDS.items()})
+        return out
+
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:
         if value is None:
             return None
@@ -133,6 +155,10 @@ class _Reader:
                 values[name] = self.counters(v, at(name))
             elif ftype == "cold_evidence":
                 values[name] = self.cold_evidence(v, at(name))
+            elif ftype == "phase_counts":
+                values[name] = self.phase_counts(v, at(name))
+            elif ftype == "functions":
+                values[name] = self.functions(v, at(name))
             else:
                 if ftype == "seconds" and name in ZERO_ALLOWED:
                     ftype = "seconds0"
