@@ -70,7 +70,7 @@ def main() -> int:
         counts = [float(s.instructions) for s in good]
         phases = good[0].instructions_phases or {}
         phase_text = ", ".join(f"{k} {fmt.count(v)}" for k, v in phases.items()) or fmt.MISSING
-        print(f"| `{case.id}` | {len(good)} | {fmt.count(statistics.median(counts))} | {fmt.percent(spread(counts))} "
+        print(f"| `{case.id}` | {len(good)} | {fmt.count(round(statistics.median(counts)))} | {fmt.percent(spread(counts))} "
               f"| {fmt.seconds(statistics.median(s.process_wall_s for s in good))} "
               f"| {fmt.seconds(statistics.median(s.instructions_cpu_s for s in good))} "
               f"| {fmt.seconds(statistics.median(s.instructions_window_s for s in good))} | {phase_text} |")

@@ -34,6 +34,8 @@ from typing import Any, Callable, Mapping
 from .errors import UsageError
 
 COUNTER_PREFIX = "counters."
+#: The instruction sample's field holding instructions per phase (``{phase: count}``).
+INSTRUCTION_PHASES = "instructions_phases"
 #: Sample kinds of the results format, in the order their metrics are listed.
 SAMPLE_KINDS = ("timing", "allocations", "instructions")
 #: Units, how asv calls them, and the Python type of a stored value.
@@ -194,6 +196,9 @@ _ENTRIES = (
            "peak allocated", expect_margin=0.05),
     Metric("instructions", "instructions in the first gradient (all threads)", "count", "instructions", True, 0.01,
            "counters", "instructions", expect_margin=0.015, compared_by_default=True, spread=INSTRUCTIONS_SPREAD, tier="instructions"),
+    *(Metric(f"instructions_{p}", f"instructions in the {p} phase", "count", "instructions", True, 0.01, "counters",
+             f"{p} instructions", expect_margin=0.015, spread=INSTRUCTIONS_SPREAD, tier="instructions",
+             stored=False, derive=lambda get, p=p: get(f"{INSTRUCTION_PHASES}.{p}")) for p in GRADIENT_PHASES),
     Metric("instructions_window_s", "wall time of the counted window under callgrind", "s", "instructions", False,
            0.05, "time", "counted window"),
     Metric("instructions_cpu_s", "CPU time of an instruction sample's process tree (under valgrind)", "s",
@@ -289,9 +294,11 @@ def by_benchmark(benchmark: str) -> Metric | None:
 
 
 def raw(sample: Mapping[str, Any], field: str) -> float | None:
-    """A stored field (or ``counters.NAME``) of a sample as a finite float, else None."""
+    """A stored field (``counters.NAME``, ``instructions_phases.PHASE``) of a sample as a finite float, else None."""
     if field.startswith(COUNTER_PREFIX):
         return _number((sample.get("counters") or {}).get(field[len(COUNTER_PREFIX):]))
+    if field.startswith(INSTRUCTION_PHASES + "."):
+        return _number((sample.get(INSTRUCTION_PHASES) or {}).get(field[len(INSTRUCTION_PHASES) + 1:]))
     return _number(sample.get(field))
 
 

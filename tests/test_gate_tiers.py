@@ -33,13 +33,13 @@ def timing(index: int, seconds: float, counters: dict) -> Sample:
                   cpu_s=1.0, peak_rss_bytes=10**8, compile_share=0.0, loss=1.0, counters=dict(counters))
 
 
-def count(kind: str, index: int, value: int | str) -> Sample:
+def count(kind: str, index: int, value: int | str, phases: dict | None = None) -> Sample:
     if isinstance(value, str):
         return Sample(kind=kind, ok=False, index=index, started_at=STARTED, error=value, process_wall_s=1.0)
     if kind == "instructions":
         return Sample(kind=kind, ok=True, index=index, started_at=STARTED, process_wall_s=30.0, instructions=value,
                       instructions_tool="callgrind", instructions_scope="first-gradient window",
-                      instructions_phases=None, instructions_note=counting.NOT_COUNTED,
+                      instructions_phases=phases, instructions_note=counting.NOT_COUNTED,
                       instructions_top=[{"fn": "main", "file": "x.c", "line": 3, "incl": value, "self": 10}],
                       instructions_window_s=20.0, instructions_cpu_s=29.0)
     return Sample(kind=kind, ok=True, index=index, started_at=STARTED, process_wall_s=2.0, alloc_count=value,
@@ -49,8 +49,8 @@ def count(kind: str, index: int, value: int | str) -> Sample:
 class Side_:
     """One side's script: a timing level, counters, an instruction and an allocation count."""
 
-    def __init__(self, seconds=1.0, counters=None, instructions=10_000_000, allocs=5_000, spread=0.02):
-        self.seconds, self.counters = seconds, counters or {"autograd_nodes": 100}
+    def __init__(self, seconds=1.0, counters=None, instructions=10_000_000, allocs=5_000, spread=0.02, phases=None):
+        self.seconds, self.counters, self.phases = seconds, counters or {"autograd_nodes": 100}, phases
         self.instructions, self.allocs, self.spread = instructions, allocs, spread
 
     def timing(self, i: int) -> float:
@@ -82,7 +82,7 @@ class FakeSampler:
         if kind == "timing":
             shift = 3 if role == "head" else 0
             return timing(index, script.timing(index + shift), script.counters)
-        return count(kind, index, script.instructions if kind == "instructions" else script.allocs)
+        return count(kind, index, script.instructions if kind == "instructions" else script.allocs, script.phases)
 
 
 @pytest.fixture
@@ -146,6 +146,18 @@ def test_two_percent_more_instructions_is_a_regression(gate_with):
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
     assert case.verdict.ratio == pytest.approx(1.02)
     assert "instructions +2.00%" in case.verdict.reason and outcome.exit_code() == 1
+
+
+def test_a_phase_that_grew_is_a_regression_though_the_total_hardly_moved(gate_with):
+    """jax.jit: XLA's compile is 94 % of the window, so 5 % more tracing moves the total by 0.2 %."""
+    base = {"trace": 320_000_000, "lower": 74_000_000, "compile": 8_290_000_000, "execute": 123_000_000}
+    head = {**base, "trace": 336_000_000}
+    outcome, _, _ = gate_with(Side_(instructions=sum(base.values()), phases=base),
+                              Side_(instructions=sum(head.values()), phases=head), backends=("jax.jit",))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed"
+    assert case.verdict.ratio == pytest.approx(1.05)
+    assert "trace instructions +5.00%" in case.verdict.reason and "instructions +0.18%" in case.verdict.reason
 
 
 def test_base_and_head_count_samples_run_at_the_same_time(gate_with):
@@ -257,8 +269,18 @@ def test_parse_tiers_refuses_unknown_names(text):
 def test_tier_margins_come_from_the_registry():
     from harness import metrics
 
-    assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions")
+    assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions", "instructions_trace",
+                                                  "instructions_lower", "instructions_compile", "instructions_execute")
     for name in tiers.tier_metrics("instructions"):
         info = metrics.get(name)
         assert info.tier_margin == max(info.threshold, 2 * info.spread)
     assert metrics.get("counters.jaxpr_eqns").tier == "structural"
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "time,walltime"])
+def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
+    from harness.cli import main
+
+    assert main(["gate", "--base", "HEAD", "--tiers", value]) == 2
+    err = capsys.readouterr().err
+    assert "argument --tiers:" in err and "structural, instructions, time" in err and "Traceback" not in err

@@ -157,6 +157,17 @@ def _progress_line(event) -> str:
             + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
+def _tiers(text: str) -> tuple[str, ...]:
+    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when unknown."""
+    from ..decide.tiers import parse_tiers
+    from ..errors import UsageError
+
+    try:
+        return parse_tiers(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -165,7 +176,6 @@ def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
     from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
-    from ..decide.tiers import parse_tiers
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -183,7 +193,7 @@ def cmd_gate(args) -> int:
                             max_failures=args.max_failures, allocations=args.allocations,
                             alloc_repeat=args.alloc_repeat,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
-                            tiers=parse_tiers(args.tiers), count_repeat=args.count_repeat)
+                            tiers=args.tiers, count_repeat=args.count_repeat)
     expectations = None
     if args.expectations:
         from ..decide import expect
@@ -375,7 +385,7 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
-    p.add_argument("--tiers", default=",".join(DEFAULT_TIERS), metavar="LIST",
+    p.add_argument("--tiers", type=_tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
                    help="tiers that may decide, comma-separated, from structural, instructions, time "
                         f"(default: {','.join(DEFAULT_TIERS)})")
     p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,

@@ -174,6 +174,8 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     from .stats import compare_counter
 
     evidence, regressed, improved, unchanged, missing = [], [], [], [], []
+    if unavailable:
+        missing.append("instructions: not countable on this machine")
     for metric in tier_metrics(INSTRUCTIONS):
         info = metrics.get(metric)
         values = {role: [v for s in side.get(info.sample, []) if s.ok
@@ -181,10 +183,11 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
                   for role, side in (("base", base), ("head", head))}
         if not values["base"] or not values["head"]:
             errors = [s.error for side in (base, head) for s in side.get(info.sample, []) if not s.ok and s.error]
-            missing.append(f"{metric}: " + (errors[0] if errors else "not countable on this machine"
-                                            if metric == "instructions" and unavailable else
-                                            "not measured on both sides"))
-            continue
+            if errors:
+                missing.append(f"{metric}: {errors[0]}")
+            elif values["base"] or values["head"]:
+                missing.append(f"{metric}: measured on one side only")
+            continue  # not measured, or not split into phases by this backend
         margin = info.tier_margin
         verdict = compare_counter(values["base"], values["head"], threshold=margin)
         evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"]))
@@ -201,8 +204,11 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             unchanged.append(label)
     gaps = f"; not used: {'; '.join(missing)}" if missing else ""
     if regressed:
-        return TierStep(INSTRUCTIONS, True, "regressed", "beyond the margin: " + ", ".join(regressed) + gaps, evidence)
+        within = f"; within: {', '.join(improved + unchanged)}" if improved or unchanged else ""
+        return TierStep(INSTRUCTIONS, True, "regressed", "beyond the margin: " + ", ".join(regressed) + within + gaps,
+                        evidence)
     counted = any(e["metric"] == "instructions" for e in evidence)
+    missing = list(dict.fromkeys(missing))
     if not counted:
         what = "; ".join(missing) or "no count metric"
         return TierStep(INSTRUCTIONS, False, "inconclusive", f"instructions not counted ({what})", evidence)
