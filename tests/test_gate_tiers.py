@@ -284,3 +284,26 @@ def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
     assert main(["gate", "--base", "HEAD", "--tiers", value]) == 2
     err = capsys.readouterr().err
     assert "argument --tiers:" in err and "structural, instructions, time" in err and "Traceback" not in err
+
+
+def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_samples(sides, tmp_path, monkeypatch):
+    from harness.measure import runner
+
+    stopped = []
+    monkeypatch.setattr(runner, "stop_running_probes", lambda: stopped.append(True))
+    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+    fake = FakeSampler(sides, {"base": Side_(), "head": Side_()})
+    monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
+
+    def sampler(case, kind, cache, index, run):
+        if kind == "instructions" and fake.role[str(run.source)] == "head":
+            raise KeyboardInterrupt
+        return fake(case, kind, cache, index, run)
+
+    cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=tiers.DEFAULT_TIERS),
+                 tmp_path / "out", sampler=sampler)
+    assert stopped == [True]
+    base = record.load(tmp_path / "out" / "base.json")
+    assert not base.complete and [s.kind for s in base.cases[0].samples][:1] == ["timing"]

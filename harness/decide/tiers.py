@@ -285,19 +285,30 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
         note(f"instructions tier: {why}")
     kinds = [k for k in count_kinds() if usable or k != "instructions"]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for case in cases:
-            trail = trails[case.id]
-            if trail.settled:
-                continue
-            got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
-            for kind in kinds:
-                for i in range(repeat):
-                    futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
-                    for role, fut in futures.items():
-                        got[role].setdefault(kind, []).append(fut.result())
-            step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why)
-            _record(trail, step, note)
+        try:
+            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note)
+        except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
+            from ..measure.runner import stop_running_probes
+
+            stop_running_probes()
+            raise
     return trails
+
+
+def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note) -> None:
+    """The count tier's loop: per case, base and head of each kind and round at the same time."""
+    for case in cases:
+        trail = trails[case.id]
+        if trail.settled:
+            continue
+        got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
+        for kind in kinds:
+            for i in range(repeat):
+                futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
+                for role, fut in futures.items():
+                    got[role].setdefault(kind, []).append(fut.result())
+        step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why)
+        _record(trail, step, note)
 
 
 def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> None:

@@ -136,7 +136,11 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
             proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
                                     env=env, cwd=settings.source,
                                     start_new_session=True)
-            status, usage, timed_out = wait_with_timeout(proc, settings.timeout_s)
+            _RUNNING.add(proc)
+            try:
+                status, usage, timed_out = wait_with_timeout(proc, settings.timeout_s)
+            finally:
+                _RUNNING.discard(proc)
             ended = time.monotonic()
         sample["process_wall_s"] = ended - spawned
         stderr = tail(err_log)
@@ -203,6 +207,20 @@ def wait_with_timeout(proc: subprocess.Popen, timeout_s: float):
             pass
         proc.returncode = -9
         raise
+
+
+#: Probes running now, from any thread (the gate's count tier runs base and head at once).
+_RUNNING: set[subprocess.Popen] = set()
+
+
+def stop_running_probes() -> None:
+    """Kill every probe this process is waiting for (its own children, by process group).
+
+    A probe runs in its own session, so Ctrl-C reaches only the parent; the thread that
+    waits for a probe then sees it end and records a failed sample.
+    """
+    for proc in list(_RUNNING):
+        kill_group(proc)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
