@@ -198,7 +198,7 @@ _ENTRIES = (
            "counters", "instructions", expect_margin=0.015, compared_by_default=True, spread=INSTRUCTIONS_SPREAD, tier="instructions"),
     *(Metric(f"instructions_{p}", f"instructions in the {p} phase", "count", "instructions", True, 0.01, "counters",
              f"{p} instructions", expect_margin=0.015, spread=INSTRUCTIONS_SPREAD, tier="instructions",
-             stored=False, derive=lambda get, p=p: get(f"{INSTRUCTION_PHASES}.{p}")) for p in GRADIENT_PHASES),
+             compared_by_default=True, stored=False, derive=lambda get, p=p: get(f"{INSTRUCTION_PHASES}.{p}")) for p in GRADIENT_PHASES),
     Metric("instructions_window_s", "wall time of the counted window under callgrind", "s", "instructions", False,
            0.05, "time", "counted window"),
     Metric("instructions_cpu_s", "CPU time of an instruction sample's process tree (under valgrind)", "s",

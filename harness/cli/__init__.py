@@ -172,6 +172,13 @@ def cmd_run(args) -> int:
     if not cases:
         return 2
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
+    if args.instructions:
+        from ..measure import instructions
+
+        usable, why = instructions.availability()
+        if not usable:  # said once, not once per case
+            console.print(f"[yellow]no instruction samples[/yellow]: {why}", highlight=False)
+            args.instructions = False
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,

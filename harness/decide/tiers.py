@@ -153,7 +153,7 @@ def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
     if fell:
         return TierStep(STRUCTURAL, False, "improved", "structural counters only fell (" + ", ".join(fell)
                         + "): a smaller graph is not yet a faster first gradient, so later tiers decide", evidence)
-    return TierStep(STRUCTURAL, False, "unchanged", f"all {len(evidence)} structural counters are equal", evidence)
+    return TierStep(STRUCTURAL, False, "unchanged", f"all structural counters are equal ({len(evidence)})", evidence)
 
 
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
@@ -204,7 +204,12 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             unchanged.append(label)
     gaps = f"; not used: {'; '.join(missing)}" if missing else ""
     if regressed:
-        within = f"; within: {', '.join(improved + unchanged)}" if improved or unchanged else ""
+        others = improved + unchanged
+        total = [o for o in others if o.startswith(metrics.get("instructions").brief + " ")]
+        rest = len(others) - len(total)
+        within = "; ".join(filter(None, [", ".join(total), f"{rest} other count(s) within their margins" if rest
+                                         else ""]))
+        within = f"; {within}" if within else ""
         return TierStep(INSTRUCTIONS, True, "regressed", "beyond the margin: " + ", ".join(regressed) + within + gaps,
                         evidence)
     counted = any(e["metric"] == "instructions" for e in evidence)
@@ -233,8 +238,7 @@ def settled_verdict(step: TierStep) -> "Verdict":
     ratio = first["ratio"] if first and first["ratio"] is not None else nan
     n_base = max((e.get("n_base", 0) for e in step.evidence), default=0)
     n_head = max((e.get("n_head", 0) for e in step.evidence), default=0)
-    return Verdict(step.verdict, ratio, nan, nan, nan, n_base, n_head, f"tier {step.tier}",
-                   f"{step.tier} tier: {step.reason}")
+    return Verdict(step.verdict, ratio, nan, nan, nan, n_base, n_head, f"tier {step.tier}", step.reason)
 
 
 #: Takes one sample of a kind for a case on a side: ``(case, kind, index, role) -> Sample`` (and records it).

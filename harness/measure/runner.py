@@ -128,7 +128,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
             shutil.rmtree(workdir, ignore_errors=True)
             return sample
         cmd = instructions.command(workdir) + cmd
-        env.update(instructions.PROBE_ENV)
+        env = instructions.probe_env(env)
     entries_before = count_files(cache_dir)
     try:
         with open(out_log, "wb") as out_fh, open(err_log, "wb") as err_fh:
