@@ -307,3 +307,14 @@ def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_s
     assert stopped == [True]
     base = record.load(tmp_path / "out" / "base.json")
     assert not base.complete and [s.kind for s in base.cases[0].samples][:1] == ["timing"]
+
+
+def test_a_valgrind_failure_without_the_time_tier_exits_2_and_keeps_the_samples(gate_with):
+    outcome, _, _ = gate_with(Side_(), Side_(instructions="probe exited with status 1 and no valid report (valgrind: "
+                                             "failed to start tool 'callgrind')"), tiers=("structural", "instructions"))
+    (case,) = outcome.cases
+    assert case.stop == gate.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
+    assert "failed to start tool" in case.verdict.reason and outcome.exit_code() == 2
+    head = record.load(outcome.files["head"])
+    assert [s.kind for s in head.cases[0].samples if not s.ok] == ["instructions"]
+    assert outcome.to_json()["cases"][0]["tiers"][1]["broken"].startswith("probe exited")

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
-NOT_SETTLED = "not settled"
+NOT_SETTLED, COUNT_BROKEN = "not settled", "counting failed"
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
@@ -242,10 +242,11 @@ class GateOutcome:
         return [c for c in self.cases if c.stop == BASE_BROKEN]
 
     def exit_code(self) -> int:
-        """1 on a regression; else 2 when a base could not run (or nothing ran); else 0."""
+        """1 on a regression; else 2 when a base could not run, a count failed with no time tier to fall back
+        on (or nothing ran); else 0."""
         if self.regressions():
             return 1
-        if not self.cases or self.base_broken():
+        if not self.cases or self.base_broken() or any(c.stop == COUNT_BROKEN for c in self.cases):
             return 2
         return 0
 
@@ -487,7 +488,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             if trails[st.case.id].settled:
                 st.stop = st.stop or DECIDED
             elif tiering.TIME not in settings.tiers:
-                st.stop = st.stop or NOT_SETTLED
+                broken = any(t.broken for t in trails[st.case.id].steps)
+                st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
         start = time.monotonic()  # the budget is the time tier's
         while True:
             active = [st for st in states if st.stop is None]
@@ -525,7 +527,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         trail = trails[st.case.id]
         if trail.settled:
             verdict, tier = trail.settled.verdict, trail.settled.tier
-        elif st.stop == NOT_SETTLED:
+        elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
             verdict, tier = _not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
         else:
             verdict, tier = _final_verdict(st, settings), tiering.TIME

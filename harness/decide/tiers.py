@@ -87,9 +87,12 @@ class TierStep:
     reason: str
     #: Per metric: base and head values (medians), ratio, margin, verdict.
     evidence: list[dict] = field(default_factory=list)
+    #: The first error of a sample this tier needed and could not get (a valgrind failure), else None.
+    broken: str | None = None
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
+                "broken": self.broken,
                 "evidence": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                               for k, v in e.items()} for e in self.evidence]}
 
@@ -174,6 +177,8 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     from .stats import compare_counter
 
     evidence, regressed, improved, unchanged, missing = [], [], [], [], []
+    broken = next((s.error for side in (base, head) for samples in side.values() for s in samples
+                   if not s.ok and s.error), None)
     if unavailable:
         missing.append("instructions: not countable on this machine")
     for metric in tier_metrics(INSTRUCTIONS):
@@ -216,14 +221,14 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     missing = list(dict.fromkeys(missing))
     if not counted:
         what = "; ".join(missing) or "no count metric"
-        return TierStep(INSTRUCTIONS, False, "inconclusive", f"instructions not counted ({what})", evidence)
+        return TierStep(INSTRUCTIONS, False, "inconclusive", f"instructions not counted ({what})", evidence, broken)
     verdict = "improved" if improved else "unchanged"
     words = ", ".join(improved + unchanged)
     if uncounted:
         return TierStep(INSTRUCTIONS, False, verdict, f"{words}, but the instructions miss part of the work "
                         f"({uncounted}), so wall time decides{gaps}", evidence)
     if missing:
-        return TierStep(INSTRUCTIONS, False, verdict, f"{words}{gaps}", evidence)
+        return TierStep(INSTRUCTIONS, False, verdict, f"{words}{gaps}", evidence, broken)
     return TierStep(INSTRUCTIONS, True, verdict, (f"improved beyond the margin: {words}" if improved else
                                                   f"within the margins: {words}"), evidence)
 
