@@ -20,7 +20,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["FileBusy", "OneWriter", "atomic_write_bytes", "atomic_write_text"]
 
 
 def _umask() -> int:
@@ -52,6 +52,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # write/fsync on a descriptor: name the file the user asked for
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -61,3 +66,71 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """:func:`atomic_write_bytes` for text (UTF-8 unless told otherwise)."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+class FileBusy(OSError):
+    """Another process holds the one-writer lock of a file; ``holder`` is what it wrote in the lock."""
+
+    def __init__(self, path: Path, holder: str):
+        super().__init__(f"{path} is being written by another ttfg process ({holder}); "
+                         "wait for it to finish or choose another path")
+        self.path, self.holder = path, holder
+
+
+class OneWriter:
+    """An exclusive, non-blocking lock that makes one process the only writer of ``path``.
+
+    Why: two runs given the same ``--out`` would each rewrite the whole file after every
+    sample and silently drop the other's samples. The second one is refused instead.
+
+    The lock is ``flock`` on a hidden sidecar (``.NAME.lock``) beside the file, because
+    the file itself is replaced by each atomic write (a lock on it would lock a dead
+    inode). The kernel drops the lock when the process dies, so a crash never leaves a
+    stale lock; the sidecar is removed on release. Acquiring re-checks that the sidecar
+    it locked is still the one on disk, so a release racing an acquire cannot give two
+    writers.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.lock_path = self.path.parent / f".{self.path.name}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> "OneWriter":
+        import fcntl
+
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "pid unknown"
+                os.close(fd)
+                raise FileBusy(self.path, holder) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the holder released and removed it between our open and lock: retry
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self.lock_path.unlink(missing_ok=True)  # unlink while still holding the lock, then unlock
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "OneWriter":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

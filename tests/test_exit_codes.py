@@ -224,3 +224,92 @@ def test_every_help_text_reads_cleanly():
     for path, parser in _all_parsers(build_parser()):
         text = parser.format_help()
         assert "%%" not in text and "\\n" not in text, f"ttfg {' '.join(path)} --help: {text}"
+
+
+def test_one_results_file_has_one_writer(tmp_path):
+    """A second writer of the same file is refused before it writes; the first keeps its samples."""
+    from harness.errors import UsageError
+    from harness.results import io
+    from harness.results.model import Sample
+    from harness.results.writer import ResultsWriter
+    from harness.measure.runner import RunSettings, new_results
+    from harness.measure.cases import select
+
+    out = tmp_path / "r.json"
+    cases, skipped = select(["resnet15:blocks=2"], ["autograd"])
+    first = ResultsWriter(new_results(cases, skipped, RunSettings()), out)
+    first.save()
+    with pytest.raises(UsageError, match=r"being written by another ttfg process \(pid \d+\)"):
+        ResultsWriter(new_results(cases, skipped, RunSettings()), out)
+    first.append(cases[0].id, Sample("timing", ok=False, index=0, cache="cold", error="kept"))
+    first.finish()
+    assert not (tmp_path / ".r.json.lock").exists()  # released and removed
+    assert len(io.load(out).cases[0].samples) == 1
+    again = ResultsWriter(new_results(cases, skipped, RunSettings()), out)  # free again
+    again.close()
+
+
+def test_a_second_run_on_the_same_out_is_refused_before_it_measures(tmp_path):
+    """Two processes, one ``--out``: the later one exits 2 naming the file, and spawns no probe."""
+    import subprocess
+    import sys
+
+    from harness.files import OneWriter
+
+    out = tmp_path / "r.json"
+    out.write_text("{}")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom harness.files import OneWriter\n"
+                               f"OneWriter({str(out)!r}).acquire()\nprint('held', flush=True)\ntime.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        run = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "resnet15:blocks=2", "--backend",
+                              "autograd", "--repeat", "1", "--out", str(out)], capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"{out} is being written by another ttfg process (pid {holder.pid})" in run.stdout + run.stderr
+    assert "Traceback" not in run.stderr and "cold process" not in run.stdout
+    assert out.read_text() == "{}"  # untouched
+    with OneWriter(out):  # the kernel dropped the dead holder's lock
+        pass
+
+
+def test_a_full_disk_mid_run_stops_with_exit_2_and_keeps_the_saved_samples(tmp_path, capsys, monkeypatch):
+    """ENOSPC on the third save: the run stops at once, names the file, and the file on disk is the
+    last complete one (the samples before), never half written, with no temporary file left."""
+    import errno
+    import os as _os
+
+    from harness import files
+    from harness.measure import runner
+    from harness.results import io
+    from harness.results.model import Sample
+
+    calls = {"n": 0, "probes": 0}
+
+    def sample(case, kind, cache, index, settings, *a, **k):
+        calls["probes"] += 1
+        return Sample(kind, ok=False, index=index, cache=cache, error=f"sample {index}")
+
+    real_fsync = _os.fsync
+
+    def fsync(fd):
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(runner, "run_sample", sample)
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    out = tmp_path / "r.json"
+    code = main(["run", "--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "5", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 2
+    assert f"cannot write {out}: No space left on device" in " ".join(printed.split())
+    assert calls["probes"] == 2  # stopped at the first failed save, did not measure on into the void
+    saved = io.load(out)  # the first sample's save is intact: old file or new file, never half
+    assert [s.error for s in saved.cases[0].samples] == ["sample 0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file, lock released

@@ -199,12 +199,16 @@ def cmd_run(args) -> int:
                                    f"{sample.error}", highlight=False)
 
     interrupted = False
+    write_error: OSError | None = None
     with progress:
         task = progress.add_task("starting", total=steps)
         try:
             results = runner.run(on_sample)
         except KeyboardInterrupt:
             interrupted = True
+            results = runner.results
+        except OSError as exc:  # a full disk or a vanished folder: stop, keep what is on disk
+            write_error = exc
             results = runner.results
     console.print(run_table(results))
     fails = failures_table(results)
@@ -214,6 +218,10 @@ def cmd_run(args) -> int:
         console.print(f"results: {out}", highlight=False)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
+        return EXIT_BROKEN
+    if write_error is not None:
+        console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
+                      "every sample saved before this is kept in it", highlight=False)
         return EXIT_BROKEN
     bad = failed_cases(results)
     if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):

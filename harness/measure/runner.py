@@ -296,6 +296,7 @@ class Runner:
                     on_sample(n + 1, len(self.steps), step.case, sample)
             return self.writer.finish()
         finally:
+            self.writer.close()  # an interruption or a crash gives the file up too
             for folder in warm_dirs.values():
                 shutil.rmtree(folder, ignore_errors=True)
 

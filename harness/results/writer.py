@@ -3,12 +3,19 @@
 Why: a run or a gate takes minutes to hours; Ctrl-C, a crash or a full disk must leave
 every finished sample readable. Each append rewrites the whole file atomically
 (``io.save``), which at a few hundred samples costs milliseconds.
+
+One results file has one writer: the writer holds :class:`~harness.files.OneWriter` on
+its file from creation until :meth:`ResultsWriter.finish` or :meth:`ResultsWriter.close`,
+and a second writer of the same file is refused (:class:`~harness.errors.UsageError`,
+exit 2) before it measures anything.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UsageError
+from ..files import FileBusy, OneWriter
 from .model import Results, Sample
 
 __all__ = ["ResultsWriter"]
@@ -20,6 +27,12 @@ class ResultsWriter:
     def __init__(self, results: Results, out: str | Path | None):
         self.results = results
         self.out = Path(out) if out is not None else None
+        self._lock = OneWriter(self.out) if self.out is not None else None
+        if self._lock is not None:
+            try:
+                self._lock.acquire()
+            except FileBusy as exc:
+                raise UsageError(f"results file {exc}") from None
 
     def save(self) -> None:
         if self.out is not None:
@@ -35,5 +48,13 @@ class ResultsWriter:
     def finish(self, complete: bool = True) -> Results:
         """Mark the file complete (or not, after an interruption) and save it a last time."""
         self.results.complete = complete
-        self.save()
+        try:
+            self.save()
+        finally:
+            self.close()
         return self.results
+
+    def close(self) -> None:
+        """Give up the file (idempotent); the samples saved so far stay on disk."""
+        if self._lock is not None:
+            self._lock.release()
