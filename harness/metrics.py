@@ -157,9 +157,11 @@ def _counter(name, label, short="", *, asv=True, **kw) -> Metric:
                   asv_benchmark=f"track_{name[len(COUNTER_PREFIX):]}" if asv else None, **kw)
 
 
-#: Measured spreads (see ``Metric.spread``). Instructions of the first-gradient window, jax.jit
-#: resnet15 being the worst backend (README, "Instruction counts"); allocation counts of the first
-#: gradient, jax.jit resnet15, three memray processes (README, "Allocations and warm caches").
+#: Measured spreads (see ``Metric.spread``). Instructions of the first-gradient window: the worst
+#: measured is jax.jit resnet15, 0.57 % between processes under load with XLA's split codegen (this
+#: VM, 2026-12-03), 0.29 % and 0.13 % in later pairs (README, "Instruction counts"); every other
+#: backend 0.13 % or less. Allocation counts of the first gradient, jax.jit resnet15, three memray
+#: processes (README, "Allocations and warm caches").
 INSTRUCTIONS_SPREAD = 0.0057
 ALLOC_COUNT_SPREAD = 0.0118
 

@@ -101,3 +101,37 @@ def test_a_real_window_count_of_autograd():
     assert sample.instructions_top[0]["incl"] <= sample.instructions
     assert "child processes" in sample.instructions_note
     assert sample_problem(sample.to_json()) is None
+
+
+def _instruction_sample(**changes) -> dict:
+    sample = {"kind": "instructions", "ok": True, "index": 0, "cache": "cold", "error": None, "stderr_tail": None,
+              "started_at": "2026-12-03T00:00:00+00:00", "process_wall_s": 40.0, "instructions": 1000,
+              "instructions_tool": "callgrind", "instructions_scope": "first-gradient window",
+              "instructions_phases": {"trace": 400, "execute": 600}, "instructions_note": instructions.NOT_COUNTED,
+              "instructions_top": [{"fn": "main", "file": "x.c", "line": 3, "incl": 1000, "self": 10}],
+              "instructions_window_s": 20.0, "instructions_cpu_s": 30.0}
+    sample.update(changes)
+    return sample
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"instructions_phases": {"trace": -1}}, "instructions_phases.trace: expected a whole number >= 0"),
+    ({"instructions_phases": [1, 2]}, "instructions_phases: expected an object"),
+    ({"instructions_top": [{"fn": "f", "file": "x.c", "line": 1, "incl": 5}]}, "instructions_top[0].self: missing"),
+    ({"instructions_top": [{"fn": "f", "file": "x.c", "line": 1, "incl": 5, "self": 1, "calls": 2}]},
+     "instructions_top[0].calls: not a field of a function entry"),
+    ({"instructions_top": "main"}, "instructions_top: expected a list"),
+])
+def test_the_results_format_checks_the_window_fields(change, problem):
+    assert sample_problem(_instruction_sample()) is None
+    assert problem in sample_problem(_instruction_sample(**change))
+
+
+def test_phase_instructions_are_registry_metrics():
+    from harness import metrics
+    from harness.results.model import Sample
+
+    sample = Sample(**_instruction_sample())
+    assert metrics.sample_value(sample, "instructions_trace") == 400
+    assert metrics.sample_value(sample, "instructions_lower") is None
+    assert metrics.get("instructions_trace").tier == "instructions"
