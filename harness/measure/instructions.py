@@ -48,9 +48,12 @@ TOP_FUNCTIONS = 200
 OUT_NAME = "callgrind.out"
 #: Environment for instruction samples: what makes the counted work the same work every time.
 #: Inductor compiles in this process (no worker pool whose instructions would go uncounted) and
-#: picks AVX2 code, which valgrind runs (its CPU has no AVX-512: the ISA check Inductor runs in a
-#: child process, natively, would pick AVX-512 and the code would die with SIGILL here).
-PROBE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "ATEN_CPU_CAPABILITY": "avx2"}
+#: emits code valgrind can run: AVX2 kernels (its ISA check runs natively in a child process and
+#: would pick AVX-512) compiled for x86-64-v3 instead of ``-march=native`` (gcc auto-vectorizes
+#: plain loops with AVX-512 there); with the first alone the code still died with SIGILL under
+#: valgrind 3.19, in an auto-vectorized loop of ATen's vec_base.h.
+PROBE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "ATEN_CPU_CAPABILITY": "avx2",
+             "TORCHINDUCTOR_CPP_MARCH": "x86-64-v3"}
 #: Added to ``XLA_FLAGS``: XLA compiles its LLVM module in one piece instead of splitting it across
 #: a thread pool (jax.jit resnet15: spread 0.29 % between two samples with the split, 0.13 % without).
 XLA_FLAGS = "--xla_cpu_parallel_codegen_split_count=1"
