@@ -24,6 +24,7 @@ bench: $(STAMP)
 	$(BIN)/ttfg check --model resnet15
 	$(BIN)/ttfg run --model resnet15 --backend all --repeat 3 --out $(BENCH_OUT) $(BENCH_ARGS)
 	$(BIN)/ttfg report --runs $(BENCH_OUT) --out reports/index.html
+	@echo "next: $(BIN)/ttfg doctor --calibrate   (missing tools, noise sources, what a gate can detect here)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not full" $(PYTEST_ARGS)

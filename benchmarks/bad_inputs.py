@@ -37,6 +37,8 @@ def _files(d: Path) -> None:
     (hist / "0123abcd-env.json").write_text('{"commit_hash": "0123abcd", "results": {')
     (d / "bad.csv").write_bytes(b"case,metric,expected,margin\nresnet15/autograd,caf\xe9,1,0\n")
     (d / "locked.json").write_text("{}")
+    (d / "plain.json").write_text(json.dumps({"format": "ttfg-results", "version": 2, "created": "2026-12-03",
+                                              "complete": True, "environment": {}, "settings": {}, "cases": []}))
 
 
 def _cases(d: Path) -> list[tuple[str, list[str]]]:
@@ -68,6 +70,17 @@ def _cases(d: Path) -> list[tuple[str, list[str]]]:
         ("study of an unknown model", ["study", "chain", "--model", "bogus"]),
         ("check: `--tolerance -1`", ["check", "--tolerance", "-1"]),
         ("doctor: `--calibrate --budget 0`", ["doctor", "--calibrate", "--budget", "0"]),
+        ("`--shard 4/3`", ["run", *tiny, "--shard", "4/3"]),
+        ("gate: `--shard 1/0`", ["gate", "--base", "HEAD", *tiny, "--shard", "1/0"]),
+        ("`ttfg shards 0`", ["shards", "0"]),
+        ("merge: a results file that is no shard", ["merge", "results", str(d / "plain.json"), "--out",
+                                                     str(d / "merged.json")]),
+        ("merge: truncated results file", ["merge", "results", str(d / "truncated.json"), "--out",
+                                           str(d / "merged.json")]),
+        ("merge gate: a folder with no gate output", ["merge", "gate", str(d / "a-folder"), "--out-dir",
+                                                      str(d / "merged-gate")]),
+        ("merge asv: a list, not an asv result file", ["merge", "asv", str(d / "list.json"), "--out",
+                                                        str(d / "merged-asv.json")]),
     ]
 
 

@@ -26,6 +26,15 @@ def run_ttfg(*args: str, env: dict | None = None, timeout: float = 600, cwd: Pat
     )
 
 
+@pytest.fixture(autouse=True)
+def private_user_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Tests never read or write the user's cache folder (the doctor's stored calibration lives there),
+    in this process or in the CLI processes they start: each test gets an empty one."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def ttfg():
     return run_ttfg

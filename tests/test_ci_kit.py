@@ -30,18 +30,29 @@ def run_scripts(doc):
                 yield step["run"]
 
 
+#: What a shell variable stands for when a workflow's command line is parsed: a value of the
+#: kind the workflow gives it (a shard label, a shard count), else a plain word.
+PLACEHOLDERS = {"SHARD": "1/4", "SHARDS": "4"}
+
+
 def commands(tool: str):
-    """Every ``tool ...`` command line in the workflows' run scripts, with shell syntax neutralised."""
+    """Every ``tool ...`` command line in the workflows' run scripts, with shell syntax neutralised.
+
+    Commands inside ``$(...)`` count too (``echo "matrix=$(ttfg shards ...)"``); a variable
+    becomes its :data:`PLACEHOLDERS` value, so a typed option (``--shard "$SHARD"``) is
+    checked with a value of its kind.
+    """
     out = []
     for path in WORKFLOWS:
         for script in run_scripts(load(path)):
             joined = script.replace("\\\n", " ")
             for line in joined.splitlines():
-                line = re.sub(r"\$\([^)]*\)", "X", line)
-                line = re.sub(r"\$\{?\w+\}?", "X", line)
-                for match in re.finditer(rf"(?:^|[\s/]){tool}\s+(.*)", line):
-                    rest = re.split(r"\s(?:\||&&|;|>)\s", match.group(1))[0]
-                    out.append((path.name, shlex.split(rest)))
+                pieces = re.findall(r"\$\(([^)]*)\)", line) + [re.sub(r"\$\([^)]*\)", "X", line)]
+                for piece in pieces:
+                    piece = re.sub(r"\$\{?(\w+)\}?", lambda m: PLACEHOLDERS.get(m.group(1), "X"), piece)
+                    for match in re.finditer(rf"(?:^|[\s/]){tool}\s+(.*)", piece):
+                        rest = re.split(r"\s(?:\||&&|;|>>?)\s", match.group(1))[0]
+                        out.append((path.name, shlex.split(rest)))
     return out
 
 
@@ -52,7 +63,7 @@ def subcommands(parser):
 
 def test_workflows_exist_and_parse():
     names = {p.name for p in WORKFLOWS}
-    assert {"perf-gate.yml", "trend.yml"} <= names
+    assert {"perf-gate.yml", "trend.yml", "perf-gate-sharded.yml", "trend-sharded.yml"} <= names
     for path in WORKFLOWS:
         doc = load(path)
         assert doc["name"] and doc["jobs"] and triggers(doc), path
@@ -81,6 +92,62 @@ def test_trend_workflow_shape():
     # ttfg asv record runs asv in the existing environment with --set-commit-hash, then publishes.
     assert "ttfg asv record HEAD" in scripts
     assert "git push --quiet origin HEAD:perf-history" in scripts
+
+
+def _steps(job):
+    return job.get("steps", [])
+
+
+def _script(job) -> str:
+    return "\n".join(s.get("run", "") for s in _steps(job))
+
+
+@pytest.mark.parametrize("name, shard_job, measure", [("perf-gate-sharded.yml", "gate", "ttfg gate"),
+                                                      ("trend-sharded.yml", "measure", "ttfg run")])
+def test_sharded_workflows_split_measure_and_combine(name, shard_job, measure):
+    doc = load(ROOT / "ci" / "workflows" / name)
+    inputs = triggers(doc)["workflow_dispatch"]["inputs"]
+    assert inputs["shards"]["type"] == "number" and "inputs.shards" in doc["env"]["SHARDS"]
+    jobs = doc["jobs"]
+    setup, shard, combine = jobs["setup"], jobs[shard_job], jobs["combine"]
+    # setup: the matrix is computed by ttfg shards, as the job's output
+    split = next(s for s in _steps(setup) if s.get("id") == "split")
+    assert 'ttfg shards "$SHARDS"' in split["run"] and "--format matrix" in split["run"]
+    assert "GITHUB_OUTPUT" in split["run"] and setup["outputs"]["matrix"] == "${{ steps.split.outputs.matrix }}"
+    # shard jobs: one per matrix entry, each measuring its shard and uploading it, even on failure
+    assert shard["needs"] == "setup" and shard["strategy"]["fail-fast"] is False
+    assert shard["strategy"]["matrix"] == "${{ fromJSON(needs.setup.outputs.matrix) }}"
+    script = _script(shard)
+    assert measure in script and '--shard "$SHARD"' in script
+    shard_env = {**shard.get("env", {}), **{k: v for s in _steps(shard) for k, v in s.get("env", {}).items()}}
+    assert shard_env["SHARD"] == "${{ matrix.shard }}"
+    upload = next(s for s in _steps(shard) if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and "matrix.index" in upload["with"]["name"]
+    # combine: after every shard, even failed ones; downloads them all and merges
+    assert set(combine["needs"]) == {"setup", shard_job} and combine["if"].startswith("always()")
+    download = next(s for s in _steps(combine) if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"].endswith("-shard-*")
+    assert "ttfg merge" in _script(combine)
+
+
+def test_sharded_gate_merges_into_one_verdict_and_comments_it():
+    combine = load(ROOT / "ci" / "workflows" / "perf-gate-sharded.yml")["jobs"]["combine"]
+    script = _script(combine)
+    assert "ttfg merge gate shards/*" in script and "gh pr comment" in script
+
+
+def test_sharded_trend_merges_results_and_asv_and_publishes_on_main():
+    doc = load(ROOT / "ci" / "workflows" / "trend-sharded.yml")
+    assert triggers(doc)["push"]["branches"] == ["main"]
+    measure = _script(doc["jobs"]["measure"])
+    assert "ttfg check" in measure and 'ttfg asv record HEAD --machine "$MACHINE" --no-publish --shard' in measure
+    steps = _steps(doc["jobs"]["combine"])
+    script = _script(doc["jobs"]["combine"])
+    assert "ttfg merge results shards/*/runs/trend/shard.json" in script
+    assert "ttfg merge asv" in script and "--results-dir results" in script
+    on_main = [s for s in steps if s.get("if") == "github.ref == 'refs/heads/main'"]
+    assert any("git push --quiet origin HEAD:perf-history" in s["run"] for s in on_main)
+    assert any("asv publish" in s["run"] and "ttfg report" in s["run"] for s in on_main)
 
 
 @pytest.mark.parametrize("workflow, argv", commands("ttfg"), ids=lambda v: " ".join(v) if isinstance(v, list) else v)

@@ -329,3 +329,25 @@ def test_missing_git_exits_2(tmp_path):
     assert out.returncode == 2, out.stderr
     data = json.loads(out.stdout)
     assert data["required_missing"] == ["git"] and data["exit_code"] == 2
+
+
+def test_ctrl_c_during_calibration_prints_the_table_so_far(monkeypatch, capsys):
+    """The table output, not only JSON: the pairs finished before Ctrl-C are shown, marked interrupted."""
+    from harness.cli import main
+
+    answers = iter([1.0, 1.1, 1.0, 1.2, 0.9, 1.0, KeyboardInterrupt()])
+
+    def sampler(settings=None):
+        def sample(case, index):
+            v = next(answers)
+            if isinstance(v, BaseException):
+                raise v
+            return {"ok": True, "first_grad_s": v, "process_ttfg_s": 2 * v}
+        return sample
+
+    monkeypatch.setattr(cal, "cold_sampler", sampler)
+    code = main(["doctor", "--calibrate", "--budget", "1h"])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert "A/A noise calibration" in out and "interrupted" in out
+    assert "pair 1: first grad A 1.000 s, B 1.100 s" in out  # progress lines of the finished pairs

@@ -104,7 +104,8 @@ NUMERIC_OPTIONS = [("run", "--repeat"), ("run", "--timeout"), ("run", "--threads
                    ("check", "--tolerance"), ("study params", "--repeat"), ("study params", "--timeout"),
                    ("gate --base HEAD", "--alpha"), ("gate --base HEAD", "--min-effect"),
                    ("gate --base HEAD", "--min-pairs"), ("gate --base HEAD", "--budget"),
-                   ("report", "--threshold"), ("report", "--last"), ("regressions", "--back")]
+                   ("report", "--threshold"), ("report", "--last"), ("regressions", "--back"),
+                   ("run", "--shard"), ("gate --base HEAD", "--shard")]
 
 
 @FUZZ

@@ -154,10 +154,15 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", budget, "--tiers", "time", "--out-dir", str(out_dir), summary=summary)
+               "--budget", budget, "--tiers", "time", "--out-dir", str(out_dir), "--format", "json", summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "gate failed" in out.stdout and " pair 0: " in out.stdout  # progress lines
+    # --format json: stdout is gate.json's document alone; progress and tables go to stderr.
+    assert "gate failed" in out.stderr and " pair 0: " in out.stderr  # progress lines
     result = json.loads((out_dir / "gate.json").read_text())
+    assert json.loads(out.stdout) == result
+    # No stored calibration here (the tests' private cache folder): a noise floor from the gate's own pairs,
+    # in both results files, gate.json and the summary.
+    assert result["noise"]["source"] == "in-run" and "log(head/base)" in result["noise"]["method"]
     case = result["cases"][0]
     assert case["case"] == case_id and case["verdict"]["verdict"] == "regressed", case
     assert case["verdict"]["ratio"] > 1.2 and case["verdict"]["ci_low"] > 1.0
@@ -174,8 +179,10 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     assert [s.pair for s in b] == list(range(len(b))) == [s.pair for s in h]
     assert [s.pair_position for s in b[:4]] == [0, 1, 0, 1]
     assert head.gate.commit == repo.second and head.gate.settings["metric"] == "first_grad_s"
+    assert base.noise == head.noise and base.noise.to_json() == result["noise"]
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
+    assert "on this machine a 10-minute gate sees" in text or "noise floor: not estimated" in text
     assert len(worktrees(repo)) == 1
 
 

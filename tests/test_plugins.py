@@ -37,8 +37,22 @@ BROKEN_REASONS = {
 
 
 def rows(text: str, name: str) -> list[str]:
-    """Table rows (``│ name │ ...``) of ``ttfg list`` whose first cell is ``name``."""
-    return [line for line in text.splitlines() if line.split("│")[1:2] and line.split("│")[1].strip() == name]
+    """Table rows (``│ name │ ...``) of ``ttfg list`` whose first cell is ``name``, each cell with its
+    wrapped continuation lines (first cell empty) joined back, as ``│ cell │ cell │``."""
+    found, current = [], None
+    for line in text.splitlines():
+        cells = line.split("│")[1:-1]
+        if not cells:
+            current = None
+            continue
+        if cells[0].strip():
+            current = [c.strip() for c in cells] if cells[0].strip() == name else None
+            if current is not None:
+                found.append(current)
+        elif current is not None and len(cells) == len(current):
+            for i, c in enumerate(cells):
+                current[i] = " ".join(filter(None, [current[i], c.strip()]))
+    return ["│ " + " │ ".join(cells) + " │" for cells in found]
 
 
 def test_a_plugin_backend_and_model_are_listed_checked_and_run(plugins, ttfg, tmp_path):

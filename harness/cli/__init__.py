@@ -25,15 +25,22 @@ from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
 from .doctor import add_doctor_commands
+from .merge import add_merge_commands
+from .shards import add_shard_options, add_shards_command, shard_selection
 
 EPILOG = """\
 examples:
-  ttfg list                                   models, backends, variants, availability
-  ttfg check --model resnet15                 every backend against the float64 reference
+  ttfg doctor --calibrate           missing tools, noise, what a gate sees here
+  ttfg list                         models, backends, variants, availability
+  ttfg check --model resnet15       every backend against the float64 reference
   ttfg run --model resnet15 --backend all --repeat 3 --out runs/r.json
-  ttfg compare base.json head.json            regression verdicts between two results files
-  ttfg gate --base origin/main                interleaved, paired base/head measurement
-  ttfg report --runs runs/r.json              HTML report with plots
+  ttfg study chain                  scan vs unrolled, paired, with intervals
+  ttfg compare base.json head.json  regression verdicts between results files
+  ttfg gate --base origin/main      interleaved, paired base/head measurement
+  ttfg report --runs runs/r.json    HTML report with plots
+  ttfg regressions --runs runs/     detected steps across commits
+  ttfg shards 4 --backend all       the matrix split over 4 runners, --shard I/N
+  ttfg merge results runs/shard-*.json --out runs/r.json
 """
 
 
@@ -65,20 +72,18 @@ def runnable_selection(args, console, what: str):
 
 def cmd_list(args) -> int:
     import models
-    from rich.table import Table
 
     from .. import engines
 
     from ..engines import variants
     from ..errors import BrokenPlugin, UsageError
     from ..measure.cases import model_problem
-    from ..present.tables import console as make_console
+    from ..present.tables import console as make_console, fitted
 
     console = make_console()
     broken = []  # reasons, printed whole below the tables (too long for a cell)
-    mt = Table(title="models", title_justify="left")
-    for col in ("model", "parameters", "input", "description", "from"):
-        mt.add_column(col)
+    mt = fitted("models", [(col, "left") for col in ("model", "parameters", "input", "description", "from")],
+                boxed=True)
     for name in models.names():
         origin = models.entry(name).origin
         try:
@@ -96,30 +101,34 @@ def cmd_list(args) -> int:
         mt.add_row(entry.name, "", "", "[red]ignored plugin[/] (below)", entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(mt)
-    bt = Table(title="backends", title_justify="left")
-    for col in ("backend", "available", *variants.AXES, "description", "from"):
-        bt.add_column(col)
+    # The descriptions go below the table, one line each: the table keeps to what fits a row.
+    bt = fitted("backends", [(col, "left") for col in ("backend", "available", *variants.AXES, "from")], boxed=True)
+    described = []
     notes = []
     for name in engines.names():
         origin = engines.entry(name).origin
         try:
             cls = engines.get(name)
         except BrokenPlugin as exc:
-            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), "", origin)
+            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), origin)
             broken.append(str(exc))
             continue
         why = cls.availability()
         axes = [" ".join(cls.supports[a]) for a in variants.AXES]
-        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, cls.description, origin)
+        bt.add_row(name, "yes" if not why else f"no: {why}", *axes, origin)
+        described.append(f"  {name}: {cls.description}")
         for key, reason in cls.why_not.items():
             notes.append(f"{name} {key}: {reason}")
         combo = cls.unsupported_combination({"params": "closure", "chain": "scan"})
         if combo and all(v in cls.supports[a] for a, v in (("params", "closure"), ("chain", "scan"))):
             notes.append(f"{name} params=closure,chain=scan: {combo}")
     for entry in engines.shadowed():
-        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), "", entry.origin)
+        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(bt)
+    console.print("what each backend does:")
+    for line in described:
+        console.print(line, highlight=False)
     console.print("variant axes: " + "; ".join(f"{a} = {' | '.join(v)}" for a, v in variants.AXES.items())
                   + " (first listed per backend is its default)")
     if notes:
@@ -139,6 +148,10 @@ def cmd_check(args) -> int:
 
     console = make_console()
     cases, skipped = selection(args)
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
+        return 0
     console.print(f"checking {len(cases)} case(s) against the float64 reference "
                   f"(tolerance {args.tolerance:g}); {len(skipped)} skipped", highlight=False)
 
@@ -157,20 +170,26 @@ def cmd_check(args) -> int:
 
 
 def cmd_run(args) -> int:
+    import json
     from pathlib import Path
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
-    from ..present.tables import console as make_console, failures_table, run_table
+    from ..present import noise as noise_view
+    from ..present.run_views import run_summary
+    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
 
     from .outputs import output_file
 
     output_file(args.out, "--out", create_parents=True)
-    console = make_console()
+    as_json = args.format == "json"
+    console = make_console(stderr=as_json)  # with --format json, stdout holds only the document
     cases, skipped = runnable_selection(args, console, "run")
     if not cases:
         return 2
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     if args.instructions:
         from ..measure import instructions
@@ -186,6 +205,9 @@ def cmd_run(args) -> int:
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
+    runner.results.shard = shard
+    calibration, why_not = noise.stored()
+    runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
@@ -210,27 +232,65 @@ def cmd_run(args) -> int:
         except OSError as exc:  # a full disk or a vanished folder: stop, keep what is on disk
             write_error = exc
             results = runner.results
-    console.print(run_table(results))
+    if results.noise is None:
+        results.noise = noise.in_run(results)
+        if why_not:
+            results.noise.note = "; ".join(filter(None, [results.noise.note, why_not]))
+        if write_error is None:
+            try:
+                _save_again(results, out)
+            except OSError as exc:
+                write_error = exc
+    tables = run_tables(results, wide=args.wide)
+    shown = make_console(stderr=as_json, width=10_000) if args.wide else console  # --wide: never wrapped
+    for table in tables:
+        shown.print(table)
+    for line in skipped_lines(results):
+        console.print(line, highlight=False)
     fails = failures_table(results)
     if fails is not None:
         console.print(fails)
+    console.print(noise_view.headline(results.noise), highlight=False)
     if out:
         console.print(f"results: {out}", highlight=False)
+    code = 0
+    bad = failed_cases(results)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
-        return EXIT_BROKEN
-    if write_error is not None:
+        code = EXIT_BROKEN
+    elif write_error is not None:
         console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
                       "every sample saved before this is kept in it", highlight=False)
-        return EXIT_BROKEN
-    bad = failed_cases(results)
-    if bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
+        code = EXIT_BROKEN
+    elif shard is not None and not shard.cases:
+        console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
+                      highlight=False)
+    elif not cases:
+        console.print(f"[red]nothing measured[/red]: every case of shard {shard.label} was skipped here",
+                      highlight=False)
+        code = EXIT_BROKEN
+    elif bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
         console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
-        return EXIT_BROKEN
-    if bad:
+        code = EXIT_BROKEN
+    elif bad:
         console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
-        return 1
-    return 0
+        code = 1
+    if as_json:
+        print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
+    return code
+
+
+def _save_again(results, out) -> None:
+    """Save a finished results file once more (its noise floor), as its one writer again."""
+    from ..results.writer import ResultsWriter
+
+    if out is None:
+        return
+    writer = ResultsWriter(results, out)
+    try:
+        writer.save()
+    finally:
+        writer.close()
 
 
 def cmd_study(args) -> int:
@@ -281,7 +341,7 @@ def cmd_study(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfg",
-        description="Time to first gradient: measure, explain and gate the cold-start cost of "
+        description="Time to first gradient: measure, explain and gate the cold-start cost of\n"
                     "automatic differentiation in Python (JAX, PyTorch, HIPS autograd).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -297,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference (HIPS autograd). Exit 1 when any case exceeds the tolerance or fails, "
                                    "2 when nothing could run.")
     add_selection(p)
-    p.add_argument("--tolerance", type=options.tolerance, default=1e-4,
+    p.add_argument("--tolerance", type=options.tolerance, default=1e-4, metavar="FRACTION",
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="measure time to first gradient in fresh processes",
@@ -308,9 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "second gradient, process TTFG, CPU time of the whole process tree, peak RSS and "
                                    "structural counters. Exit 1 when a case has no good sample.")
     add_selection(p, default_model="resnet15")
-    p.add_argument("--repeat", type=options.repeat, default=5, help="fresh processes per case (default: 5)")
+    p.add_argument("--repeat", type=options.repeat, default=5, metavar="N",
+                   help="fresh processes per case; 3 or more also give an in-run noise estimate (default: 5)")
     p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
-    p.add_argument("--threads", type=options.threads, default=1,
+    p.add_argument("--threads", type=options.threads, default=1, metavar="N",
                    help="intra-op threads for every framework (default: 1, the least noisy here)")
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
                    help="cold: fresh empty compile caches per sample (default); warm: persistent caches "
@@ -318,13 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-cache", dest="cache", action="store_const", const="warm", help="same as --cache warm")
     p.add_argument("--allocations", action="store_true",
                    help="also count allocations in the first gradient (memray), in separate processes")
-    p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per case (default: 1)")
+    p.add_argument("--alloc-repeat", type=options.repeat, default=1, metavar="N",
+                   help="allocation processes per case (default: 1)")
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions of the first-gradient window, per phase where the backend "
                         "splits it (callgrind switched on for the window only; 10 CPU-s for autograd, 1.5 CPU-min "
                         "for jax.jit resnet15)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    p.add_argument("--wide", action="store_true",
+                   help="one table with every column (times, phases, counters) however wide, instead of three "
+                        "that fit the terminal")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or json: per case every metric's median, min, max, n and CV, the "
+                        "noise floor and the exit code on stdout (progress and tables go to stderr)")
+    add_shard_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
@@ -333,11 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "
                                    "for k (is compile time linear in depth?).")
     p.add_argument("study", choices=("params", "chain", "depth"))
-    p.add_argument("--model", default="resnet15", help="resnet15 (default) or convnext_tiny")
+    p.add_argument("--model", default="resnet15", metavar="NAME[:k=v]",
+                   help="model, optionally sized, such as convnext_tiny (default: resnet15)")
     p.add_argument("--backend", action="append", metavar="NAME", help="repeatable; default: the backends the study applies to")
-    p.add_argument("--repeat", type=options.repeat, default=5, help="cold processes per case and arm (default: 5)")
-    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS")
-    p.add_argument("--threads", type=options.threads, default=1)
+    p.add_argument("--repeat", type=options.repeat, default=5, metavar="N",
+                   help="cold processes per case and arm, at least 2 (default: 5)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
+    p.add_argument("--threads", type=options.threads, default=1, metavar="N", help="intra-op threads (default: 1)")
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)
@@ -345,6 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_asv_commands(sub)
     add_gate_commands(sub)
     add_doctor_commands(sub)
+    add_shards_command(sub)
+    add_merge_commands(sub)
     return parser
 
 

@@ -12,12 +12,13 @@ def cmd_asv_record(args) -> int:
 
     extra = (["--show-stderr"] if args.show_stderr else []) + shlex.split(args.asv_args)
     return record(args.revs or ["HEAD"], Path(args.config), args.machine, args.python, args.all_params,
-                  not args.no_publish, extra)
+                  not args.no_publish, extra, shard=args.shard, costs=args.costs)
 
 
 def add_asv_commands(sub) -> None:
     """Register ``ttfg asv ...`` on the main parser's subparsers."""
     import argparse
+    import textwrap
 
     asv = sub.add_parser("asv", help="asv history helpers (the plain asv commands work too)",
                          description="Helpers around airspeed velocity; see README.md, 'History with asv'.")
@@ -25,11 +26,12 @@ def add_asv_commands(sub) -> None:
     p = asv_sub.add_parser(
         "record", help="measure commits in clean worktrees with the current interpreter, then asv publish",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="For each REV: a git worktree at that commit, `asv run --environment existing:PYTHON "
-                    "--set-commit-hash SHA --machine NAME -b <selected cases>` with that worktree's suites and "
-                    "harness, results filed under the commit in the config's results_dir; then `asv publish`. "
-                    "The cases come from TTFG_ASV_MODELS / _BACKENDS / _VARIANTS / _REPEAT / _ALLOCATIONS. "
-                    "Exit 1 when asv reports a failure for some commit.",
+        description=textwrap.fill(
+            "For each REV: a git worktree at that commit, `asv run --environment existing:PYTHON "
+            "--set-commit-hash SHA --machine NAME -b <selected cases>` with that worktree's suites and "
+            "harness, results filed under the commit in the config's results_dir; then `asv publish`. "
+            "The cases come from TTFG_ASV_MODELS / _BACKENDS / _VARIANTS / _REPEAT / _ALLOCATIONS. "
+            "Exit 1 when asv reports a failure for some commit.", 78, break_on_hyphens=False),
         epilog="examples:\n  ttfg asv record HEAD~3 HEAD~2 HEAD~1 HEAD\n"
                "  TTFG_ASV_BACKENDS=jax.jit ttfg asv record main HEAD --machine ci-2core\n"
                "  ttfg asv record HEAD --show-stderr")
@@ -43,4 +45,7 @@ def add_asv_commands(sub) -> None:
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--show-stderr", action="store_true", help="pass --show-stderr to asv run")
     p.add_argument("--asv-args", default="", metavar="ARGS", help="more arguments for asv run, one string: --asv-args='-q'")
+    from .shards import add_shard_options
+
+    add_shard_options(p)
     p.set_defaults(func=cmd_asv_record)

@@ -12,8 +12,11 @@ the noise sources (load, busy processes, CPU steal, cores and thread settings,
 frequency governor, turbo, memory, swap, VM or container), each with a verdict
 (ok, warn, missing, unknown) and what to do. It changes no setting.
 
-With --calibrate it also measures A/A pairs of cold processes and states the
-smallest effect a 5- and a 10-minute gate can detect here.
+With --calibrate it also measures A/A pairs of cold processes, states the
+smallest effect a 5- and a 10-minute gate can detect here, and stores the
+result in the user cache folder (~/.cache/ttfg/calibration.json): for a day,
+ttfg run and ttfg gate record it as their noise floor, and the gate warns
+before it starts when its --min-effect is below what its budget can detect.
 
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""
@@ -47,7 +50,7 @@ def cmd_doctor(args) -> int:
         for table in view.findings_tables(findings):
             out.print(table)
         out.print(view.summary_line(findings, missing))
-    calibration = None
+    calibration = stored_at = None
     if args.calibrate:
         cases, notes = calibration_cases()
         what = f"{cases[0].model} with {', '.join(c.backend for c in cases)}" if cases else "nothing"
@@ -58,7 +61,27 @@ def cmd_doctor(args) -> int:
         calibration.notes += notes
         if not as_json:
             view.print_calibration(out, calibration)
+        stored_at = _store(calibration, progress)
     code = 2 if missing or (calibration is not None and calibration.interrupted) else 0
     if as_json:
-        print(json.dumps(view.doctor_json(findings, missing, calibration, code), indent=1))
+        print(json.dumps({**view.doctor_json(findings, missing, calibration, code),
+                          "stored": None if stored_at is None else str(stored_at)}, indent=1))
     return code
+
+
+def _store(calibration, progress):
+    """Keep the calibration for ``ttfg run`` and ``ttfg gate`` (their noise floor and the gate's check)."""
+    from ..decide import noise
+
+    floor = noise.from_calibration(calibration)
+    if not any(e.log_ratio_sd is not None for e in floor.entries):
+        progress.print("calibration not stored: no case has two good pairs", highlight=False)
+        return None
+    try:
+        path = noise.save(floor)
+    except OSError as exc:
+        progress.print(f"calibration not stored: {exc.strerror or exc}: {exc.filename or ''}", highlight=False)
+        return None
+    progress.print(f"calibration stored in {path}: ttfg run and ttfg gate use it on this machine for "
+                   f"{noise.MAX_AGE_S / 3600:g} hours", highlight=False)
+    return path

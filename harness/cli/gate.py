@@ -18,15 +18,30 @@ from . import options
 from ..files import atomic_write_text
 from .. import metrics
 
-EXIT_CODES = """\
-exit codes:
-  0  no regression (inconclusive results do not fail: nothing was proven)
-  1  regression{extra}
-  2  nothing comparable, broken input (a missing or invalid file is named), an
-     interruption (finished samples are kept) or an internal error{extra2}
-"""
 
-COMPARE_HELP = """\
+def _fill(text: str) -> str:
+    """Help text re-wrapped to 78 columns, paragraph by paragraph (the formatter keeps our line breaks)."""
+    import textwrap
+
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), 78, break_on_hyphens=False)
+                       for p in text.strip().split("\n\n")) + "\n"
+
+
+def exit_codes(extra: str = "", extra2: str = "") -> str:
+    """The epilog every deciding command shows, wrapped to 80 columns."""
+    import textwrap
+
+    lines = ["exit codes:"]
+    for code, text in (("0", "no regression (inconclusive results do not fail: nothing was proven)"),
+                       ("1", f"regression{extra}"),
+                       ("2", "nothing comparable, broken input (a missing or invalid file is named), an "
+                             f"interruption (finished samples are kept) or an internal error{extra2}")):
+        lines += textwrap.wrap(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ",
+                               break_on_hyphens=False)
+    return "\n".join(lines) + "\n"
+
+
+COMPARE_HELP = _fill("""\
 Compare two results files (from ttfg run or ttfg gate), per case and metric.
 
 Timings (first_grad_s, compile_s, ...) are compared with a Mann-Whitney test on log
@@ -37,9 +52,9 @@ alloc_bytes, instructions, counters.* such as counters.jaxpr_eqns) compare media
 against a relative threshold (--threshold, default 1 %). Metrics absent on either
 side are skipped. Files measured at different times cannot tell machine drift from a
 code change: for gating prefer ttfg gate, which pairs and interleaves.
-"""
+""")
 
-GATE_HELP = """\
+GATE_HELP = _fill("""\
 Measure a base and a head revision interleaved and paired, and decide per case.
 
 Both revisions are checked out as temporary git worktrees (removed on exit and on
@@ -65,14 +80,19 @@ working tree with uncommitted changes under harness/ or models/ is refused unles
 --allow-dirty), metric first_grad_s, budget 10m, results in runs/gate/ (base.json and
 head.json in the normal results format, gate.json, summary.md). The Markdown summary is
 appended to $GITHUB_STEP_SUMMARY when that is set.
-"""
 
-EXPECT_HELP = """\
+Before it starts, the gate checks its budget against this machine's noise (the
+last `ttfg doctor --calibrate`, else a stated default SD) and warns, naming the
+budget that would do, when --min-effect is below what the budget can detect.
+Afterwards the results files and the summary state the noise floor.
+""")
+
+EXPECT_HELP = _fill("""\
 Expected values of deterministic counters, committed with the code (CSV:
 case,metric,expected,margin; margin is relative). 'check' fails on regressions AND on
 unexpected improvements, so wins are locked in: update the file when a change is
 intended ('update', or the file written by --write-suggested).
-"""
+""")
 
 
 def print_expectations(console, check, suggested_path, not_run_what: str) -> None:
@@ -112,7 +132,8 @@ def cmd_compare(args) -> int:
     cmp = compare_results(base, head, metrics=args.metric,
                           min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
                           threshold=Thresholds.parse(args.threshold, None, "--threshold"),
-                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head)
+                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
+                          force=args.force)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -175,7 +196,7 @@ def _raise_interrupt(signum, frame):
 def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, Side, parse_duration, revisions, run_gate
+    from ..decide.gate import GateSettings, Side, gate_document, parse_duration, revisions, run_gate
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -183,7 +204,8 @@ def cmd_gate(args) -> int:
 
     from .outputs import output_dir, output_file
 
-    console = make_console()
+    as_data = args.format != "table"
+    console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
         raise UsageError("--write-suggested needs --expectations FILE")
     output_dir(args.out_dir, "--out-dir")
@@ -204,6 +226,15 @@ def cmd_gate(args) -> int:
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
+    from .shards import shard_selection
+
+    cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    if shard is not None and shard.cases and not cases:
+        for s in skipped:
+            console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+        console.print(f"[red]nothing to gate[/red]: every case of shard {shard.label} is skipped here",
+                      highlight=False)
+        return 2
     repo = repo_root(args.repo)
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
     out_dir = Path(args.out_dir)
@@ -211,13 +242,14 @@ def cmd_gate(args) -> int:
                   f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), tiers {','.join(settings.tiers)}, "
                   f"metric {settings.metric}, budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
                   highlight=False)
+    floor, why_no_floor, budget_warnings = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
     try:
         with worktrees(repo, {"base": base_rev, "head": head_rev}) as folders:
             outcome = run_gate(cases, skipped, Side("base", base_rev, folders["base"]),
                                Side("head", head_rev, folders["head"]), settings, out_dir,
                                on_pair=lambda e: console.print(_progress_line(e), highlight=False),
-                               on_note=lambda text: console.print(text, highlight=False))
+                               on_note=lambda text: console.print(text, highlight=False), shard=shard)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
                       "(marked incomplete)")
@@ -235,6 +267,7 @@ def cmd_gate(args) -> int:
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
+    floor = _record_noise(outcome, settings, floor, why_no_floor)
     console.print(gate_table(outcome))
     for c in outcome.cases:
         console.print(f"{c.verdict.verdict} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
@@ -243,10 +276,13 @@ def cmd_gate(args) -> int:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
-    summary = gate_markdown(outcome, check)
-    atomic_write_text(out_dir / "gate.json", json.dumps({**outcome.to_json(),
-                                                         "expectations": check.to_json() if check else None,
-                                                         "exit_code": code}, indent=1) + "\n")
+    from ..present import noise as noise_view
+
+    console.print(noise_view.headline(floor, settings.metric), highlight=False)
+    summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, settings.metric)}\n"
+    document = {**gate_document(outcome, check, code), "noise": floor.to_json() if floor else None,
+                "budget_warnings": budget_warnings}
+    atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
@@ -262,9 +298,52 @@ def cmd_gate(args) -> int:
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+    elif code == 0 and shard is not None and not shard.cases:
+        console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression", highlight=False)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(summary)
     return code
+
+
+def _warn_if_budget_too_small(console, cases: list[str], settings):
+    """Before any sampling: warn when --min-effect is below what the budget can detect here.
+
+    Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
+    """
+    from ..decide import noise
+    from ..present.noise import budget_warning_lines
+
+    floor, why_not = noise.stored()
+    warnings = noise.budget_warning(cases, settings.metric, settings.min_effect, settings.budget_s,
+                                    settings.max_pairs, floor, why_not)
+    for line in budget_warning_lines(warnings, settings.metric, settings.min_effect, settings.budget_s):
+        console.print(f"[yellow]{line}[/yellow]", highlight=False)
+    return floor, why_not, warnings
+
+
+def _record_noise(outcome, settings, floor, why_no_floor: str):
+    """The noise floor in both results files: the stored calibration, else the gate's own pairs."""
+    from ..decide import noise
+    from ..results import record
+
+    paths = [outcome.files.get(role) for role in ("base", "head")]
+    if not all(p and Path(p).is_file() for p in paths):  # nothing was measured (an empty shard)
+        return floor
+    base, head = (record.load(p) for p in paths)
+    if floor is None:
+        floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
+        if why_no_floor:
+            floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
+    from . import _save_again
+
+    for results in (base, head):
+        results.noise = floor
+        _save_again(results, results.path)
+    return floor
 
 
 def _load_runs(paths):
@@ -337,7 +416,7 @@ def add_gate_commands(sub) -> None:
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
                        description=COMPARE_HELP, formatter_class=_formatter,
-                       epilog=EXIT_CODES.format(extra=": some case and metric regressed", extra2=""))
+                       epilog=exit_codes(extra=": some case and metric regressed", extra2=""))
     p.add_argument("base", metavar="BASE.json")
     p.add_argument("head", metavar="HEAD.json")
     p.add_argument("--metric", action="append", metavar="NAME",
@@ -351,15 +430,19 @@ def add_gate_commands(sub) -> None:
                         "('counters.*=0'); repeatable (default: each metric's, 0.01)")
     p.add_argument("--alpha", type=options.alpha, default=0.01, help="significance level of the timing tests (default: 0.01)")
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="table (default), a Markdown summary, or the comparison as JSON for scripts")
     p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
+    p.add_argument("--force", action="store_true",
+                   help="compare timings although the two files were measured on different machines "
+                        "(refused by default, naming the differing fingerprint fields); the output says so")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
                        description=GATE_HELP, formatter_class=_formatter,
-                       epilog=EXIT_CODES.format(extra=": a case regressed, a head cannot run a case the base runs, "
+                       epilog=exit_codes(extra=": a case regressed, a head cannot run a case the base runs, "
                                                       "or --expectations are violated",
-                                                extra2=": also a missing revision, a dirty tree (see --allow-dirty) "
+                                                extra2="; also a missing revision, a dirty tree (see --allow-dirty) "
                                                        "or a base that cannot run"))
     p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
@@ -373,8 +456,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--budget", default="10m", metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
-    p.add_argument("--min-effect", type=options.min_effect, default=None,
-                   help="minimum relative effect (default: the metric's, 0.05 for timings)")
+    p.add_argument("--min-effect", type=options.min_effect, default=None, metavar="FRACTION",
+                   help="minimum relative effect, 0.05 or 5%% (default: the metric's, 0.05 for timings); the gate "
+                        "warns before it starts when its budget cannot detect it here")
     p.add_argument("--alpha", type=options.alpha, default=0.01, help="overall significance level (default: 0.01)")
     p.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5, help="pairs before the first look (default: 5)")
     p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60, help="pairs at most per case (default: 60)")
@@ -393,6 +477,12 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="what stdout gets at the end: tables (default), the Markdown summary, or gate.json's document "
+                        "(progress then goes to stderr)")
+    from .shards import add_shard_options
+
+    add_shard_options(p)
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("expect", help="check or update expected counter values (CSV with margins)",
@@ -401,12 +491,13 @@ def add_gate_commands(sub) -> None:
     p.set_defaults(func=lambda args, parser=p: (parser.print_help(), 2)[1])
     c = esub.add_parser("check", help="check results against an expectations file",
                         description=EXPECT_HELP, formatter_class=_formatter,
-                        epilog=EXIT_CODES.format(extra=" or unexpected improvement outside a row's margin", extra2=""))
+                        epilog=exit_codes(extra=" or unexpected improvement outside a row's margin", extra2=""))
     c.add_argument("file", metavar="FILE", help="expectations CSV")
     c.add_argument("--runs", action="append", required=True, metavar="RESULTS.json",
                    help="head results file(s); values are pooled (repeatable)")
     c.add_argument("--write-suggested", metavar="PATH", help="write the file updated to the measured values here")
-    c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    c.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="table (default), a Markdown summary, or JSON for scripts")
     c.set_defaults(func=cmd_expect_check)
     u = esub.add_parser("update", help="create or update an expectations file from results",
                         description=EXPECT_HELP, formatter_class=_formatter)

@@ -75,6 +75,17 @@ def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, hig
     return parse
 
 
+def shard(text: str):
+    """``--shard I/N``: the I-th of N shards (``harness.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
+    from ..errors import UsageError
+    from ..measure.shard import parse_spec
+
+    try:
+        return parse_spec(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 #: The ones every command shares.
 repeat = count(1, MAX_REPEAT, "the number of processes")
 threads = count(1, MAX_THREADS, "the number of threads")
@@ -84,5 +95,8 @@ min_effect = fraction(0.0, 10.0, low_open=True, what="the minimum effect")
 threshold = fraction(0.0, 10.0, what="the threshold")
 tolerance = fraction(0.0, 1.0, what="the tolerance")
 
-__all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "threads", "threshold", "timeout",
-           "tolerance"]
+#: ``ttfg shards N``: how many shards (a CI matrix beyond 256 jobs is refused by GitHub Actions anyway).
+shard_count = count(1, 256, "the number of shards")
+
+__all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "shard", "shard_count", "threads",
+           "threshold", "timeout", "tolerance"]

@@ -35,6 +35,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="leave out asv result files that cannot be read, listing each (default: such a file is an "
                         "error, exit 2, since dropping it would hide commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
+    p.add_argument("--force", action="store_true",
+                   help="show timings of results files measured on different machines side by side (refused by "
+                        "default, naming the differing fingerprint fields); the report says so")
 
 
 def add_report_commands(sub) -> None:
@@ -62,6 +65,8 @@ def add_report_commands(sub) -> None:
                     "to fail CI); exit 2 on bad input.")
     _common(p)
     p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or json: every step with its values in the metric's unit, for scripts")
     p.set_defaults(func=cmd_regressions)
 
 
@@ -115,7 +120,13 @@ def load_inputs(args, notes: list[str]):
     from ..history import asv_results
     from ..results.record import load
 
+    from ..results.machines import check_machines
+
     runs = [load(path) for path in _run_files(args.runs, notes)]
+    measured = [r for r in runs if r.study is None]  # a study's file only feeds its own section
+    if len(measured) > 1:
+        notes += check_machines([(str(r.path), r.fingerprint) for r in measured], "timings",
+                                getattr(args, "force", False), action="report")
     folder = Path(args.results or DEFAULT_RESULTS)
     if not folder.is_dir():
         if args.results:
@@ -164,30 +175,66 @@ def cmd_report(args) -> int:
 def regressions_table(prepared, only_regressions: bool = False):
     """The detected steps as a rich table (regressions first, largest first)."""
     from rich.markup import escape
-    from rich.table import Table
 
     from ..present import fmt
+    from ..present.tables import case_cells, case_layout, fitted
     from ..history.points import metric
 
     steps = prepared.trends.steps
     if only_regressions and len(steps):
         steps = steps[steps["kind"] == "regression"]
-    table = Table(title=f"detected steps over {prepared.trends.n_commits} commit(s) ({prepared.source})",
-                  title_justify="left")
-    for col, justify in (("kind", "left"), ("case", "left"), ("metric", "left"), ("between commits", "left"),
-                         ("date", "left"), ("before", "right"), ("after", "right"), ("change", "right")):
-        table.add_column(col, justify=justify, no_wrap=col != "case")
-    for r in steps.itertuples(index=False):
+    rows = list(steps.itertuples(index=False))
+    varying, fixed = case_layout([r.case for r in rows])
+    title = f"detected steps over {prepared.trends.n_commits} commit(s) ({prepared.source})"
+    table = fitted(f"{title}: {fixed}" if fixed else title,
+                   [("kind", "left"), *((c, "left") for c in varying), ("metric", "left"),
+                    ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
+                    ("change", "right")], label=1 + len(varying))
+    for r in rows:
         info = metric(r.metric)
         style = "red" if r.kind == "regression" else "green"
         date = r.date_after.strftime("%Y-%m-%d") if hasattr(r.date_after, "strftime") and r.date_after == r.date_after else ""
-        table.add_row(f"[{style}]{r.kind}[/]", escape(r.case), escape(info.brief),
+        table.add_row(f"[{style}]{r.kind}[/]", *(escape(c) for c in case_cells(r.case, varying)), escape(info.brief),
                       escape(f"{r.label_before} → {r.label_after}"), date,
                       fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]")
     return table
 
 
+#: Version of ``ttfg regressions --format json``'s document.
+REGRESSIONS_VERSION = 1
+
+
+def regressions_json(prepared, only_regressions: bool, notes: list[str]) -> dict:
+    """The detected steps for scripts: every column of the table, unformatted (the metric's unit)."""
+    import math
+
+    from ..history.trends import STEP_COLUMNS
+    from ..history.points import metric
+
+    steps = prepared.trends.steps
+    if only_regressions and len(steps):
+        steps = steps[steps["kind"] == "regression"]
+
+    def plain(value):
+        if hasattr(value, "isoformat"):
+            return None if value != value else value.isoformat()
+        if hasattr(value, "item"):
+            value = value.item()
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    rows = [{**{k: plain(v) for k, v in zip(STEP_COLUMNS, (getattr(r, c) for c in STEP_COLUMNS))},
+             "unit": metric(r.metric).unit} for r in steps.itertuples(index=False)]
+    every = prepared.trends.steps
+    return {"format": "ttfg-regressions", "version": REGRESSIONS_VERSION, "exit_code": 0, "source": prepared.source,
+            "commits": prepared.trends.n_commits, "series": len(prepared.trends.series),
+            "regressions": int((every["kind"] == "regression").sum()) if len(every) else 0,
+            "improvements": int((every["kind"] != "regression").sum()) if len(every) else 0,
+            "notes": notes, "steps": rows}
+
+
 def cmd_regressions(args) -> int:
+    import json
+
     from ..present.report import prepare
     from ..present.tables import console as make_console
 
@@ -195,6 +242,10 @@ def cmd_regressions(args) -> int:
     history, runs = load_inputs(args, notes)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
     _print_notes(notes + prepared.notes)
+    if args.format == "json":
+        print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes), indent=1,
+                         allow_nan=False))
+        return 0
     console = make_console()
     steps = prepared.trends.steps
     n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
@@ -205,4 +256,5 @@ def cmd_regressions(args) -> int:
     return 0
 
 
-__all__ = ["add_report_commands", "cmd_regressions", "cmd_report", "load_inputs", "regressions_table"]
+__all__ = ["add_report_commands", "cmd_regressions", "cmd_report", "load_inputs", "regressions_json",
+           "regressions_table"]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterable
 from .. import metrics as registry
 from ..errors import UsageError
 from ..metrics import COUNTER_PREFIX
+from ..results.machines import check_machines
 from ..results.model import Results
 
 if TYPE_CHECKING:
@@ -315,7 +316,7 @@ def _failure_row(case_id: str, base_case, head_case) -> tuple[Row | None, bool]:
 def compare_results(base: Results, head: Results, metrics: Iterable[str] | None = None,
                     min_effect: "Thresholds | float | None" = None, threshold: "Thresholds | float | None" = None,
                     alpha: float = DEFAULT_ALPHA, cache: str = "cold",
-                    base_label: str | None = None, head_label: str | None = None) -> Comparison:
+                    base_label: str | None = None, head_label: str | None = None, force: bool = False) -> Comparison:
     """Compare every case present in both files, metric by metric.
 
     Parameters
@@ -334,6 +335,8 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
         Which timing samples to compare: ``cold`` or ``warm``.
     base_label, head_label : str or None
         Names for the two sides in notes and output (default: their paths).
+    force : bool
+        Compare even when the two files' machine fingerprints differ (the notes say so).
 
     Returns
     -------
@@ -341,6 +344,13 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
         One row per case and metric with values on both sides (others are skipped),
         plus a ``failure`` row for a case that one side could not run at all, and
         notes on cases present on one side only and on differing conditions.
+
+    Raises
+    ------
+    MachineMismatch
+        When the machines differ where it matters (``harness.results.machines``): any
+        timing metric needs the same fingerprint, counters the same architecture,
+        Python and packages; unless ``force``.
     """
     from .stats import compare_counter, compare_unpaired, summarize
 
@@ -348,6 +358,9 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     limits = _thresholds(threshold)
     names = expand_metrics(metrics, base, head)
     out = Comparison(base_label or str(base.path or "base"), head_label or str(head.path or "head"), alpha)
+    timings = any(not metric_info(n, cache).deterministic for n in names)
+    out.notes += check_machines([(out.base_label, base.fingerprint), (out.head_label, head.fingerprint)],
+                                "timings" if timings else "counts", force)
     out.notes += condition_notes(base, head)
     head_ids = {c.id for c in head.cases}
     base_ids = {c.id for c in base.cases}

@@ -46,7 +46,7 @@ from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.worktrees import GitError, Revision, dirty_files, resolve
-from ..results.model import GateSection, Sample
+from ..results.model import Fingerprint, GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
@@ -234,6 +234,10 @@ class GateOutcome:
     skipped: list[Skipped]
     elapsed_s: float
     files: dict[str, str]
+    #: The shard this gate measured (``--shard I/N``), None for the whole selection.
+    shard: ShardSection | None = None
+    #: The machine both sides ran on.
+    fingerprint: Fingerprint | None = None
 
     def regressions(self) -> list[CaseOutcome]:
         return [c for c in self.cases if c.verdict.verdict == "regressed"]
@@ -243,10 +247,15 @@ class GateOutcome:
 
     def exit_code(self) -> int:
         """1 on a regression; else 2 when a base could not run, a count failed with no time tier to fall back
-        on (or nothing ran); else 0."""
+        on (or nothing ran); else 0.
+
+        A shard with no case of the selection (more shards than cases) passes: the
+        merged gate decides whether anything ran at all.
+        """
         if self.regressions():
             return 1
-        if not self.cases or self.base_broken() or any(c.stop == COUNT_BROKEN for c in self.cases):
+        if self.base_broken() or any(c.stop == COUNT_BROKEN for c in self.cases) \
+                or not self.cases and not (self.shard is not None and not self.shard.cases):
             return 2
         return 0
 
@@ -254,7 +263,15 @@ class GateOutcome:
         return {"format": "ttfg-gate", "version": 1, "base": self.base.to_json(), "head": self.head.to_json(),
                 "settings": self.settings.to_json(), "elapsed_s": self.elapsed_s, "exit_code": self.exit_code(),
                 "files": self.files, "cases": [c.to_json() for c in self.cases],
-                "skipped": [{"case": s.id, "reason": s.reason} for s in self.skipped]}
+                "skipped": [{"case": s.id, "reason": s.reason} for s in self.skipped],
+                "shard": None if self.shard is None else self.shard.to_json(),
+                "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json()}
+
+
+def gate_document(outcome: GateOutcome, check=None, exit_code: int | None = None) -> dict:
+    """``gate.json``: the outcome, the expectations check (or None) and the exit code the gate gave."""
+    return {**outcome.to_json(), "expectations": check.to_json() if check is not None else None,
+            "exit_code": outcome.exit_code() if exit_code is None else exit_code}
 
 
 def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = False) -> tuple[Revision, Revision]:
@@ -301,7 +318,7 @@ def _new_test(settings: GateSettings):
 
 
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
-            out: Path) -> ResultsWriter:
+            out: Path, shard: ShardSection | None = None) -> ResultsWriter:
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
@@ -309,6 +326,7 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     results.environment["git"] = metadata.git_state(side.source)
     rev = side.revision
     results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
+    results.shard = shard
     return ResultsWriter(results, out)
 
 
@@ -414,7 +432,8 @@ def _not_settled_verdict(trail: "tiering.CaseTrail", st: _CaseState):
 
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
-             on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample) -> GateOutcome:
+             on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
+             shard: ShardSection | None = None) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -435,6 +454,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         Called with a line of text for other events (allocation runs).
     sampler : Sampler
         Takes each sample; by default a cold process (``run_sample``).
+    shard : ShardSection or None
+        With ``--shard I/N``: recorded in both results files and the outcome, for ``ttfg merge gate``.
 
     Returns
     -------
@@ -450,7 +471,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
-    writers = {role: _writer(cases, skipped, side, settings, out_dir / f"{role}.json") for role, side in sides.items()}
+    writers = {role: _writer(cases, skipped, side, settings, out_dir / f"{role}.json", shard)
+               for role, side in sides.items()}
     for writer in writers.values():
         writer.save()
     states = [_CaseState(case, _new_test(settings)) for case in cases]
@@ -535,4 +557,5 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                     sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes,
                                     tier, trail.steps))
     files = {role: str(w.out) for role, w in writers.items()}
-    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files)
+    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files, shard,
+                       writers["head"].results.fingerprint)

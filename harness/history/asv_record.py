@@ -84,8 +84,18 @@ def publish_branches(root: Path, configured: list) -> list[str]:
 
 
 def record(revs: list[str], config: Path, machine: str | None, python: str, all_params: bool,
-           publish: bool, asv_args: list[str]) -> int:
-    """Measure each of ``revs`` in its own clean worktree with asv, then publish; 1 when asv reported a failure."""
+           publish: bool, asv_args: list[str], shard=None, costs: str | None = None) -> int:
+    """Measure each of ``revs`` in its own clean worktree with asv, then publish; 1 when asv reported a failure.
+
+    ``shard`` (a ``ShardSpec``) measures only that shard of the selection, passed to the
+    suite as ``TTFG_ASV_SHARD`` (and ``costs`` as ``TTFG_ASV_COSTS``); each shard's result
+    file holds its cases, and ``ttfg merge asv`` joins the shards' files of one commit.
+    """
+    shard_env = {}
+    if shard is not None:
+        shard_env["TTFG_ASV_SHARD"] = shard.label
+        if costs:
+            shard_env["TTFG_ASV_COSTS"] = str(Path(costs).resolve())
     config = config.resolve()
     conf = load_config(config)
     base = config.parent
@@ -96,12 +106,21 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
     machine = ensure_machine(machine)
     patterns: list[str] = []
     if not all_params:
-        from .asv_suite import bench_patterns
+        from dataclasses import replace
 
-        patterns = bench_patterns()
+        from .asv_suite import Selection, bench_patterns
+
+        selection = Selection.from_env()
+        if shard is not None:
+            selection = replace(selection, shard=shard_env["TTFG_ASV_SHARD"], costs=shard_env.get("TTFG_ASV_COSTS"))
+        patterns = bench_patterns(selection)
+        if not patterns and shard is not None:
+            print(f"ttfg asv: shard {shard.label} has no case of the TTFG_ASV_* selection: nothing to record",
+                  file=sys.stderr)
+            return 0
         if not patterns:
             raise UsageError("the TTFG_ASV_* selection has no runnable case")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **shard_env}
     tmp = Path(tempfile.mkdtemp(prefix="ttfg-asv-"))  # the generated asv configs
     failed = []
     try:

@@ -235,4 +235,34 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
     return frame
 
 
-__all__ = ["COLUMNS", "HistoryError", "benchmarks", "load"]
+def load_file(path: str | os.PathLike, dropna: bool = False):
+    """One asv result file (``results/<machine>/<commit>-<env>.json``) as :func:`load` shows a folder.
+
+    The machine comes from the file itself; units and param names from the
+    ``benchmarks.json`` two folders up, when there is one.
+
+    Raises
+    ------
+    HistoryError
+        Naming the file, when it cannot be read as an asv result file.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    data = _read_json(path)
+    params = data.get("params") if isinstance(data, dict) else None
+    machine = params.get("machine") if isinstance(params, dict) else None
+    if not isinstance(machine, str):
+        raise HistoryError(f"{path}: not an asv result file (no params.machine)")
+    res = _load_result(path, machine)
+    param_columns: list[str] = []
+    try:
+        rows = _rows(path, res, _benchmarks_file(path.parent.parent), param_columns, dropna)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise HistoryError(f"{path}: not an asv result file this asv can read ({type(exc).__name__}: {exc})") from None
+    frame = pd.DataFrame(rows, columns=COLUMNS + param_columns)
+    frame["value"] = frame["value"].astype(float)
+    return frame
+
+
+__all__ = ["COLUMNS", "HistoryError", "benchmarks", "load", "load_file"]

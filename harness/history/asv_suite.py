@@ -26,6 +26,8 @@ Selection, from environment variables (read both when asv imports the suite and 
 ``TTFG_ASV_ALLOCATIONS`` ``1``/``0``: one extra memray process per case (default 1)
 ``TTFG_ASV_TIMEOUT``     seconds per cold process (default 600)
 ``TTFG_ASV_SETUP_TIMEOUT`` seconds asv allows ``setup_cache`` (default 14400)
+``TTFG_ASV_SHARD``       ``I/N``: only shard I of N of the selection (``ttfg asv record --shard``)
+``TTFG_ASV_COSTS``       the ``--costs`` file the shards were cut with (default: built-in estimates)
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class Selection:
     repeat: int = 3
     allocations: bool = True
     timeout_s: float = 600.0
+    #: ``"I/N"``: measure only that shard of the selection (``harness.measure.shard``).
+    shard: str | None = None
+    costs: str | None = None
 
     @classmethod
     def from_env(cls) -> "Selection":
@@ -96,13 +101,24 @@ class Selection:
             repeat=_env_number("REPEAT", 3),
             allocations=_flag("ALLOCATIONS", True),
             timeout_s=_env_number("TIMEOUT", 600.0, float),
+            shard=_env("SHARD", "") or None,
+            costs=_env("COSTS", "") or None,
         )
 
     def cases(self):
         """``(cases, skipped)`` as ``harness.measure.cases.select`` gives them; raises UsageError on bad names."""
         from ..measure.cases import select
 
-        return select(list(self.models), list(self.backends), list(self.variants))
+        cases, skipped = select(list(self.models), list(self.backends), list(self.variants))
+        if self.shard is None:
+            return cases, skipped
+        from ..measure.shard import parse_spec, select_shard
+        from .shard_costs import load_costs
+
+        universe, _ = select(list(self.models), list(self.backends), list(self.variants), check_availability=False)
+        mine, mine_skipped, _ = select_shard([c.id for c in universe], cases, skipped, parse_spec(self.shard),
+                                             load_costs(self.costs))
+        return mine, mine_skipped
 
 
 def variant_labels() -> list[str]:

@@ -53,6 +53,36 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> list[str]:
+    """The CPU's feature flags, sorted (``flags`` on x86, ``Features`` on ARM); empty when unreadable."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key = line.split(":", 1)[0].strip()
+            if key in ("flags", "Features"):
+                return sorted(set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return []
+
+
+def fingerprint(thread_env: dict[str, str] | None = None):
+    """This machine as far as it changes the numbers (:class:`~harness.results.model.Fingerprint`).
+
+    ``thread_env``: the thread variables the measured processes get (the runner's
+    ``probe_env``); without it, this process's own.
+    """
+    from ..results.model import Fingerprint
+    from .machine import meminfo
+
+    threads = thread_env if thread_env is not None else {k: os.environ[k] for k in THREAD_VARS if k in os.environ}
+    memory = (meminfo(Path("/")) or {}).get("MemTotal")
+    return Fingerprint(cpu_model=cpu_model(), cpu_arch=platform.machine(), cpu_flags=cpu_flags(),
+                       cores=os.cpu_count() or 0, memory_bytes=memory, kernel=platform.release(),
+                       python=f"{platform.python_implementation()} {platform.python_version()}",
+                       packages={**package_versions(), **plugin_versions()},
+                       threads={k: str(v) for k, v in sorted(threads.items())})
+
+
 def git_state(root: str | os.PathLike | None = None) -> dict[str, Any]:
     """Commit, branch and dirty flag of the checkout ttfg runs from (nulls outside git)."""
     root = Path(root or Path(__file__).resolve().parents[2])

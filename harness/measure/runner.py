@@ -261,7 +261,8 @@ def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSett
     """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case."""
     env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
                     if k in metadata.THREAD_VARS}
-    results = Results(metadata.collect(env_settings), settings.to_json())
+    results = Results(metadata.collect(env_settings), settings.to_json(),
+                      fingerprint=metadata.fingerprint(env_settings))
     for case in cases:
         results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
     for skip in skipped:

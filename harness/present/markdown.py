@@ -117,7 +117,9 @@ def gate_markdown(outcome, check=None) -> str:
         code = 1
     decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
     s = outcome.settings
-    lines = [f"## ttfg gate: {decision}", "",
+    shard = getattr(outcome, "shard", None)
+    where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
+    lines = [f"## ttfg gate{where}: {decision}", "",
              f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
              f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
              f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget; "

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import fmt, plots, run_views, study_views
+from . import noise as noise_view
 from ..files import atomic_write_text
 
 from ..history import points as report_data
@@ -405,7 +406,18 @@ def environment_section(prepared: Prepared) -> dict:
               "cases": sum(1 for c in r.cases if not c.skipped),
               "study": r.study.study if r.study else ""}
              for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
-    return {"rows": rows, "packages": packages, "files": files}
+    return {"rows": rows, "packages": packages, "files": files, "noise": noise_section(prepared.runs)}
+
+
+def noise_section(runs: list) -> dict:
+    """The newest run's noise floor: a sentence ("a 10-minute gate sees >= 6 %") and one row per case."""
+    res = run_views.latest(runs, need=lambda r: r.noise is not None)
+    if res is None:
+        return {"shown": False, "headline": "", "rows": [], "budgets": [], "file": ""}
+    budgets = sorted({b for e in res.noise.entries for b, _, _ in e.gates})
+    return {"shown": True, "headline": noise_view.headline(res.noise), "rows": noise_view.report_rows(res.noise),
+            "budgets": [f"{b / 60:g}-min gate" for b in budgets], "note": res.noise.note,
+            "file": str(res.path.name) if res.path else "(in memory)"}
 
 
 # ---------------------------------------------------------------------------- render + write

@@ -116,4 +116,48 @@ def latest(runs, need=None):
     return best
 
 
-__all__ = ["CachePair", "PHASE_SEGMENTS", "PhaseBar", "cache_pairs", "latest", "phase_bars"]
+def _stats(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
+            "cv": statistics.stdev(values) / mean if len(values) >= 2 and mean else None}
+
+
+#: Version of ``ttfg run --format json``'s document.
+RUN_SUMMARY_VERSION = 1
+
+
+def run_summary(results, exit_code: int, interrupted: bool = False) -> dict:
+    """``ttfg run --format json``: per case and cache, every metric's median, min, max, n and CV.
+
+    The values are the terminal tables' (unformatted, in the registry's units: seconds,
+    bytes, counts); the results file (``file``) holds every sample.
+    """
+    cases = []
+    for case in results.cases:
+        if case.skipped:
+            cases.append({"case": case.id, "model": case.model, "backend": case.backend, "variant": case.variant,
+                          "skipped": case.skipped})
+            continue
+        caches = sorted({s.cache for s in case.samples if s.kind == "timing"}) or ["cold"]
+        for cache in caches:
+            timing = [s for s in case.samples if s.kind == "timing" and s.cache == cache]
+            good = case.good("timing", cache)
+            values = {}
+            for name in metrics.names():
+                found = _stats(metrics.case_values(case, name, cache))
+                if found is not None:
+                    values[name] = found
+            counters = good[-1].get("counters", {}) if good else {}
+            cases.append({"case": case.id, "model": case.model, "backend": case.backend, "variant": case.variant,
+                          "cache": cache, "samples": len(timing), "ok": len(good),
+                          "errors": [s.error for s in case.samples if not s.ok],
+                          "metrics": values, "counters": dict(counters)})
+    return {"format": "ttfg-run", "version": RUN_SUMMARY_VERSION, "exit_code": exit_code,
+            "interrupted": interrupted, "file": str(results.path) if results.path else None,
+            "created": results.created, "complete": results.complete,
+            "noise": results.noise.to_json() if results.noise else None, "cases": cases}
+
+
+__all__ = ["CachePair", "PHASE_SEGMENTS", "PhaseBar", "cache_pairs", "latest", "phase_bars", "run_summary"]

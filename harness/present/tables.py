@@ -1,34 +1,200 @@
-"""Terminal tables (rich), one builder per report kind; every number goes through ``fmt``."""
+"""Terminal tables (rich), one builder per report kind; every number goes through ``fmt``.
+
+Every table fits the console's width, 80 columns included, and cuts nothing: a case is
+split into model, backend and variant columns, and a part that is the same on every row
+moves into the title; every column may wrap (at spaces) or fold, so rich never needs an
+ellipsis. The run's counters have their own table (``ttfg run --wide``: one wide table).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from . import fmt
 from .. import metrics
 
+#: Width when output is piped or logged and ``COLUMNS`` is not set: wide enough for the
+#: tables to stay on one line per row in a CI log, narrow enough to read there.
+PIPED_WIDTH = 100
 
-def console(stderr: bool = False) -> Console:
-    """A console that does not squeeze tables to 80 columns when output is piped or logged."""
+
+def console(stderr: bool = False, width: int | None = None) -> Console:
+    """The terminal's width on a terminal; ``COLUMNS`` when set; else :data:`PIPED_WIDTH` when piped."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 200)
+    if width is None and not stream.isatty() and not os.environ.get("COLUMNS", "").strip().isdigit():
+        width = PIPED_WIDTH
+    return Console(stderr=stderr, width=width)
+
+
+CASE_PARTS = ("model", "backend", "variant")
+
+
+def case_parts(case_id: str) -> tuple[str, str, str]:
+    """``model/backend/params=args,chain=scan`` -> model, backend, ``args scan``.
+
+    The variant shows its values only (each value belongs to one axis, named in the
+    title by :func:`case_layout`), so a variant column is as narrow as its longest value.
+    """
+    parts = case_id.split("/", 2) + ["", ""]
+    values = [kv.partition("=")[2] or kv for kv in parts[2].split(",") if kv]
+    return parts[0], parts[1], " ".join(values)
+
+
+def _axes(case_ids) -> str:
+    """``params chain``: the variant axes, in the order the values are shown."""
+    for case_id in case_ids:
+        variant = case_id.split("/", 2)[2:] or [""]
+        names = [kv.partition("=")[0] for kv in variant[0].split(",") if "=" in kv]
+        if names:
+            return " ".join(names)
+    return ""
+
+
+def case_layout(case_ids) -> tuple[tuple[str, ...], str]:
+    """The case parts that vary over these rows (their columns), and the constant ones for the title."""
+    case_ids = list(case_ids)
+    split = [case_parts(c) for c in case_ids]
+    varying = tuple(name for i, name in enumerate(CASE_PARTS) if len({p[i] for p in split}) > 1)
+    if not varying and split:
+        varying = ("backend",)  # a row needs a name
+    fixed = [f"{name} {split[0][i]}" for i, name in enumerate(CASE_PARTS)
+             if split and name not in varying and split[0][i]]
+    axes = _axes(case_ids)
+    if axes:
+        if "variant" in varying:
+            fixed.append(f"variant = {axes}")
+        elif fixed and fixed[-1].startswith("variant "):
+            fixed[-1] = f"variant {split[0][2]} ({axes})"
+    return varying, ", ".join(fixed)
+
+
+def case_cells(case_id: str, varying: tuple[str, ...]) -> list[str]:
+    parts = dict(zip(CASE_PARTS, case_parts(case_id)))
+    return [parts[name] for name in varying]
+
+
+#: Cells up to this wide are never broken (a value and its unit).
+SHORT, SHORT_HEADER = 8, 13
+
+
+class Fitted:
+    """A table whose layout is chosen at print time for the console's width.
+
+    Why: rich, when a table is too wide, shrinks the widest columns first down to equal
+    widths, which folds short unbreakable words (``torch.eager`` -> ``torch.eage`` /
+    ``r``) while long text columns still have room to wrap. Here every column first
+    gets its longest word (a value with its unit, a short header, kept whole), and the
+    room left goes to the columns that have more to show, in proportion to what they
+    lack. When even the longest words do not fit side by side, the rows are printed as
+    records instead, one paragraph per row: the row's name (its first ``label``
+    cells), then ``column value`` pairs, wrapped at the width. Nothing is ever cut.
+    """
+
+    def __init__(self, table: Table, label: int = 1):
+        self.table = table
+        self.label = label
+
+    def __getattr__(self, name):  # add_row, columns, title, row_count ... of the table
+        return getattr(self.table, name)
+
+    def _measure(self, console, options):
+        from rich.measure import Measurement
+
+        mins, maxs = [], []
+        for column in self.table.columns:
+            column.width = None
+            cells = [column.header, *column.cells]
+            sizes = [Measurement.get(console, options, c) for c in cells]
+            mins.append(max((m.maximum if m.maximum <= (SHORT_HEADER if i == 0 else SHORT) else m.minimum
+                             for i, m in enumerate(sizes)), default=1))
+            maxs.append(max((m.maximum for m in sizes), default=1))
+        return mins, maxs
+
+    def __rich_console__(self, console, options):
+        table = self.table
+        pads = [table._get_padding_width(i) for i in range(len(table.columns))]
+        avail = options.max_width - sum(pads) - table._extra_width
+        mins, maxs = self._measure(console, options)
+        if sum(maxs) <= avail:
+            yield table
+        elif sum(mins) <= avail:
+            spare, lack = avail - sum(mins), [hi - lo for lo, hi in zip(mins, maxs)]
+            total = sum(lack) or 1
+            widths = [lo + spare * d // total for lo, d in zip(mins, lack)]
+            for i in sorted(range(len(widths)), key=lambda i: widths[i] - maxs[i])[:avail - sum(widths)]:
+                widths[i] += 1
+            for column, width in zip(table.columns, widths):
+                column.width = max(width, 1)
+            yield table
+        else:
+            yield from self.records()
+
+    def records(self):
+        """The rows as paragraphs: ``name: column value, column value, ...``."""
+        from rich.text import Text
+
+        def text(cell) -> Text:
+            t = Text.from_markup(cell) if isinstance(cell, str) else cell.copy() if isinstance(cell, Text) else Text(
+                str(cell))
+            return Text(" ").join(t.split("\n"))
+
+        columns = self.table.columns
+        if self.table.title:
+            yield Text(str(self.table.title), style="italic")
+        for row in range(self.table.row_count):
+            cells = [text(list(c.cells)[row]) for c in columns]
+            name = Text(" ").join(c for c in cells[:self.label] if c.plain)
+            name.stylize("bold")
+            line = Text("- ").append(name)
+            parts = [Text(f"{col.header} ").append(cell) for col, cell in zip(columns[self.label:], cells[self.label:])
+                     if cell.plain]
+            line.append(": ").append(Text(", ").join(parts))
+            line.overflow = "fold"
+            yield line
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self.table)
+
+
+def fitted(title: str, columns, label: int = 1, boxed: bool = False) -> Fitted:
+    """A table that fits any width without cutting (see :class:`Fitted`); ``columns``: ``(name, justify)``.
+
+    ``label``: how many leading columns name a row (the case's parts), for the record layout.
+    ``boxed``: rich's default box with rules between columns (``ttfg list``), instead of none.
+    """
+    table = (Table(title=title, title_justify="left") if boxed else
+             Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                   collapse_padding=True))
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")
+    return Fitted(table, label)
+
+
+def _title(text: str, fixed: str) -> str:
+    return f"{text}: {fixed}" if fixed else text
 
 
 def check_table(results, tolerance: float) -> Table:
-    table = Table(title=f"gradient check vs float64 reference (tolerance {tolerance:g})", title_justify="left")
-    for col, justify in (("case", "left"), ("status", "left"), ("loss", "right"), ("loss rel err", "right"),
-                         ("worst rel err", "right"), ("worst tensor", "left"), ("time", "right")):
-        table.add_column(col, justify=justify)
+    varying, fixed = case_layout([r.case_id for r in results])
+    table = fitted(_title(f"gradient check vs float64 reference (tolerance {tolerance:g})", fixed),
+                   [(c, "left") for c in varying]
+                   + [("status", "left"), ("loss", "right"), ("loss rel err", "right"), ("worst rel err", "right"),
+                      ("worst tensor", "left"), ("time", "right")], label=len(varying))
     style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim"}
     for r in results:
+        cells = case_cells(r.case_id, varying)
         if r.status == "skipped" or r.status == "error" and r.worst_error is None:
-            table.add_row(r.case_id, f"[{style[r.status]}]{r.status}[/]", "", "", "", r.detail, "")
+            table.add_row(*cells, f"[{style[r.status]}]{r.status}[/]", "", "", "", r.detail, "")
             continue
         table.add_row(
-            r.case_id, f"[{style[r.status]}]{r.status}[/]", f"{r.loss:.6g}", f"{r.loss_error:.1e}",
+            *cells, f"[{style[r.status]}]{r.status}[/]", f"{r.loss:.6g}", f"{r.loss_error:.1e}",
             f"{r.worst_error:.1e}", r.worst_tensor, fmt.seconds(r.seconds),
         )
     return table
@@ -49,17 +215,10 @@ def _cv(values):
     return statistics.stdev(values) / mean if mean else None
 
 
-def run_table(results) -> Table:
-    """Per case and cache mode: medians of the cold-process samples, with spread and counters."""
-    table = Table(title="time to first gradient (median over fresh processes)", title_justify="left")
-    columns = ("case", "cache", "ok", "first grad", "min-max", "CV", "process", "import", "build",
-               "trace/lower/compile/execute", "second", "allocs", "counters")
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("case", "cache", "counters", "trace/lower/compile/execute") else "right",
-                         no_wrap=col != "counters")
+def _run_rows(results):
+    """Per case and cache mode: everything the run tables show, as formatted cells."""
     for case in results.cases:
         if case.skipped:
-            table.add_row(case.id, "", "skip", "", "", "", "", "", "", f"[dim]{case.skipped}[/]", "", "", "")
             continue
         caches = sorted({s.cache for s in case.samples if s.kind == "timing"}) or ["cold"]
         for cache in caches:
@@ -67,12 +226,8 @@ def run_table(results) -> Table:
             good = case.good("timing", cache)
             first = metrics.case_values(case, "first_grad_s", cache)
             med = _median(first)
-            shares = []
-            for phase in metrics.GRADIENT_PHASES:
-                values = metrics.case_values(case, f"{phase}_s", cache)
-                shares.append(fmt.percent(_median(values) / med) if values and med else fmt.MISSING)
-            cv = _cv(first)
-            allocs = metrics.case_values(case, "alloc_count")
+            phases = {phase: fmt.seconds(_median(metrics.case_values(case, f"{phase}_s", cache)))
+                      for phase in metrics.GRADIENT_PHASES}
             counters = good[-1].get("counters", {}) if good else {}
             counter_text = " ".join(f"{k}={fmt.metric_value(f'counters.{k}', v)}" for k, v in counters.items()
                                     if v is not None)
@@ -83,39 +238,88 @@ def run_table(results) -> Table:
             status = f"{len(good)}/{len(timing)}"
             if len(good) < len(timing):
                 status = f"[red]{status}[/]"
-            table.add_row(
-                case.id, cache, status, fmt.seconds(med),
-                f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))}" if first else fmt.MISSING,
-                fmt.percent(cv),
-                *(fmt.seconds(_median(metrics.case_values(case, m, cache))) for m in ("process_ttfg_s", "import_s",
-                                                                                     "build_s")),
-                "/".join(shares),
-                fmt.seconds(_median(metrics.case_values(case, "second_grad_s", cache))),
-                fmt.count(_median(allocs)),
-                counter_text,
-            )
-    return table
+            med_of = lambda m: fmt.seconds(_median(metrics.case_values(case, m, cache)))  # noqa: E731
+            yield {
+                "case": case.id, "cache": cache, "ok": status, "first grad": fmt.seconds(med),
+                "min–max": f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))}" if first else fmt.MISSING,
+                "CV": fmt.percent(_cv(first)), "process": med_of("process_ttfg_s"), "import": med_of("import_s"),
+                "build": med_of("build_s"), **phases, PHASES_COLUMN: " / ".join(phases.values()),
+                "second": med_of("second_grad_s"),
+                "allocs": fmt.count(_median(metrics.case_values(case, "alloc_count"))), "counters": counter_text,
+            }
+
+
+#: The run's tables: title and columns (besides the case's parts). ``ttfg run --wide`` shows one table.
+PHASES_COLUMN = " / ".join(metrics.GRADIENT_PHASES)
+RUN_TABLES = (
+    ("time to first gradient (median over fresh processes)", ("ok", "first grad", "min–max", "CV", "process")),
+    ("where a cold process spends its time (medians)", ("import", "build", PHASES_COLUMN, "second")),
+    ("allocations and structural counters (counters: last good sample)", ("allocs", "counters")),
+)
+#: ``--wide``: one table, the phases in columns of their own.
+WIDE_COLUMNS = ("ok", "first grad", "min–max", "CV", "process", "import", "build", *metrics.GRADIENT_PHASES, "second",
+                "allocs", "counters")
+LEFT = {"counters", "cache"}
+
+
+def run_tables(results, wide: bool = False) -> list[Table]:
+    """The run's tables: times, phases and counters, each with the case split into model, backend, variant.
+
+    ``wide``: one table with every column (for a wide terminal or ``less -S``).
+    """
+    rows = list(_run_rows(results))
+    varying, fixed = case_layout([r["case"] for r in rows])
+    cache = ("cache",) if len({r["cache"] for r in rows}) > 1 else ()
+    groups = ((RUN_TABLES[0][0], WIDE_COLUMNS),) if wide else RUN_TABLES
+    tables = []
+    for title, columns in groups:
+        if title != RUN_TABLES[0][0]:  # a column nothing was measured for says nothing: left out
+            columns = tuple(c for c in columns if any(r[c] not in ("", fmt.MISSING) for r in rows))
+        shown = rows if title == RUN_TABLES[0][0] else [
+            r for r in rows if any(r[c] not in ("", fmt.MISSING) for c in columns)]
+        if not shown or not columns:
+            continue
+        table = fitted(_title(title, fixed), [(c, "left") for c in (*varying, *cache)]
+                       + [(c, "left" if c in LEFT else "right") for c in columns], label=len(varying) + len(cache))
+        for r in shown:
+            table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *(r[c] for c in columns))
+        tables.append(table)
+    return tables
+
+
+def run_table(results) -> Table:
+    """All of the run in one table (``--wide``); the default output is :func:`run_tables`."""
+    return run_tables(results, wide=True)[0] if any(not c.skipped for c in results.cases) else fitted(
+        RUN_TABLES[0][0], [("case", "left")])
+
+
+def skipped_lines(results) -> list[str]:
+    """One line per skipped case, its reason whole."""
+    return [f"skipped {c.id}: {c.skipped}" for c in results.cases if c.skipped]
 
 
 def failures_table(results) -> Table | None:
     rows = [(c.id, s) for c in results.cases for s in c.samples if not s.ok]
     if not rows:
         return None
-    table = Table(title="failed samples", title_justify="left")
-    for col in ("case", "kind", "#", "error", "stderr (last line)"):
-        table.add_column(col)
+    varying, fixed = case_layout([case_id for case_id, _ in rows])
+    table = fitted(_title("failed samples (the results file keeps each one's stderr tail)", fixed),
+                   [(c, "left") for c in varying]
+                   + [("kind", "left"), ("#", "right"), ("error", "left"), ("stderr (last line)", "left")],
+                   label=len(varying))
     for case_id, s in rows:
         last = (s.stderr_tail or "").strip().splitlines()[-1:] or [""]
-        table.add_row(case_id, s.kind, str(s.index), s.error or "", last[0][:160])
+        table.add_row(*case_cells(case_id, varying), s.kind, str(s.index), s.error or "", last[0])
     return table
 
 
 def effects_table(study) -> Table:
     axis = {"params": "params", "chain": "chain"}[study.study]
-    table = Table(title=f"{study.study} study on {study.model}: effect = treatment / control, "
-                        f"paired cold processes, 95% interval", title_justify="left")
-    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note"):
-        table.add_column(col, no_wrap=col != "note")
+    table = fitted(f"{study.study} study on {study.model}: effect = treatment / control, "
+                   f"paired cold processes, 95 % interval",
+                   [(col, "right" if col in ("pairs", "p") else "left")
+                    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note")],
+                   label=2)
     for row in study.effects:
         e = row.effect
         effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if e else fmt.MISSING
@@ -125,10 +329,9 @@ def effects_table(study) -> Table:
 
 
 def depth_table(study) -> Table:
-    table = Table(title=f"depth study on {study.model}: t = a + b * depth^k, 95% interval for k",
-                  title_justify="left")
-    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note"):
-        table.add_column(col, no_wrap=col not in ("note", "median by depth"))
+    table = fitted(f"depth study on {study.model}: t = a + b * depth^k, 95 % interval for k",
+                   [(col, "right" if col in ("a", "b") else "left")
+                    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note")], label=2)
     for row in study.depth:
         points = " ".join(f"{d}:{fmt.seconds(v)}" for d, v in row.points)
         fit = row.fit
@@ -181,14 +384,15 @@ def expectation_line(r) -> str:
 
 def compare_table(cmp) -> Table:
     """Per case and metric: base and head medians, ratio with interval, verdict."""
-    table = Table(title=f"compare: base {cmp.base_label} vs head {cmp.head_label}", title_justify="left")
-    for col, justify in (("case", "left"), ("metric", "left"), ("base", "right"), ("head", "right"),
-                         ("n", "right"), ("CV b/h", "right"), ("ratio", "right"), ("interval", "right"),
-                         ("p", "right"), ("verdict", "left")):
-        table.add_column(col, justify=justify, no_wrap=col != "case")
+    varying, fixed = case_layout([r.case for r in cmp.rows])
+    table = fitted(_title(f"compare: base {cmp.base_label} vs head {cmp.head_label}", fixed),
+                   [(c, "left") for c in varying]
+                   + [("metric", "left"), ("base", "right"), ("head", "right"), ("n", "right"), ("CV b/h", "right"),
+                      ("ratio", "right"), ("interval", "right"), ("p", "right"), ("verdict", "left")],
+                   label=len(varying))
     for r in cmp.rows:
         cvs = "/".join(fmt.percent(s.cv) for s in (r.base, r.head))
-        table.add_row(r.case, r.metric, *row_values(r), f"{r.verdict.n_base}/{r.verdict.n_head}",
+        table.add_row(*case_cells(r.case, varying), r.metric, *row_values(r), f"{r.verdict.n_base}/{r.verdict.n_head}",
                       cvs if r.compared_as == "timing" else "", fmt.factor(r.verdict.ratio),
                       fmt.interval(r.verdict.ci_low, r.verdict.ci_high), fmt.p_value(r.verdict.p_value),
                       _styled(r.verdict.verdict))
@@ -198,14 +402,15 @@ def compare_table(cmp) -> Table:
 def gate_table(outcome) -> Table:
     """Per case: the gated metric's medians, paired ratio with interval, verdict, pairs, wall time."""
     s = outcome.settings
-    table = Table(title=f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
-                        f"({outcome.head.short}), {s.metric}, paired", title_justify="left")
-    for col, justify in (("case", "left"), ("base", "right"), ("head", "right"), ("ratio", "right"),
-                         ("interval", "right"), ("verdict", "left"), ("tier", "left"), ("pairs", "right"),
-                         ("failed b/h", "right"), ("wall", "right"), ("stopped", "left"), ("counters changed", "left")):
-        table.add_column(col, justify=justify, no_wrap=col not in ("case", "counters changed"))
+    varying, fixed = case_layout([c.case for c in outcome.cases])
+    table = fitted(_title(f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
+                          f"({outcome.head.short}), {s.metric}, paired", fixed),
+                   [(c, "left") for c in varying]
+                   + [("base", "right"), ("head", "right"), ("ratio", "right"), ("interval", "right"),
+                      ("verdict", "left"), ("tier", "left"), ("pairs", "right"), ("failed b/h", "right"), ("wall", "right"),
+                      ("stopped", "left"), ("counters changed", "left")], label=len(varying))
     for c in outcome.cases:
-        table.add_row(c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
+        table.add_row(*case_cells(c.case, varying), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                       fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
                       _styled(c.verdict.verdict), c.tier, f"{c.pairs}/{c.attempted}",
                       f"{c.failed['base']}/{c.failed['head']}",
@@ -215,12 +420,13 @@ def gate_table(outcome) -> Table:
 
 def expectations_table(check) -> Table:
     """Per expectation row that ran: expected, margin, measured, status."""
-    table = Table(title=f"expectations: {check.path}", title_justify="left")
-    for col, justify in (("case", "left"), ("metric", "left"), ("expected", "right"), ("margin", "right"),
-                         ("measured", "right"), ("n", "right"), ("status", "left")):
-        table.add_column(col, justify=justify, no_wrap=col != "case")
+    varying, fixed = case_layout([r.case for r in check.rows])
+    table = fitted(_title(f"expectations: {check.path}", fixed),
+                   [(c, "left") for c in varying]
+                   + [("metric", "left"), ("expected", "right"), ("margin", "right"), ("measured", "right"),
+                      ("n", "right"), ("status", "left")], label=len(varying))
     order = {"regressed": 0, "vanished": 1, "improved": 2, "new": 3, "not measured": 4, "ok": 5}
     for r in sorted(check.rows, key=lambda r: order.get(r.status, 5)):
-        table.add_row(r.case, r.metric, fmt.metric_value(r.metric, r.expected), fmt.percent(r.margin),
+        table.add_row(*case_cells(r.case, varying), r.metric, fmt.metric_value(r.metric, r.expected), fmt.percent(r.margin),
                       fmt.metric_value(r.metric, r.measured), str(r.n), _styled(r.status))
     return table

@@ -52,6 +52,18 @@ FUNCTION_FIELDS = {"fn": "text", "file": "text", "line": "count", "incl": "count
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.
 STUDY_KINDS = ("params", "chain", "depth")
+#: ``environment.fingerprint``: the machine, as far as it changes the numbers (``model.Fingerprint``).
+FINGERPRINT_FIELDS = {
+    "cpu_model": "text", "cpu_arch": "text", "cpu_flags": "texts", "cores": "count", "memory_bytes": "bytes",
+    "kernel": "text", "python": "text", "packages": "versions", "threads": "texts_by_name",
+}
+#: Fingerprint fields that must match for timings of two files to be compared: all of them.
+#: Memory is compared within ``MEMORY_TOLERANCE`` (one VM type reports a few MiB apart).
+TIMING_FIELDS = tuple(FINGERPRINT_FIELDS)
+#: Instruction and structural counts follow the code path, not the machine's speed: the same CPU
+#: architecture, Python and package versions suffice.
+COUNT_FIELDS = ("cpu_arch", "python", "packages")
+MEMORY_TOLERANCE = 0.02
 #: Fields a good sample must have, and which measurements may be zero: the registry's.
 REQUIRED_WHEN_OK = metrics.REQUIRED_WHEN_OK
 ZERO_ALLOWED = metrics.ZERO_ALLOWED | {"process_wall_s"}
@@ -88,3 +100,11 @@ def describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "a list"
     return f"a {type(value).__name__}"
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """The keys whose values differ between two dicts, each as ``"key A vs B"`` (sorted by key).
+
+    The one wording of "these settings (or versions) differ" in merge and fingerprint messages.
+    """
+    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -2,6 +2,13 @@
 
 Format history (``"format": "ttfg-results"``):
 
+* version 2, additions of 2026-12-03 (optional, so every earlier version-2 file still
+  reads): ``environment.fingerprint`` (the machine: CPU model, architecture and flags,
+  cores, memory, kernel, Python, package versions, thread settings; files are only
+  compared, merged or reported together when it matches) and a top-level ``shard``
+  object (index, count, the shard's case ids, a digest of the whole partition, every case
+  of the partition in the selection's order) in the
+  output of ``--shard I/N``; null otherwise.
 * version 2 (2026-12-02): the file owns its sections. The gate's side
   (``environment["gate"]`` and ``settings["gate"]`` in version 1) is the top-level
   ``gate`` object (role, rev, commit, subject, settings); a study's analysis
@@ -12,6 +19,11 @@ Format history (``"format": "ttfg-results"``):
   of text. Strict JSON: no NaN or Infinity (a value that could not be estimated is
   null), and impossible values (a zero or negative time, a negative count) are
   refused on reading and on writing.
+  Since 2026-12-03 ``environment.noise`` may hold the noise floor (source
+  ``calibration`` or ``in-run``, method, measured_at, age_s, machine, alpha, power,
+  entries of case, metric, n, log_ratio_sd, sd_ci95, seconds_per_pair and gates of
+  budget_s, pairs, min_detectable_effect); it is optional, so older version-2 files
+  read unchanged.
 * version 1 (2026-12-01): first version. NaN allowed; samples as free-form objects
   checked field by field; gate and study data stored inside ``environment`` and
   ``settings``.

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from .format import COMMON_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION, is_number, now_iso
+from .format import (COMMON_FIELDS, FORMAT, MEMORY_TOLERANCE, SAMPLE_FIELDS, TIMING_FIELDS, VERSION, differing,
+                     is_number, now_iso)
 
 
 @dataclass
@@ -193,6 +194,134 @@ class GateSection:
 
 
 @dataclass
+class NoiseEntry:
+    """What the noise of one case says a gate can detect: the paired log-ratio SD and its reach."""
+
+    case: str
+    metric: str
+    #: Values the SD rests on: A/A or base/head pairs, or (unpaired estimate) samples.
+    n: int
+    log_ratio_sd: float | None
+    sd_low: float | None = None
+    sd_high: float | None = None
+    #: Median wall seconds of one pair (two cold processes); None when not known.
+    seconds_per_pair: float | None = None
+    #: ``(gate budget s, pairs it buys, smallest detectable effect or None)``.
+    gates: list[tuple[float, int, float | None]] = field(default_factory=list)
+
+    def effect_at(self, budget_s: float) -> float | None:
+        return next((e for b, _, e in self.gates if b == budget_s), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "metric": self.metric, "n": self.n, "log_ratio_sd": self.log_ratio_sd,
+                "sd_ci95": [self.sd_low, self.sd_high], "seconds_per_pair": self.seconds_per_pair,
+                "gates": [{"budget_s": b, "pairs": p, "min_detectable_effect": e} for b, p, e in self.gates]}
+
+
+#: Where a noise floor comes from: a stored ``ttfg doctor --calibrate``, or the run's own samples.
+NOISE_SOURCES = ("calibration", "in-run")
+
+
+@dataclass
+class NoiseFloor:
+    """How noisy the machine was, and so what a gate could detect on it (``environment.noise``).
+
+    ``harness.decide.noise`` builds it; the doctor stores one after ``--calibrate``, and
+    ``ttfg run`` and ``ttfg gate`` record one in every results file.
+    """
+
+    source: str
+    #: How the SD was obtained, in words (it is printed with the number).
+    method: str
+    #: When the underlying samples were measured, and how old they were when recorded.
+    measured_at: str
+    age_s: float | None
+    #: hostname, cpu, cpu_count of the machine measured.
+    machine: dict[str, Any]
+    alpha: float
+    power: float
+    entries: list[NoiseEntry] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "method": self.method, "measured_at": self.measured_at, "age_s": self.age_s,
+                "machine": dict(self.machine), "alpha": self.alpha, "power": self.power, "note": self.note,
+                "entries": [e.to_json() for e in self.entries]}
+
+
+@dataclass
+class Fingerprint:
+    """The machine a results file was measured on, as far as it changes the numbers.
+
+    Why: timings from a 2-core AMD VM and an 8-core Intel runner differ by the machine,
+    not by the code, and a sharded run or a merge that mixed them would report the
+    machine as a regression. Two fingerprints are compared field by field
+    (:meth:`differences`) and the difference is named in words.
+    """
+
+    cpu_model: str
+    cpu_arch: str
+    #: Sorted CPU feature flags (``/proc/cpuinfo``: ``flags`` on x86, ``Features`` on ARM).
+    cpu_flags: list[str]
+    cores: int
+    memory_bytes: int | None
+    kernel: str
+    python: str
+    packages: dict[str, str | None]
+    #: Thread settings of the measured processes (OMP/MKL/OPENBLAS_NUM_THREADS, XLA_FLAGS, ...).
+    threads: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def _differs(self, other: "Fingerprint", name: str) -> str | None:
+        a, b = getattr(self, name), getattr(other, name)
+        if name == "memory_bytes":
+            if a is None or b is None or abs(a - b) <= MEMORY_TOLERANCE * max(a, b):
+                return None
+            return f"memory_bytes {a:,} vs {b:,}"
+        if a == b:
+            return None
+        if name == "cpu_flags":
+            only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+            shown = lambda v: " ".join(v[:6]) + (f" (+{len(v) - 6} more)" if len(v) > 6 else "")  # noqa: E731
+            return ("cpu_flags" + (f" only in the first: {shown(only_a)}" if only_a else "")
+                    + (f" only in the second: {shown(only_b)}" if only_b else ""))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return f"{name} " + ", ".join(differing(a, b))
+        return f"{name} {a!r} vs {b!r}"
+
+    def differences(self, other: "Fingerprint", names: tuple[str, ...] = TIMING_FIELDS) -> list[str]:
+        """The fields of ``names`` that differ, each as ``"cores 2 vs 8"``; empty when the machines match."""
+        return [d for d in (self._differs(other, n) for n in names) if d]
+
+
+@dataclass
+class ShardSection:
+    """What a shard's output adds: which shard of how many, its cases, and the partition it belongs to.
+
+    ``partition`` is a digest of the whole partition (every shard's case ids), so files
+    cut from different selections or cost files are told apart when merged.
+    """
+
+    index: int
+    count: int
+    cases: list[str]
+    partition: str
+    #: Every case of the partition, in the selection's order: a merge checks that none is lost
+    #: and puts the merged cases back in this order.
+    all_cases: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "count": self.count, "cases": list(self.cases), "partition": self.partition,
+                "all_cases": list(self.all_cases)}
+
+
+@dataclass
 class Fit:
     """``t = a + b * depth**k``; a field that could not be estimated is None."""
 
@@ -273,16 +402,31 @@ class Results:
     path: Path | None = None
     gate: GateSection | None = None
     study: StudySection | None = None
+    shard: ShardSection | None = None
+    #: Stored as ``environment.fingerprint``; None in files written before fingerprints existed.
+    fingerprint: Fingerprint | None = None
+    #: The noise floor, stored as ``environment.noise`` (None in files written before it existed).
+    noise: NoiseFloor | None = None
 
     def case(self, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.id == case_id), None)
 
     def to_json(self) -> dict[str, Any]:
+        environment = self._environment_json()
+        if self.fingerprint is not None:
+            environment["fingerprint"] = self.fingerprint.to_json()
         return {"format": FORMAT, "version": VERSION, "created": self.created, "complete": self.complete,
-                "environment": self.environment, "settings": self.settings,
+                "environment": environment, "settings": self.settings,
                 "gate": None if self.gate is None else self.gate.to_json(),
                 "study": None if self.study is None else self.study.to_json(),
+                "shard": None if self.shard is None else self.shard.to_json(),
                 "cases": [c.to_json() for c in self.cases]}
+
+    def _environment_json(self) -> dict[str, Any]:
+        env = {k: v for k, v in self.environment.items() if k != "noise"}
+        if self.noise is not None:
+            env["noise"] = self.noise.to_json()
+        return env
 
     def save(self, path=None) -> Path:
         """Validate and write atomically (strict JSON); see ``harness.results.io.save``."""

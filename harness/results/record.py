@@ -11,11 +11,12 @@ from .format import (COMMON_FIELDS, FORMAT, GRADIENT_PHASES, KINDS, PHASES, SAMP
                      is_number, now_iso)
 from .io import dumps, from_json, load, loads, save
 from .migrate import migrate_v1_to_v2
-from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fit, GateSection, Results, Sample,
-                    StudySection, to_frame)
+from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection, NoiseEntry,
+                    NoiseFloor, Results, Sample, ShardSection, StudySection, to_frame)
 from .validate import validate
 
 __all__ = ["COMMON_FIELDS", "FORMAT", "GRADIENT_PHASES", "KINDS", "PHASES", "SAMPLE_FIELDS", "VERSION", "CaseResult",
-           "ColdEvidence", "DepthEntry", "EffectEntry", "Fit", "GateSection", "Results", "ResultsError", "Sample",
-           "StudySection", "dumps", "from_json", "is_number", "load", "loads", "migrate_v1_to_v2", "now_iso", "save",
+           "ColdEvidence", "DepthEntry", "EffectEntry", "Fingerprint", "Fit", "GateSection", "NoiseEntry", "NoiseFloor",
+           "Results", "ResultsError", "Sample",
+           "ShardSection", "StudySection", "dumps", "from_json", "is_number", "load", "loads", "migrate_v1_to_v2", "now_iso", "save",
            "to_frame", "validate"]

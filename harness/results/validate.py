@@ -13,18 +13,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .format import (COMMON_FIELDS, FORMAT, FUNCTION_FIELDS, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS, STUDY_KINDS,
-                     VERSION, ZERO_ALLOWED,
-                     ResultsError, describe, is_number)
-from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fit, GateSection, Results, Sample,
-                    StudySection)
+from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, FUNCTION_FIELDS, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
+                     STUDY_KINDS, VERSION, ZERO_ALLOWED, ResultsError, describe, is_number)
+from .model import (NOISE_SOURCES, CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection,
+                    NoiseEntry, NoiseFloor, Results, Sample, ShardSection, StudySection)
 
-__all__ = ["results_from_json", "sample_problem", "validate"]
+__all__ = ["fingerprint_from_json", "noise_from_json", "results_from_json", "sample_problem", "shard_from_json",
+           "validate"]
 
 _EXPECTED = {
     "text": "text", "bool": "true or false", "int": "a whole number", "count": "a whole number >= 0",
     "number": "a number", "bytes": "a whole number of bytes >= 0", "seconds": "a positive number of seconds",
-    "seconds0": "a number of seconds >= 0",
+    "seconds0": "a number of seconds >= 0", "nonneg": "a number >= 0",
 }
 
 
@@ -80,10 +80,10 @@ class _Reader:
             if kind != "int" and value < 0:
                 raise self.expect(where, _EXPECTED[kind], value)
             return int(value)
-        if kind in ("number", "seconds", "seconds0"):
+        if kind in ("number", "seconds", "seconds0", "nonneg"):
             if not is_number(value):
                 raise self.expect(where, _EXPECTED[kind], value)
-            if kind == "seconds" and value <= 0 or kind == "seconds0" and value < 0:
+            if kind == "seconds" and value <= 0 or kind in ("seconds0", "nonneg") and value < 0:
                 raise self.expect(where, _EXPECTED[kind], value)
             return value
         raise AssertionError(f"unknown field type {kind!r}")
@@ -194,6 +194,84 @@ class _Reader:
                                    for k in ("rev", "commit", "subject")),
                            dict(self.obj(self.key(raw, "settings", f"{where}."), f"{where}.settings")))
 
+    def noise_entry(self, raw: Any, where: str) -> NoiseEntry:
+        raw = self.obj(raw, where)
+        text = lambda k: self.text(self.key(raw, k, f"{where}."), f"{where}.{k}")  # noqa: E731
+        ci = self.seq(raw.get("sd_ci95", [None, None]), f"{where}.sd_ci95")
+        if len(ci) != 2:
+            raise self.expect(f"{where}.sd_ci95", "[low, high]", ci)
+        low, high = (self.value(v, f"{where}.sd_ci95[{i}]", "nonneg") for i, v in enumerate(ci))
+        gates = []
+        for i, g in enumerate(self.seq(raw.get("gates", []), f"{where}.gates")):
+            g = self.obj(g, f"{where}.gates[{i}]")
+            gates.append((self.value(self.key(g, "budget_s", f"{where}.gates[{i}]."), f"{where}.gates[{i}].budget_s",
+                                     "seconds", optional=False),
+                          self.value(self.key(g, "pairs", f"{where}.gates[{i}]."), f"{where}.gates[{i}].pairs",
+                                     "count", optional=False),
+                          self.value(g.get("min_detectable_effect"), f"{where}.gates[{i}].min_detectable_effect",
+                                     "nonneg")))
+        return NoiseEntry(text("case"), text("metric"),
+                          self.value(self.key(raw, "n", f"{where}."), f"{where}.n", "count", optional=False),
+                          self.value(raw.get("log_ratio_sd"), f"{where}.log_ratio_sd", "nonneg"), low, high,
+                          self.value(raw.get("seconds_per_pair"), f"{where}.seconds_per_pair", "seconds"), gates)
+
+    def noise(self, raw: Any, where: str = "environment.noise") -> NoiseFloor | None:
+        """The noise floor (``environment.noise``): SDs and effects are numbers >= 0, or null when unknown."""
+        if raw is None:
+            return None
+        raw = self.obj(raw, where)
+        source = self.text(self.key(raw, "source", f"{where}."), f"{where}.source")
+        if source not in NOISE_SOURCES:
+            raise self.expect(f"{where}.source", f"one of {', '.join(NOISE_SOURCES)}", source)
+        alpha, power = (self.value(self.key(raw, k, f"{where}."), f"{where}.{k}", "number", optional=False)
+                        for k in ("alpha", "power"))
+        for k, v in (("alpha", alpha), ("power", power)):
+            if not 0 < v < 1:
+                raise self.expect(f"{where}.{k}", "a number between 0 and 1", v)
+        entries = [self.noise_entry(e, f"{where}.entries[{i}]")
+                   for i, e in enumerate(self.seq(raw.get("entries", []), f"{where}.entries"))]
+        return NoiseFloor(source, self.text(self.key(raw, "method", f"{where}."), f"{where}.method"),
+                          self.text(self.key(raw, "measured_at", f"{where}."), f"{where}.measured_at"),
+                          self.value(raw.get("age_s"), f"{where}.age_s", "seconds0"),
+                          dict(self.obj(raw.get("machine", {}), f"{where}.machine")), alpha, power, entries,
+                          self.text(raw.get("note", ""), f"{where}.note"))
+
+    def shard(self, raw: Any, where: str = "shard") -> ShardSection | None:
+        if raw is None:
+            return None
+        raw = self.obj(raw, where)
+        get = lambda k: self.key(raw, k, f"{where}.")  # noqa: E731
+        count = self.value(get("count"), f"{where}.count", "count", optional=False)
+        index = self.value(get("index"), f"{where}.index", "count", optional=False)
+        if count < 1:
+            raise self.expect(f"{where}.count", "a number of shards >= 1", count)
+        if not 1 <= index <= count:
+            raise self.expect(f"{where}.index", f"a shard index from 1 to {count}", index)
+        texts = lambda key, raw_list: [self.text(c, f"{where}.{key}[{i}]")  # noqa: E731
+                                       for i, c in enumerate(self.seq(raw_list, f"{where}.{key}"))]
+        return ShardSection(index, count, texts("cases", get("cases")),
+                            self.text(get("partition"), f"{where}.partition"), texts("all_cases", raw.get("all_cases", [])))
+
+    def fingerprint(self, raw: Any, where: str = "environment.fingerprint") -> Fingerprint | None:
+        if raw is None:
+            return None
+        raw = self.obj(raw, where)
+        extra = sorted(set(raw) - set(FINGERPRINT_FIELDS))
+        if extra:
+            raise self.fail(f"{where}.{extra[0]}", "not a field of the machine fingerprint")
+        values = {}
+        for name, kind in FINGERPRINT_FIELDS.items():
+            at = f"{where}.{name}"
+            v = self.key(raw, name, f"{where}.")
+            if kind == "texts":
+                values[name] = [self.text(x, f"{at}[{i}]") for i, x in enumerate(self.seq(v, at))]
+            elif kind in ("versions", "texts_by_name"):
+                values[name] = {self.text(k, f"{at} key"): self.text(x, f"{at}.{k}", optional=kind == "versions")
+                                for k, x in self.obj(v, at).items()}
+            else:
+                values[name] = self.value(v, at, kind, optional=name == "memory_bytes")
+        return Fingerprint(**values)
+
     def fit(self, raw: Any, where: str) -> Fit | None:
         if raw is None:
             return None
@@ -257,6 +335,8 @@ def results_from_json(data: Any, path: str | os.PathLike = "<results>") -> Resul
         raise r.fail("version", f"unsupported version {data.get('version')!r}; this ttfg reads versions 1 to {VERSION}")
     get = lambda k: r.key(data, k, "")  # noqa: E731
     environment = dict(r.obj(get("environment"), "environment"))
+    fingerprint = r.fingerprint(environment.pop("fingerprint", None))
+    noise = r.noise(environment.pop("noise", None))
     settings = dict(r.obj(get("settings"), "settings"))
     raw_cases = r.seq(get("cases"), "cases")
     created = r.text(get("created"), "created")
@@ -264,7 +344,23 @@ def results_from_json(data: Any, path: str | os.PathLike = "<results>") -> Resul
     cases = [r.case(c, f"cases[{i}]") for i, c in enumerate(raw_cases)]
     return Results(environment, settings, cases, created, complete,
                    Path(path) if str(path) != "<results>" else None,
-                   r.gate(data.get("gate")), r.study(data.get("study")))
+                   r.gate(data.get("gate")), r.study(data.get("study")), r.shard(data.get("shard")), fingerprint,
+                   noise=noise)
+
+
+def shard_from_json(raw: Any, path: str | os.PathLike, where: str = "shard") -> ShardSection | None:
+    """A ``shard`` object (of a results file or a gate's ``gate.json``), checked; None for null."""
+    return _Reader(path).shard(raw, where)
+
+
+def fingerprint_from_json(raw: Any, path: str | os.PathLike, where: str = "fingerprint") -> Fingerprint | None:
+    """A machine fingerprint object, checked; None for null."""
+    return _Reader(path).fingerprint(raw, where)
+
+
+def noise_from_json(data: Any, path: str | os.PathLike = "<noise>") -> NoiseFloor | None:
+    """A stored noise floor (the doctor's ``calibration.json``), checked by the rule of ``environment.noise``."""
+    return _Reader(path).noise(data, "noise")
 
 
 def sample_problem(raw: dict) -> str | None:

@@ -1,0 +1,221 @@
+"""Shards' gate outcomes into one verdict: one gate.json, one summary, one exit code.
+
+Why it can be merged at all: the gate decides each case on its own (its own
+sequential test on pairs measured back to back on one runner), so a case's verdict
+does not depend on which other cases shared its runner. The merged verdict is the
+one an unsharded gate would give, with the unsharded rule: a regression in any shard
+(or a violated expectation) fails (1); otherwise a base that could not run, or no case
+at all, is broken (2); otherwise pass (0).
+
+What it must never do is pass on missing evidence: a shard whose output is absent or
+unfinished is reported by name and the merged exit code is 2, whatever the other
+shards found. Inputs that contradict each other (another partition, the same shard
+twice, a case twice, other revisions or settings, other machines) are refused
+(:class:`~harness.results.merge.MergeError`, exit 2) before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..results.format import differing
+from ..results.machines import check_machines
+from ..results.merge import MergeError, merge_results, shard_problems
+from ..results.model import Results
+from ..results.validate import fingerprint_from_json, shard_from_json
+from .gate import BASE_BROKEN
+
+__all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates"]
+
+#: What a gate's output folder holds.
+GATE_FILE, SIDES = "gate.json", ("base", "head")
+
+
+@dataclass
+class GateShard:
+    """One input: a gate's output folder (or its gate.json), read as far as it got."""
+
+    where: str
+    shard: object | None = None            # ShardSection
+    doc: dict | None = None                # gate.json, None when the gate did not finish
+    sides: dict[str, Results] = field(default_factory=dict)
+    fingerprint: object | None = None
+    #: Why this shard did not finish, when ``doc`` is None.
+    unfinished: str | None = None
+
+
+def load_shard(path: str | Path) -> GateShard:
+    """Read a gate output folder (``gate.json``, ``base.json``, ``head.json``) or a ``gate.json``.
+
+    A folder whose ``gate.json`` is missing but whose results files exist is a shard
+    that did not finish (interrupted, or killed by the CI timeout): it is returned with
+    ``unfinished`` set, its shard taken from the results files.
+
+    Raises
+    ------
+    MergeError
+        When the input is no gate output at all, or a file in it cannot be read.
+    """
+    from ..results.format import ResultsError
+    from ..results.io import load
+
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    gate_file = path if path.is_file() else folder / GATE_FILE
+    out = GateShard(str(folder if path.is_dir() else path))
+    for role in SIDES:
+        side = folder / f"{role}.json"
+        if side.is_file():
+            try:
+                out.sides[role] = load(side)
+            except ResultsError as exc:
+                raise MergeError(str(exc)) from None
+    if gate_file.is_file():
+        try:
+            doc = json.loads(gate_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MergeError(f"{gate_file}: not a readable gate.json ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate":
+            raise MergeError(f"{gate_file}: not a ttfg gate outcome (format {doc.get('format')!r})"
+                             if isinstance(doc, dict) else f"{gate_file}: not a ttfg gate outcome")
+        try:
+            out.shard = shard_from_json(doc.get("shard"), gate_file)
+            out.fingerprint = fingerprint_from_json(doc.get("fingerprint"), gate_file)
+        except ResultsError as exc:
+            raise MergeError(str(exc)) from None
+        out.doc = doc
+        out.where = str(gate_file)
+        return out
+    if not out.sides:
+        raise MergeError(f"{path}: neither {GATE_FILE} nor base.json/head.json: not a gate's output folder")
+    any_side = next(iter(out.sides.values()))
+    out.shard, out.fingerprint = any_side.shard, any_side.fingerprint
+    out.unfinished = (f"the gate did not finish: no {GATE_FILE} in {folder}"
+                      + ("" if any_side.complete else f", and {any_side.path} is marked incomplete"))
+    return out
+
+
+@dataclass
+class MergedGate:
+    """The merged outcome: a gate.json document, the merged results files (when every shard finished), notes."""
+
+    doc: dict
+    sides: dict[str, Results]
+    notes: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return self.doc["exit_code"]
+
+
+def _revision_key(doc: dict, role: str) -> str | None:
+    return (doc.get(role) or {}).get("commit")
+
+
+def _settings(doc: dict) -> dict:
+    settings = dict(doc.get("settings") or {})
+    run = dict(settings.pop("run", None) or {})
+    run.pop("python", None)
+    return {**settings, "run": run}
+
+
+def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
+    """One gate outcome from every shard's (see the module docstring).
+
+    Raises
+    ------
+    MergeError
+        Naming the inputs: not sharded, different partitions, a shard twice, a case in two
+        shards, different base or head commits, different gate settings.
+    MachineMismatch
+        Shards measured on different machines, unless ``force``.
+    """
+    if not shards:
+        raise MergeError("nothing to merge: no gate outputs given")
+    problems, count, missing = shard_problems([(s.where, s.shard) for s in shards])
+    if problems:
+        raise MergeError("; ".join(problems))
+    shards = sorted(shards, key=lambda s: s.shard.index)
+    finished = [s for s in shards if s.doc is not None]
+    if finished:
+        first = finished[0]
+        for s in finished[1:]:
+            for role in SIDES:
+                if _revision_key(s.doc, role) != _revision_key(first.doc, role):
+                    raise MergeError(f"{first.where} gated {role} {_revision_key(first.doc, role)} but {s.where} "
+                                     f"gated {role} {_revision_key(s.doc, role)}: shards of different revisions")
+            diffs = differing(_settings(first.doc), _settings(s.doc))
+            if diffs:
+                raise MergeError(f"{first.where} and {s.where} gated with different settings: " + ", ".join(diffs))
+    notes = check_machines([(s.where, s.fingerprint) for s in shards], "timings", force, action="merge")
+    owner: dict[str, str] = {}
+    cases, skipped, expectation_rows, table = [], [], [], []
+    for s in shards:
+        entry = {"shard": s.shard.label, "file": s.where, "cases": len(s.shard.cases)}
+        if s.doc is None:
+            entry.update(status="failed", detail=s.unfinished, exit_code=None)
+            table.append(entry)
+            continue
+        for c in s.doc.get("cases") or []:
+            if c["case"] in owner:
+                raise MergeError(f"case {c['case']} is in both {owner[c['case']]} and {s.where}")
+            if c["case"] not in s.shard.cases:
+                raise MergeError(f"{s.where} (shard {s.shard.label}) gated {c['case']}, which is not one of its "
+                                 "shard's cases")
+            owner[c["case"]] = s.where
+            cases.append({**c, "shard": s.shard.label})
+        skipped += [sk for sk in s.doc.get("skipped") or [] if sk["case"] not in {x["case"] for x in skipped}]
+        expectations = s.doc.get("expectations") or {}
+        rows = expectations.get("rows") or []
+        expectation_rows += rows
+        code = s.doc.get("exit_code")
+        status = "ok" if code in (0, 1) else "failed"
+        broken = [c["case"] for c in s.doc.get("cases") or [] if c.get("stop") == BASE_BROKEN]
+        detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else "")
+        entry.update(status=status, detail=detail, exit_code=code, elapsed_s=s.doc.get("elapsed_s"),
+                     expectation_failures=[r for r in rows if _failing(r)])
+        table.append(entry)
+    for index in missing:
+        table.append({"shard": f"{index}/{count}", "file": None, "cases": None, "status": "missing",
+                      "detail": f"no output of shard {index}/{count} among the inputs (its job failed or its "
+                                "artifact was not downloaded)", "exit_code": None})
+    table.sort(key=lambda e: int(e["shard"].split("/")[0]))
+    place = {cid: i for i, cid in enumerate(shards[0].shard.all_cases)}
+    cases.sort(key=lambda c: place.get(c["case"], len(place)))  # the selection's order
+    regressed = [c for c in cases if c["verdict"]["verdict"] == "regressed"]
+    expectation_failures = [r for e in table for r in e.get("expectation_failures") or []]
+    incomplete = [e for e in table if e.get("exit_code") is None]  # missing, or did not finish
+    if incomplete:
+        code = 2
+    elif regressed or expectation_failures:
+        code = 1
+    elif not cases or any(c.get("stop") == BASE_BROKEN for c in cases):
+        code = 2
+    else:
+        code = 0
+    first_doc = finished[0].doc if finished else {}
+    merged_sides: dict[str, Results] = {}
+    if not incomplete and all(set(s.sides) == set(SIDES) for s in shards):
+        for role in SIDES:
+            merged_sides[role], _ = merge_results([s.sides[role] for s in shards], force)
+    elif not incomplete:
+        notes.append("base.json/head.json were not merged: a shard's folder lacks them (only gate.json was given)")
+    doc = {"format": "ttfg-gate", "version": 1, "merged": True, "count": count,
+           "partition": shards[0].shard.partition, "base": first_doc.get("base"), "head": first_doc.get("head"),
+           "settings": first_doc.get("settings"), "exit_code": code,
+           "elapsed_s": max((e.get("elapsed_s") or 0.0 for e in table), default=0.0),
+           "shards": table, "cases": cases, "skipped": skipped,
+           "expectations": {"rows": expectation_rows, "failures": len(expectation_failures)} if expectation_rows
+           else None,
+           "fingerprint": None if any(n.startswith("--force") for n in notes) or not finished
+           else first_doc.get("fingerprint"),
+           "notes": notes, "files": {}}
+    return MergedGate(doc, merged_sides, notes)
+
+
+def _failing(row: dict) -> bool:
+    from .expect import FAILING
+
+    return row.get("status") in FAILING

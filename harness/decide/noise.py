@@ -1,0 +1,290 @@
+"""The noise floor: how noisy this machine is, and so what a gate can detect on it.
+
+Why: a result without its noise invites over-reading ("2 % slower!") on a machine
+where a 10-minute gate cannot see less than 8 %. Every results file of ``ttfg run``
+and ``ttfg gate`` therefore records a :class:`~harness.results.model.NoiseFloor` in
+``environment.noise``, from the best evidence at hand:
+
+* ``calibration``: the A/A pairs of the last ``ttfg doctor --calibrate`` on this
+  machine (stored in the user cache folder, ``calibration.json``), when it is at most
+  :data:`MAX_AGE_S` old and was measured on the same host, CPU model and core count;
+* ``in-run``: otherwise an estimate from the run's own samples. A gate's base/head
+  pairs give the paired log-ratio SD directly (a true change shifts the ratios, it
+  does not widen them). ``ttfg run`` has no pairs: ``sqrt(2)`` times the SD of a
+  case's log times is what two independent processes would show; it is an upper
+  bound of the paired SD, since pairing back-to-back processes cancels the drift
+  they share.
+
+From an SD and the seconds a pair takes, :func:`reach` gives the pairs a gate budget
+buys and the smallest effect it detects (``stats.min_detectable_effect``, alpha 0.01,
+95 % power, at most the gate's ``--max-pairs``). :func:`budget_warning` is the gate's
+check before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import statistics
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import stats
+from ..files import atomic_write_text
+from ..results.format import now_iso
+from ..results.model import NoiseEntry, NoiseFloor, Results
+
+#: Gate budgets a floor states the detectable effect for (seconds): 5 and 10 minutes.
+GATE_BUDGETS_S = (300.0, 600.0)
+ALPHA, POWER = 0.01, 0.95
+#: The gate's default --max-pairs (``GateSettings.max_pairs``; repeated to keep this module
+#: free of the gate's imports).
+MAX_PAIRS = 60
+#: A stored calibration older than this is not used: load and neighbours change in hours.
+MAX_AGE_S = 24 * 3600.0
+#: An in-run estimate needs this many good samples (or pairs) of a case.
+MIN_VALUES = 3
+#: Without a calibration, the gate's check states this SD: jax.jit resnet15, one thread, paired
+#: A/A on the 2-core VM ttfg was designed on (DESIGN.md). Other machines differ: calibrate.
+DEFAULT_SD = 0.087
+DEFAULT_SD_SOURCE = "the design reference for jax.jit resnet15 single-threaded on a 2-core VM"
+STORE_NAME = "calibration.json"
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def reach(sd: float | None, seconds_per_pair: float | None, budget_s: float, max_pairs: int = MAX_PAIRS,
+          cases: int = 1, alpha: float = ALPHA, power: float = POWER) -> tuple[int, float | None]:
+    """``(pairs, smallest detectable effect)`` of a gate of ``budget_s`` shared round-robin by ``cases``.
+
+    Without a pair time the gate is assumed to reach ``max_pairs``; the effect is None
+    when the SD is unknown or fewer than 2 pairs fit.
+    """
+    if seconds_per_pair:
+        pairs = min(int(budget_s // (seconds_per_pair * cases)), max_pairs)
+    else:
+        pairs = max_pairs
+    if sd is None or pairs < 2:
+        return pairs, None
+    return pairs, stats.min_detectable_effect(sd, pairs, alpha, power)
+
+
+def pairs_needed(sd: float, min_effect: float, alpha: float = ALPHA, power: float = POWER,
+                 limit: int = 100_000) -> int | None:
+    """The fewest pairs whose detectable effect is at most ``min_effect`` (None beyond ``limit``)."""
+    if stats.min_detectable_effect(sd, limit, alpha, power) > min_effect:
+        return None
+    low, high = 2, limit
+    while low < high:
+        mid = (low + high) // 2
+        if stats.min_detectable_effect(sd, mid, alpha, power) <= min_effect:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _entry(case: str, metric: str, logs: list[float], seconds_per_pair: float | None, scale: float = 1.0,
+           budgets=GATE_BUDGETS_S, max_pairs: int = MAX_PAIRS) -> NoiseEntry:
+    """An entry from log values whose SD, times ``scale``, is the paired log-ratio SD."""
+    sd = scale * statistics.stdev(logs) if len(logs) >= 2 else None
+    low, high = stats.sd_interval(sd, len(logs)) if sd is not None else (None, None)
+    finite = lambda v: v if v is not None and math.isfinite(v) else None  # noqa: E731
+    gates = [(b, *reach(sd, seconds_per_pair, b, max_pairs)) for b in budgets]
+    return NoiseEntry(case, metric, len(logs), sd, finite(low), finite(high), seconds_per_pair, gates)
+
+
+def machine_facts() -> dict:
+    """What identifies the machine a calibration belongs to (the results environment's own fields)."""
+    from ..measure.metadata import cpu_model
+
+    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "cpu_count": os.cpu_count()}
+
+
+def _machine_of(results: Results) -> dict:
+    env = results.environment
+    return {k: env.get(k) for k in ("hostname", "cpu", "cpu_count")}
+
+
+# --------------------------------------------------------------------------- the three sources
+
+
+def from_calibration(calibration, machine: dict | None = None) -> NoiseFloor:
+    """A doctor's calibration (``calibrate.Calibration``) as a floor: one entry per case and metric."""
+    entries = []
+    for case in calibration.cases:
+        for metric, pairs in case.values.items():
+            logs = [math.log(b / a) for a, b in pairs]
+            entries.append(_entry(case.case.id, metric, logs, case.seconds_per_pair))
+    state = ", interrupted" if calibration.interrupted else ""
+    return NoiseFloor("calibration", f"A/A pairs of cold processes over {calibration.elapsed_s:.0f} s{state}",
+                      now_iso(), 0.0, machine or machine_facts(), ALPHA, POWER, entries,
+                      "; ".join(calibration.notes))
+
+
+def in_run(results: Results, metric: str = "first_grad_s") -> NoiseFloor:
+    """``ttfg run``: per case, sqrt(2) x the SD of log times of its good cold samples (see the module doc)."""
+    entries = []
+    for case in results.cases:
+        if case.skipped:
+            continue
+        values = [v for v in case.values(metric, cache="cold") if v > 0]
+        if len(values) < MIN_VALUES:
+            continue
+        walls = [s.process_wall_s for s in case.good("timing", "cold") if s.process_wall_s]
+        per_pair = 2 * statistics.median(walls) if walls else None
+        entries.append(_entry(case.id, metric, [math.log(v) for v in values], per_pair, scale=math.sqrt(2)))
+    note = "" if entries else f"no case has {MIN_VALUES} good cold samples: no estimate (use --repeat {MIN_VALUES} or more)"
+    return NoiseFloor("in-run", f"sqrt(2) x SD of log {metric} over each case's cold processes (unpaired: "
+                                "an upper bound of what a paired gate sees)",
+                      results.created, None, _machine_of(results), ALPHA, POWER, entries, note)
+
+
+def in_gate(base: Results, head: Results, metric: str, max_pairs: int = MAX_PAIRS) -> NoiseFloor:
+    """A gate's own floor: per case, the SD of its complete pairs' ``log(head/base)``."""
+    entries = []
+    for case in base.cases:
+        other = head.case(case.id)
+        if case.skipped or other is None:
+            continue
+        by_pair = {}
+        for role, res_case in (("base", case), ("head", other)):
+            for s in res_case.good("timing", "cold"):
+                v = s.value(metric)
+                if s.pair is not None and v and v > 0:
+                    by_pair.setdefault(s.pair, {})[role] = (v, s.process_wall_s)
+        pairs = [p for p in by_pair.values() if len(p) == 2]
+        if len(pairs) < MIN_VALUES:
+            continue
+        walls = [p["base"][1] + p["head"][1] for p in pairs if p["base"][1] and p["head"][1]]
+        logs = [math.log(p["head"][0] / p["base"][0]) for p in pairs]
+        entries.append(_entry(case.id, metric, logs, statistics.median(walls) if walls else None,
+                              max_pairs=max_pairs))
+    note = "" if entries else f"no case has {MIN_VALUES} complete pairs: no estimate"
+    return NoiseFloor("in-run", f"SD of log(head/base) over the gate's complete pairs of {metric}",
+                      base.created, None, _machine_of(base), ALPHA, POWER, entries, note)
+
+
+# --------------------------------------------------------------------------- the stored calibration
+
+
+def store_path() -> Path:
+    """Where the doctor keeps its last calibration: the user cache folder (``$XDG_CACHE_HOME/ttfg``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ttfg")) / STORE_NAME
+
+
+def save(floor: NoiseFloor, path: Path | None = None) -> Path:
+    return atomic_write_text(path or store_path(), json.dumps(floor.to_json(), indent=1, allow_nan=False) + "\n")
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def stored(machine: dict | None = None, now: datetime | None = None, path: Path | None = None,
+           max_age_s: float = MAX_AGE_S) -> tuple[NoiseFloor | None, str]:
+    """The stored calibration if it is usable here, with ``age_s`` set; else None and why not."""
+    from ..results.format import ResultsError
+    from ..results.validate import noise_from_json
+
+    path = path or store_path()
+    try:
+        floor = noise_from_json(json.loads(path.read_text()), path)
+    except FileNotFoundError:
+        return None, "no stored calibration (run `ttfg doctor --calibrate`)"
+    except (OSError, ValueError, ResultsError) as exc:
+        return None, f"stored calibration {path} unreadable ({str(exc)[:120]})"
+    if floor is None or floor.source != "calibration":
+        return None, f"{path} holds no calibration"
+    machine = machine or machine_facts()
+    differs = [k for k in ("hostname", "cpu", "cpu_count") if floor.machine.get(k) != machine.get(k)]
+    if differs:
+        return None, f"stored calibration is of another machine ({', '.join(differs)} differ)"
+    when = _parse_time(floor.measured_at)
+    now = now or datetime.now(timezone.utc)
+    if when is None:
+        return None, "stored calibration has no readable date"
+    age = (now - when).total_seconds()
+    if age > max_age_s or age < -60:
+        return None, f"stored calibration is {describe_age(age)} old (used up to {describe_age(max_age_s)})"
+    floor.age_s = max(age, 0.0)
+    if not any(e.log_ratio_sd is not None for e in floor.entries):
+        return None, "stored calibration has no SD (too few pairs)"
+    return floor, ""
+
+
+def describe_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+# --------------------------------------------------------------------------- using a floor
+
+
+def entry_for(floor: NoiseFloor | None, case_id: str, metric: str) -> NoiseEntry | None:
+    """The floor's entry for this case and metric; else, of the same backend; else the noisiest of the metric."""
+    if floor is None:
+        return None
+    usable = [e for e in floor.entries if e.metric == metric and e.log_ratio_sd is not None]
+    backend = case_id.split("/")[1] if case_id.count("/") >= 1 else None
+    for match in (lambda e: e.case == case_id, lambda e: e.case.split("/")[1:2] == [backend]):
+        found = [e for e in usable if match(e)]
+        if found:
+            return found[0]
+    return max(usable, key=lambda e: e.log_ratio_sd, default=None)
+
+
+def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: float, max_pairs: int,
+                   floor: NoiseFloor | None, why_no_floor: str = "") -> list[dict]:
+    """Per case whose requested ``min_effect`` is below what the budget can detect here: the facts of the warning.
+
+    Each dict: case, sd, sd_source, pairs (the budget buys), effect (it detects),
+    needed_pairs (for ``min_effect``; None when out of reach), needed_budget_s (None when
+    the pair time is unknown). An empty list: the budget suffices (or nothing is known).
+    """
+    out = []
+    entries = {c: entry_for(floor, c, metric) for c in cases}
+    known = [e.seconds_per_pair for e in entries.values() if e is not None and e.seconds_per_pair]
+    per_round = None
+    if known:  # round-robin: every case takes one pair per round; an uncalibrated case costs the median
+        fill = statistics.median(known)
+        per_round = sum((e.seconds_per_pair if e is not None and e.seconds_per_pair else fill)
+                        for e in entries.values())
+    for case in cases:
+        entry = entries[case]
+        if entry is not None:
+            sd = entry.log_ratio_sd
+            source = (f"calibrated {describe_age(floor.age_s)} ago" if floor.source == "calibration"
+                      else "in-run estimate")
+            if entry.case != case:
+                source += f" on {entry.case}, standing in for this case"
+        else:
+            sd, source = DEFAULT_SD, f"default SD: {DEFAULT_SD_SOURCE}" + (f"; {why_no_floor}" if why_no_floor else "")
+        pairs = min(int(budget_s // per_round), max_pairs) if per_round else max_pairs
+        effect = stats.min_detectable_effect(sd, pairs, ALPHA, POWER) if pairs >= 2 else None
+        if effect is not None and effect <= min_effect:
+            continue
+        needed = pairs_needed(sd, min_effect)
+        out.append({"case": case, "sd": sd, "sd_source": source, "pairs": pairs, "effect": effect,
+                    "needed_pairs": needed,
+                    "needed_budget_s": needed * per_round if needed is not None and per_round else None})
+    return out
+
+
+__all__ = ["ALPHA", "DEFAULT_SD", "GATE_BUDGETS_S", "MAX_AGE_S", "POWER", "budget_warning", "describe_age",
+           "entry_for", "from_calibration", "in_gate", "in_run", "machine_facts", "pairs_needed", "reach", "save",
+           "store_path", "stored"]

@@ -1,0 +1,68 @@
+"""Shards and merges as people read them: the partition table, the merged gate's summary.
+
+Why here: a merged gate is read in a pull request like any gate, so its Markdown
+leads with the decision and uses the same formatter (``fmt``) and table helper as
+``markdown.gate_markdown``; the difference is that it is rebuilt from the shards'
+``gate.json`` documents and says which shard each case ran on, and which shards are
+missing or failed.
+"""
+
+from __future__ import annotations
+
+from . import fmt
+from .markdown import _table, _verdict
+from .tables import Fitted, fitted
+
+__all__ = ["merged_gate_markdown", "partition_table"]
+
+
+def partition_table(plan, repeat: int) -> Fitted:
+    """One row per shard: its cases, and the expected seconds for ``repeat`` rounds of processes."""
+    measured = sum(1 for v in plan.sources.values() if v == "measured")
+    title = (f"{plan.count} shard(s), partition {plan.digest}; costs: {measured} measured, "
+             f"{len(plan.sources) - measured} estimated; expected wall time "
+             f"{fmt.seconds(plan.makespan_s * repeat)} for {repeat} process(es) per case "
+             f"(one runner: {fmt.seconds(plan.total_s * repeat)})")
+    # Fits the terminal without cutting a case id (see tables.Fitted).
+    table = fitted(title, (("shard", "left"), ("cases", "right"), ("expected", "right"), ("case ids", "left")),
+                   boxed=True)
+    for s in plan.shards:
+        table.add_row(s.spec.label, str(len(s.cases)), fmt.seconds(s.cost_s * repeat) if s.cases else fmt.MISSING,
+                      "\n".join(s.cases) or "(empty)")
+    return table
+
+
+def merged_gate_markdown(merged: dict) -> str:
+    """A merged gate document (``harness.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
+    code = merged["exit_code"]
+    decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
+    settings = merged.get("settings") or {}
+    metric = settings.get("metric", "first_grad_s")
+    base, head = merged.get("base") or {}, merged.get("head") or {}
+    shards = merged["shards"]
+    present = [s for s in shards if s["status"] != "missing"]
+    lines = [f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
+             f"base `{base.get('rev', '?')}` ({(base.get('commit') or '?')[:8]}) vs head `{head.get('rev', '?')}` "
+             f"({(head.get('commit') or '?')[:8]}); metric `{metric}`, minimum effect {fmt.percent(settings.get('min_effect'))},"
+             f" alpha {settings.get('alpha', '?')}, each case paired and interleaved on its shard's runner", ""]
+    problems = [s for s in shards if s["status"] in ("missing", "failed")]
+    if problems:
+        lines += [f"- **shard {s['shard']} {s['status']}**: {s['detail']}" for s in problems] + [""]
+    rows = []
+    for c in merged["cases"]:
+        v = c["verdict"]
+        rows.append([c["case"], c["shard"], fmt.metric_value(metric, c["base"].get("median")),
+                     fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
+                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"]), c.get("tier", "time"),
+                     str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
+    lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
+                     "stopped"], rows) + [""]
+    lines += [f"- `{c['case']}` (decided by the {c.get('tier', 'time')} tier): {c['verdict'].get('reason', '')}"
+              for c in merged["cases"]]
+    lines += [f"- skipped `{s['case']}`: {s['reason']}" for s in merged.get("skipped", [])]
+    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
+    if failed_expectations:
+        lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
+        lines += [f"- `{f['case']}` {f['metric']}: {f['status']}" for f in failed_expectations]
+    lines += [f"> {note}" for note in merged.get("notes", [])]
+    return "\n".join(lines).rstrip() + "\n"
