@@ -48,8 +48,6 @@ STRUCTURAL, INSTRUCTIONS, TIME = "structural", "instructions", "time"
 TIERS = (STRUCTURAL, INSTRUCTIONS, TIME)
 #: What a CI user should run: the cheap exact tiers first, wall time only for what they leave.
 DEFAULT_TIERS = TIERS
-#: The sample kind each metric of the count tier lives in, from the registry.
-SETTLED = "settled"
 
 
 def parse_tiers(text: str | None) -> tuple[str, ...]:
