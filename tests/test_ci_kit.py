@@ -92,6 +92,17 @@ def test_trend_workflow_shape():
     # ttfg asv record runs asv in the existing environment with --set-commit-hash, then publishes.
     assert "ttfg asv record HEAD" in scripts
     assert "git push --quiet origin HEAD:perf-history" in scripts
+    # New timing steps are confirmed by paired re-runs, within a budget, before the history is
+    # saved (the confirmations travel with it) and before the report reads them.
+    steps = [s for job in doc["jobs"].values() for s in job["steps"]]
+    runs = [s.get("run", "") for s in steps]
+    confirm = next(i for i, r in enumerate(runs) if "ttfg regressions" in r)
+    assert "--confirm" in runs[confirm] and "--budget" in runs[confirm]
+    record = next(i for i, r in enumerate(runs) if "ttfg asv record" in r)
+    save = next(i for i, r in enumerate(runs) if "perf-history" in r and "git push" in r)
+    report = next(i for i, r in enumerate(runs) if "ttfg report" in r)
+    assert record < confirm < save < report
+    assert "--commit-url" in runs[report] and "{sha}" in runs[report]
 
 
 def _steps(job):

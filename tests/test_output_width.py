@@ -136,7 +136,9 @@ def test_regressions_table_and_json(tmp_path, monkeypatch, capsys):
     assert main(["regressions", "--results", str(folder), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["format"] == "ttfg-regressions" and data["exit_code"] == 0 and data["commits"] == 40
-    assert data["regressions"] + data["improvements"] == len(data["steps"]) > 0
+    # Every step is listed; the counts split findings (deterministic, confirmed) from timing candidates.
+    assert data["regressions"] + data["improvements"] + data["candidates"] == len(data["steps"]) > 0
+    assert {s["status"] for s in data["steps"]} <= {"deterministic", "confirmed", "not reproduced", "unconfirmed"}
     assert f"{data['regressions']} regression(s), {data['improvements']} improvement(s)" in text
     step = data["steps"][0]
     assert {"case", "model", "backend", "variant", "metric", "before", "after", "change", "kind", "unit"} <= set(step)

@@ -159,10 +159,10 @@ def test_costs_file_from_a_results_file_and_from_asv_history(tmp_path):
     res = synthetic({"resnet15/jax.jit/params=args,chain=unrolled": timing_run([1.0, 2.0, 3.0])})
     costs = load_costs(res.save(tmp_path / "r.json"))
     assert costs == {"resnet15/jax.jit/params=args,chain=unrolled": 4.5}  # median process_wall_s
-    history = load_costs(ROOT / "results")
-    assert history["resnet15/autograd/params=args,chain=unrolled"] == pytest.approx(1.677327)
-    one = next((ROOT / "results" / "ttfg-dev-2core").glob("001308cb*.json"))
-    assert load_costs(one)["resnet15/autograd/params=args,chain=unrolled"] == pytest.approx(1.774535)
+    history = load_costs(ROOT / "results")  # the shipped history: median process TTFG over its commits
+    assert history["resnet15/autograd/params=args,chain=unrolled"] == pytest.approx(2.355463)
+    one = next((ROOT / "results" / "ttfg-dev-2core").glob(f"{SHIPPED}*.json"))
+    assert load_costs(one)["resnet15/autograd/params=args,chain=unrolled"] == pytest.approx(2.631915)
     (tmp_path / "x.json").write_text("[]")
     for bad in (tmp_path / "x.json", tmp_path / "nope.json"):
         with pytest.raises(UsageError, match=str(bad)):
@@ -421,10 +421,13 @@ def test_gate_merge_refuses_contradicting_shards(sharded_gates, cli, tmp_path):
 
 # --------------------------------------------------------------------------- merging asv results
 
+#: A commit of the shipped history in results/ (its file is split into shards below).
+SHIPPED = "38d2f481"
+
 
 def _asv_shards(tmp_path) -> tuple[dict, list[Path]]:
     """A committed asv result file split in two: every measured value in exactly one shard."""
-    source = next((ROOT / "results" / "ttfg-dev-2core").glob("001308cb*.json"))
+    source = next((ROOT / "results" / "ttfg-dev-2core").glob(f"{SHIPPED}*.json"))
     original = json.loads(source.read_text())
     paths = []
     for k in (0, 1):
@@ -454,12 +457,14 @@ def test_asv_shards_merge_into_the_original_history_entry(cli, tmp_path):
     assert (tmp_path / "results" / "ttfg-dev-2core" / "machine.json").exists()
     frame = asv_results.load(tmp_path / "results", dropna=True)
     assert len(frame) == len(asv_results.load_file(
-        next((ROOT / "results" / "ttfg-dev-2core").glob("001308cb*.json")), dropna=True))
+        next((ROOT / "results" / "ttfg-dev-2core").glob(f"{SHIPPED}*.json")), dropna=True))
 
 
 def test_asv_merge_reports_conflicts_and_other_commits(cli, tmp_path):
-    _, paths = _asv_shards(tmp_path)
-    _edit(paths[1], lambda d: d["results"]["ttfg.track_alloc_count"][0].__setitem__(0, 1.0))
+    original, paths = _asv_shards(tmp_path)
+    measured = original["results"]["ttfg.track_alloc_count"][0]
+    i = next(j for j, v in enumerate(measured) if v is not None and v == v)  # a value one shard holds
+    _edit(paths[1 - i % 2], lambda d: d["results"]["ttfg.track_alloc_count"][0].__setitem__(i, 1.0))
     out = cli("merge", "asv", *map(str, paths), "--out", str(tmp_path / "m.json"))
     assert out.returncode == 2 and "conflicting values" in out.stderr and "ttfg.track_alloc_count" in out.stderr
     assert str(paths[0]) in out.stderr and str(paths[1]) in out.stderr and not (tmp_path / "m.json").exists()

@@ -35,9 +35,33 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="leave out asv result files that cannot be read, listing each (default: such a file is an "
                         "error, exit 2, since dropping it would hide commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
+    p.add_argument("--confirmations", metavar="FILE",
+                   help="re-measurements of timing steps (default: confirmations.json in the --results folder, "
+                        "written by `ttfg regressions --confirm`)")
     p.add_argument("--force", action="store_true",
                    help="show timings of results files measured on different machines side by side (refused by "
                         "default, naming the differing fingerprint fields); the report says so")
+
+
+REGRESSIONS_HELP = """\
+Detect level changes in every case's metrics across commits and print them:
+deterministic metrics (counters, allocations) first, then timings. A timing
+step is listed only when the samples on its two sides differ significantly,
+and it counts as a regression only once a paired re-run confirmed it; the
+others are listed apart as candidates.
+
+--confirm re-measures the two commits around each unconfirmed timing step
+with the gate (git worktrees of both, cold processes interleaved A B, B A, ...
+on this machine), within --budget, and stores each outcome (confirmed, not
+reproduced, unconfirmed) in the confirmations file beside the history, which
+`ttfg report` reads.
+
+exit codes:
+  0  done (informational: regressions do not fail; use `ttfg gate` to fail CI)
+  2  bad input (nothing written), or with --confirm: some step's commit is
+     missing from the repository (every other step was still re-measured and
+     saved)
+"""
 
 
 def add_report_commands(sub) -> None:
@@ -56,15 +80,29 @@ def add_report_commands(sub) -> None:
                    help="the summary also compares with N commits back (default: 10)")
     p.add_argument("--asv-html", metavar="DIR",
                    help="asv site to link to (default: asv/ beside --out, i.e. reports/asv, when it has index.html)")
+    p.add_argument("--commit-url", metavar="TEMPLATE",
+                   help="link commits to their pages: an http(s) URL with {sha}, e.g. "
+                        "'https://github.com/OWNER/REPO/commit/{sha}' (default: show_commit_url of asv.conf.json "
+                        "when set, the hash appended)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
-        "regressions", help="list detected steps in the history (terminal table)",
-        description="Detect level changes in every case's metrics across commits and print them, regressions first "
-                    "(largest first). Informational: exit 0 whether or not regressions are found (use `ttfg gate` "
-                    "to fail CI); exit 2 on bad input.")
+        "regressions", help="list detected steps in the history (terminal table); --confirm re-measures them",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=REGRESSIONS_HELP)
     _common(p)
     p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
+    p.add_argument("--confirm", action="store_true",
+                   help="re-measure the unconfirmed timing steps, paired, and store the outcomes")
+    p.add_argument("--budget", default="10m", metavar="DURATION",
+                   help="wall-clock time for --confirm over all steps, e.g. 600, 90s, 10m, 1h (default: 10m)")
+    p.add_argument("--max-steps", type=options.count(1, 10**6, "--max-steps"), metavar="N",
+                   help="--confirm at most N steps (largest regressions first)")
+    p.add_argument("--reconfirm", action="store_true",
+                   help="with --confirm, re-measure steps that already have an outcome too")
+    p.add_argument("--repo", default=".", metavar="DIR", help="the git repository of the history's commits (default: .)")
+    p.add_argument("--confirm-dir", default="runs/confirm", metavar="DIR",
+                   help="where --confirm keeps each gate run's results files (default: runs/confirm)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table (default), or json: every step with its values in the metric's unit, for scripts")
     p.set_defaults(func=cmd_regressions)
@@ -142,6 +180,40 @@ def load_inputs(args, notes: list[str]):
     return history, runs
 
 
+def confirmations_path(args) -> Path:
+    from ..history import confirm
+
+    return Path(args.confirmations) if args.confirmations else confirm.path_for(args.results or DEFAULT_RESULTS)
+
+
+def load_confirmations(args) -> dict:
+    from ..history import confirm
+
+    return confirm.load(confirmations_path(args))
+
+
+def commit_url(args) -> str | None:
+    """``--commit-url``, checked; else asv.conf.json's ``show_commit_url`` (hash appended)."""
+    from ..errors import UsageError
+
+    if args.commit_url:
+        if not args.commit_url.startswith(("https://", "http://")) or "{sha}" not in args.commit_url:
+            raise UsageError(f"--commit-url {args.commit_url!r}: expected an http(s) URL with {{sha}}, e.g. "
+                             "'https://github.com/OWNER/REPO/commit/{sha}'")
+        return args.commit_url
+    conf = Path("asv.conf.json")
+    if conf.is_file():
+        from ..history.asv_record import load_config
+
+        try:
+            url = load_config(conf).get("show_commit_url")
+        except UsageError:
+            return None
+        if isinstance(url, str) and url.startswith(("https://", "http://")):
+            return url
+    return None
+
+
 def _print_notes(notes: list[str]) -> None:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -157,46 +229,57 @@ def cmd_report(args) -> int:
     from .outputs import output_file
 
     out = output_file(args.out, "--out", create_parents=True)
+    url = commit_url(args)
     notes: list[str] = []
     history, runs = load_inputs(args, notes)
-    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
+    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
+                       confirmations=load_confirmations(args))
     prepared.notes[:0] = notes
-    html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold)
+    html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold,
+                  commit_url=url)
     path = atomic_write_text(out, html)
     _print_notes(prepared.notes)
-    steps = prepared.trends.steps
-    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
-    print(f"{prepared.trends.n_commits} commit(s), {len(prepared.trends.cases())} case(s), "
-          f"{n_reg} regression(s), {len(steps) - n_reg} improvement(s) detected", file=sys.stderr)
+    print(f"{prepared.trends.n_commits} commit(s), {len(prepared.trends.cases())} case(s), {_counts(prepared.trends)}",
+          file=sys.stderr)
     print(path)
     return 0
 
 
-def regressions_table(prepared, only_regressions: bool = False):
-    """The detected steps as a rich table (regressions first, largest first)."""
+def _counts(trends) -> str:
+    text = f"{trends.n_regressions()} regression(s), {trends.n_improvements()} improvement(s)"
+    n_cand = len(trends.candidates())
+    return text + (f"; {n_cand} unconfirmed timing candidate(s), not counted" if n_cand else "")
+
+
+def regressions_table(prepared, only_regressions: bool = False, candidates: bool = False):
+    """Steps as a rich table: the counted ones (deterministic, confirmed), or the timing candidates."""
     from rich.markup import escape
 
     from ..present import fmt
     from ..present.tables import case_cells, case_layout, fitted
     from ..history.points import metric
 
-    steps = prepared.trends.steps
+    trends = prepared.trends
+    steps = trends.candidates() if candidates else trends.counted()
     if only_regressions and len(steps):
         steps = steps[steps["kind"] == "regression"]
     rows = list(steps.itertuples(index=False))
     varying, fixed = case_layout([r.case for r in rows])
-    title = f"detected steps over {prepared.trends.n_commits} commit(s) ({prepared.source})"
+    what = "candidates: timing steps not confirmed (not counted)" if candidates else "detected steps"
+    title = f"{what} over {trends.n_commits} commit(s) ({prepared.source})"
     table = fitted(f"{title}: {fixed}" if fixed else title,
-                   [("kind", "left"), *((c, "left") for c in varying), ("metric", "left"),
+                   [("kind", "left"), ("status", "left"), *((c, "left") for c in varying), ("metric", "left"),
                     ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
-                    ("change", "right")], label=1 + len(varying))
+                    ("change", "right"), ("p", "right")], label=2 + len(varying))
     for r in rows:
         info = metric(r.metric)
-        style = "red" if r.kind == "regression" else "green"
+        style = ("red" if r.kind == "regression" else "green") if not candidates else "yellow"
         date = r.date_after.strftime("%Y-%m-%d") if hasattr(r.date_after, "strftime") and r.date_after == r.date_after else ""
-        table.add_row(f"[{style}]{r.kind}[/]", *(escape(c) for c in case_cells(r.case, varying)), escape(info.brief),
+        table.add_row(f"[{style}]{r.kind}[/]", escape(r.status), *(escape(c) for c in case_cells(r.case, varying)),
+                      escape(info.brief),
                       escape(f"{r.label_before} → {r.label_after}"), date,
-                      fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]")
+                      fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]",
+                      fmt.p_value(r.p_value) if r.p_value == r.p_value else "")
     return table
 
 
@@ -204,8 +287,10 @@ def regressions_table(prepared, only_regressions: bool = False):
 REGRESSIONS_VERSION = 1
 
 
-def regressions_json(prepared, only_regressions: bool, notes: list[str]) -> dict:
-    """The detected steps for scripts: every column of the table, unformatted (the metric's unit)."""
+def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_code: int = 0) -> dict:
+    """Every step for scripts, unformatted (the metric's unit): the counted ones (deterministic,
+    confirmed) and the timing candidates alike, each with its ``status``; ``regressions`` and
+    ``improvements`` count only the counted ones, ``candidates`` the others."""
     import math
 
     from ..history.trends import STEP_COLUMNS
@@ -224,35 +309,85 @@ def regressions_json(prepared, only_regressions: bool, notes: list[str]) -> dict
 
     rows = [{**{k: plain(v) for k, v in zip(STEP_COLUMNS, (getattr(r, c) for c in STEP_COLUMNS))},
              "unit": metric(r.metric).unit} for r in steps.itertuples(index=False)]
-    every = prepared.trends.steps
-    return {"format": "ttfg-regressions", "version": REGRESSIONS_VERSION, "exit_code": 0, "source": prepared.source,
-            "commits": prepared.trends.n_commits, "series": len(prepared.trends.series),
-            "regressions": int((every["kind"] == "regression").sum()) if len(every) else 0,
-            "improvements": int((every["kind"] != "regression").sum()) if len(every) else 0,
-            "notes": notes, "steps": rows}
+    trends = prepared.trends
+    return {"format": "ttfg-regressions", "version": REGRESSIONS_VERSION, "exit_code": exit_code,
+            "source": prepared.source, "commits": trends.n_commits, "series": len(trends.series),
+            "regressions": trends.n_regressions(), "improvements": trends.n_improvements(),
+            "candidates": len(trends.candidates()), "dismissed": trends.dismissed, "notes": notes, "steps": rows}
 
 
 def cmd_regressions(args) -> int:
     import json
 
+    from ..decide.gate import parse_duration
     from ..present.report import prepare
     from ..present.tables import console as make_console
 
+    budget = parse_duration(args.budget) if args.confirm else None  # bad input first, before any work
     notes: list[str] = []
     history, runs = load_inputs(args, notes)
-    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine)
-    _print_notes(notes + prepared.notes)
+    stored_path = confirmations_path(args)
+    stored = load_confirmations(args)
+    prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
+                       confirmations=stored)
     if args.format == "json":
-        print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes), indent=1,
+        code = _confirm(args, prepared, stored, stored_path, budget, make_console(stderr=True)) if args.confirm else 0
+        _print_notes(notes + prepared.notes)
+        print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes, code), indent=1,
                          allow_nan=False))
-        return 0
+        return code
     console = make_console()
-    steps = prepared.trends.steps
-    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
-    if len(steps) and not (args.only_regressions and not n_reg):
+    code = 0
+    if args.confirm:
+        code = _confirm(args, prepared, stored, stored_path, budget, console)
+    _print_notes(notes + prepared.notes)
+    trends = prepared.trends
+    counted, candidates = trends.counted(), trends.candidates()
+    show = counted if not args.only_regressions or not len(counted) else counted[counted["kind"] == "regression"]
+    if len(show):
         console.print(regressions_table(prepared, args.only_regressions))
-    console.print(f"{n_reg} regression(s), {len(steps) - n_reg} improvement(s) in "
-                  f"{len(prepared.trends.series)} series over {prepared.trends.n_commits} commit(s)", highlight=False)
+    if args.only_regressions and len(candidates):
+        candidates = candidates[candidates["kind"] == "regression"]
+    if len(candidates):
+        console.print(regressions_table(prepared, args.only_regressions, candidates=True))
+    console.print(f"{_counts(trends)} in {len(trends.series)} series over {trends.n_commits} commit(s)",
+                  highlight=False)
+    return code
+
+
+def _confirm(args, prepared, stored: dict, stored_path: Path, budget: float, console) -> int:
+    """Re-measure the candidates, store the outcomes, re-apply them; 2 when a commit was missing."""
+    from ..history import confirm
+    from ..measure.worktrees import repo_root
+
+    from .outputs import output_dir
+
+    output_dir(args.confirm_dir, "--confirm-dir")
+    repo = repo_root(args.repo)
+    missing: list[str] = []
+
+    def note(text: str) -> None:
+        console.print(f"confirm: {text}", highlight=False)
+        if text.startswith("cannot confirm"):
+            missing.append(text)
+
+    found = confirm.confirm(prepared.trends, repo, budget, args.confirm_dir, redo=args.reconfirm,
+                            max_steps=args.max_steps, on_note=note)
+    if not found:
+        console.print("confirm: no unconfirmed timing step to re-measure", highlight=False)
+        return 0
+    merged = confirm.merge(stored, found)
+    path = confirm.save(stored_path, merged)
+    confirm.apply(prepared.trends, merged)
+    counts: dict[str, int] = {}
+    for c in found:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    console.print(f"confirm: {len(found)} step(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                  + f"; saved in {path}", highlight=False)
+    if missing:
+        console.print(f"[red]confirm[/]: {len(missing)} gate run(s) could not start because a commit is missing "
+                      "from the repository (exit 2); every other step was re-measured and saved", highlight=False)
+        return 2
     return 0
 
 

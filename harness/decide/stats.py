@@ -37,6 +37,11 @@ Comparisons
   Mann-Whitney U test on log times with the Hodges-Lehmann shift and its
   distribution-free interval. It cannot tell machine drift from a code change, so
   its verdicts are weaker evidence than paired ones.
+* :func:`compare_segments`: two stretches of a history (the commits before a step
+  and after it), each commit with its samples. The commit is the unit: a Welch t-test
+  on the commits' mean log times, whose variance is at least what the within-commit
+  spread implies, so machine drift between recordings counts as noise; when commits
+  hold several samples, a Mann-Whitney test on the pooled samples must agree.
 * :func:`compare_counter`: deterministic counters (allocations, instructions, graph
   ops) repeat within 0.5 %; medians are compared against a relative threshold, no
   test.
@@ -91,7 +96,7 @@ from scipy import optimize, special, stats
 
 __all__ = [
     "VERDICTS", "Summary", "summarize", "Verdict", "decide", "compare_paired", "compare_unpaired",
-    "compare_counter", "SequentialPairedTest", "PowerLawFit", "fit_power_law", "linearity", "Effect",
+    "compare_counter", "compare_segments", "SequentialPairedTest", "PowerLawFit", "fit_power_law", "linearity", "Effect",
     "paired_effect", "simulate_pairs", "paired_log_sd", "min_detectable_effect", "sd_interval", "simulate_gate",
     "false_alarm_rate", "power", "FailureTest", "compare_failures", "FAILURE_ALPHA",
 ]
@@ -611,6 +616,73 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
         reason = (f"{nb} base and {nh} head samples are too few for a {(1 - alpha) * 100:.4g}% rank interval "
                   f"(ratio {ratio:.3f}, p={_fmt_p(p)}); more samples would help")
     return Verdict(verdict, ratio, ci_low, ci_high, p, nb, nh, method, reason)
+
+
+def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
+    """Did a history's level change between two stretches of commits, given every sample?
+
+    The trend report proposes a step where the commits' medians move; whether the
+    samples behind them moved is decided here. Each stretch is a list of commits and
+    each commit a sequence of positive samples (one sample: the commit kept only its
+    median). Why the commit is the unit: history is recorded commit by commit, minutes
+    or days apart, so the machine's drift moves all samples of one commit together;
+    pooling samples across commits would count that drift as signal.
+
+    * Per commit, the mean of its log samples. Per stretch, the variance of that mean is
+      the larger of the between-commit variance and what the pooled within-commit
+      variance alone implies (``s_w² / n_i``): a stretch of commits that agree by luck
+      is never trusted more than its samples allow.
+    * A Welch t-test on the two stretches' means (Welch-Satterthwaite df), with the
+      ``1 - alpha`` interval of the ratio ``exp(mean_after - mean_before)``.
+    * When both stretches hold commits with several samples, a Mann-Whitney test on
+      the pooled log samples too; the larger p-value counts (both must agree).
+
+    The verdict follows :func:`decide` (``regressed``: after is slower). Fewer than two
+    commits on a side: inconclusive.
+    """
+    _check_level(alpha, min_effect)
+    sides = []
+    for what, stretch in (("before", before), ("after", after)):
+        # One pass over all samples of a stretch (a long history has thousands of commits).
+        sizes = np.fromiter((len(c) for c in stretch), dtype=np.int64, count=len(stretch))
+        flat = np.log(_timings(np.concatenate([np.asarray(c, dtype=float) for c in stretch])
+                               if len(stretch) else np.array([]), what)) if sizes.sum() else np.array([])
+        sizes = sizes[sizes > 0]
+        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+        means = np.add.reduceat(flat, starts) / sizes if len(sizes) else np.array([])
+        ss = np.add.reduceat((flat - np.repeat(means, sizes)) ** 2, starts) if len(sizes) else np.array([])
+        sides.append((sizes, means, ss, flat))
+    (kb, mb, ssb, pb), (ka, ma, ssa, pa) = sides
+    n_b, n_a = int(kb.sum()), int(ka.sum())
+    method = "commit-welch"
+    nan = math.nan
+    if len(mb) < 2 or len(ma) < 2:
+        return Verdict("inconclusive", nan, nan, nan, nan, n_b, n_a, method,
+                       f"{len(mb)} and {len(ma)} commit(s); a step needs at least 2 commits on each side")
+    dof_w = int((kb - 1).sum() + (ka - 1).sum())
+    s2w = float(ssb.sum() + ssa.sum()) / dof_w if dof_w else 0.0
+
+    def mean_var(means, sizes):
+        floor = s2w * float(np.mean(1.0 / sizes))
+        return max(float(means.var(ddof=1)), floor) / len(means)
+
+    vb, va = mean_var(mb, kb), mean_var(ma, ka)
+    diff = float(ma.mean() - mb.mean())
+    se = math.sqrt(vb + va)
+    if se == 0:
+        p, tcrit = (0.0 if diff else 1.0), 0.0
+    else:
+        df = (vb + va) ** 2 / (vb ** 2 / (len(mb) - 1) + va ** 2 / (len(ma) - 1))
+        p = float(2 * stats.t.sf(abs(diff) / se, df))
+        tcrit = float(stats.t.ppf(1 - alpha / 2, df))
+    ratio, ci_low, ci_high = _exp(diff), _exp(diff - tcrit * se), _exp(diff + tcrit * se)
+    if (kb > 1).any() and (ka > 1).any():
+        if np.ptp(np.concatenate([pb, pa])) > 0:  # identical samples everywhere: nothing to rank
+            p = max(p, float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue))
+        method = "commit-welch + mann-whitney"
+    verdict, reason = decide(ratio, ci_low, ci_high, p, min_effect, alpha)
+    reason = f"{len(mb)} commit(s), {n_b} sample(s) before; {len(ma)} commit(s), {n_a} after: {reason}"
+    return Verdict(verdict, ratio, ci_low, ci_high, p, n_b, n_a, method, reason)
 
 
 # --------------------------------------------------------------------------- counters

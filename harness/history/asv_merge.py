@@ -102,7 +102,9 @@ def merge_asv(docs: list[tuple[str, dict]]) -> tuple[dict, list[str]]:
                     conflicts.append(f"{bench} {_combination(out.get('params'), i)}: {v!r} in {name} but "
                                      f"{values[i]!r} in {source[i][0]}")
         for col in PER_COMBINATION:
-            if col not in columns or not isinstance(out.get(col), list):
+            # A shard whose values of this benchmark are all n/a stores no stats or samples at all,
+            # so any holder's list counts (the samples of a timing must survive the merge).
+            if col not in columns or not any(isinstance(r.get(col), list) for _, r in holders):
                 continue
             merged = []
             for i in range(size):

@@ -139,8 +139,9 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                 run_conf = tmp / f"{sha[:12]}.asv.conf.json"
                 run_conf.write_text(json.dumps({**conf, "version": 1, "repo": str(root), **absolute, "branches": [sha],
                                                 "benchmark_dir": str(tree / bench_dir)}, indent=1))
+                # --record-samples: keep every cold process's timing (asv_suite returns them as samples).
                 cmd = ASV + ["run", "--config", str(run_conf), "--environment", f"existing:{python}",
-                             "--set-commit-hash", sha, "--machine", machine]
+                             "--set-commit-hash", sha, "--machine", machine, "--record-samples"]
                 for pattern in patterns:
                     cmd += ["-b", pattern]
                 if _run(cmd + asv_args, cwd=tree, env=env, check=False) != 0:

@@ -10,6 +10,12 @@ machine, environment). asv stores a parameter value as its ``repr`` (``"'resnet1
 the tables show the value itself. ``value`` is NaN where asv has no number: a
 combination that was not measured (asv's n/a) or a benchmark that failed.
 
+Reading: asv 0.6.6's result files (format version 2) are self-describing JSON
+(``result_columns`` name each benchmark row's fields), and this module reads them
+directly, column by column: going through ``asv.results.Results`` per file cost most
+of a 1000-commit report's time. A file in another format version is handed to asv's
+own reader.
+
 A file that cannot be read is an error naming the file (:class:`HistoryError`, exit 2
 at the command line), never a quiet gap: asv's own ``iter_results`` logs a warning and
 drops it, which made a truncated file look like "fewer commits, fewer regressions".
@@ -21,16 +27,21 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 import itertools
 import json
 import math
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import TtfgError
 from ..results.format import is_number
 
-COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit"]
+COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit", "samples"]
+#: Beside the history, not an asv result file (``ttfg regressions --confirm`` writes it); skipped here.
+NOT_RESULTS = frozenset({"machine.json", "benchmarks.json", "confirmations.json"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -73,7 +84,7 @@ def _result_files(results_dir: Path):
     raising on a bad ``machine.json`` instead of skipping its folder."""
     for root, dirs, files in os.walk(results_dir):
         dirs.sort()
-        names = sorted(f for f in files if f.endswith(".json") and f not in ("machine.json", "benchmarks.json"))
+        names = sorted(f for f in files if f.endswith(".json") and f not in NOT_RESULTS)
         if not names:
             continue
         machine_json = Path(root) / "machine.json"
@@ -89,22 +100,39 @@ def _result_files(results_dir: Path):
 
 
 def _load_result(path: Path, machine: str):
-    """One asv result file, fully read (values included), or :class:`HistoryError` naming it."""
+    """One asv result file read by asv itself (values included), or :class:`HistoryError` naming it.
+
+    The slow path: used for files in another format version than the one asv 0.6.6 writes,
+    which :func:`_read_v2` reads directly.
+    """
     from asv.results import Results
 
-    _read_json(path)  # a precise message for truncated or non-UTF-8 files
     try:
         res = Results.load(str(path), machine_name=machine)
         for name in res.get_all_result_keys():  # wrong shapes surface here, not later
             res.get_result_value(name, res.get_result_params(name) or [])
-    except HistoryError:
-        raise
     except Exception as exc:  # asv raises UserError, KeyError, TypeError... for wrong shapes
+        _read_json(path)  # a precise message for truncated or non-UTF-8 files (parsed only on failure)
         raise HistoryError(f"{path}: not an asv result file this asv can read ({type(exc).__name__}: {exc})") \
             from None
     return res
 
 
+#: The result file format asv 0.6.6 writes (``asv.results.Results.api_version``): one JSON
+#: object with ``result_columns`` naming the fields of every benchmark's row.
+ASV_FORMAT = 2
+
+
+def _as_v2(path: Path, res) -> dict:
+    """A result file asv had to read itself, in the shape :func:`_read_v2` reads."""
+    results = {}
+    for name in res.get_all_result_keys():
+        stored = res.get_result_params(name) or []
+        results[name] = [res.get_result_value(name, stored), stored] + [None] * 9 + [
+            res.get_result_samples(name, stored)]
+    return {"commit_hash": res.commit_hash, "date": res.date, "params": res.params, "env_name": res.env_name,
+            "result_columns": ["result", "params"] + [f"_{i}" for i in range(9)] + ["samples"], "results": results,
+            "version": ASV_FORMAT}
 def benchmarks(results_dir: str | os.PathLike = "results"):
     """Benchmark metadata from the latest discovery: name, type, unit, param names, params, code version."""
     import pandas as pd
@@ -134,58 +162,126 @@ def _combinations(stored_params: tuple[tuple[str, ...], ...], names: tuple[str, 
     return out
 
 
-def _number(value) -> float:
-    return float(value) if is_number(value) else math.nan
-
-
 def _text(value, path: Path, what: str) -> str:
     if not isinstance(value, str):
         raise HistoryError(f"{path}: {what} should be text, got {type(value).__name__} {value!r:.40}")
     return value
 
 
-def _rows(path: Path, res, meta: dict, param_columns: list[str], dropna: bool = False) -> list[dict]:
-    """One row per benchmark x parameter combination of one result file; every field's
-    type is checked here, so a wrong shape names this file instead of failing later."""
-    import pandas as pd
+class _Columns:
+    """The frame being built, column by column: a long history has 500,000 values, so
+    nothing here touches a value in Python more than once."""
 
-    date = res.date
+    def __init__(self):
+        self.scalars: list[tuple] = []     # per chunk: commit, date, machine, environment, benchmark, unit
+        self.sizes: list[int] = []
+        self.total = 0
+        self.values: list[np.ndarray] = []
+        self.params: list = []
+        self.per_name: dict[str, list] = {}
+        self.samples: list = []
+
+    def frame(self, param_columns: list[str]):
+        import pandas as pd
+
+        n = sum(self.sizes)
+        sizes = np.asarray(self.sizes, dtype=np.int64)
+        cols = {}
+        for i, name in enumerate(("commit", "date", "machine", "environment", "benchmark")):
+            cols[name] = np.repeat(np.asarray([c[i] for c in self.scalars], dtype=object), sizes) if n else []
+        cols["date"] = pd.to_datetime(pd.Series(cols["date"], dtype="float64"), unit="ms", utc=True) \
+            if n else pd.Series([], dtype="datetime64[ns, UTC]")
+        cols["params"] = self.params
+        cols["value"] = np.concatenate(self.values) if self.values else np.array([], dtype=float)
+        cols["unit"] = np.repeat(np.asarray([c[5] for c in self.scalars], dtype=object), sizes) if n else []
+        cols["samples"] = self.samples
+        for name in param_columns:
+            cols[name] = self.per_name.get(name, [None] * n)
+        return pd.DataFrame(cols, columns=COLUMNS + param_columns)
+
+
+def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: list[str], dropna: bool,
+             out: _Columns) -> None:
+    """Add one result file's values to ``out``; every field's type is checked, so a wrong
+    shape names this file instead of failing later."""
+    date = data.get("date")
     if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date)):
         raise HistoryError(f"{path}: date should be milliseconds since 1970, got {date!r:.40}")
-    params = res.params if isinstance(res.params, dict) else {}
-    common = {
-        "commit": _text(res.commit_hash, path, "commit_hash"),
-        "date": pd.Timestamp(date, unit="ms", tz="UTC") if date is not None else pd.NaT,
-        "machine": _text(params.get("machine"), path, "params.machine"),
-        "environment": _text(res.env_name, path, "env_name"),
-    }
-    rows = []
-    for name in sorted(res.get_all_result_keys()):
+    params = data.get("params") if isinstance(data.get("params"), dict) else {}
+    commit = _text(data.get("commit_hash"), path, "commit_hash")
+    machine = _text(params.get("machine", machine), path, "params.machine")
+    env = _text(data.get("env_name"), path, "env_name")
+    columns = data.get("result_columns")
+    results = data.get("results")
+    if not isinstance(columns, list) or not isinstance(results, dict):
+        raise HistoryError(f"{path}: not an asv result file (no result_columns / results)")
+    where = {c: i for i, c in enumerate(columns)}
+    if "result" not in where or "params" not in where:
+        raise HistoryError(f"{path}: result_columns lack 'result' or 'params'")
+    at_result, at_params, at_samples = where["result"], where["params"], where.get("samples")
+    for name in sorted(results):
+        row = results[name]
         _text(name, path, "a benchmark name")
-        stored_params = res.get_result_params(name) or []
+        if not isinstance(row, list):
+            raise HistoryError(f"{path}: {name}: expected a list of {len(columns)} columns")
+        field = lambda i: row[i] if i is not None and i < len(row) else None  # noqa: E731  asv drops trailing Nones
+        stored_params = field(at_params) or []
         if not isinstance(stored_params, list) or not all(isinstance(a, list) for a in stored_params):
             raise HistoryError(f"{path}: {name}: params should be a list of lists")
-        values = res.get_result_value(name, stored_params)
+        for axis in stored_params:
+            for v in axis:
+                _text(v, path, f"{name}: a parameter value")
+        values = field(at_result)
+        size = math.prod(len(a) for a in stored_params) if stored_params else 1
+        if values is None:
+            values = [None] * size
         if not isinstance(values, list):
-            raise HistoryError(f"{path}: {name}: results should be a list")
+            if stored_params:
+                raise HistoryError(f"{path}: {name}: results should be a list")
+            values = [values]
+        if len(values) != size:
+            raise HistoryError(f"{path}: {name}: {len(values)} results for {size} parameter combinations")
+        try:
+            numbers = np.array([None if isinstance(v, bool) else v for v in values], dtype=float)
+        except (TypeError, ValueError):
+            bad = next(v for v in values if v is not None and not is_number(v))
+            raise HistoryError(f"{path}: {name}: a result should be a number, got {bad!r:.40}") from None
+        samples = field(at_samples)
+        if samples is not None and (not isinstance(samples, list) or len(samples) != size):
+            raise HistoryError(f"{path}: {name}: samples should be a list per parameter combination")
         names = list(meta.get(name, {}).get("param_names") or [])
         if len(names) != len(stored_params) or not all(isinstance(n, str) for n in names):
             names = [f"param{i + 1}" for i in range(len(stored_params))]
         for col in names:
             if col not in param_columns:
                 param_columns.append(col)
-        for axis in stored_params:
-            for v in axis:
-                _text(v, path, f"{name}: a parameter value")
         unit = meta.get(name, {}).get("unit")
         unit = unit if isinstance(unit, str) else None
         combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
-        for (params, per_name), value in zip(combos, values):
-            number = _number(value)
-            if dropna and number != number:
-                continue  # NaN: not measured; left out here rather than built and dropped
-            rows.append({**common, "benchmark": name, "params": params, "value": number, "unit": unit, **per_name})
-    return rows
+        keep = np.flatnonzero(np.isfinite(numbers)) if dropna else np.arange(size)
+        if not len(keep):
+            continue
+        before = out.total
+        out.total += len(keep)
+        out.scalars.append((commit, date, machine, env, name, unit))
+        out.sizes.append(len(keep))
+        out.values.append(numbers[keep])
+        picked = [combos[j] for j in keep]
+        out.params.extend(c[0] for c in picked)
+        for col in set(names) | set(out.per_name):
+            if col not in out.per_name:
+                out.per_name[col] = [None] * before
+            out.per_name[col].extend([c[1].get(col) for c in picked])
+        if samples is None:
+            out.samples.extend([None] * len(keep))
+        else:
+            kept = [samples[j] or None for j in keep]
+            present = [s for s in kept if s is not None]
+            if not all(type(s) is list for s in present) or not (
+                    set(map(type, itertools.chain.from_iterable(present))) <= {float, int}):
+                bad = next(s for s in present if not (isinstance(s, list) and all(is_number(v) for v in s)))
+                raise HistoryError(f"{path}: {name}: samples should be lists of numbers, got {bad!r:.60}")
+            out.samples.extend(kept)
 
 
 def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_bad: bool = False):
@@ -195,7 +291,9 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
     ``machine``, ``environment`` (asv's environment name), ``benchmark`` (``module.function``),
     ``params`` (``"model=resnet15, backend=jax.jit, variant=params=args,chain=unrolled"``;
     ``""`` for an unparameterized benchmark), ``value`` (float, NaN when asv has none),
-    ``unit`` (from benchmarks.json; None for a benchmark no longer discovered), then one
+    ``unit`` (from benchmarks.json; None for a benchmark no longer discovered), ``samples``
+    (a tuple of every sample asv stored for the value, ``asv run --record-samples``; None
+    when it kept none, as for deterministic metrics and older history), then one
     column per param name (``model``, ``backend``, ``variant``). ``dropna=True`` leaves
     out the rows without a number.
 
@@ -205,34 +303,80 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
         When a file cannot be read (named in the message), unless ``skip_bad``: then it
         is left out and listed in ``frame.attrs["skipped_files"]`` as ``"path: reason"``.
     """
-    import pandas as pd
-
     results_dir = Path(results_dir)
     meta = _benchmarks_file(results_dir)
-    rows = []
     param_columns: list[str] = []
     skipped: list[str] = []
+    out = _Columns()
+    # Hundreds of thousands of small lists (samples) are kept alive while loading; the cyclic
+    # garbage collector would walk all of them again and again (most of a long history's
+    # load time) though none can form a cycle. It is off while loading, as for any bulk build.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _load_into(out, results_dir, meta, param_columns, skipped, dropna, skip_bad)
+    finally:
+        if collecting:
+            gc.enable()
+    frame = out.frame(param_columns)
+    frame["value"] = frame["value"].astype(float)
+    frame = _sorted(frame)
+    frame.attrs["skipped_files"] = skipped
+    return frame
+
+
+def _load_into(out: _Columns, results_dir: Path, meta: dict, param_columns: list[str], skipped: list[str],
+               dropna: bool, skip_bad: bool) -> None:
     if results_dir.is_dir():
         for path, machine in _result_files(results_dir):
             try:
-                res = _load_result(path, machine)
+                data = _read_json(path)
+                if not isinstance(data, dict) or data.get("version") != ASV_FORMAT:
+                    data = _as_v2(path, _load_result(path, machine))  # another format version: asv reads it
+                mark = (len(out.scalars), len(out.sizes), len(out.values), len(out.params), len(out.samples),
+                        {k: len(v) for k, v in out.per_name.items()})
                 try:
-                    rows += _rows(path, res, meta, param_columns, dropna)
+                    _read_v2(path, data, machine, meta, param_columns, dropna, out)
+                except HistoryError:
+                    _rewind(out, mark)
+                    raise
                 except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                    _rewind(out, mark)
                     raise HistoryError(f"{path}: not an asv result file this asv can read "
                                        f"({type(exc).__name__}: {exc})") from None
             except HistoryError as exc:
                 if not skip_bad:
                     raise
                 skipped.append(str(exc))
-    frame = pd.DataFrame(rows, columns=COLUMNS + param_columns)
-    frame["value"] = frame["value"].astype(float)
-    if dropna:
-        frame = frame.dropna(subset=["value"]).reset_index(drop=True)
-    frame = frame.sort_values(["date", "commit", "machine", "environment", "benchmark", "params"],
-                              kind="stable", ignore_index=True)
-    frame.attrs["skipped_files"] = skipped
-    return frame
+
+
+def _rewind(out: _Columns, mark) -> None:
+    """Forget what a bad file added (``skip_bad`` goes on with the next file)."""
+    n_scalars, n_sizes, n_values, n_params, n_samples, per_name = mark
+    del out.scalars[n_scalars:], out.sizes[n_sizes:], out.values[n_values:], out.params[n_params:]
+    out.total = sum(out.sizes)
+    del out.samples[n_samples:]
+    for key in list(out.per_name):
+        if key in per_name:
+            del out.per_name[key][per_name[key]:]
+        else:
+            del out.per_name[key]
+
+
+def _sorted(frame):
+    """Rows by date, commit, machine, environment, benchmark and params, sorted on integer codes."""
+    import pandas as pd
+
+    if not len(frame):
+        return frame.reset_index(drop=True)
+    keys = []
+    for col in ("params", "benchmark", "environment", "machine", "commit"):
+        codes, _ = pd.factorize(frame[col].astype(str), sort=True)
+        keys.append(codes)
+    date = frame["date"]
+    keys.append(np.where(date.isna(), np.iinfo(np.int64).max, date.to_numpy(dtype="datetime64[ns]").view(np.int64)))
+    order = np.lexsort(keys)  # the last key is the primary one
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def load_file(path: str | os.PathLike, dropna: bool = False):
@@ -246,21 +390,21 @@ def load_file(path: str | os.PathLike, dropna: bool = False):
     HistoryError
         Naming the file, when it cannot be read as an asv result file.
     """
-    import pandas as pd
-
     path = Path(path)
     data = _read_json(path)
     params = data.get("params") if isinstance(data, dict) else None
     machine = params.get("machine") if isinstance(params, dict) else None
     if not isinstance(machine, str):
         raise HistoryError(f"{path}: not an asv result file (no params.machine)")
-    res = _load_result(path, machine)
+    if data.get("version") != ASV_FORMAT:
+        data = _as_v2(path, _load_result(path, machine))
     param_columns: list[str] = []
+    out = _Columns()
     try:
-        rows = _rows(path, res, _benchmarks_file(path.parent.parent), param_columns, dropna)
+        _read_v2(path, data, machine, _benchmarks_file(path.parent.parent), param_columns, dropna, out)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
         raise HistoryError(f"{path}: not an asv result file this asv can read ({type(exc).__name__}: {exc})") from None
-    frame = pd.DataFrame(rows, columns=COLUMNS + param_columns)
+    frame = out.frame(param_columns)
     frame["value"] = frame["value"].astype(float)
     return frame
 

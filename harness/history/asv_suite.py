@@ -15,6 +15,14 @@ returns NaN, which asv shows as n/a. To keep asv from forking a process for each
 NaN combinations, pass ``asv run -b`` patterns (``bench_patterns()``); that also keeps the
 values of unselected cases already stored for the same commit.
 
+Samples: a timing (a metric the registry does not call deterministic) is returned to asv
+as ``{"samples": [...], "number": 1}``, the shape of asv's own timing results. asv then
+stores the median as the value, its quartiles and 99 % interval as ``stats``, and, with
+``asv run --record-samples`` (``ttfg asv record`` passes it), every cold process's value
+as ``samples``: what the trend report tests a step against. Deterministic metrics
+(counters, allocations) stay one number. The suite functions do not change, so neither
+does asv's history key.
+
 Selection, from environment variables (read both when asv imports the suite and in
 ``setup_cache``):
 
@@ -52,6 +60,8 @@ PARAM_NAMES = ["model", "backend", "variant"]
 
 #: The metrics asv records: the registry's entries with a ``track_*`` function.
 METRICS = metrics.names(lambda m: m.asv_benchmark is not None)
+#: The ones stored with every sample: timings, whose history is judged against their spread.
+SAMPLED = metrics.names(lambda m: m.asv_benchmark is not None and not m.deterministic)
 
 
 def _env(name: str, default: str) -> str:
@@ -189,7 +199,9 @@ def measure(selection: Selection | None = None, out=None) -> dict:
     """The body of ``setup_cache``: run the selection's cold processes once, keep the medians.
 
     Returns a small picklable dict (asv loads it in every benchmark process):
-    ``{"values": {case_id: {metric: float}}, "problems": {case_id: reason}, "selection": {...}}``.
+    ``{"values": {case_id: {metric: float}}, "samples": {case_id: {metric: [float, ...]}},
+    "problems": {case_id: reason}, "selection": {...}}``; ``samples`` holds the timings'
+    per-process values, in the order they were measured.
     Cases that are skipped or fail get no values (NaN later) and a line on stderr, which
     ``asv run --show-stderr`` prints; only a bad selection raises.
     """
@@ -204,28 +216,40 @@ def measure(selection: Selection | None = None, out=None) -> dict:
           + f", {len(skipped)} skipped", file=sys.stderr)
     results = Runner(cases, skipped, settings, out).run()
     values: dict[str, dict[str, float]] = {}
+    samples: dict[str, dict[str, list[float]]] = {}
     problems: dict[str, str] = {}
     for case in results.cases:
         if case.skipped:
             problems[case.id] = f"skipped: {case.skipped}"
             continue
         values[case.id] = {m: aggregate(case, m) for m in METRICS}
+        samples[case.id] = {m: [float(v) for v in metrics.case_values(case, m, "cold")] for m in SAMPLED}
         bad = [s for s in case.samples if not s.ok]
         if bad:
             problems[case.id] = f"{len(bad)} failed sample(s); first: {bad[0]['error']}"
     for case_id, why in problems.items():
         print(f"ttfg: {case_id}: {why}", file=sys.stderr)
-    return {"values": values, "problems": problems,
+    return {"values": values, "samples": samples, "problems": problems,
             "selection": {**selection.__dict__, "python": sys.executable}}
 
 
-def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> float:
-    """The body of each ``track_*``: the stored median, or NaN (asv: n/a)."""
+def value(cache: dict, metric: str, model: str, backend: str, variant: str) -> float | dict:
+    """The body of each ``track_*``: the stored median, or NaN (asv: n/a).
+
+    A timing with samples comes back as ``{"samples": [...], "number": 1}`` (asv's timing
+    shape, see the module docstring); asv computes the median from them.
+    """
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    got = cache.get("values", {}).get(f"{model}/{backend}/{variant}", {}).get(metric)
-    return float(got) if is_number(got) else math.nan
+    case = f"{model}/{backend}/{variant}"
+    got = cache.get("values", {}).get(case, {}).get(metric)
+    if not is_number(got):
+        return math.nan
+    sampled = [float(v) for v in cache.get("samples", {}).get(case, {}).get(metric) or [] if is_number(v)]
+    if metric in SAMPLED and sampled:
+        return {"samples": sampled, "number": 1}
+    return float(got)
 
 
-__all__ = ["METRICS", "PARAM_NAMES", "Selection", "aggregate", "bench_patterns", "measure", "params",
+__all__ = ["METRICS", "PARAM_NAMES", "SAMPLED", "Selection", "aggregate", "bench_patterns", "measure", "params",
            "setup_timeout_s", "unit", "value", "variant_labels"]

@@ -4,7 +4,10 @@ The report reads asv history (``harness.history.asv_results.load``: one row per 
 params x commit) and ttfg results files (one sample per row). Plotting, step detection
 and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
-where ``pos`` is the commit's place in time order (0 = oldest). Results files stand in
+where ``pos`` is the commit's place in time order (0 = oldest) and ``samples`` holds every
+sample behind ``value`` (a float array; None when the source kept only the median, as
+asv history recorded without ``--record-samples`` does), ``n`` their count (0: none kept)
+and ``lo``/``hi`` their min and max (NaN without samples). Results files stand in
 for commits when there is no asv history: a file's git commit (``+dirty`` when the
 tree was dirty) or, without git, its creation time.
 
@@ -15,7 +18,9 @@ Metric names are the results file's field names (``first_grad_s``, ``alloc_count
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import statistics
 from dataclasses import dataclass, replace
 from typing import Iterable
@@ -26,7 +31,8 @@ import pandas as pd
 from .. import metrics
 from ..errors import TtfgError
 
-POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value")
+POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value",
+                 "samples", "n", "lo", "hi")
 HISTORY_COLUMNS = ("commit", "date", "machine", "environment", "benchmark", "params", "value", "unit")
 
 
@@ -196,7 +202,8 @@ def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
         keys.append((params.get("model", "?"), params.get("backend", "?"), params.get("variant", ""),
                      metric_from_benchmark(b_uniq[raw // len(p_uniq)], params)))
     rows = pd.DataFrame({"commit": df["commit"].astype(str).to_numpy(), "date": df["date"].to_numpy(),
-                         "sid": sid, "value": df["value"].to_numpy(dtype=float)})
+                         "sid": sid, "value": df["value"].to_numpy(dtype=float),
+                         "samples": _sample_column(df)})
     return History(_finish(rows, _series_table(keys)), chosen_machine, chosen_env, notes)
 
 
@@ -224,12 +231,15 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
     """
     rows, keys, index = [], [], {}
 
-    def add(res_commit, created, case, name, value):
+    def add(res_commit, created, case, name):
+        values = metrics.case_values(case, name, "cold")
+        if not values:
+            return
         key = (case.model, case.backend, ",".join(f"{k}={v}" for k, v in case.variant.items()), name)
         if key not in index:
             index[key] = len(keys)
             keys.append(key)
-        rows.append((res_commit, created, index[key], value))
+        rows.append((res_commit, created, index[key], _median(values), np.asarray(values, dtype=float)))
 
     for res in runs:
         commit = run_commit(res)
@@ -237,15 +247,11 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
             if case.skipped:
                 continue
             for name in RUN_METRICS:
-                value = _median(metrics.case_values(case, name, "cold"))
-                if value is not None:
-                    add(commit, res.created, case, name, value)
+                add(commit, res.created, case, name)
             counters = sorted({k for s in case.good("timing", "cold") for k in (s.counters or {})})
             for name in counters:
-                value = _median(metrics.case_values(case, f"counters.{name}", "cold"))
-                if value is not None:
-                    add(commit, res.created, case, f"counters.{name}", value)
-    df = pd.DataFrame(rows, columns=["commit", "date", "sid", "value"])
+                add(commit, res.created, case, f"counters.{name}")
+    df = pd.DataFrame(rows, columns=["commit", "date", "sid", "value", "samples"])
     df["date"] = _dates(df["date"]) if len(df) else pd.Series(dtype="datetime64[ns]")
     return _finish(df, _series_table(keys))
 
@@ -261,23 +267,27 @@ def _series_table(keys: list[tuple[str, str, str, str]]) -> pd.DataFrame:
 
 
 def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
-    """Points from ``rows`` (``commit, date, sid, value``) and the series table.
+    """Points from ``rows`` (``commit, date, sid, value``, optionally ``samples``) and the series table.
 
-    Duplicates of one commit and series are pooled by the median; commits are ordered
+    Duplicates of one commit and series are pooled by the median (their samples
+    together); commits are ordered
     by date, then by first appearance; ``pos`` numbers them from 0. Text columns come
     back as categoricals: the report groups by them many times.
     """
     if rows.empty:
         out = pd.DataFrame({c: pd.Series(dtype=object) for c in POINT_COLUMNS})
-        return out.astype({"pos": int, "value": float})
+        return out.astype({"pos": int, "value": float, "n": int, "lo": float, "hi": float})
     c_codes, c_uniq = pd.factorize(rows["commit"])
     dates = pd.Series(rows["date"].to_numpy()).groupby(c_codes).min()
     order = pd.DataFrame({"date": dates.to_numpy(), "seen": np.arange(len(c_uniq))})
     order = order.sort_values(["date", "seen"], na_position="last", kind="stable")
     pos_of_code = np.empty(len(c_uniq), dtype=int)
     pos_of_code[order.index.to_numpy()] = np.arange(len(c_uniq))
-    grouped = (pd.DataFrame({"pos": pos_of_code[c_codes], "sid": rows["sid"].to_numpy(), "value": rows["value"]})
-               .groupby(["sid", "pos"], sort=True)["value"].median().reset_index())
+    groups = pd.DataFrame({"pos": pos_of_code[c_codes], "sid": rows["sid"].to_numpy(),
+                           "value": rows["value"].to_numpy(dtype=float)}).groupby(["sid", "pos"], sort=True)
+    grouped = groups["value"].median().reset_index()
+    pooled = _pooled_samples(groups.ngroup().to_numpy(), len(grouped),
+                             rows["samples"].to_numpy(dtype=object) if "samples" in rows.columns else None)
     sid, pos = grouped["sid"].to_numpy(), grouped["pos"].to_numpy()
     code_at_pos = order.index.to_numpy()
     commit_names = pd.Index(c_uniq[code_at_pos].astype(str))
@@ -291,8 +301,59 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
         codes, cats = pd.factorize(series[col])
         out[col] = pd.Categorical.from_codes(codes[sid], categories=cats)
     out["value"] = grouped["value"].to_numpy(dtype=float)
+    out["samples"] = pooled
+    out["n"], out["lo"], out["hi"] = _spread(pooled)
     out = out[list(POINT_COLUMNS)]
     return out.sort_values(["case", "metric", "pos"], kind="stable").reset_index(drop=True)
+
+
+def _sample_column(df: pd.DataFrame) -> np.ndarray:
+    """The frame's ``samples`` as an object array: a sequence, or None (also for NaN or an absent column)."""
+    if "samples" not in df.columns:
+        return np.full(len(df), None, dtype=object)
+    out = df["samples"].to_numpy(dtype=object, copy=True)
+    out[pd.isna(df["samples"]).to_numpy()] = None
+    return out
+
+
+def _spread(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per entry: sample count, min and max, in a few array passes (a long history has 500,000 entries)."""
+    n = np.zeros(len(samples), dtype=np.int64)
+    lo = np.full(len(samples), np.nan)
+    hi = np.full(len(samples), np.nan)
+    has = np.flatnonzero(np.fromiter(map(operator.is_not, samples, itertools.repeat(None)), bool, len(samples)))
+    if len(has):
+        kept = samples[has]
+        n[has] = np.fromiter(map(len, kept), dtype=np.int64, count=len(has))
+        flat = np.fromiter(itertools.chain.from_iterable(kept), dtype=float, count=int(n[has].sum()))
+        starts = np.r_[0, np.cumsum(n[has])[:-1]]
+        lo[has] = np.minimum.reduceat(flat, starts)
+        hi[has] = np.maximum.reduceat(flat, starts)
+    return n, lo, hi
+
+
+def _is_missing(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _pooled_samples(group: np.ndarray, n_groups: int, samples: np.ndarray | None) -> np.ndarray:
+    """Per group (one commit of one series), every sample of its rows together; None where none was kept.
+
+    Samples stay as the loader gave them (lists, tuples or arrays); only a group of
+    several rows (one commit measured twice) is joined into one array.
+    """
+    out = np.full(n_groups, None, dtype=object)
+    if samples is None or not len(samples):
+        return out
+    counts = np.bincount(group, minlength=n_groups)
+    single = counts[group] == 1
+    out[group[single]] = samples[single]  # the loaders give None or a non-empty sequence
+    for i in np.flatnonzero(~single):
+        if _is_missing(samples[i]):
+            continue
+        g = group[i]
+        out[g] = list(samples[i]) if out[g] is None else [*out[g], *samples[i]]
+    return out
 
 
 def _unique_labels(commit_names) -> list[str]:

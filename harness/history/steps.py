@@ -12,6 +12,13 @@ growing with ``log n``), (b) the two sides' medians differ by at least ``min_cha
 (relative), and (c) both sides hold at least ``min_size`` points, so one outlier is
 never a step. Every metric here is "lower is better", so an upward step is a
 regression and a downward one an improvement.
+
+That is the proposal. For a timing, medians moving is not enough: :func:`test_steps`
+keeps a proposed step only when the samples on its two sides differ significantly
+(``harness.decide.stats.compare_segments``: the commit is the unit, so drift between
+recordings counts as noise, and the within-commit spread sets the floor). Deterministic
+metrics (counters, allocations, instructions) repeat exactly or within their registry
+margin, so for them the margin alone decides.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import metrics
+
+#: Significance level of a timing step's test on its samples (two-sided).
+STEP_ALPHA = 0.01
 
 #: Smallest relative change reported for a timing, by default: timings are noisy (CV
 #: 10-25 % per cold sample). Deterministic metrics use their registry threshold (1 %).
@@ -154,6 +164,40 @@ def _merge_small(y: np.ndarray, cuts: list[int], min_change: float) -> list[int]
     return cuts
 
 
+def test_steps(steps: list[Step], values: np.ndarray, samples, min_change: float = DEFAULT_MIN_CHANGE,
+               alpha: float = STEP_ALPHA):
+    """Keep the steps whose samples differ significantly; ``[(step, verdict)]`` and the dropped ones.
+
+    ``values`` are the series' finite values (the medians the steps were found in) and
+    ``samples[i]`` the samples behind ``values[i]`` (None: the median alone). Each step is
+    tested on the commits between its neighbouring steps; when one is dropped its
+    neighbours' stretches grow, so the rest are tested again until none is dropped.
+    """
+    from ..decide.stats import compare_segments
+
+    kept = list(steps)
+    dropped: list[tuple[Step, object]] = []
+    commits = [np.asarray(s, dtype=float) if s is not None and len(s) else np.asarray([v], dtype=float)
+               for s, v in zip(samples, values)]
+    while True:
+        bounds = [0, *(st.index for st in kept), len(values)]
+        tested = []
+        for i, st in enumerate(kept):
+            verdict = compare_segments(commits[bounds[i]:bounds[i + 1]], commits[bounds[i + 1]:bounds[i + 2]],
+                                       min_effect=min_change, alpha=alpha)
+            tested.append((st, verdict))
+        bad = [(st, v) for st, v in tested if v.verdict not in ("regressed", "improved")
+               or (v.verdict == "regressed") != st.regression]
+        if not bad:
+            return tested, dropped
+        # Drop the weakest first: its neighbours' stretches change, so the others are tested again.
+        worst = max(bad, key=lambda sv: (sv[1].p_value if sv[1].p_value == sv[1].p_value else 2.0))
+        dropped.append(worst)
+        kept = [st for st in kept if st is not worst[0]]
+        if not kept:
+            return [], dropped
+
+
 def min_change_for(metric: str, default: float = DEFAULT_MIN_CHANGE) -> float:
     """``default`` (the report's ``--threshold``) for timings; deterministic metrics
     (counters, allocations, instructions) get their registry threshold when it is tighter."""
@@ -163,4 +207,4 @@ def min_change_for(metric: str, default: float = DEFAULT_MIN_CHANGE) -> float:
     return default
 
 
-__all__ = ["DEFAULT_MIN_CHANGE", "Step", "detect_steps", "min_change_for"]
+__all__ = ["DEFAULT_MIN_CHANGE", "STEP_ALPHA", "Step", "detect_steps", "min_change_for", "test_steps"]

@@ -20,7 +20,11 @@ process TTFG about 2 s more than the first gradient); the sized models are scale
 those by hand (x2 for 30 blocks, x0.4 for depths 1x1x3x1), and memory levels are
 proportional to the first gradient. Noise is lognormal: about 10 % on timings, 1 % on
 peak RSS, 0.3 % on allocations and none on structural counters, which is how those
-signals behave here. Nothing here is a measurement.
+signals behave here. Timings are written the way ``ttfg asv record`` stores them:
+``samples`` per commit (asv's ``--record-samples``; ``samples`` cold processes each),
+their median as the value; a timing's noise is split into a drift shared by one
+commit's samples (the machine's state while it was recorded) and a per-sample part.
+Nothing here is a measurement.
 """
 
 from __future__ import annotations
@@ -120,6 +124,10 @@ def _levels(model: str, backend: str, variant: str) -> dict[str, float]:
     return levels
 
 
+#: Of a timing's 10 % noise: the part one commit's samples share (drift), and each sample's own.
+DRIFT_SD, SAMPLE_SD = 0.06, 0.08
+
+
 def _noise(metric: str) -> float:
     if metric.startswith("counters."):
         return 0.0
@@ -134,8 +142,11 @@ def _grid_axis(values) -> list[str]:
 
 def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, seed: int = 0,
                   steps_per_case: float = 0.5, machine: str = "ttfg-synthetic",
-                  case_list: list[tuple[str, str, str]] | None = None) -> SyntheticHistory:
+                  case_list: list[tuple[str, str, str]] | None = None, samples: int = 3) -> SyntheticHistory:
     """Write ``n_commits`` asv result files of ``n_cases`` cases into ``folder`` (an asv ``results_dir``).
+
+    ``samples``: cold processes per commit behind each timing (0: medians only, as asv
+    history recorded without ``--record-samples``).
 
     Several calls may share one folder (another ``machine``, say) as long as they use
     the same cases: ``benchmarks.json`` describes the last call's grid.
@@ -156,6 +167,8 @@ def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, s
     size = len(index)
     benchmarks = suite_benchmarks()
     values = {name: np.full((n_commits, size), np.nan) for name, _, _ in benchmarks}
+    kept = {name: np.full((n_commits, size, samples), np.nan) for name, metric, _ in benchmarks
+            if samples and metric in asv_suite.SAMPLED}
     planted = []
     for model, backend, variant in chosen:
         case = f"{model}/{backend}/{variant}"
@@ -170,10 +183,17 @@ def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, s
                 jump = float(rng.choice([1.25, 1.4, 0.7, 2.0]))
                 factor[pos:] *= jump
                 planted.append((case, metric, pos, jump))
+            col = index[(model, backend, variant)]
+            if name in kept:
+                drift = DRIFT_SD * rng.standard_normal((n_commits, 1))
+                drawn = level * factor[:, None] * np.exp(drift + SAMPLE_SD * rng.standard_normal((n_commits, samples)))
+                kept[name][:, col, :] = drawn
+                values[name][:, col] = np.median(drawn, axis=1)
+                continue
             series = level * factor * np.exp(_noise(metric) * rng.standard_normal(n_commits))
             if metric.startswith("counters.") or metric == "alloc_count":
                 series = np.round(series)
-            values[name][:, index[(model, backend, variant)]] = series
+            values[name][:, col] = series
 
     quoted = [[repr(v) for v in axis] for axis in grid]
     meta = {}
@@ -199,9 +219,15 @@ def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, s
         result.set_build_duration(0.0001)
         result.set_setup_cache_duration(SETUP_CACHE_KEY, 60.0)
         for name, _, _ in benchmarks:
-            measured = BenchmarkResult(result=values[name][i].tolist(), samples=nothing, number=nothing,
-                                       errcode=0, stderr="", profile=None)
-            result.add_result(meta[name], measured, started_at=started, duration=0.05)
+            row = values[name][i]
+            sampled, number = nothing, nothing
+            if name in kept:  # as asv_suite.value returns them: asv takes the median and its stats
+                sampled = [None if v != v else kept[name][i, j].tolist() for j, v in enumerate(row)]
+                number = [None if v != v else 1 for v in row]
+            measured = BenchmarkResult(result=[True if n else v for v, n in zip(row.tolist(), number)],
+                                       samples=sampled, number=number, errcode=0, stderr="", profile=None)
+            result.add_result(meta[name], measured, started_at=started, duration=0.05,
+                              record_samples=name in kept)
         result.save(str(folder))
     return SyntheticHistory(folder, machine, commits, chosen, planted)
 

@@ -2,10 +2,21 @@
 
 Kept apart from rendering so ``ttfg regressions`` (terminal) and ``ttfg report``
 (HTML) report the very same steps, and so both can be tested without matplotlib.
+
+Two kinds of step, listed in this order:
+
+* deterministic metrics (counters, allocations, instructions): a step beyond the
+  metric's margin is a regression or improvement outright;
+* timings: a step is reported only when its samples differ significantly
+  (``steps.test_steps``), and even then it is a *candidate* until a paired re-run of
+  the two commits around it confirms it (``ttfg regressions --confirm``,
+  ``harness.history.confirm``). Only confirmed timing regressions count as
+  regressions; the ``status`` column says which is which.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -13,10 +24,21 @@ import numpy as np
 import pandas as pd
 
 from .points import PRIMARY, commits
-from .steps import DEFAULT_MIN_CHANGE, detect_steps, min_change_for
+from .points import metric as metric_info
+from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps
 
-STEP_COLUMNS = ("case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",
-                "label_before", "label_after", "date_after", "before", "after", "change", "kind")
+STEP_COLUMNS = ("key", "case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",
+                "label_before", "label_after", "date_after", "before", "after", "change", "kind", "deterministic",
+                "status", "p_value", "ci_low", "ci_high", "commits_before", "commits_after", "n_before", "n_after",
+                "evidence", "confirmation")
+#: ``status`` of a step. Deterministic steps are decided by their margin; a timing step is
+#: unconfirmed until a paired re-run confirms it or fails to reproduce it.
+DETERMINISTIC, CONFIRMED, NOT_REPRODUCED, UNCONFIRMED = "deterministic", "confirmed", "not reproduced", "unconfirmed"
+
+
+def step_key(case: str, metric: str, commit_before: str, commit_after: str) -> str:
+    """A short stable id of a step: anchors in the report, keys of the confirmations file."""
+    return hashlib.sha1(f"{case}\0{metric}\0{commit_before}\0{commit_after}".encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -31,17 +53,45 @@ class Series:
     pos: np.ndarray
     values: np.ndarray
     steps: list = field(default_factory=list)
+    #: Per value, the samples behind it (float arrays; None where only the median was kept).
+    samples: np.ndarray | None = None
+    #: Per value: how many samples, their min and max (0 and NaN where only the median was kept).
+    n: np.ndarray | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
 
 
 @dataclass
 class Trends:
     series: dict[tuple[str, str], Series]
     commits: pd.DataFrame          # pos, commit, label, date
-    steps: pd.DataFrame            # STEP_COLUMNS, regressions first (largest first), then improvements
+    steps: pd.DataFrame            # STEP_COLUMNS: deterministic first, then timings; regressions first, largest first
+    #: Timing steps the medians proposed but the samples did not support (not in ``steps``).
+    dismissed: int = 0
 
     @property
     def n_commits(self) -> int:
         return len(self.commits)
+
+    def counted(self) -> pd.DataFrame:
+        """The steps that count as findings: deterministic ones, and confirmed timing ones."""
+        if not len(self.steps):
+            return self.steps
+        return self.steps[self.steps["status"].isin((DETERMINISTIC, CONFIRMED))]
+
+    def candidates(self) -> pd.DataFrame:
+        """Timing steps not (yet) confirmed: shown apart, never counted."""
+        if not len(self.steps):
+            return self.steps
+        return self.steps[~self.steps["status"].isin((DETERMINISTIC, CONFIRMED))]
+
+    def n_regressions(self) -> int:
+        counted = self.counted()
+        return int((counted["kind"] == "regression").sum()) if len(counted) else 0
+
+    def n_improvements(self) -> int:
+        counted = self.counted()
+        return int((counted["kind"] == "improvement").sum()) if len(counted) else 0
 
     def cases(self) -> list[tuple[str, str, str, str]]:
         """Distinct ``(case, model, backend, variant)``, sorted for display."""
@@ -49,44 +99,78 @@ class Trends:
         return sorted(seen, key=lambda c: (c[1], c[2], c[3]))
 
 
-def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE) -> Trends:
-    """Split points into series and detect steps in each (``threshold``: smallest relative step)."""
+def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: float = STEP_ALPHA) -> Trends:
+    """Split points into series and detect steps in each.
+
+    ``threshold``: smallest relative step (deterministic metrics use their registry
+    margin when tighter); ``alpha``: significance level of a timing step's test on its samples.
+    """
     table = commits(points)
     labels = table["label"].astype(str).to_numpy() if len(table) else np.array([], dtype=str)
     names = table["commit"].astype(str).to_numpy() if len(table) else np.array([], dtype=str)
     dates = table["date"].to_numpy() if len(table) else np.array([])
     series: dict[tuple[str, str], Series] = {}
     rows = []
+    dismissed = 0
     if len(points):
         pos_all = points["pos"].to_numpy()
         val_all = points["value"].to_numpy(dtype=float)
+        samples_all = (points["samples"].to_numpy(dtype=object) if "samples" in points.columns
+                       else np.full(len(points), None, dtype=object))
+        spread = {c: points[c].to_numpy() if c in points.columns else None for c in ("n", "lo", "hi")}
         meta = points[["case", "model", "backend", "variant", "metric"]]
         for key, idx in points.groupby(["case", "metric"], observed=True, sort=False).indices.items():
             idx = np.asarray(idx)
-            pos, values = pos_all[idx], val_all[idx]
-            keep = np.isfinite(values)
-            pos, values = pos[keep], values[keep]
-            if not len(pos):
+            idx = idx[np.isfinite(val_all[idx])]
+            if not len(idx):
                 continue
-            order = np.argsort(pos, kind="stable")
-            pos, values = pos[order], values[order]
+            idx = idx[np.argsort(pos_all[idx], kind="stable")]
+            pos, values, samples = pos_all[idx], val_all[idx], samples_all[idx]
             first = meta.iloc[int(idx[0])]
             s = Series(str(first["case"]), str(first["model"]), str(first["backend"]), str(first["variant"]),
-                       str(first["metric"]), pos, values)
-            s.steps = detect_steps(values, min_change=min_change_for(s.metric, threshold))
+                       str(first["metric"]), pos, values, samples=samples,
+                       **{c: (arr[idx] if arr is not None else None) for c, arr in spread.items()})
+            min_change = min_change_for(s.metric, threshold)
+            proposed = detect_steps(values, min_change=min_change)
+            deterministic = metric_info(s.metric).deterministic
+            if deterministic or not proposed:
+                tested = [(st, None) for st in proposed]
+            else:
+                tested, dropped = test_steps(proposed, values, samples, min_change, alpha)
+                dismissed += len(dropped)
+            s.steps = [st for st, _ in tested]
             series[(s.case, s.metric)] = s
-            for step in s.steps:
-                before_pos, after_pos = int(pos[step.index - 1]), int(pos[step.index])
-                rows.append((s.case, s.model, s.backend, s.variant, s.metric, after_pos,
+            bounds = [0, *(st.index for st, _ in tested), len(values)]
+            for i, (step, verdict) in enumerate(tested):
+                lo, cut, hi = bounds[i], bounds[i + 1], bounds[i + 2]
+                before, after = float(np.median(values[lo:cut])), float(np.median(values[cut:hi]))
+                before_pos, after_pos = int(pos[cut - 1]), int(pos[cut])
+                n_b = sum(len(x) if x is not None else 1 for x in samples[lo:cut])
+                n_a = sum(len(x) if x is not None else 1 for x in samples[cut:hi])
+                if verdict is None:
+                    status, p, ci_low, ci_high = DETERMINISTIC, math.nan, math.nan, math.nan
+                    evidence = f"medians beyond the {min_change:.3g} margin of a deterministic metric"
+                else:
+                    status, p, ci_low, ci_high = UNCONFIRMED, verdict.p_value, verdict.ci_low, verdict.ci_high
+                    evidence = f"{verdict.method}: {verdict.reason}"
+                rows.append((step_key(s.case, s.metric, names[before_pos], names[after_pos]),
+                             s.case, s.model, s.backend, s.variant, s.metric, after_pos,
                              names[before_pos], names[after_pos], labels[before_pos], labels[after_pos],
-                             dates[after_pos], step.before, step.after, step.change,
-                             "regression" if step.regression else "improvement"))
-    steps = pd.DataFrame(rows, columns=list(STEP_COLUMNS))
-    if len(steps):
-        steps["_rank"] = np.where(steps["kind"] == "regression", -steps["change"], 1 + steps["change"])
-        steps = steps.sort_values(["kind", "_rank"], ascending=[False, True], kind="stable").drop(columns="_rank")
-        steps = steps.reset_index(drop=True)
-    return Trends(series, table, steps)
+                             dates[after_pos], before, after, after / before - 1 if before else math.inf,
+                             "regression" if after > before else "improvement", verdict is None,
+                             status, p, ci_low, ci_high, cut - lo, hi - cut, n_b, n_a, evidence, None))
+    steps = sort_steps(pd.DataFrame(rows, columns=list(STEP_COLUMNS)))
+    return Trends(series, table, steps, dismissed)
+
+
+def sort_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """Deterministic steps first, then timings; within each, regressions first, largest first."""
+    if not len(steps):
+        return steps
+    rank = np.where(steps["kind"] == "regression", -steps["change"], 1 + steps["change"])
+    steps = steps.assign(_det=~steps["deterministic"].astype(bool), _reg=steps["kind"] != "regression", _rank=rank)
+    return (steps.sort_values(["_det", "_reg", "_rank"], kind="stable").drop(columns=["_det", "_reg", "_rank"])
+            .reset_index(drop=True))
 
 
 def at_or_before(s: Series, pos: int) -> float | None:
@@ -123,8 +207,9 @@ def summary(trends: Trends, back: int = 10) -> list[SummaryRow]:
     """One row per case: headline value now, against the previous commit and ``back`` commits ago."""
     labels = trends.commits["label"].astype(str).to_numpy() if trends.n_commits else []
     n_reg = {}
-    if len(trends.steps):
-        reg = trends.steps[trends.steps["kind"] == "regression"]
+    counted = trends.counted()
+    if len(counted):
+        reg = counted[counted["kind"] == "regression"]
         n_reg = reg.groupby("case").size().to_dict()
     rows = []
     for case, model, backend, variant in trends.cases():
@@ -151,4 +236,5 @@ def summary(trends: Trends, back: int = 10) -> list[SummaryRow]:
     return rows
 
 
-__all__ = ["STEP_COLUMNS", "Series", "SummaryRow", "Trends", "analyse", "summary"]
+__all__ = ["CONFIRMED", "DETERMINISTIC", "NOT_REPRODUCED", "STEP_COLUMNS", "Series", "SummaryRow", "Trends",
+           "UNCONFIRMED", "analyse", "sort_steps", "step_key", "summary"]

@@ -101,6 +101,14 @@ def _use_log(values: np.ndarray, unit: str) -> bool:
     return unit != "ratio" and len(values) > 0 and values.max() / values.min() > 20
 
 
+def _bins(x: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and size of each equal-width commit bin (at most ``max_points`` bins)."""
+    span = x[-1] - x[0] + 1
+    bins = ((x - x[0]) * max_points // span).astype(int)
+    starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+    return starts, np.diff(np.r_[starts, len(x)])
+
+
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS):
     """At most ``max_points`` points: equal-width commit bins, mean position and value, min/max band.
 
@@ -108,17 +116,49 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS):
     """
     if len(x) <= max_points:
         return x, y, None, None
-    span = x[-1] - x[0] + 1
-    bins = ((x - x[0]) * max_points // span).astype(int)
-    starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
-    counts = np.diff(np.r_[starts, len(x)])
+    starts, counts = _bins(x, max_points)
     return (np.add.reduceat(x, starts) / counts, np.add.reduceat(y, starts) / counts,
             np.minimum.reduceat(y, starts), np.maximum.reduceat(y, starts))
 
 
+def hover_points(line: "Line", unit: str, scale: float, max_points: int = MAX_POINTS) -> list:
+    """What a pointer over the plot shows, per drawn point: ``[first, last, y, value, samples]``.
+
+    ``first``/``last``: the commit positions the point covers (one commit unless the line was
+    downsampled); ``y``: where it is drawn (plot units, 4 significant digits); ``value``: the
+    value as the formatter prints it (a bin: its mean); ``samples``: "N samples, min–max" over
+    the samples behind it ("" when the history kept medians only). Text comes from ``fmt``
+    here, so the page's script only places it.
+    """
+    x = np.asarray(line.x)
+    if not len(x):
+        return []
+    n = line.n if line.n is not None else np.zeros(len(x), dtype=int)
+    lo = line.lo if line.lo is not None else line.y
+    hi = line.hi if line.hi is not None else line.y
+    if len(x) > max_points:
+        starts, counts = _bins(x, max_points)
+        ends = starts + counts - 1
+        y = np.add.reduceat(line.y, starts) / counts
+        n, lo, hi = np.add.reduceat(n, starts), np.minimum.reduceat(lo, starts), np.maximum.reduceat(hi, starts)
+        first, last = x[starts], x[ends]
+    else:
+        y, first, last = line.y, x, x
+    out = []
+    for f, l, v, k, a, b in zip(first.tolist(), last.tolist(), y.tolist(), n.tolist(), lo.tolist(), hi.tolist()):
+        spread = (f"{k} samples, {fmt.value(a, unit)}–{fmt.value(b, unit)}" if k > 1
+                  else "1 sample" if k == 1 else "median only")
+        out.append([int(f), int(l), float(f"{v / scale:.4g}"), fmt.value(v, unit), spread])
+    return out
+
+
 @dataclass
 class Line:
-    """One case's series in a trend plot, with its detected steps as ``(pos, value_after, regression)``."""
+    """One case's series in a trend plot, with its detected steps as ``(pos, value_after, regression)``.
+
+    ``n``, ``lo``, ``hi``: per value, how many samples are behind it and their min and max
+    (None: unknown); ``step_info``: per step, ``(anchor, text)`` for the pointer.
+    """
 
     label: str
     color: str
@@ -126,6 +166,10 @@ class Line:
     x: np.ndarray
     y: np.ndarray
     steps: list[tuple[int, float, bool]] = field(default_factory=list)
+    n: np.ndarray | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    step_info: list[tuple[str, str]] = field(default_factory=list)
 
 
 class TrendCanvas:
@@ -157,12 +201,13 @@ class TrendCanvas:
             ax.yaxis.set_visible(True)
         self.n_commits = n_commits
 
-    def plot(self, lines: list[Line], title: str, unit: str, ylabel: str) -> tuple[str, int]:
+    def plot(self, lines: list[Line], title: str, unit: str, ylabel: str) -> tuple[str, int, dict]:
         """Lines across commits (x = commit order); steps marked ▲ (worse) / ▼ (better).
 
-        Returns the PNG data URI and how many commits one plotted point averages at most
-        (1: every commit drawn). The x-axis note lives in the HTML caption: it is the
-        same for every plot.
+        Returns the PNG data URI, how many commits one plotted point averages at most
+        (1: every commit drawn), and what the page needs to answer a pointer over the image
+        (:meth:`hover`). The x-axis note lives in the HTML caption: it is the same for
+        every plot.
         """
         ax = self.ax
         # Bytes are drawn in MiB so that tick positions land on round binary sizes.
@@ -220,7 +265,27 @@ class TrendCanvas:
             for artist in drawn:
                 ax.draw_artist(artist)
             ax.draw_artist(self.title)
-            return _encode(self.canvas), aggregated
+            return _encode(self.canvas), aggregated, self.hover(lines, unit, scale, log)
+
+    def hover(self, lines: list[Line], unit: str, scale: float, log: bool) -> dict:
+        """The image's data coordinates and its points, for the page's small pointer script.
+
+        ``box``: the axes in image pixels from the top left (left, top, width, height);
+        ``x``/``y``: the axis limits; ``log``: a log y axis; ``lines``: label, colour and
+        :func:`hover_points` per line; ``steps``: ``[pos, y, anchor, text]`` per step marker.
+        """
+        width, height = self.canvas.get_width_height()
+        box = self.ax.get_window_extent()
+        steps = []
+        for ln in lines:
+            for (pos, value, _), (anchor, text) in zip(ln.steps, ln.step_info):
+                steps.append([int(pos), float(f"{value / scale:.4g}"), anchor, text])
+        return {"size": [width, height],
+                "box": [round(box.x0, 1), round(height - box.y1, 1), round(box.width, 1), round(box.height, 1)],
+                "x": [float(v) for v in self.ax.get_xlim()], "y": [float(v) for v in self.ax.get_ylim()], "log": bool(log),
+                "lines": [{"label": ln.label, "color": ln.color, "points": hover_points(ln, unit, scale)}
+                          for ln in lines],
+                "steps": steps}
 
 
 @dataclass
@@ -461,5 +526,5 @@ def sparkline_svg(values, color: str, width: int = 110, height: int = 26, max_po
 
 
 __all__ = ["BACKEND_COLORS", "Bar", "CacheBar", "DepthLine", "DepthPanel", "EffectBar", "LINE_STYLES", "Line",
-           "MAX_POINTS", "PHASE_PALETTE", "TrendCanvas", "backend_color", "cache_plot", "depth_plot", "downsample",
+           "MAX_POINTS", "PHASE_PALETTE", "TrendCanvas", "backend_color", "cache_plot", "depth_plot", "downsample", "hover_points",
            "effect_plot", "phase_plot", "sparkline_svg"]

@@ -31,7 +31,7 @@ from ..files import atomic_write_text
 from ..history import points as report_data
 from ..history.points import TREND_METRICS, History, ReportInputError, metric
 from ..history.steps import DEFAULT_MIN_CHANGE
-from ..history.trends import Trends, analyse, summary
+from ..history.trends import Trends, analyse, step_key, summary
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -63,8 +63,12 @@ class Prepared:
 
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
-            threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Prepared:
+            threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
+            confirmations: dict | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
+
+    ``confirmations``: stored re-measurements of timing steps (``harness.history.confirm``),
+    by step key; they mark the steps confirmed or not reproduced.
 
     Results files of ``ttfg study`` feed the Studies section only. Their cases are
     sweeps and arms of one experiment (``resnet15:blocks=60``, ``chain=scan``) under the
@@ -94,7 +98,15 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
     if last is not None and last < 1:
         raise ReportInputError(f"--last must be >= 1, got {last}")
     points = report_data.keep_last(points, last)
-    return Prepared(points, analyse(points, threshold), history, runs, notes, source, studies)
+    trends = analyse(points, threshold)
+    if confirmations:
+        from ..history.confirm import apply
+
+        trends = apply(trends, confirmations)
+    if trends.dismissed:
+        notes.append(f"{trends.dismissed} timing step(s) proposed by the medians were left out: the samples on "
+                     "their two sides do not differ significantly")
+    return Prepared(points, trends, history, runs, notes, source, studies)
 
 
 # ---------------------------------------------------------------------------- sections
@@ -141,11 +153,22 @@ def line_legend(trends: Trends) -> dict:
 DASHES = {"-": "", "--": "7 4", ":": "2 3", "-.": "7 3 2 3"}
 
 
-def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], str]]:
+def _step_info(trends: Trends) -> dict[str, str]:
+    """Per step key, the pointer's text over its marker: kind, change and status."""
+    if not len(trends.steps):
+        return {}
+    return {k: f"{kind} {fmt.change(c)}: {status}" for k, kind, c, status in
+            zip(trends.steps["key"], trends.steps["kind"], trends.steps["change"], trends.steps["status"])}
+
+
+def trend_sections(trends: Trends, hover: dict | None = None) -> tuple[list[dict], dict[tuple[str, str], str]]:
     """One figure per model x metric: sections by group (time / memory / counters), then
     a heading per metric with one plot per model, so a metric is compared across models
-    without scrolling past the others."""
+    without scrolling past the others. ``hover``, when given, receives each figure's
+    pointer data by figure id (``plots.TrendCanvas.hover``)."""
     canvas = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits)
+    shas = trends.commits["commit"].astype(str).to_numpy() if trends.n_commits else []
+    info_of = _step_info(trends)
     backends = sorted({s.backend for s in trends.series.values()})
     styles = variant_styles(trends)
     by_metric: dict[str, dict[str, list]] = {}
@@ -162,14 +185,21 @@ def trend_sections(trends: Trends) -> tuple[list[dict], dict[tuple[str, str], st
             figures = []
             for model in sorted(by_metric[name]):
                 series = sorted(by_metric[name][model], key=lambda s: (s.backend, s.variant))
-                lines = [plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
-                                    plots.backend_color(s.backend, backends), styles[s.variant],
-                                    s.pos.astype(float), s.values,
-                                    [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps])
-                         for s in series]
+                lines = []
+                for s in series:
+                    keys = [step_key(s.case, s.metric, shas[int(s.pos[st.index - 1])], shas[int(s.pos[st.index])])
+                            for st in s.steps]
+                    lines.append(plots.Line(f"{s.backend} · {s.variant}" if s.variant else s.backend,
+                                            plots.backend_color(s.backend, backends), styles[s.variant],
+                                            s.pos.astype(float), s.values,
+                                            [(int(s.pos[st.index]), st.after, st.regression) for st in s.steps],
+                                            n=s.n, lo=s.lo, hi=s.hi,
+                                            step_info=[(f"step-{k}", info_of.get(k, "")) for k in keys]))
                 slug = _slug(len(anchors) + 1)
                 anchors[(model, name)] = slug
-                uri, agg = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                uri, agg, where = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                if hover is not None:
+                    hover[slug] = where
                 aggregated = max(aggregated, agg)
                 figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
                                 "lines": len(lines), "steps": sum(len(s.steps) for s in series)})
@@ -209,30 +239,65 @@ def summary_section(trends: Trends, back: int, threshold: float) -> dict:
     return {"rows": out, "back": back, "threshold": fmt.ratio(threshold)}
 
 
-def steps_section(trends: Trends, anchors: dict[tuple[str, str], str]) -> dict:
-    steps = trends.steps
-    backends = sorted(steps["backend"].unique()) if len(steps) else []
+def _step_rows(steps: pd.DataFrame, anchors: dict[tuple[str, str], str], backends: list[str],
+               commit_url: str | None) -> list[dict]:
     rows = []
-    for r in steps.head(MAX_STEP_ROWS).itertuples(index=False):
+    for r in steps.itertuples(index=False):
         info = metric(r.metric)
         date = r.date_after
+        conf = r.confirmation if isinstance(r.confirmation, dict) else None
+        verdict = (conf or {}).get("verdict") or {}
         rows.append({
-            "kind": r.kind, "case": r.case, "model": r.model, "backend": r.backend, "variant": r.variant,
+            "key": r.key, "kind": r.kind, "case": r.case, "model": r.model, "backend": r.backend, "variant": r.variant,
             "color": plots.backend_color(r.backend, backends), "metric": info.brief,
             "anchor": anchors.get((r.model, r.metric)),
             "before_label": r.label_before, "after_label": r.label_after,
+            "before_url": commit_link(commit_url, r.commit_before), "after_url": commit_link(commit_url, r.commit_after),
             "date": date.strftime("%Y-%m-%d") if isinstance(date, (pd.Timestamp, datetime)) and not pd.isna(date) else "",
             "before": fmt.value(r.before, info.unit), "after": fmt.value(r.after, info.unit),
-            "change": fmt.change(r.change),
+            "change": fmt.change(r.change), "status": r.status, "deterministic": bool(r.deterministic),
+            "evidence": r.evidence,
+            "samples": f"{r.commits_before} commit(s), {r.n_before} sample(s) → {r.commits_after} commit(s), "
+                       f"{r.n_after} sample(s)",
+            "p": fmt.p_value(r.p_value) if r.p_value == r.p_value else "",
+            "confirmation": None if conf is None else {
+                "reason": conf.get("reason", ""), "measured_at": conf.get("measured_at", ""),
+                "host": conf.get("host", ""), "pairs": conf.get("pairs", 0),
+                "ratio": fmt.factor(verdict.get("ratio")) if verdict.get("ratio") else fmt.MISSING,
+                "interval": fmt.interval(verdict.get("ci_low"), verdict.get("ci_high")) if verdict.get("ratio") else "",
+            },
         })
-    n_reg = int((steps["kind"] == "regression").sum()) if len(steps) else 0
+    return rows
+
+
+def steps_section(trends: Trends, anchors: dict[tuple[str, str], str], commit_url: str | None = None) -> dict:
+    """Findings (deterministic steps and confirmed timing steps) apart from timing candidates."""
+    steps = trends.steps
+    backends = sorted(steps["backend"].unique()) if len(steps) else []
+    counted, candidates = trends.counted(), trends.candidates()
+    rows = _step_rows(counted.head(MAX_STEP_ROWS), anchors, backends, commit_url)
+    cand = _step_rows(candidates.head(MAX_STEP_ROWS), anchors, backends, commit_url)
     longest = max((len(s.pos) for s in trends.series.values()), default=0)
     if longest < 4:
         why = f"a step needs at least two commits on each side; the longest history here has {longest}"
     else:
         why = "no series changed level by more than the threshold"
+    n_reg = trends.n_regressions()
+    status = candidates["status"].value_counts().to_dict() if len(candidates) else {}
     return {"rows": rows[:OPEN_STEP_ROWS], "why_none": why, "folded": rows[OPEN_STEP_ROWS:], "regressions": n_reg,
-            "improvements": len(steps) - n_reg, "hidden": max(len(steps) - MAX_STEP_ROWS, 0)}
+            "improvements": trends.n_improvements(), "hidden": max(len(counted) - MAX_STEP_ROWS, 0),
+            "candidates": cand[:OPEN_STEP_ROWS], "candidates_folded": cand[OPEN_STEP_ROWS:],
+            "candidates_hidden": max(len(candidates) - MAX_STEP_ROWS, 0), "n_candidates": len(candidates),
+            "candidate_counts": ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
+            "dismissed": trends.dismissed}
+
+
+def commit_link(template: str | None, sha: str) -> str | None:
+    """The commit's page from a URL template (``{sha}`` replaced; without it, the hash is appended,
+    as asv's ``show_commit_url`` does); None without a template or for a non-hash "commit"."""
+    if not template or not sha or not all(c in "0123456789abcdef" for c in sha.lower()):
+        return None
+    return template.replace("{sha}", sha) if "{sha}" in template else template + sha
 
 
 def _run_title(res) -> str:
@@ -432,17 +497,19 @@ def _template():
 
 
 def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
-           threshold: float = DEFAULT_MIN_CHANGE) -> str:
-    """The report's HTML text."""
+           threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None) -> str:
+    """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None."""
     from markupsafe import Markup
 
-    trend, anchors = trend_sections(prepared.trends)
+    hover: dict[str, dict] = {}
+    trend, anchors = trend_sections(prepared.trends, hover)
     summ = summary_section(prepared.trends, back, threshold)
     for row in summ["rows"]:
         row["spark"] = Markup(row["spark"])  # built from numbers and a checked colour only
-    steps = steps_section(prepared.trends, anchors)
+    steps = steps_section(prepared.trends, anchors, commit_url)
     glance = [f"{prepared.trends.n_commits} commit(s)", f"{len(summ['rows'])} case(s)",
-              f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)"]
+              f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)",
+              f"{steps['n_candidates']} unconfirmed candidate(s)"]
     studies = studies_section(prepared.studies)
     if studies["blocks"]:
         glance.append(f"{len(studies['blocks'])} study(ies)")
@@ -461,8 +528,31 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),
+        "hover_data": hover_data(prepared.trends, hover, commit_url) if hover else None,
     }
     return _template().render(**context)
+
+
+def hover_data(trends: Trends, figures: dict[str, dict], commit_url: str | None) -> str:
+    """The data the page's pointer script reads, gzip-compressed and base64-encoded.
+
+    Commits (label, date, link or "") and each figure's axes and points: on a
+    1000-commit history that is several MB of JSON, a fifth of it compressed; the
+    browser's own ``DecompressionStream`` unpacks it, offline. Base64 text cannot close
+    the ``<script>`` element it sits in, whatever a case is called.
+    """
+    import base64
+    import gzip
+    import json
+
+    table = trends.commits
+    dates = [d.strftime("%Y-%m-%d %H:%M") if isinstance(d, (pd.Timestamp, datetime)) and not pd.isna(d) else ""
+             for d in table["date"]] if len(table) else []
+    data = {"commits": [[str(l), d, commit_link(commit_url, str(c)) or ""]
+                        for c, l, d in zip(table["commit"], table["label"], dates)],
+            "figures": figures}
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
 def asv_link_for(out: Path, asv_html: str | os.PathLike | None) -> str | None:
@@ -494,7 +584,8 @@ def relative_href(path: Path) -> str:
 
 def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), out: str | os.PathLike = "reports/index.html",
                  asv_html: str | os.PathLike | None = None, *, last: int | None = None, back: int = 10,
-                 threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None) -> Path:
+                 threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
+                 confirmations: dict | None = None, commit_url: str | None = None) -> Path:
     """Write the report to ``out`` (one self-contained HTML file) and return its path.
 
     ``history_df``: asv history in ``harness.history.asv_results.load``'s schema, or None.
@@ -504,8 +595,9 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
     ``threshold``: smallest relative step reported (counters use 1 %).
     """
     out = Path(out)
-    prepared = prepare(history_df, runs, last=last, threshold=threshold, machine=machine)
-    html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold)
+    prepared = prepare(history_df, runs, last=last, threshold=threshold, machine=machine, confirmations=confirmations)
+    html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold,
+                  commit_url=commit_url)
     return atomic_write_text(out, html)  # readers see the old page or the new one, never half
 
 

@@ -1,0 +1,306 @@
+"""Confirm a history's timing steps by re-measuring the two commits around each, paired.
+
+Why: a step in a history is two stretches of commits recorded at different times, so
+machine drift between the recordings looks exactly like a code change, however many
+samples each commit kept. The gate (``harness.decide.gate``) answers the question that
+matters: with both commits checked out side by side and run interleaved on this
+machine (A B, B A, ...), is the later one slower? A step is then
+
+* ``confirmed``: the gate found the change in the step's direction;
+* ``not reproduced``: the gate found no such change (unchanged, or the other way);
+* ``unconfirmed``: not re-measured (no budget left, a commit missing from this
+  repository, a case this installation cannot run) or re-measured without a verdict
+  (inconclusive); the reason says which.
+
+Steps between the same two commits share one gate run: one sequential test per case,
+on the metric of the group's largest step; the case's other stepped metrics are read
+from the same paired processes (every sample holds every timing) and tested with the
+paired t-test at the pairs the run took. The budget is split evenly over the runs still
+to do.
+Confirmations are kept beside the history, in ``<results>/confirmations.json``
+(written atomically), keyed by ``trends.step_key``, so the report and later runs show
+them; asv skips the file (it is not in a machine folder), and so does
+``asv_results.load``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..errors import TtfgError, UsageError
+from ..files import atomic_write_text
+from .asv_results import HistoryError
+from .trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, Trends, sort_steps
+
+FILE_NAME = "confirmations.json"
+FORMAT = "ttfg-confirmations"
+VERSION = 1
+#: A gate run given less than this is not started: it could not finish its minimum pairs.
+MIN_RUN_S = 20.0
+
+
+@dataclass
+class Confirmation:
+    """What re-measuring one step found."""
+
+    key: str
+    case: str
+    metric: str
+    commit_before: str
+    commit_after: str
+    kind: str                    # the history's reading: "regression" or "improvement"
+    status: str                  # CONFIRMED, NOT_REPRODUCED or UNCONFIRMED
+    reason: str
+    verdict: dict | None = None  # the gate's Verdict as JSON (ratio, interval, p, pairs)
+    pairs: int = 0
+    wall_s: float = 0.0
+    measured_at: str = ""
+    host: str = ""
+    files: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def path_for(results_dir: str | os.PathLike) -> Path:
+    return Path(results_dir) / FILE_NAME
+
+
+def load(path: str | os.PathLike) -> dict[str, dict]:
+    """The stored confirmations by step key; ``{}`` when the file does not exist.
+
+    Raises
+    ------
+    HistoryError
+        Naming the file, when it exists but is not a confirmations file.
+    """
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HistoryError(f"{path}: not a readable confirmations file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("steps"), dict):
+        raise HistoryError(f"{path}: not a ttfg confirmations file (expected format {FORMAT!r} with a 'steps' object)")
+    steps = data["steps"]
+    for key, entry in steps.items():
+        if not isinstance(entry, dict) or entry.get("status") not in (CONFIRMED, NOT_REPRODUCED, UNCONFIRMED):
+            raise HistoryError(f"{path}: steps.{key}: expected an object with a status of "
+                               f"{CONFIRMED!r}, {NOT_REPRODUCED!r} or {UNCONFIRMED!r}")
+    return steps
+
+
+def save(path: str | os.PathLike, entries: dict[str, dict]) -> Path:
+    """Write every confirmation (atomically: readers see the old file or the new one)."""
+    doc = {"format": FORMAT, "version": VERSION, "steps": dict(sorted(entries.items()))}
+    return atomic_write_text(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+
+
+def apply(trends: Trends, confirmations: dict[str, dict]) -> Trends:
+    """Mark each timing step with its stored confirmation (``status`` and ``confirmation``)."""
+    steps = trends.steps
+    if not len(steps) or not confirmations:
+        return trends
+    steps = steps.copy()
+    status = steps["status"].to_numpy(dtype=object, copy=True)
+    found = steps["confirmation"].to_numpy(dtype=object, copy=True)
+    for i, (key, det) in enumerate(zip(steps["key"], steps["deterministic"])):
+        entry = confirmations.get(key)
+        if entry is None or det:
+            continue
+        status[i] = entry["status"]
+        found[i] = entry
+    steps["status"], steps["confirmation"] = status, found
+    trends.steps = sort_steps(steps)
+    return trends
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+@dataclass
+class Plan:
+    """One gate run: the steps between two commits; the gate decides on ``metric`` (the largest step's)."""
+
+    commit_before: str
+    commit_after: str
+    metric: str
+    steps: pd.DataFrame
+
+
+def plan(trends: Trends, redo: bool = False, max_steps: int | None = None) -> list[Plan]:
+    """Timing steps to re-measure, grouped by commit pair, biggest regressions first.
+
+    Steps already confirmed or not reproduced are skipped unless ``redo``.
+    """
+    steps = trends.steps
+    if not len(steps):
+        return []
+    todo = steps[steps["status"] != DETERMINISTIC]
+    if not redo:
+        todo = todo[todo["status"] == UNCONFIRMED]
+    if max_steps is not None:
+        todo = todo.head(max_steps)
+    plans: dict[tuple[str, str], list[int]] = {}
+    for i, r in zip(todo.index, todo.itertuples(index=False)):
+        plans.setdefault((r.commit_before, r.commit_after), []).append(i)
+    return [Plan(b, a, str(todo.loc[rows[0], "metric"]), todo.loc[rows]) for (b, a), rows in plans.items()]
+
+
+def _paired(files: dict, case_id: str, metric: str) -> tuple[list[float], list[float]]:
+    """A case's ``metric`` over the complete pairs of a gate run's results files."""
+    from .. import metrics
+    from ..results import record
+
+    sides = {}
+    for role in ("base", "head"):
+        res = record.load(files[role])
+        case = next((c for c in res.cases if c.id == case_id), None)
+        sides[role] = {s.pair: v for s in (case.good("timing", "cold") if case else [])
+                       if s.pair is not None and (v := metrics.sample_value(s, metric)) is not None and v > 0}
+    common = sorted(set(sides["base"]) & set(sides["head"]))
+    return [sides["base"][i] for i in common], [sides["head"][i] for i in common]
+
+
+def _status(kind: str, verdict: str) -> str:
+    if verdict == "inconclusive":
+        return UNCONFIRMED
+    if (kind == "regression" and verdict == "regressed") or (kind == "improvement" and verdict == "improved"):
+        return CONFIRMED
+    return NOT_REPRODUCED
+
+
+def _entry(r, status: str, reason: str, **extra) -> Confirmation:
+    return Confirmation(r.key, r.case, r.metric, r.commit_before, r.commit_after, r.kind, status, reason,
+                        measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        host=socket.gethostname(), **extra)
+
+
+#: ``(repo, {"base": Revision, "head": Revision})`` -> context manager yielding ``{"base": path, "head": path}``.
+Checkouts = Callable
+
+
+def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: str | os.PathLike, *,
+            redo: bool = False, max_steps: int | None = None, alpha: float = 0.01, max_pairs: int = 60,
+            sampler=None, checkouts: Checkouts | None = None, clock: Callable[[], float] = time.monotonic,
+            on_note: Callable[[str], None] | None = None, run_settings=None) -> list[Confirmation]:
+    """Re-measure the unconfirmed timing steps of ``trends`` within ``budget_s`` seconds.
+
+    Returns one :class:`Confirmation` per planned step, in plan order; steps that could
+    not be re-measured are ``unconfirmed`` with the reason (a missing commit names it).
+    ``sampler`` and ``checkouts`` default to real cold processes and git worktrees;
+    tests pass in-process ones.
+    """
+    from ..decide.gate import GateSettings, Side, run_gate
+    from .. import metrics
+    from ..decide.stats import compare_paired
+    from ..measure.cases import select
+    from ..measure.runner import RunSettings, run_sample
+    from ..measure.worktrees import GitError, resolve, worktrees
+
+    if budget_s <= 0:
+        raise UsageError(f"--budget must be positive, got {budget_s:g} s")
+    note = on_note or (lambda text: None)
+    sampler = sampler or run_sample
+    checkouts = checkouts or (lambda root, revs: worktrees(root, revs, prefix="ttfg-confirm-"))
+    out_dir = Path(out_dir)
+    plans = plan(trends, redo, max_steps)
+    done: list[Confirmation] = []
+    start = clock()
+    for n, p in enumerate(plans):
+        rows = list(p.steps.itertuples(index=False))
+        left = budget_s - (clock() - start)
+        share = left / (len(plans) - n)
+        if share < MIN_RUN_S:
+            done += [_entry(r, UNCONFIRMED, f"not re-measured: the --budget was spent ({left:.0f} s left for "
+                                            f"{len(plans) - n} gate run(s))") for r in rows]
+            continue
+        try:
+            base = resolve(repo, p.commit_before, "the step's earlier")
+            head = resolve(repo, p.commit_after, "the step's later")
+        except GitError as exc:
+            note(f"cannot confirm {len(rows)} step(s) between {p.commit_before[:10]} and {p.commit_after[:10]}: {exc}")
+            done += [_entry(r, UNCONFIRMED, f"not re-measured: {exc}") for r in rows]
+            continue
+        cases, problems, gate_id = [], {}, {}
+        for r in rows:
+            try:
+                picked, skipped = select([r.model], [r.backend], [r.variant] if r.variant else ["default"])
+            except TtfgError as exc:
+                problems[r.case] = str(exc)
+                continue
+            if picked:
+                gate_id[r.case] = picked[0].id
+                if picked[0].id not in {c.id for c in cases}:
+                    cases.append(picked[0])
+            else:
+                problems[r.case] = skipped[0].reason if skipped else "no such case here"
+        for r in rows:
+            if r.case in problems:
+                done.append(_entry(r, UNCONFIRMED, f"not re-measured: {problems[r.case]}"))
+        if not cases:
+            continue
+        settings = GateSettings(metric=p.metric, alpha=alpha, max_pairs=max_pairs, budget_s=share,
+                                run=run_settings or RunSettings(repeat=1))
+        run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}"
+        note(f"confirming {len(rows)} step(s) between {base.short} and {head.short}, deciding on {p.metric} "
+             f"(budget {share:.0f} s) -> {run_dir}")
+        with checkouts(repo, {"base": base, "head": head}) as trees:
+            outcome = run_gate(cases, [], Side("base", base, Path(trees["base"])), Side("head", head, Path(trees["head"])),
+                               settings, run_dir, sampler=sampler)
+        by_case = {c.case: c for c in outcome.cases}
+        for r in rows:
+            if r.case in problems:
+                continue
+            c = by_case.get(gate_id[r.case])
+            if c is None:
+                done.append(_entry(r, UNCONFIRMED, "not re-measured: the gate ran no such case"))
+                continue
+            verdict, how = c.verdict, f"paired re-run, {c.pairs} pair(s)"
+            if r.metric != p.metric:  # the same processes, read for this step's metric
+                base_values, head_values = _paired(outcome.files, gate_id[r.case], r.metric)
+                how = f"paired re-run (decided on {p.metric}), {len(base_values)} pair(s) read for {r.metric}"
+                if len(base_values) >= 2:
+                    verdict = compare_paired(base_values, head_values, min_effect=metrics.get(r.metric).threshold,
+                                             alpha=alpha)
+                else:
+                    done.append(_entry(r, UNCONFIRMED, f"{how}: too few to test", pairs=len(base_values),
+                                       files=dict(outcome.files)))
+                    continue
+            status = _status(r.kind, verdict.verdict)
+            done.append(_entry(r, status, f"{how}: {verdict.verdict}; {verdict.reason}",
+                               verdict=_json_safe(verdict.to_json()), pairs=verdict.n_base, wall_s=round(c.wall_s, 1),
+                               files=dict(outcome.files)))
+    return done
+
+
+def merge(stored: dict[str, dict], new: list[Confirmation]) -> dict[str, dict]:
+    """Stored confirmations updated with new ones; a new "unconfirmed" never replaces a verdict."""
+    out = dict(stored)
+    for c in new:
+        old = out.get(c.key)
+        if c.status == UNCONFIRMED and old is not None and old.get("status") in (CONFIRMED, NOT_REPRODUCED):
+            continue
+        out[c.key] = _json_safe(c.to_json())
+    return out
+
+
+__all__ = ["Confirmation", "FILE_NAME", "Plan", "apply", "confirm", "load", "merge", "path_for", "plan", "save"]
