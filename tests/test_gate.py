@@ -154,7 +154,8 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", budget, "--tiers", "time", "--out-dir", str(out_dir), "--format", "json", summary=summary)
+               "--budget", budget, "--tiers", "time", "--out-dir", str(out_dir), "--format", "json", "--profiles", "1",
+               summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
     # --format json: stdout is gate.json's document alone; progress and tables go to stderr.
     assert "gate failed" in out.stderr and " pair 0: " in out.stderr  # progress lines
@@ -183,6 +184,18 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "## ttfg gate: regression" in text and "**regressed**" in text
     assert "on this machine a 10-minute gate sees" in text or "noise floor: not estimated" in text
+    # What passing means, and where the regression went, in every output.
+    assert result["passing_means"].startswith("Passing means: ") and result["passing_means"] in text
+    assert result["passing_means"] in " ".join(out.stderr.split())
+    attribution = case["attribution"]
+    assert attribution["paired"] and attribution["total"]["delta"] > 0 and attribution["headline"]
+    assert {p["phase"] for p in attribution["phases"]} >= {"import", "build", "execute"}
+    assert any(c["metric"] == counter and c["verdict"] == "regressed" for c in attribution["counters"])
+    assert "**Where it went**" in text and "where it went" in out.stderr
+    # One profile process per side after the decision: the function-level diff names Python functions.
+    assert attribution["function_samples"] == {"s": {"base": 1, "head": 1}}
+    assert attribution["functions"] and attribution["top_functions"]["s"]["where"]
+    assert attribution["top_function"]["unit"] == "s" and attribution["top_function"]["fn"]
     assert len(worktrees(repo)) == 1
 
 
@@ -195,6 +208,9 @@ def test_a_a_gate_passes(repo, tmp_path):
     assert "regressed" not in out.stdout and "gate passed" in out.stdout
     case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
     assert case["verdict"]["verdict"] in ("unchanged", "inconclusive") and case["changes"] == []
+    # Honest either way: equivalence shown by two one-sided tests, or the slowdown it could have caught.
+    assert case["verdict"]["verdict"] == "unchanged" or case["verdict"]["detectable"] > 0
+    assert case["attribution"] is None
     assert len(worktrees(repo)) == 1
 
 

@@ -34,6 +34,17 @@ def good(index: int, value: float | None) -> Sample:
             "compile_share": 0.0, "loss": 1.0, "counters": {"autograd_nodes": 100}, "cold_evidence": None})
 
 
+def profile_sample(role: str, index: int) -> Sample:
+    """Sampled stacks in which head spends 40 ms more in ``slow_helper``, called by ``trace``."""
+    extra = 0.04 if role == "head" else 0.0
+    top = [{"fn": "first_gradient", "file": "harness/engines/x.py", "line": 10, "incl": 0.5 + extra, "self": 0.0},
+           {"fn": "trace", "file": "jax/_src/api.py", "line": 200, "incl": 0.2 + extra, "self": 0.1},
+           {"fn": "slow_helper", "file": "models/spec.py", "line": 77, "incl": 0.05 + extra, "self": 0.05 + extra},
+           {"fn": "compile", "file": "jax/_src/compiler.py", "line": 300, "incl": 0.3, "self": 0.3}]
+    return Sample(kind="profile", ok=True, index=index, cache="cold", started_at="2026-12-02T00:00:00+00:00",
+                  process_wall_s=1.0, profile_top=top, profile_tool="pyinstrument (fake)")
+
+
 def failed(index: int, error: str) -> Sample:
     return Sample(kind="timing", ok=False, index=index, cache="cold", error=error, stderr_tail="",
                   started_at="2026-12-02T00:00:00+00:00", process_wall_s=1.0)
@@ -53,6 +64,8 @@ class FakeSampler:
         self.interrupt_at = interrupt_at
         self.now = 0.0
         self.calls: list[tuple[str, str, int]] = []
+        self.profiles: list[tuple[str, str, int]] = []
+        self.profile = profile_sample
 
     def monotonic(self) -> float:
         return self.now
@@ -61,9 +74,15 @@ class FakeSampler:
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
         role = self.role[str(run.source)]
+        if kind == "profile":  # sampled stacks, after the decision: outside the clock and the pair calls
+            self.profiles.append((case.id, role, index))
+            return self.profile(role, index)
         self.calls.append((case.id, role, index))
         self.now += self.wall_s
         answer = self.script[role](index)
+        if isinstance(answer, Sample):
+            answer.index = index
+            return answer
         return failed(index, answer) if isinstance(answer, str) else good(index, answer)
 
 
@@ -195,3 +214,104 @@ def test_ctrl_c_keeps_finished_samples_in_files_marked_incomplete(gate_with, tmp
         saved = record.load(tmp_path / "out" / f"{role}.json")
         assert not saved.complete
         assert len(saved.cases[0].good()) == kept
+
+
+# --------------------------------------------------------------------------- failures are evidence
+
+
+def test_a_head_that_fails_every_other_process_is_a_regression(gate_with):
+    """The pairs that complete look fine (identical times), and no streak reaches max_failures:
+    only the failure counts show the change broke something."""
+    head = lambda i: noisy(1.0, shift=3)(i) if i % 2 == 0 else "RuntimeError: flaky"  # noqa: E731
+    outcome, _ = gate_with(noisy(1.0), head, max_failures=3, max_pairs=20)
+    (case,) = outcome.cases
+    assert case.failed == {"base": 0, "head": case.attempted // 2}
+    assert case.verdict.verdict == "regressed" and case.verdict.method == "fisher-failures"
+    assert "head fails more often" in case.verdict.reason and "RuntimeError: flaky" in case.verdict.reason
+    assert case.failures is not None and case.failures.regressed
+    assert outcome.exit_code() == 1 and outcome.regressions() == [case]
+    assert outcome.to_json()["cases"][0]["failures"]["head_failed"] == case.failed["head"]
+
+
+def test_one_flaky_failure_does_not_fail_the_gate(gate_with):
+    head = lambda i: "TimeoutError" if i == 7 else noisy(1.0, shift=3)(i)  # noqa: E731
+    outcome, _ = gate_with(noisy(1.0), head, min_pairs=12, max_pairs=20)
+    (case,) = outcome.cases
+    assert case.failed["head"] == 1 and not case.failures.regressed
+    assert case.verdict.verdict != "regressed" and outcome.exit_code() == 0
+
+
+# --------------------------------------------------------------------------- attribution and the summary
+
+
+def phased(index: int, trace: float) -> Sample:
+    """A good sample whose trace phase is ``trace`` seconds on top of fixed other phases."""
+    s = good(index, 0.5 + trace)
+    s.trace_s, s.lower_s, s.compile_s, s.execute_s = trace, 0.1, 0.3, 0.1
+    return s
+
+
+def test_a_regression_is_attributed_to_the_phase_that_grew(gate_with):
+    outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)),
+                           profiles=0)
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed" and case.attribution is not None
+    a = case.attribution
+    assert a.paired and a.largest_phase().phase == "trace"
+    assert a.largest_phase().delta == pytest.approx(0.5, rel=0.05)
+    assert {p.phase for p in a.phases} >= {"import", "build", "trace", "lower", "compile", "execute"}
+    assert a.functions == [] and any("no function-level data" in n for n in a.notes)
+    data = outcome.to_json()["cases"][0]["attribution"]
+    assert data["largest_phase"] == "trace" and data["paired"] is True
+
+
+def test_an_unchanged_case_is_not_attributed(gate_with):
+    outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    assert outcome.cases[0].attribution is None
+
+
+def test_summary_states_what_passing_means_and_where_a_regression_went(gate_with):
+    from harness.present.markdown import GATE_MARKER, gate_markdown
+    from harness.present.verdicts import passing_means
+
+    outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)))
+    text = gate_markdown(outcome)
+    assert text.startswith(GATE_MARKER + "\n## ttfg gate: regression")
+    meaning = passing_means(outcome)
+    assert meaning in text and meaning.startswith("Passing means: ") and meaning.count(". ") == 0
+    assert "5 %" in meaning and "alpha 0.01" in meaning and "two one-sided tests" in meaning
+    assert "**Where it went**" in text and "largest phase change: trace +" in text
+
+    aa, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    assert "unchanged (within ±5 %)" in gate_markdown(aa)
+
+
+def test_a_regressed_case_gets_sampled_stacks_and_names_the_function_that_grew(gate_with, tmp_path):
+    outcome, fake = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=2)
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed"
+    assert sorted(fake.profiles) == sorted([(case.case, "base", 0), (case.case, "head", 0), (case.case, "base", 1),
+                                            (case.case, "head", 1)])
+    top = case.attribution.top_function("s")
+    assert (top.fn, top.where) == ("slow_helper", "models/spec.py:77") and top.delta_self == pytest.approx(0.04)
+    assert case.attribution.function_samples == {"s": {"base": 2, "head": 2}}
+    saved = record.load(tmp_path / "out" / "head.json")
+    assert len([s for s in saved.cases[0].samples if s.kind == "profile"]) == 2 and saved.complete
+
+
+def test_no_profiles_for_a_case_that_did_not_regress_or_when_switched_off(gate_with):
+    _, fake = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    assert fake.profiles == []
+    outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), profiles=0)
+    assert fake.profiles == [] and outcome.cases[0].attribution.functions == []
+
+
+def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
+    def broken(role, index):
+        return failed(index, "ModuleNotFoundError: No module named 'pyinstrument' (in phase profile)")
+
+    monkeypatch.setattr("tests.test_gate_policy.profile_sample", broken)
+    outcome, _ = gate_with(noisy(1.0), noisy(2.0, shift=3))
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed" and outcome.exit_code() == 1
+    assert case.attribution.functions == [] and case.failed == {"base": 0, "head": 0}

@@ -106,6 +106,7 @@ def gate_with(sides, tmp_path, monkeypatch):
         notes: list[str] = []
         cases, skipped = select([MODEL], list(backends), None, check_availability=False)
         settings.setdefault("tiers", tiers.DEFAULT_TIERS)
+        settings.setdefault("profiles", 0)  # sampled stacks after a regression: tests/test_gate_policy.py
         outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings),
                            tmp_path / "out", on_note=notes.append, sampler=fake)
         return outcome, fake, notes
@@ -302,7 +303,7 @@ def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_s
 
     cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
     with pytest.raises(KeyboardInterrupt):
-        run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=tiers.DEFAULT_TIERS),
+        run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=tiers.DEFAULT_TIERS, profiles=0),
                  tmp_path / "out", sampler=sampler)
     assert stopped == [True]
     base = record.load(tmp_path / "out" / "base.json")

@@ -396,6 +396,12 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr
     summary = (tmp_path / "merged" / "summary.md").read_text()
     assert "3 of 3 shard(s) merged: regression" in summary and slow in summary
+    # Like one gate's: the PR comment's marker, what passing means, verdicts with what they rest on.
+    from harness.present.markdown import GATE_MARKER
+
+    merged_doc = json.loads((tmp_path / "merged" / "gate.json").read_text())
+    assert summary.startswith(GATE_MARKER + "\n") and merged_doc["passing_means"] in summary
+    assert merged_doc["passing_means"].startswith("Passing means: ") and "**regressed**" in summary
     assert {c.id for c in record.load(tmp_path / "merged" / "head.json").cases} == {c.case for c in whole.cases}
 
 

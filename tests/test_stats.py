@@ -416,5 +416,6 @@ def test_verdict_fields():
     v = compare_paired(*simulate_pairs(10, rng=50))
     assert isinstance(v, Verdict) and v.verdict in VERDICTS
     assert set(v.to_json()) == {"verdict", "ratio", "ci_low", "ci_high", "p_value", "n_base", "n_head",
-                                "method", "reason"}
+                                "method", "reason", "margin", "eq_low", "eq_high", "tost_p", "equivalent",
+                                "detectable", "detectable_high"}
     assert isinstance(summarize([1.0]), Summary)

@@ -24,6 +24,7 @@ from ..files import atomic_write_text
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
+from .explain import add_explain_command
 from .doctor import add_doctor_commands
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
@@ -37,6 +38,7 @@ examples:
   ttfg study chain                  scan vs unrolled, paired, with intervals
   ttfg compare base.json head.json  regression verdicts between results files
   ttfg gate --base origin/main      interleaved, paired base/head measurement
+  ttfg explain runs/gate            where a gate's change went
   ttfg report --runs runs/r.json    HTML report with plots
   ttfg regressions --runs runs/     detected steps across commits
   ttfg shards 4 --backend all       the matrix split over 4 runners, --shard I/N
@@ -201,7 +203,7 @@ def cmd_run(args) -> int:
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
-        instructions=args.instructions,
+        instructions=args.instructions, profiles=args.profiles,
     )
     out = Path(args.out) if args.out else None
     runner = Runner(cases, skipped, settings, out)
@@ -387,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also count instructions of the first-gradient window, per phase where the backend "
                         "splits it (callgrind switched on for the window only; 10 CPU-s for autograd, 1.5 CPU-min "
                         "for jax.jit resnet15)")
+    p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=0, metavar="N",
+                   help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
+                        "for ttfg explain's function-level diff (default: 0)")
     p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
     p.add_argument("--wide", action="store_true",
                    help="one table with every column (times, phases, counters) however wide, instead of three "
@@ -416,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_asv_commands(sub)
     add_gate_commands(sub)
+    add_explain_command(sub)
     add_doctor_commands(sub)
     add_shards_command(sub)
     add_merge_commands(sub)

@@ -74,6 +74,13 @@ their measured repeatability; (c) wall time as above, spending the budget only o
 the cases (a) and (b) left. Every verdict names its tier. Without valgrind the
 instructions tier says so once and wall time decides.
 
+Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests
+put the ratio inside ±--min-effect; "inconclusive (could detect ≥ X %)" with the
+smallest slowdown the run would have caught. A head that fails significantly more
+often than its base regressed. Every regressed case is attributed (phase, counter and
+function deltas; also on demand: ttfg explain OUT-DIR), and the summary ends with one
+sentence on what passing means.
+
 Defaults: --model resnet15 --backend jax.jit (the case where compile time dominates
 and a first gradient takes about a second), head = HEAD (the committed revision; a
 working tree with uncommitted changes under harness/ or models/ is refused unless
@@ -123,6 +130,7 @@ def cmd_compare(args) -> int:
     from ..decide.compare import Thresholds, compare_results
     from ..present.markdown import comparison_markdown
     from ..present.tables import compare_table, console as make_console, row_change
+    from ..present.attribution_views import print_attribution
 
     from .outputs import output_file
 
@@ -147,6 +155,8 @@ def cmd_compare(args) -> int:
             if r.verdict.verdict in ("regressed", "improved"):
                 console.print(f"{r.verdict.verdict}: {r.case} {r.metric}{row_change(r)}: {r.verdict.reason}",
                               highlight=False)
+        for a in cmp.attributions:
+            print_attribution(console, a)
         for note in cmp.notes:
             console.print(f"[yellow]note[/]: {note}", highlight=False)
         counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
@@ -200,6 +210,8 @@ def cmd_gate(args) -> int:
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
+    from ..present.attribution_views import headline, print_attribution
+    from ..present.verdicts import passing_means, verdict_label
     from ..measure.worktrees import repo_root, worktrees
 
     from .outputs import output_dir, output_file
@@ -213,7 +225,7 @@ def cmd_gate(args) -> int:
     settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
-                            alloc_repeat=args.alloc_repeat,
+                            alloc_repeat=args.alloc_repeat, profiles=args.profiles,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
                             tiers=args.tiers, count_repeat=args.count_repeat)
     expectations = None
@@ -270,18 +282,27 @@ def cmd_gate(args) -> int:
     floor = _record_noise(outcome, settings, floor, why_no_floor)
     console.print(gate_table(outcome))
     for c in outcome.cases:
-        console.print(f"{c.verdict.verdict} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
+        console.print(f"{verdict_label(c.verdict)} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
                       highlight=False)
     for s in outcome.skipped:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+    for c in outcome.cases:
+        if c.attribution is not None:
+            print_attribution(console, c.attribution)
     if check is not None:
         print_expectations(console, check, args.write_suggested, "cases not gated")
+    meaning = passing_means(outcome, check)
+    console.print(meaning, highlight=False)
     from ..present import noise as noise_view
 
     console.print(noise_view.headline(floor, settings.metric), highlight=False)
     summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, settings.metric)}\n"
     document = {**gate_document(outcome, check, code), "noise": floor.to_json() if floor else None,
-                "budget_warnings": budget_warnings}
+                "budget_warnings": budget_warnings, "passing_means": meaning}
+    for case, decided in zip(document["cases"], outcome.cases):
+        case["verdict"]["label"] = verdict_label(decided.verdict)
+        if decided.attribution is not None:
+            case["attribution"]["headline"] = headline(decided.attribution)
     atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out_dir / "summary.md", summary)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -301,7 +322,7 @@ def cmd_gate(args) -> int:
     elif code == 0 and shard is not None and not shard.cases:
         console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
-        console.print("gate passed: no regression", highlight=False)
+        console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
     if args.format == "json":
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
     elif args.format == "markdown":
@@ -440,8 +461,9 @@ def add_gate_commands(sub) -> None:
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
                        description=GATE_HELP, formatter_class=_formatter,
-                       epilog=exit_codes(extra=": a case regressed, a head cannot run a case the base runs, "
-                                                      "or --expectations are violated",
+                       epilog=exit_codes(extra=": a case regressed, a head cannot run a case the base runs "
+                                                      "or fails significantly more often, or --expectations are "
+                                                      "violated",
                                                 extra2="; also a missing revision, a dirty tree (see --allow-dirty) "
                                                        "or a base that cannot run"))
     p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
@@ -474,6 +496,9 @@ def add_gate_commands(sub) -> None:
                         f"(default: {','.join(DEFAULT_TIERS)})")
     p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
                    help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
+    p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
+                   help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
+                        "for the function-level attribution; 0: none (default: 3)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -68,6 +68,7 @@ def cmd_merge_results(args) -> int:
 def cmd_merge_gate(args) -> int:
     from ..decide.merge_gate import load_shard, merge_gates
     from ..present.shard_views import merged_gate_markdown
+    from ..present.verdicts import passing_sentence
     from ..present.tables import console as make_console
     from ..results.io import dumps
 
@@ -77,6 +78,11 @@ def cmd_merge_gate(args) -> int:
     merged = merge_gates([load_shard(p) for p in args.dirs], force=args.force)
     texts = {name: dumps(res, out_dir / f"{name}.json") for name, res in merged.sides.items()}
     merged.doc["files"] = {name: str(out_dir / f"{name}.json") for name in texts}
+    settings = merged.doc.get("settings") or {}
+    if settings.get("min_effect") is not None and settings.get("alpha") is not None:
+        merged.doc["passing_means"] = passing_sentence(
+            settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
+            [c["verdict"].get("detectable") for c in merged.doc["cases"] if c["verdict"].get("verdict") == "inconclusive"])
     summary = merged_gate_markdown(merged.doc)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():

@@ -111,7 +111,7 @@ def add_report_commands(sub) -> None:
 #: What ttfg writes besides results files, by the ``format`` field; a folder given to
 #: ``--runs`` (a gate's ``--out-dir``) holds these beside base.json and head.json.
 OTHER_OUTPUTS = {"ttfg-gate": "a gate outcome", "ttfg-comparison": "a comparison",
-                 "ttfg-expectations-check": "an expectations check"}
+                 "ttfg-expectations-check": "an expectations check", "ttfg-explain": "an attribution (ttfg explain)"}
 
 
 def _output_kind(path: Path) -> str | None:

@@ -239,6 +239,8 @@ class Comparison:
     alpha: float
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Where the change went, for every case with a regressed row (``attribution.attribute``).
+    attributions: list = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         from .stats import VERDICTS
@@ -260,7 +262,8 @@ class Comparison:
     def to_json(self) -> dict:
         return {"format": "ttfg-comparison", "version": 1, "base": self.base_label, "head": self.head_label,
                 "alpha": self.alpha, "counts": self.counts(), "exit_code": self.exit_code(),
-                "notes": self.notes, "rows": [r.to_json() for r in self.rows]}
+                "notes": self.notes, "rows": [r.to_json() for r in self.rows],
+                "attributions": [a.to_json() for a in self.attributions]}
 
 
 def condition_notes(base: Results, head: Results) -> list[str]:
@@ -343,7 +346,8 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     Comparison
         One row per case and metric with values on both sides (others are skipped),
         plus a ``failure`` row for a case that one side could not run at all, and
-        notes on cases present on one side only and on differing conditions.
+        notes on cases present on one side only and on differing conditions; an
+        attribution for every case with a regressed row.
 
     Raises
     ------
@@ -397,4 +401,10 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
                 verdict = compare_unpaired(b, h, min_effect=limit, alpha=alpha)
             out.rows.append(Row(base_case.id, name, "counter" if info.deterministic else "timing", limit,
                                 summarize(b), summarize(h), verdict))
+    from .attribution import attribute
+
+    regressed = dict.fromkeys(r.case for r in out.rows if r.verdict.verdict == "regressed")
+    headline = next((n for n in names if not metric_info(n).deterministic), "first_grad_s")
+    out.attributions = [a for case in regressed
+                        if (a := attribute(base.case(case), head.case(case), headline, cache)) is not None]
     return out

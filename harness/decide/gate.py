@@ -25,7 +25,15 @@ clock, not on the ratios. A case still inconclusive then is reported as such.
 Failures: a sample that fails leaves its pair incomplete (dropped by the test). After
 ``max_failures`` consecutive failures on one side the case stops: a base that never
 ran means there is nothing to compare against (exit 2); a head that never ran while
-the base did is a regression (the change broke the case).
+the base did is a regression (the change broke the case). Failures are evidence in
+their own right, as in ``ttfg compare``: when sampling ends, a head that failed
+significantly more often than its base (``stats.compare_failures``, one-sided Fisher
+at 10 %) is a regression, whatever its good samples' times say; a head failing every
+other process would otherwise pass on the pairs that happened to complete.
+
+Attribution: every case whose verdict or one of whose counters regressed gets an
+``attribution.Attribution`` (phase deltas, counter deltas, the function-level diff of
+the first-gradient window when the samples carry it), shown by every output.
 
 The git side (revisions, worktrees, the dirty-tree check) is ``worktrees.py``; the
 command line is ``gate_cli.py``.
@@ -50,8 +58,9 @@ from ..results.model import Fingerprint, GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from .attribution import Attribution
     from .compare import Row
-    from .stats import SequentialPairedTest, Summary, Verdict
+    from .stats import FailureTest, SequentialPairedTest, Summary, Verdict
 
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
@@ -106,6 +115,8 @@ class GateSettings:
     #: Also count allocations: ``alloc_repeat`` memray processes per side and case, after the budget.
     allocations: bool = False
     alloc_repeat: int = 1
+    #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
+    profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
     #: Which tiers decide (``tiers.py``), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
     tiers: tuple[str, ...] = (tiering.TIME,)
@@ -130,6 +141,8 @@ class GateSettings:
         if self.count_repeat < 1:
             raise UsageError(f"--count-repeat must be >= 1, got {self.count_repeat}")
         self.tiers = tiering.parse_tiers(",".join(self.tiers))
+        if self.profiles < 0:
+            raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
             raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
 
@@ -212,15 +225,25 @@ class CaseOutcome:
     head: "Summary"
     #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
     changes: "list[Row]" = field(default_factory=list)
+    #: Did head fail significantly more often than base? (None when no side failed.)
+    failures: "FailureTest | None" = None
+    #: Where the change went (phases, counters, functions), for a case where anything regressed.
+    attribution: "Attribution | None" = None
     #: The tier that decided (``tiers.py``: structural, instructions, time) and every tier's finding.
     tier: str = tiering.TIME
     trail: "list[tiering.TierStep]" = field(default_factory=list)
+
+    def regressed_anything(self) -> bool:
+        """The gated verdict or a compared counter regressed: what attribution is computed for."""
+        return self.verdict.verdict == "regressed" or any(r.verdict.verdict == "regressed" for r in self.changes)
 
     def to_json(self) -> dict:
         return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier,
                 "tiers": [t.to_json() for t in self.trail], "pairs": self.pairs, "attempted": self.attempted,
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
-                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes]}
+                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
+                "failures": None if self.failures is None else self.failures.to_json(),
+                "attribution": None if self.attribution is None else self.attribution.to_json()}
 
 
 @dataclass
@@ -372,6 +395,27 @@ def _final_verdict(st: _CaseState, settings: GateSettings):
                           f"reserved for it (alpha {level:.3g}): {verdict.reason}")
 
 
+def _failure_test(st: _CaseState):
+    """Fisher's test on the timing samples' failures; None when neither side failed."""
+    from .stats import compare_failures
+
+    if not (st.failed["base"] or st.failed["head"]):
+        return None
+    return compare_failures(st.failed["base"], st.ok["base"] + st.failed["base"], st.failed["head"],
+                            st.ok["head"] + st.failed["head"])
+
+
+def _with_failures(verdict, test, st: _CaseState):
+    """A head that fails significantly more often than its base regressed, whatever its times say."""
+    if test is None or not test.regressed or verdict.verdict == "regressed" or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+        return verdict
+    example = st.first_error.get("head")
+    return replace(verdict, verdict="regressed", p_value=test.p_value, method="fisher-failures",
+                   equivalent=False, detectable=math.nan, detectable_high=math.nan,
+                   reason=f"{test.reason}" + (f"; e.g. {example}" if example else "")
+                          + f" (the times of the complete pairs alone: {verdict.verdict}, {verdict.reason})")
+
+
 def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, float | None]) -> None:
     for role in ("base", "head"):
         if values[role] is None:
@@ -466,8 +510,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     KeyboardInterrupt
         Re-raised after saving the finished samples (files marked incomplete).
     """
-    from .compare import compare_results
-    from .stats import summarize
+    from .attribution import attribute
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
@@ -535,17 +578,36 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                             state = "ok" if sample.ok else f"failed: {sample.error}"
                             on_note(f"allocations {role} {st.case.id}: "
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
+        outcomes = _outcomes(states, writers, settings, trails)
+        if settings.profiles:
+            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note)
         finished = True
     finally:
         for writer in writers.values():
             writer.finish(finished)
     elapsed = time.monotonic() - began
     results = {role: w.results for role, w in writers.items()}
-    explain = compare_results(results["base"], results["head"], metrics=EXPLAIN_METRICS)
+    for outcome in outcomes:
+        if outcome.regressed_anything():
+            outcome.attribution = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
+                                            metric=settings.metric)
+    files = {role: str(w.out) for role, w in writers.items()}
+    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files, shard,
+                       writers["head"].results.fingerprint)
+
+
+def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
+              trails: "dict[str, tiering.CaseTrail]") -> list[CaseOutcome]:
+    """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
+    from .compare import compare_results
+    from .stats import summarize
+
+    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS)
     outcomes = []
     for st in states:
         b, h = st.complete()
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        failures = _failure_test(st)
         trail = trails[st.case.id]
         if trail.settled:
             verdict, tier = trail.settled.verdict, trail.settled.tier
@@ -553,9 +615,31 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             verdict, tier = _not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
         else:
             verdict, tier = _final_verdict(st, settings), tiering.TIME
-        outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
-                                    sum(st.pair_wall_s), st.stop or BUDGET, summarize(b), summarize(h), changes,
-                                    tier, trail.steps))
-    files = {role: str(w.out) for role, w in writers.items()}
-    return GateOutcome(base.revision, head.revision, settings, outcomes, list(skipped), elapsed, files, shard,
-                       writers["head"].results.fingerprint)
+        verdict = _with_failures(verdict, failures, st)
+        outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
+                                    st.stop or BUDGET, summarize(b), summarize(h), changes, failures,
+                                    tier=tier, trail=trail.steps))
+    return outcomes
+
+
+def _profile_regressions(outcomes: list[CaseOutcome], states: list[_CaseState], sides: dict[str, Side],
+                         writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
+                         on_note: Callable[[str], None] | None) -> None:
+    """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.
+
+    After the decision and outside the budget: they are only taken when there is a regression
+    to explain, and a profile failing (an older base without the profile probe) costs the
+    attribution its function list, never the verdict.
+    """
+    by_id = {st.case.id: st for st in states}
+    for outcome in outcomes:
+        st = by_id[outcome.case]
+        if not outcome.regressed_anything() or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+            continue
+        for i in range(settings.profiles):
+            for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
+                sample = sampler(st.case, "profile", "cold", i, replace(settings.run, source=sides[role].source))
+                writers[role].append(st.case.id, sample)
+                if on_note:
+                    on_note(f"profile {role} {st.case.id}: "
+                            + (f"{len(sample.profile_top or [])} functions" if sample.ok else f"failed: {sample.error}"))

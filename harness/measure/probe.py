@@ -11,6 +11,8 @@ stdout: frameworks print). The object is::
     {"ok": true, "alloc_count", "alloc_bytes", "alloc_peak_bytes", "alloc_tool",
      "python_allocators"}                                                        (allocations)
     {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
+    {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
+     "profile_tool"}                                                             (profile)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
 
 ``first_grad_end_monotonic`` is ``time.monotonic()`` when the first gradient returned;
@@ -161,10 +163,69 @@ def instructions(case: Case, out: dict) -> dict:
     return out
 
 
+#: Sampling interval of the stack profiler, and how many functions a profile keeps.
+PROFILE_INTERVAL_S = 0.001
+PROFILE_TOP_INCLUSIVE = 150
+PROFILE_TOP_SELF = 50
+
+
+def profile(case: Case, out: dict) -> dict:
+    """Sampled Python stacks of the first gradient (pyinstrument), as per-function seconds.
+
+    Why: instruction counts name C functions (the interpreter's eval loop, XLA); a change in
+    Python code during tracing shows up by name only in Python stacks. Sampling perturbs
+    time, so these are separate processes, like allocations. Each function (name, file,
+    first line) gets its inclusive time (counted once where it recurses) and its self time;
+    the ``PROFILE_TOP_INCLUSIVE`` largest by inclusive time and the ``PROFILE_TOP_SELF``
+    largest by self time are kept.
+    """
+    spec = case.spec
+    weights, x = spec.init(0), spec.example_input(0)
+    impl = engines.get(case.backend)()
+    out["phase"] = "import"
+    impl.import_framework()
+    out["phase"] = "build"
+    engine = impl.build(spec, weights, x, case.variant_dict)
+    out["phase"] = "profile"
+    import pyinstrument
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=PROFILE_INTERVAL_S)
+    profiler.start()
+    engine.first_gradient()
+    profiler.stop()
+    out["phase"] = "read_profile"
+    totals: dict[tuple, dict] = {}
+
+    def walk(frame, on_path: frozenset) -> None:
+        if frame.is_synthetic:
+            return
+        name = f"{frame.class_name}.{frame.function}" if frame.class_name else frame.function
+        key = (name, frame.file_path_short or frame.file_path or "?", frame.line_no)
+        entry = totals.setdefault(key, {"fn": key[0], "file": key[1], "line": key[2], "incl": 0.0, "self": 0.0})
+        if key not in on_path:  # a recursive call's time is already in its outer call's
+            entry["incl"] += frame.time
+        entry["self"] += frame.total_self_time
+        for child in frame.children:
+            walk(child, on_path | {key})
+
+    root = profiler.last_session.root_frame()
+    if root is not None:
+        walk(root, frozenset())
+    entries = list(totals.values())
+    keep = sorted(entries, key=lambda e: -e["incl"])[:PROFILE_TOP_INCLUSIVE]
+    keep += [e for e in sorted(entries, key=lambda e: -e["self"])[:PROFILE_TOP_SELF] if e not in keep]
+    out.update({"profile_top": [{**e, "line": e["line"] if isinstance(e["line"], int) and e["line"] >= 0 else None}
+                                for e in keep],
+                "profile_tool": f"pyinstrument {pyinstrument.__version__}, sampled every "
+                                f"{PROFILE_INTERVAL_S * 1000:g} ms"})
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.measure.probe", description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
-    parser.add_argument("--kind", choices=("timing", "allocations", "instructions"), default="timing")
+    parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile"), default="timing")
     parser.add_argument("--report", required=True, help="file to write the result object to")
     parser.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc too")
     args = parser.parse_args(argv)
@@ -176,6 +237,8 @@ def main(argv=None) -> int:
             allocations(case, report.parent, args.python_allocators, out)
         elif args.kind == "instructions":
             instructions(case, out)
+        elif args.kind == "profile":
+            profile(case, out)
         else:
             timing(case, out)
         out["ok"] = True

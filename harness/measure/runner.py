@@ -47,6 +47,8 @@ class RunSettings:
     alloc_repeat: int = 1
     python_allocators: bool = False
     instructions: bool = False
+    #: Sampled-stack processes (pyinstrument) per case, after the timings: the function-level attribution.
+    profiles: int = 0
     python: str = sys.executable
     #: Folder the probe runs in; its ``harness`` is the one measured (the gate points it at a worktree).
     source: Path = ROOT
@@ -161,8 +163,8 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
             return sample
         if kind == "timing":
             sample.update(timing_fields(data, spawned, usage, cache, entries_before))
-        elif kind == "allocations":
-            sample.update({k: data.get(k) for k in SAMPLE_FIELDS["allocations"]})
+        elif kind in ("allocations", "profile"):
+            sample.update({k: data.get(k) for k in SAMPLE_FIELDS[kind]})
         else:
             try:
                 sample.update(instruction_fields(workdir, data, usage))

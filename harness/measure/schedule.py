@@ -1,8 +1,8 @@
 """The order in which a run's cold processes are spawned.
 
 Cases are interleaved round-robin (every case once, then every case again, ...) so
-the machine's drift hits all of them alike; allocation and instruction processes come
-after the timings, since they perturb time. A schedule is a list of named
+the machine's drift hits all of them alike; allocation, instruction and profile
+processes come after the timings, since they perturb time. A schedule is a list of named
 :class:`Step` s; a caller that needs another order (a study alternating its two arms
 A B, B A) reorders it with a function here rather than by reaching into tuples.
 """
@@ -32,13 +32,14 @@ class Step:
 
 
 def schedule(cases: list[Case], settings: "RunSettings") -> list[Step]:
-    """Timings round-robin over ``settings.repeat`` rounds, then allocations, then instructions."""
+    """Timings round-robin over ``settings.repeat`` rounds, then allocations, instructions, profiles."""
     steps = [Step(case, "timing", cache, i)
              for i in range(settings.repeat) for case in cases for cache in settings.caches]
     if settings.allocations:
         steps += [Step(case, "allocations", "cold", i) for i in range(settings.alloc_repeat) for case in cases]
     if settings.instructions:
         steps += [Step(case, "instructions", "cold", 0) for case in cases]
+    steps += [Step(case, "profile", "cold", i) for i in range(getattr(settings, "profiles", 0)) for case in cases]
     return steps
 
 

@@ -24,8 +24,16 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
-def _verdict(word: str) -> str:
-    return f"**{word}**" if word in ("regressed", "improved") else word
+def _verdict(word: str, label: str | None = None) -> str:
+    text = label or word
+    return f"**{text}**" if word in ("regressed", "improved") else text
+
+
+def _labelled(v) -> str:
+    """A verdict cell: the word in bold when it is a finding, with what it rests on."""
+    from .verdicts import verdict_label
+
+    return _verdict(v.verdict, verdict_label(v))
 
 
 def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
@@ -51,7 +59,7 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
 
     def row(r):
         return [r.case, r.metric, *row_values(r), fmt.factor(r.verdict.ratio),
-                fmt.interval(r.verdict.ci_low, r.verdict.ci_high), _verdict(r.verdict.verdict)]
+                fmt.interval(r.verdict.ci_low, r.verdict.ci_high), _labelled(r.verdict)]
 
     notable = sorted((r for r in cmp.rows if r.verdict.verdict != "unchanged"), key=lambda r: ORDER[r.verdict.verdict])
     same = [r for r in cmp.rows if r.verdict.verdict == "unchanged"]
@@ -59,7 +67,15 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
         lines += _table(header, [row(r) for r in notable]) + [""]
         lines += [f"- `{r.case}` {r.metric}{row_change(r)}: {r.verdict.reason}"
                   for r in notable if r.verdict.verdict != "inconclusive"]
+        detect = [r for r in notable if r.verdict.verdict == "inconclusive" and r.compared_as == "timing"]
+        if detect:
+            lines.append(f"- {len(detect)} inconclusive timing row(s): no regression was shown, and none was ruled "
+                         "out beyond the size each states it could detect")
         lines.append("")
+    if cmp.attributions:
+        from .attribution_views import attribution_markdown
+
+        lines += [attribution_markdown(a) for a in cmp.attributions]
     if same:
         lines += ["<details><summary>" + f"{len(same)} unchanged</summary>", ""]
         lines += _table(header, [row(r) for r in same]) + ["", "</details>", ""]
@@ -99,7 +115,11 @@ def expectations_markdown(check) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def gate_markdown(outcome, check=None) -> str:
+#: First line of the gate's summary.md: a PR comment that carries it is the gate's, and is updated in place.
+GATE_MARKER = "<!-- ttfg-perf-gate -->"
+
+
+def gate_markdown(outcome, check=None, attributions=None) -> str:
     """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
 
     Parameters
@@ -107,28 +127,36 @@ def gate_markdown(outcome, check=None) -> str:
     outcome : gate.GateOutcome
     check : expect.ExpectationCheck or None
         Appended when the gate checked expectations.
+    attributions : list of Attribution or None
+        Default: those the gate made for its regressed cases.
 
     Returns
     -------
     str
+        Starts with :data:`GATE_MARKER` (hidden when rendered), then the decision and
+        one sentence saying what passing means.
     """
+    from .attribution_views import attribution_markdown
+    from .verdicts import passing_means
+
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
-    decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
+    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
     s = outcome.settings
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
-    lines = [f"## ttfg gate{where}: {decision}", "",
+    lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", "",
              f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
              f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
              f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget; "
-             f"tiers {', '.join(s.tiers)}", ""]
+             f"tiers {', '.join(s.tiers)}", "",
+             f"_{passing_means(outcome, check)}_", ""]
     rows = []
     for c in outcome.cases:
         rows.append([c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                      fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                     _verdict(c.verdict.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
+                     _labelled(c.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
                      counter_changes(c.changes)])
     lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall", "stopped",
                      "counters changed"], rows) + [""]
@@ -138,6 +166,10 @@ def gate_markdown(outcome, check=None) -> str:
                   for t in c.trail if not t.settled]
     lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
     lines.append("")
+    if attributions is None:
+        attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
+    for a in attributions:
+        lines.append(attribution_markdown(a))
     if check is not None:
         lines.append(expectations_markdown(check))
     return "\n".join(lines).rstrip() + "\n"

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import fmt, plots, run_views, study_views
+from .. import metrics
 from . import noise as noise_view
 from ..files import atomic_write_text
 
@@ -348,6 +349,39 @@ def cache_section(runs: list) -> dict:
     return {"uri": uri, "rows": rows, "run": _run_title(res), "note": None}
 
 
+def gate_pair(runs: list):
+    """The newest gate's base and head results files among ``runs`` (same folder preferred), or None."""
+    heads = [r for r in runs if r.gate is not None and r.gate.role == "head"]
+    bases = [r for r in runs if r.gate is not None and r.gate.role == "base"]
+    if not heads or not bases:
+        return None
+    head = max(heads, key=lambda r: r.created)
+    folder = Path(head.path).parent if head.path else None
+    near = [b for b in bases if folder is not None and b.path and Path(b.path).parent == folder]
+    return max(near or bases, key=lambda r: r.created), head
+
+
+def attribution_section(runs: list) -> dict:
+    """Where a gate's change went, when the results files include a gate's base and head."""
+    from ..decide.attribution import attribute_results
+    from ..errors import UsageError
+    from .attribution_views import attribution_context
+
+    pair = gate_pair(runs)
+    if pair is None:
+        return {"blocks": []}
+    base, head = pair
+    metric = (base.gate.settings or {}).get("metric")
+    if not isinstance(metric, str) or metric not in metrics.METRICS or metrics.get(metric).deterministic:
+        metric = "first_grad_s"
+    try:
+        found = attribute_results(base, head, metric=metric)
+    except UsageError as exc:
+        return {"blocks": [], "note": str(exc)}
+    return {"blocks": [attribution_context(a) for a in found], "base": f"{base.gate.rev} ({base.gate.commit[:10]})",
+            "head": f"{head.gate.rev} ({head.gate.commit[:10]})", "paired": any(a.paired for a in found)}
+
+
 def effect_reading(row: study_views.EffectRow) -> str:
     """What the interval says, in words: faster, slower, or no clear difference."""
     if row.ratio is None or row.ci_low is None or row.ci_high is None:
@@ -525,6 +559,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "trend_sections": trend,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
+        "attribution": attribution_section(prepared.runs),
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),

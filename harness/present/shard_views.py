@@ -34,17 +34,22 @@ def partition_table(plan, repeat: int) -> Fitted:
 
 def merged_gate_markdown(merged: dict) -> str:
     """A merged gate document (``harness.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
+    from .markdown import GATE_MARKER
+    from .verdicts import passing_sentence, verdict_label_of
+
     code = merged["exit_code"]
-    decision = {0: "no regression", 1: "regression", 2: "could not compare"}[code]
+    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
     settings = merged.get("settings") or {}
     metric = settings.get("metric", "first_grad_s")
     base, head = merged.get("base") or {}, merged.get("head") or {}
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
-    lines = [f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
+    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
              f"base `{base.get('rev', '?')}` ({(base.get('commit') or '?')[:8]}) vs head `{head.get('rev', '?')}` "
              f"({(head.get('commit') or '?')[:8]}); metric `{metric}`, minimum effect {fmt.percent(settings.get('min_effect'))},"
              f" alpha {settings.get('alpha', '?')}, each case paired and interleaved on its shard's runner", ""]
+    if merged.get("passing_means"):
+        lines += [f"_{merged['passing_means']}_", ""]
     problems = [s for s in shards if s["status"] in ("missing", "failed")]
     if problems:
         lines += [f"- **shard {s['shard']} {s['status']}**: {s['detail']}" for s in problems] + [""]
@@ -53,12 +58,15 @@ def merged_gate_markdown(merged: dict) -> str:
         v = c["verdict"]
         rows.append([c["case"], c["shard"], fmt.metric_value(metric, c["base"].get("median")),
                      fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
-                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"]), c.get("tier", "time"),
-                     str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
+                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], verdict_label_of(v)),
+                     c.get("tier", "time"), str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
     lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
                      "stopped"], rows) + [""]
     lines += [f"- `{c['case']}` (decided by the {c.get('tier', 'time')} tier): {c['verdict'].get('reason', '')}"
               for c in merged["cases"]]
+    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in merged["cases"] if c.get("attribution")]
+    lines += [f"- **Where it went**: {text or case} (tables: `ttfg explain` on the merged gate folder)"
+              for case, text in where]
     lines += [f"- skipped `{s['case']}`: {s['reason']}" for s in merged.get("skipped", [])]
     failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
     if failed_expectations:

@@ -346,9 +346,17 @@ VERDICT_STYLE = {"regressed": "red", "improved": "green", "unchanged": "dim", "i
                  "ok": "green", "not measured": "dim", "new": "cyan", "vanished": "red"}
 
 
-def _styled(word: str) -> str:
+def _styled(word: str, label: str | None = None) -> str:
     style = VERDICT_STYLE.get(word)
-    return f"[{style}]{word}[/]" if style else word
+    text = label or word
+    return f"[{style}]{text}[/]" if style else text
+
+
+def styled_verdict(v) -> str:
+    """A verdict with what it rests on (``verdicts.verdict_label``), coloured by its word."""
+    from .verdicts import verdict_label
+
+    return _styled(v.verdict, verdict_label(v))
 
 
 def row_values(r) -> tuple[str, str]:
@@ -395,7 +403,7 @@ def compare_table(cmp) -> Table:
         table.add_row(*case_cells(r.case, varying), r.metric, *row_values(r), f"{r.verdict.n_base}/{r.verdict.n_head}",
                       cvs if r.compared_as == "timing" else "", fmt.factor(r.verdict.ratio),
                       fmt.interval(r.verdict.ci_low, r.verdict.ci_high), fmt.p_value(r.verdict.p_value),
-                      _styled(r.verdict.verdict))
+                      styled_verdict(r.verdict))
     return table
 
 
@@ -412,7 +420,7 @@ def gate_table(outcome) -> Table:
     for c in outcome.cases:
         table.add_row(*case_cells(c.case, varying), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                       fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                      _styled(c.verdict.verdict), c.tier, f"{c.pairs}/{c.attempted}",
+                      styled_verdict(c.verdict), c.tier, f"{c.pairs}/{c.attempted}",
                       f"{c.failed['base']}/{c.failed['head']}",
                       fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
     return table

@@ -44,11 +44,13 @@ SAMPLE_FIELDS = {
     "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence"},
     "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool"},
     "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text",
+                     # The first-gradient window, where the tool splits it: per phase, and its top functions
+                     # (``{"fn", "file", "line", "incl", "self"}``); a note on what was not counted.
                      "instructions_phases": "phase_counts", "instructions_top": "functions",
                      "instructions_note": "text"},
+    # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
+    "profile": {"profile_top": "functions_s", "profile_tool": "text"},
 }
-#: The fields of one entry of ``instructions_top`` (a function of the window) and their types.
-FUNCTION_FIELDS = {"fn": "text", "file": "text", "line": "count", "incl": "count", "self": "count"}
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.
 STUDY_KINDS = ("params", "chain", "depth")

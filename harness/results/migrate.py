@@ -2,6 +2,12 @@
 
 Format history (``"format": "ttfg-results"``):
 
+* version 2, additions (2026-12-03; optional fields, so version-2 files written before
+  read unchanged): instruction samples may carry ``instructions_phases`` (phase ->
+  count), ``instructions_top`` (the first-gradient window's top functions, a list of
+  ``{"fn", "file", "line", "incl", "self"}`` in instructions) and ``instructions_note``;
+  a new sample kind ``profile`` holds sampled Python stacks of the first gradient
+  (``profile_top``, the same list in seconds, and ``profile_tool``).
 * version 2, additions of 2026-12-03 (optional, so every earlier version-2 file still
   reads): ``environment.fingerprint`` (the machine: CPU model, architecture and flags,
   cores, memory, kernel, Python, package versions, thread settings; files are only

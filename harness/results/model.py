@@ -76,7 +76,7 @@ class ColdEvidence:
 
 @dataclass
 class Sample:
-    """One cold process's report (``kind``: timing, allocations or instructions)."""
+    """One cold process's report (``kind``: timing, allocations, instructions or profile)."""
 
     kind: str
     ok: bool = False
@@ -122,6 +122,9 @@ class Sample:
     instructions_note: str | None = None
     instructions_window_s: float | None = None
     instructions_cpu_s: float | None = None
+    # profile
+    profile_top: list[dict[str, Any]] | None = None
+    profile_tool: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, FUNCTION_FIELDS, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
+from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
                      STUDY_KINDS, VERSION, ZERO_ALLOWED, ResultsError, describe, is_number)
 from .model import (NOISE_SOURCES, CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection,
                     NoiseEntry, NoiseFloor, Results, Sample, ShardSection, StudySection)
@@ -96,26 +96,30 @@ class _Reader:
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "number", optional=False)
                 for k, v in self.obj(value, where).items()}
 
-    def phase_counts(self, value: Any, where: str) -> dict[str, int] | None:
-        """``{phase: count}`` (instructions per phase)."""
+    def phase_counts(self, value: Any, where: str) -> dict | None:
+        """``{phase: instructions}``: whole numbers >= 0."""
         if value is None:
             return None
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "count", optional=False)
                 for k, v in self.obj(value, where).items()}
 
-    def functions(self, value: Any, where: str) -> list[dict[str, Any]] | None:
-        """A list of ``{fn, file, line, incl, self}`` (a window's top functions)."""
+    def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
+        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text or null, line or null,
+        and inclusive and self counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
         if value is None:
             return None
         out = []
         for i, raw in enumerate(self.seq(value, where)):
             at = f"{where}[{i}]"
             raw = self.obj(raw, at)
-            extra = sorted(set(raw) - set(FUNCTION_FIELDS))
+            extra = sorted(set(raw) - {"fn", "file", "line", "incl", "self"})
             if extra:
                 raise self.fail(f"{at}.{extra[0]}", "not a field of a function entry")
-            out.append({k: self.value(self.key(raw, k, f"{at}."), f"{at}.{k}", t, optional=False)
-                        for k, t in FUNCTION_FIELDS.items()})
+            out.append({"fn": self.text(self.key(raw, "fn", f"{at}."), f"{at}.fn"),
+                        "file": self.text(raw.get("file"), f"{at}.file", optional=True),
+                        "line": self.value(raw.get("line"), f"{at}.line", "count"),
+                        "incl": self.value(self.key(raw, "incl", f"{at}."), f"{at}.incl", unit, optional=False),
+                        "self": self.value(self.key(raw, "self", f"{at}."), f"{at}.self", unit, optional=False)})
         return out
 
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:
@@ -157,8 +161,8 @@ class _Reader:
                 values[name] = self.cold_evidence(v, at(name))
             elif ftype == "phase_counts":
                 values[name] = self.phase_counts(v, at(name))
-            elif ftype == "functions":
-                values[name] = self.functions(v, at(name))
+            elif ftype in ("functions", "functions_s"):
+                values[name] = self.functions(v, at(name), "count" if ftype == "functions" else "seconds0")
             else:
                 if ftype == "seconds" and name in ZERO_ALLOWED:
                     ftype = "seconds0"

@@ -1,0 +1,555 @@
+"""Attribution: where a change between a base and a head went, phase by phase and function by function.
+
+Why: a verdict says *that* the first gradient got 5 % slower; the person who has to fix it
+needs *where*. Three views, from the samples both sides already hold, each as far as the
+samples allow:
+
+* **Phases** (import, build, trace, lower, compile, execute): each phase's median on both
+  sides and the change in seconds, with the ratio's 95 % interval. Samples from a gate
+  carry their pair index, so the change is the median of the per-pair differences and
+  the interval a paired one (drift cancels); otherwise the medians are compared
+  (Hodges-Lehmann interval). Where samples carry ``instructions_phases`` (instruction
+  counts per phase), those are compared too: they do not depend on the machine's load.
+* **Counters**: structural counters, allocation and instruction counts, base median
+  against head median; those past the registry's threshold are marked changed.
+* **Functions**: the functions of the first-gradient window whose inclusive cost changed
+  most, with their self cost, from two sources, each shown where both sides have it:
+  ``instructions_top`` (callgrind's per-function instruction counts: deterministic, but
+  Python code appears as the interpreter's C functions) and ``profile_top`` (sampled
+  Python stacks, pyinstrument, in seconds: names the Python function that grew). Both are
+  lists of ``{"fn", "file", "line", "incl", "self"}``. A function in one side's list only is
+  compared against the smallest value that list holds (it was below that on the other
+  side), so its change is a bound, marked as such. Functions are matched by name and file,
+  not by line, because an edit above a function moves its line.
+
+All three are descriptive (95 % intervals, no decision): the gate decides, attribution
+explains. Every field is read defensively: a sample without phase or function data
+simply adds none, and the result says what was missing. The terminal, Markdown and
+HTML views are ``present/attribution_views.py``; the command is ``ttfg explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .. import metrics
+from ..errors import UsageError
+from ..results.format import is_number
+from ..results.model import CaseResult, Results, Sample
+
+#: The phases attributed, in process order (the registry's).
+PHASES = metrics.PROCESS_PHASES
+#: Level of the descriptive intervals.
+ALPHA = 0.05
+#: Functions listed by default (by inclusive change), plus up to SELF_EXTRA more by self change.
+TOP = 12
+SELF_EXTRA = 5
+#: Where function lists come from: (sample field, unit, what it is), in the order shown.
+FUNCTION_SOURCES = (("instructions_top", "instructions", "callgrind instruction counts"),
+                    ("profile_top", "s", "sampled Python stacks (pyinstrument)"))
+#: Deterministic metrics compared besides the structural counters.
+COUNTS = tuple(m for m in metrics.by_sample_kind(lambda m: m.deterministic and not metrics.is_counter(m.name)))
+
+
+def _number(value) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _json(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class PhaseDelta:
+    """One phase (or the gated total) on both sides."""
+
+    phase: str
+    metric: str
+    #: Medians in seconds (None when the backend does not report the phase).
+    base: float | None
+    head: float | None
+    #: Head minus base in seconds: median of per-pair differences when paired, else of medians.
+    delta: float | None
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    #: Pairs (paired) or the smaller side's sample count.
+    n: int = 0
+    paired: bool = False
+    #: Instruction counts of the phase (medians), where samples carry ``instructions_phases``.
+    base_instructions: float | None = None
+    head_instructions: float | None = None
+
+    @property
+    def instructions_delta(self) -> float | None:
+        if self.base_instructions is None or self.head_instructions is None:
+            return None
+        return self.head_instructions - self.base_instructions
+
+    def to_json(self) -> dict:
+        out = {k: _json(v) for k, v in asdict(self).items()}
+        out["instructions_delta"] = self.instructions_delta
+        return out
+
+
+@dataclass
+class CounterDelta:
+    """A deterministic count on both sides (medians)."""
+
+    metric: str
+    base: float | None
+    head: float | None
+    #: "regressed", "improved", "unchanged" by the registry's threshold; "absent" on one side.
+    verdict: str
+    threshold: float
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict in ("regressed", "improved", "absent")
+
+    def to_json(self) -> dict:
+        return {**{k: _json(v) for k, v in asdict(self).items()}, "delta": self.delta}
+
+
+@dataclass
+class FunctionDelta:
+    """One function of the first-gradient window: inclusive and self instructions on both sides."""
+
+    fn: str
+    file: str
+    line: int | None
+    base_incl: float | None
+    head_incl: float | None
+    base_self: float | None
+    head_self: float | None
+    #: Head minus base; bounds when the function is in one side's list only (see ``presence``).
+    delta_incl: float
+    delta_self: float | None
+    #: "both", "head only" (delta is at least this), "base only" (delta is at most this).
+    presence: str = "both"
+    #: "instructions" (callgrind) or "s" (sampled stacks).
+    unit: str = "instructions"
+    #: Welch's t of the self change over the samples (NaN with one sample a side): how clear of noise it is.
+    self_t: float = math.nan
+
+    @property
+    def clear(self) -> bool:
+        """The self change stands out of the samples' noise (``|t| >= 3``; deterministic counts always do)."""
+        return math.isfinite(self.self_t) and abs(self.self_t) >= CLEAR_T
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    @property
+    def relative(self) -> float | None:
+        """Inclusive change relative to base (None when base is absent or zero)."""
+        return self.delta_incl / self.base_incl if self.base_incl else None
+
+    def to_json(self) -> dict:
+        return {**{k: _json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
+                "clear": self.clear}
+
+
+@dataclass
+class Attribution:
+    """Where one case's change went."""
+
+    case: str
+    #: The gated (or headline) timing metric.
+    metric: str
+    paired: bool
+    #: The metric itself first, then each phase either side reports.
+    total: PhaseDelta | None
+    phases: list[PhaseDelta] = field(default_factory=list)
+    counters: list[CounterDelta] = field(default_factory=list)
+    functions: list[FunctionDelta] = field(default_factory=list)
+    #: Per unit ("instructions", "s"): samples that carried function lists, per side.
+    function_samples: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Notes that came with the function lists (``instructions_note``, the profiler's name).
+    function_notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def largest_phase(self) -> PhaseDelta | None:
+        """The phase inside the metric whose time changed most in absolute seconds (same sign as the
+        total). The first gradient holds trace, lower, compile and execute; import and build count
+        only for a metric that spans the process (``process_ttfg_s``), else their noise would
+        "explain" a first gradient they are not part of."""
+        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else metrics.GRADIENT_PHASES
+        known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
+        if self.total is not None and self.total.delta:
+            same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]
+            known = same or known
+        return max(known, key=lambda p: abs(p.delta), default=None)
+
+    def units(self) -> list[str]:
+        """The units of the function lists present, in :data:`FUNCTION_SOURCES` order."""
+        return [u for _, u, _ in FUNCTION_SOURCES if any(f.unit == u for f in self.functions)]
+
+    def functions_in(self, unit: str) -> list[FunctionDelta]:
+        return [f for f in self.functions if f.unit == unit]
+
+    def top_function(self, unit: str | None = None) -> FunctionDelta | None:
+        """The function that grew (or shrank) most in its *own* cost: where to look first.
+
+        Inclusive changes repeat down a call chain (every caller of the function that grew
+        grows by as much), so the self change names the function itself. ``unit`` None:
+        the first source present.
+        """
+        units = self.units()
+        if not units:
+            return None
+        mine = self.functions_in(unit or units[0])
+        known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
+        clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
+        if clear or known:
+            return max(clear or known, key=lambda f: abs(f.delta_self))
+        return mine[0] if mine else None
+
+    def changed_counters(self) -> list[CounterDelta]:
+        return [c for c in self.counters if c.changed]
+
+    def to_json(self) -> dict:
+        largest = self.largest_phase()
+        tops = {u: self.top_function(u) for u in self.units()}
+        return {"case": self.case, "metric": self.metric, "paired": self.paired,
+                "total": None if self.total is None else self.total.to_json(),
+                "phases": [p.to_json() for p in self.phases],
+                "largest_phase": None if largest is None else largest.phase,
+                "counters": [c.to_json() for c in self.counters],
+                "functions": [f.to_json() for f in self.functions],
+                # The function to look at first (the first source present), and the same per source.
+                "top_function": next(({"fn": t.fn, "where": t.where, "unit": u, "delta_self": _json(t.delta_self)}
+                                      for u, t in tops.items() if t is not None), None),
+                "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": _json(t.delta_self)}
+                                  for u, t in tops.items() if t is not None},
+                "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
+                "notes": list(self.notes)}
+
+
+# ---------------------------------------------------------------------------- reading samples
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _timing(case: CaseResult, cache: str) -> list[Sample]:
+    return case.good("timing", cache)
+
+
+def _by_pair(samples: list[Sample]) -> dict[int, Sample]:
+    return {s.pair: s for s in samples if s.pair is not None}
+
+
+def _phase_instructions(sample: Sample) -> dict[str, float]:
+    """``instructions_phases`` as ``{phase: count}``; keys ``trace`` and ``trace_s`` both accepted."""
+    raw = getattr(sample, "instructions_phases", None)
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for key, value in raw.items():
+        if isinstance(key, str) and _number(value) is not None:
+            out[key.removesuffix("_s")] = float(value)
+    return out
+
+
+def _phase_delta(phase: str, metric: str, base: list[Sample], head: list[Sample], instr: dict[str, list],
+                 ) -> PhaseDelta | None:
+    from .stats import compare_paired, compare_unpaired
+
+    bv = [v for s in base if (v := metrics.sample_value(s, metric)) is not None]
+    hv = [v for s in head if (v := metrics.sample_value(s, metric)) is not None]
+    bi, hi = _median(instr["base"].get(phase, [])), _median(instr["head"].get(phase, []))
+    if not bv and not hv and bi is None and hi is None:
+        return None
+    out = PhaseDelta(phase, metric, _median(bv), _median(hv), None, base_instructions=bi, head_instructions=hi)
+    pb, ph = _by_pair(base), _by_pair(head)
+    pairs = [(metrics.sample_value(pb[i], metric), metrics.sample_value(ph[i], metric)) for i in sorted(set(pb) & set(ph))]
+    pairs = [(b, h) for b, h in pairs if b is not None and h is not None]
+    threshold = metrics.get(metric).threshold
+    if len(pairs) >= 2:
+        out.paired, out.n = True, len(pairs)
+        out.delta = float(statistics.median(h - b for b, h in pairs))
+        positive = [(b, h) for b, h in pairs if b > 0 and h > 0]
+        if len(positive) >= 2:
+            v = compare_paired([b for b, _ in positive], [h for _, h in positive], min_effect=threshold, alpha=ALPHA)
+            out.ratio, out.ci_low, out.ci_high = v.ratio, v.ci_low, v.ci_high
+    elif bv and hv:
+        out.n = min(len(bv), len(hv))
+        out.delta = out.head - out.base
+        b_pos, h_pos = [v for v in bv if v > 0], [v for v in hv if v > 0]
+        if len(b_pos) >= 2 and len(h_pos) >= 2:
+            v = compare_unpaired(b_pos, h_pos, min_effect=threshold, alpha=ALPHA)
+            out.ratio, out.ci_low, out.ci_high = v.ratio, v.ci_low, v.ci_high
+        elif out.base and out.head:
+            out.ratio = out.head / out.base
+    return out
+
+
+def _counter_deltas(base: CaseResult, head: CaseResult, cache: str) -> list[CounterDelta]:
+    from .stats import compare_counter
+
+    names: list[str] = []
+    for case in (base, head):
+        for s in case.good("timing", cache):
+            for key in s.counters or {}:
+                name = metrics.COUNTER_PREFIX + key
+                if name not in names:
+                    names.append(name)
+    out = []
+    for name in [*COUNTS, *sorted(names)]:
+        b = metrics.case_values(base, name, cache)
+        h = metrics.case_values(head, name, cache)
+        if not b and not h:
+            continue
+        threshold = metrics.get(name).threshold
+        if not b or not h:
+            out.append(CounterDelta(name, _median(b), _median(h), "absent", threshold))
+            continue
+        out.append(CounterDelta(name, _median(b), _median(h), compare_counter(b, h, threshold).verdict, threshold))
+    order = {"regressed": 0, "improved": 1, "absent": 2, "unchanged": 3}
+    return sorted(out, key=lambda c: order[c.verdict])
+
+
+def _function_lists(case: CaseResult, field_name: str) -> tuple[list[list[dict]], list[str]]:
+    """Every good sample's function list in ``field_name`` (valid entries only) and the notes
+    that came with it (``instructions_note``; the profiler's name)."""
+    lists, notes = [], []
+    note_field = {"instructions_top": "instructions_note", "profile_top": "profile_tool"}.get(field_name)
+    for s in case.samples:
+        if not s.ok:
+            continue
+        raw = getattr(s, field_name, None)
+        note = getattr(s, note_field, None) if note_field else None
+        if isinstance(note, str) and note.strip() and note.strip() not in notes:
+            notes.append(note.strip())
+        if not isinstance(raw, list):
+            continue
+        entries = [e for e in raw if isinstance(e, dict) and isinstance(e.get("fn"), str)
+                   and _number(e.get("incl")) is not None]
+        if entries:
+            lists.append(entries)
+    return lists, notes
+
+
+def _keyed(entries: list[dict]) -> dict[tuple, dict]:
+    """Entries keyed by (fn, file), or (fn, file, line) where one list holds a name twice in a file."""
+    seen: dict[tuple, int] = {}
+    for e in entries:
+        seen[(e["fn"], str(e.get("file") or "?"))] = seen.get((e["fn"], str(e.get("file") or "?")), 0) + 1
+    out = {}
+    for e in entries:
+        key = (e["fn"], str(e.get("file") or "?"))
+        if seen[key] > 1:
+            key = (*key, e.get("line"))
+        out.setdefault(key, e)
+    return out
+
+
+def _side_functions(lists: list[list[dict]]) -> tuple[dict[tuple, dict], float | None]:
+    """Per function the median inclusive and self counts over the lists that hold it, and the
+    side's floor: the largest of the lists' smallest inclusive counts (what "not listed" bounds)."""
+    per: dict[tuple, dict[str, list]] = {}
+    floors = []
+    for entries in lists:
+        keyed = _keyed(entries)
+        floors.append(min(float(e["incl"]) for e in entries))
+        for key, e in keyed.items():
+            slot = per.setdefault(key, {"incl": [], "self": [], "line": e.get("line"), "fn": e["fn"],
+                                        "file": str(e.get("file") or "?")})
+            slot["incl"].append(float(e["incl"]))
+            if _number(e.get("self")) is not None:
+                slot["self"].append(float(e["self"]))
+    n = len(lists)
+    out = {key: {"fn": v["fn"], "file": v["file"], "line": v["line"] if isinstance(v["line"], int) else None,
+                 "incl": _median(v["incl"]), "self": _median(v["self"]),
+                 # One self value per list, 0 where the list lacks the function (it was below the list's end).
+                 "self_values": v["self"] + [0.0] * (n - len(v["self"]))} for key, v in per.items()}
+    return out, (max(floors) if floors else None)
+
+
+#: The smallest difference each unit can show: one sample of a 1 ms profiler, one instruction.
+RESOLUTION = {"s": 1e-3, "instructions": 1.0}
+#: |t| of a self change at which it counts as clear of the samples' noise.
+CLEAR_T = 3.0
+
+
+def _self_t(base_values: list[float], head_values: list[float], unit: str) -> float:
+    """Welch's t of the self change, with the unit's resolution as a floor on its standard error."""
+    nb, nh = len(base_values), len(head_values)
+    if not nb or not nh:
+        return math.nan
+    mb, mh = sum(base_values) / nb, sum(head_values) / nh
+    vb = statistics.variance(base_values) if nb > 1 else 0.0
+    vh = statistics.variance(head_values) if nh > 1 else 0.0
+    se = math.sqrt(vb / nb + vh / nh + RESOLUTION.get(unit, 0.0) ** 2 / min(nb, nh))
+    return (mh - mb) / se if se > 0 else math.nan
+
+
+def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP,
+                    unit: str = "instructions") -> list[FunctionDelta]:
+    """The ``top`` functions whose inclusive cost changed most between the sides, and up to
+    :data:`SELF_EXTRA` more whose own (self) cost changed most, clear of the samples' noise.
+
+    Parameters
+    ----------
+    base_lists, head_lists : list of list of dict
+        Each sample's function list (``fn``, ``file``, ``line``, ``incl``, ``self``).
+    top : int
+        How many functions to return.
+    unit : str
+        What the numbers are: "instructions" or "s".
+
+    Returns
+    -------
+    list of FunctionDelta
+        Sorted by the size of the inclusive change, largest first; empty when either
+        side has no list.
+    """
+    if not base_lists or not head_lists:
+        return []
+    base, base_floor = _side_functions(base_lists)
+    head, head_floor = _side_functions(head_lists)
+    out = []
+    for key in [*base, *(k for k in head if k not in base)]:
+        b, h = base.get(key), head.get(key)
+        ref = h or b
+        line = (h or {}).get("line") if h and h.get("line") is not None else ref.get("line")
+        t = _self_t(b["self_values"] if b else [0.0] * len(base_lists),
+                    h["self_values"] if h else [0.0] * len(head_lists), unit)
+        if b and h:
+            d_self = None if b["self"] is None or h["self"] is None else h["self"] - b["self"]
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
+                                     h["incl"] - b["incl"], d_self, unit=unit, self_t=t))
+        elif h:
+            # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew
+            # by at least this much.
+            floor = base_floor or 0.0
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
+                                     h["incl"] - floor, None if h["self"] is None else h["self"] - floor,
+                                     "head only", unit, t))
+        else:
+            floor = head_floor or 0.0
+            out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
+                                     floor - b["incl"], None if b["self"] is None else floor - b["self"],
+                                     "base only", unit, t))
+    out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
+    out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
+    shown = out[:top]
+    # Inclusive changes repeat up a call chain, which can fill the list with one chain: the
+    # functions whose own cost changed most, clear of noise, are always shown too.
+    own = sorted((f for f in out[top:] if f.delta_self and f.clear), key=lambda f: -abs(f.delta_self))
+    return shown + own[:SELF_EXTRA]
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "first_grad_s", cache: str = "cold",
+              top: int = TOP) -> Attribution | None:
+    """Where one case's change went, from both sides' samples.
+
+    Parameters
+    ----------
+    base, head : CaseResult or None
+        The case on each side (None: nothing to attribute).
+    metric : str
+        The headline timing (the gate's metric).
+    cache : str
+        Which timing samples (cold or warm).
+    top : int
+        Functions to list.
+
+    Returns
+    -------
+    Attribution or None
+        None when either side lacks the case.
+    """
+    if base is None or head is None:
+        return None
+    b_t, h_t = _timing(base, cache), _timing(head, cache)
+    instr: dict[str, dict[str, list]] = {"base": {}, "head": {}}
+    for role, case in (("base", base), ("head", head)):
+        for s in case.samples:
+            if s.ok:
+                for phase, value in _phase_instructions(s).items():
+                    instr[role].setdefault(phase, []).append(value)
+    total = _phase_delta(f"{metrics.get(metric).brief} (total)", metric, b_t, h_t, instr)
+    phases = [p for phase in PHASES if (p := _phase_delta(phase, f"{phase}_s", b_t, h_t, instr)) is not None]
+    out = Attribution(base.id, metric, bool(total and total.paired), total, phases, _counter_deltas(base, head, cache))
+    for field_name, unit, what in FUNCTION_SOURCES:
+        b_lists, b_notes = _function_lists(base, field_name)
+        h_lists, h_notes = _function_lists(head, field_name)
+        if not b_lists and not h_lists:
+            continue
+        out.function_samples[unit] = {"base": len(b_lists), "head": len(h_lists)}
+        out.function_notes += [n for n in dict.fromkeys(b_notes + h_notes) if n not in out.function_notes]
+        if b_lists and h_lists:
+            out.functions += function_deltas(b_lists, h_lists, top, unit)
+        else:
+            out.notes.append(f"{what} on {'head' if h_lists else 'base'} only: no function-level diff from them")
+    if not out.functions:
+        out.notes.append("no function-level data: no sample on both sides carries per-function counts of the "
+                         "first-gradient window (instructions_top from callgrind, or profile_top from sampled "
+                         "stacks: ttfg run --profiles N, or a gate's --profiles for a regressed case)")
+    if not b_t or not h_t:
+        out.notes.append("no good cold timing sample on " + ("base" if not b_t else "head") + ": no phase times")
+    return out
+
+
+def attribute_results(base: Results, head: Results, case: str | None = None, metric: str = "first_grad_s",
+                      cache: str = "cold", top: int = TOP) -> list[Attribution]:
+    """Attributions for every case both files hold, or for the cases matching ``case``.
+
+    Parameters
+    ----------
+    base, head : Results
+    case : str or None
+        A case id or a glob pattern (``*jax.jit*``); None: every common case.
+
+    Raises
+    ------
+    UsageError
+        When no case is common to both files, or none matches ``case`` (the message
+        lists the common ones).
+    """
+    import fnmatch
+
+    head_ids = {c.id for c in head.cases if not c.skipped}
+    common = [c.id for c in base.cases if c.id in head_ids and not c.skipped]
+    if not common:
+        raise UsageError(f"{base.path or 'base'} and {head.path or 'head'} have no measured case in common")
+    chosen = common if case is None else [c for c in common if c == case or fnmatch.fnmatchcase(c, case)]
+    if not chosen:
+        raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
+    return [a for c in chosen if (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
+
+
+def gate_files(gate_json: dict[str, Any], where: str) -> tuple[str, str]:
+    """The base and head results files a ``gate.json`` names (``files.base``, ``files.head``).
+
+    Raises
+    ------
+    UsageError
+        When the document is not a gate's summary or names no files.
+    """
+    if not isinstance(gate_json, dict) or gate_json.get("format") != "ttfg-gate":
+        raise UsageError(f"{where}: not a gate summary (expected \"format\": \"ttfg-gate\")")
+    files = gate_json.get("files")
+    if not isinstance(files, dict) or not all(isinstance(files.get(k), str) for k in ("base", "head")):
+        raise UsageError(f"{where}: names no base and head results files (files.base, files.head)")
+    return files["base"], files["head"]
+
+
+__all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",
+           "attribute_results", "function_deltas", "gate_files"]

@@ -1,0 +1,222 @@
+"""Attribution (``decide/attribution.py``) for people: a headline sentence, terminal tables,
+Markdown for ``summary.md`` and rows for the HTML report.
+
+The headline leads, because it is what a reviewer reads in a PR comment: how much the
+gated time changed, which phase carried the change, which counters moved and which
+function's own instructions grew most. Tables follow for whoever digs. Every number goes
+through ``fmt``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+
+from . import fmt
+from .fmt import _finite
+from .. import metrics
+from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
+from .markdown import _cell, _table
+
+
+def _signed(text: str, v) -> str:
+    return f"+{text}" if _finite(v) and v > 0 else text
+
+
+def seconds_delta(v) -> str:
+    """``+52.0 ms``, ``-1.2 s``."""
+    return _signed(fmt.seconds(v), v)
+
+
+def count_delta(v) -> str:
+    """``+1,234,567``."""
+    return _signed(fmt.count(v), v)
+
+
+def _ratio(p: PhaseDelta) -> str:
+    text = fmt.factor(p.ratio)
+    interval = fmt.interval(p.ci_low, p.ci_high)
+    return text if interval == fmt.MISSING else f"{text} {interval}"
+
+
+def _counter_name(c: CounterDelta) -> str:
+    return c.metric.removeprefix(metrics.COUNTER_PREFIX)
+
+
+def _amount(f: FunctionDelta, value) -> str:
+    """A function's cost in its unit: ``1,234,567`` instructions or ``52 ms``."""
+    return fmt.seconds(value) if f.unit == "s" else fmt.count(value)
+
+
+def _function_delta(f: FunctionDelta, value=None) -> str:
+    """A function's change in its unit, marked as a bound when it is in one side's list only."""
+    value = f.delta_incl if value is None else value
+    text = seconds_delta(value) if f.unit == "s" else count_delta(value)
+    return {"head only": f"≥ {text}", "base only": f"≤ {text}"}.get(f.presence, text)
+
+
+#: How each unit's function list is named in titles and the headline.
+UNIT_WORDS = {"instructions": ("instructions", "inclusive instruction change"),
+              "s": ("sampled time", "inclusive sampled-time change")}
+
+
+def function_name(f: FunctionDelta) -> str:
+    return f"{f.fn} ({f.where})"
+
+
+def headline(a: Attribution) -> str:
+    """One sentence: the total change, the phase that carried it, counters, the function to look at."""
+    parts = []
+    t = a.total
+    if t is not None and t.delta is not None:
+        label = metrics.get(a.metric).brief
+        how = f"{t.n} pairs" if t.paired else f"{t.n} samples each"
+        parts.append(f"{label} {seconds_delta(t.delta)} ({_ratio(t)}, {how})")
+    big = a.largest_phase()
+    if big is not None:
+        share = (f", {fmt.percent(big.delta / t.delta)} of the change"
+                 if t is not None and t.delta and big.phase != t.phase and abs(big.delta / t.delta) <= 10 else "")
+        instr = (f", {count_delta(big.instructions_delta)} instructions"
+                 if big.instructions_delta is not None else "")
+        parts.append(f"largest phase change: {big.phase} {seconds_delta(big.delta)}{share}{instr}")
+    changed = a.changed_counters()
+    if changed:
+        parts.append("counters changed: " + "; ".join(
+            f"{_counter_name(c)} {fmt.metric_value(c.metric, c.base)} -> {fmt.metric_value(c.metric, c.head)}"
+            for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))
+    elif a.counters:
+        parts.append("no counter changed")
+    for unit in a.units():
+        top = a.top_function(unit)
+        if top is None:
+            continue
+        word = UNIT_WORDS[unit][0]
+        if top.delta_self:
+            rel = f" ({fmt.change(top.delta_self / top.base_self)})" if top.base_self else ""
+            verb = "grew" if top.delta_self > 0 else "shrank"
+            noise = "" if top.clear or not math.isfinite(top.self_t) else ", within the samples' noise"
+            parts.append(f"{verb} most in its own {word}: {function_name(top)}, self "
+                         f"{_function_delta(top, top.delta_self)}{rel}, inclusive {_function_delta(top)}{noise}")
+        else:
+            parts.append(f"largest inclusive change in {word}: {function_name(top)} {_function_delta(top)}")
+    if not a.functions:
+        parts.append("no function-level data")
+    return f"{a.case}: " + "; ".join(parts) if parts else f"{a.case}: nothing to attribute"
+
+
+# ---------------------------------------------------------------------------- terminal
+
+
+def phase_rows(a: Attribution) -> list[list[str]]:
+    """Rows of the phase table (shared by the terminal, Markdown and HTML)."""
+    rows = []
+    for p in ([a.total] if a.total else []) + a.phases:
+        rows.append([p.phase, fmt.seconds(p.base), fmt.seconds(p.head),
+                     seconds_delta(p.delta), _ratio(p),
+                     fmt.count(p.base_instructions), fmt.count(p.head_instructions), count_delta(p.instructions_delta)])
+    return rows
+
+
+PHASE_HEADER = ["phase", "base", "head", "change", "ratio [95 %]", "instr. base", "instr. head", "instr. change"]
+COUNTER_HEADER = ["counter", "base", "head", "change", "verdict"]
+FUNCTION_HEADER = ["function", "file:line", "incl. base", "incl. head", "incl. change", "self change"]
+
+
+def counter_rows(a: Attribution, changed_only: bool = False) -> list[list[str]]:
+    return [[_counter_name(c), fmt.metric_value(c.metric, c.base), fmt.metric_value(c.metric, c.head),
+             fmt.change(c.head / c.base - 1) if c.base and c.head is not None else fmt.MISSING, c.verdict]
+            for c in a.counters if c.changed or not changed_only]
+
+
+def function_rows(a: Attribution, unit: str) -> list[list[str]]:
+    return [[f.fn, f.where, _amount(f, f.base_incl), _amount(f, f.head_incl), _function_delta(f),
+             _function_delta(f, f.delta_self) if f.delta_self is not None else fmt.MISSING]
+            for f in a.functions_in(unit)]
+
+
+def function_title(a: Attribution, unit: str) -> str:
+    """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
+    n = a.function_samples.get(unit, {})
+    source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
+    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
+            f"{n.get('head', 0)} head samples")
+
+
+def _has_instructions(a: Attribution) -> bool:
+    return any(p.base_instructions is not None or p.head_instructions is not None for p in a.phases)
+
+
+def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for i, col in enumerate(header):
+        names = col in ("function", "file:line", "phase", "counter")  # long identifiers fold, never cut
+        table.add_column(col, justify="left" if i == 0 or col in ("file:line", "verdict") else "right",
+                         no_wrap=not names, overflow="fold" if names else "ellipsis")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def print_attribution(console, a: Attribution) -> None:
+    """The headline, then phase, counter and function tables, on a rich console."""
+    console.print(f"[bold]where it went[/bold] {headline(a)}", highlight=False)
+    header, rows = PHASE_HEADER, phase_rows(a)
+    if not _has_instructions(a):
+        header, rows = header[:5], [r[:5] for r in rows]
+    how = "paired by the gate's pairs" if a.paired else "medians of the two files' samples"
+    console.print(_rich_table(f"{a.case}: phases ({how}; 95 % intervals, descriptive)", header, rows))
+    if a.counters:
+        console.print(_rich_table(f"{a.case}: counters", COUNTER_HEADER, counter_rows(a)))
+    for unit in a.units():
+        # The terminal keeps the change columns and puts file:line under the name, so that 80
+        # columns hold it; Markdown and HTML show every column.
+        rows = [[f"{r[0]}\n  {r[1]}", r[4], r[5], r[3]] for r in function_rows(a, unit)]
+        console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
+                                  ["function", "incl. change", "self change", "incl. head"], rows))
+    for note in a.function_notes + a.notes:
+        console.print(f"[yellow]note[/]: {note}", highlight=False)
+
+
+# ---------------------------------------------------------------------------- Markdown
+
+
+def attribution_markdown(a: Attribution, open_: bool = True) -> str:
+    """The headline as a bullet, the tables folded in ``<details>`` (open for a regression)."""
+    header, rows = PHASE_HEADER, phase_rows(a)
+    if not _has_instructions(a):
+        header, rows = header[:5], [r[:5] for r in rows]
+    lines = [f"**Where it went**: {_cell(headline(a))}", "",
+             f"<details{' open' if open_ else ''}><summary>{a.case}: phases, counters, functions</summary>", ""]
+    lines += _table(header, rows) + [""]
+    changed = counter_rows(a, changed_only=True)
+    if changed:
+        lines += _table(COUNTER_HEADER, changed) + [""]
+    elif a.counters:
+        lines += [f"{len(a.counters)} counters, none changed.", ""]
+    for unit in a.units():
+        title = function_title(a, unit)
+        lines += [f"{title[0].upper()}{title[1:]}:", ""]
+        lines += _table(FUNCTION_HEADER, [[f"`{r[0]}`", f"`{r[1]}`", *r[2:]] for r in function_rows(a, unit)]) + [""]
+    lines += [f"> {note}" for note in a.function_notes + a.notes]
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- HTML
+
+
+def attribution_context(a: Attribution) -> dict:
+    """What ``report.html.j2`` draws for one attribution (plain strings; the template escapes)."""
+    header, rows = PHASE_HEADER, phase_rows(a)
+    if not _has_instructions(a):
+        header, rows = header[:5], [r[:5] for r in rows]
+    return {"case": a.case, "headline": headline(a), "phase_header": header, "phase_rows": rows,
+            "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
+            "function_header": FUNCTION_HEADER,
+            "function_tables": [{"title": function_title(a, u), "rows": function_rows(a, u)} for u in a.units()],
+            "notes": a.function_notes + a.notes}
+
+
+__all__ = ["attribution_context", "attribution_markdown", "count_delta", "function_name", "headline",
+           "print_attribution", "seconds_delta"]

@@ -1,0 +1,86 @@
+"""Verdicts in words: what "unchanged" and "inconclusive" claim, and what passing the gate means.
+
+Why a module of its own: the terminal table, ``summary.md``, ``gate.json`` and the HTML
+report must say the same thing about the same verdict, and what they say has to be
+exactly what the statistics showed. "unchanged" has two grounds that claim different
+things (two one-sided tests put the change inside +-m, or a significant change is smaller
+than m), and "inconclusive" only rules out changes larger than what the run could detect.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import fmt
+from .fmt import _finite
+from .. import metrics
+
+
+def verdict_label(v) -> str:
+    """The verdict word with what it rests on.
+
+    * ``unchanged (within ±5 %)``: two one-sided tests showed equivalence;
+    * ``unchanged (+2.1 %, under the 5 % minimum)``: a significant change below the minimum effect;
+    * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged.
+    """
+    word = v.verdict
+    margin = getattr(v, "margin", math.nan)
+    if word == "unchanged" and _finite(margin):
+        if getattr(v, "equivalent", False):
+            return f"unchanged (within ±{fmt.percent(margin)})"
+        if _finite(v.ratio):
+            return f"unchanged ({fmt.change(v.ratio - 1)}, under the {fmt.percent(margin)} minimum)"
+    if word == "inconclusive" and _finite(getattr(v, "detectable", math.nan)):
+        return f"inconclusive (could detect ≥ {fmt.percent(v.detectable)})"
+    return word
+
+
+def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: list[float],
+                     expectations: str | None = None) -> str:
+    """One sentence: what a passing gate of these settings has shown, and what it has not.
+
+    Parameters
+    ----------
+    metric : str
+        The gated timing.
+    min_effect, alpha : float
+        The gate's minimum effect and level.
+    detectable : list of float
+        The inconclusive cases' detectable slowdowns (the smallest is quoted).
+    expectations : str or None
+        The expectations file checked, if any.
+    """
+    label = metrics.get(metric).brief if metric in metrics.METRICS else metric
+    detect = [d for d in detectable if _finite(d)]
+    inconclusive = (f"; an inconclusive case only rules out slowdowns it could detect (here down to "
+                    f"{fmt.percent(min(detect))} at best)" if detect else
+                    "; an inconclusive case only rules out slowdowns as large as it states it could detect")
+    checked = f", and head's counters stayed within {expectations}" if expectations else ""
+    return (f"Passing means: no case's {label} got slower by {fmt.percent(min_effect)} or more with significance "
+            f"at alpha {alpha:g} (paired base/head processes, sequential test), no head failed significantly more "
+            f"often than its base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown "
+            f"by two one-sided tests to lie inside that band{inconclusive}.")
+
+
+def passing_means(outcome, check=None) -> str:
+    """:func:`passing_sentence` for a gate's outcome (and its expectations check, when it ran one)."""
+    s = outcome.settings
+    detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
+    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None)
+
+
+def verdict_label_of(data: dict) -> str:
+    """:func:`verdict_label` of a verdict as ``gate.json`` stores it (null for NaN); its stored label wins."""
+    from types import SimpleNamespace
+
+    if data.get("label"):
+        return data["label"]
+    nan = math.nan
+    return verdict_label(SimpleNamespace(
+        verdict=data.get("verdict", "inconclusive"), method=data.get("method", ""),
+        ratio=nan if data.get("ratio") is None else data["ratio"],
+        margin=nan if data.get("margin") is None else data["margin"], equivalent=bool(data.get("equivalent")),
+        detectable=nan if data.get("detectable") is None else data["detectable"]))
+
+
+__all__ = ["passing_means", "passing_sentence", "verdict_label", "verdict_label_of"]
