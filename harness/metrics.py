@@ -34,6 +34,8 @@ from typing import Any, Callable, Mapping
 from .errors import UsageError
 
 COUNTER_PREFIX = "counters."
+#: The instruction sample's field holding instructions per phase (``{phase: count}``).
+INSTRUCTION_PHASES = "instructions_phases"
 #: Sample kinds of the results format, in the order their metrics are listed.
 SAMPLE_KINDS = ("timing", "allocations", "instructions", "profile")
 #: Units, how asv calls them, and the Python type of a stored value.
@@ -109,6 +111,22 @@ class Metric:
     compared_by_default: bool = False
     #: Tracked by an expectations file when no metric is named.
     expected_by_default: bool = False
+    #: Deterministic metrics: the largest relative spread, (max - min) / min, measured between
+    #: cold processes of the same code (the worst backend; where it was measured is noted at the
+    #: constant). None: not measured, the threshold alone stands.
+    spread: float | None = None
+    #: The gate tier that decides on it (``harness/decide/tiers.py``): "structural" for the
+    #: structural counters, "instructions" for the counts of the count tier; None: the time tier's.
+    tier: str | None = None
+
+    @property
+    def tier_margin(self) -> float:
+        """The margin of the gate's count tier: twice the measured spread, at least the threshold.
+
+        Why twice: the tier compares a few base processes with a few head processes, whose
+        difference can span the whole measured range, and few measurements understate it.
+        """
+        return max(self.threshold, 2 * self.spread) if self.spread else self.threshold
 
     @property
     def brief(self) -> str:
@@ -134,9 +152,18 @@ def _timing(name, label, short="", *, threshold=0.05, unit="s", group="time", **
 
 def _counter(name, label, short="", *, asv=True, **kw) -> Metric:
     kw.setdefault("expect_margin", 0.0)
+    kw.setdefault("tier", "structural")
     return Metric(name, label, "count", "timing", True, 0.01, "counters", short,
                   asv_benchmark=f"track_{name[len(COUNTER_PREFIX):]}" if asv else None, **kw)
 
+
+#: Measured spreads (see ``Metric.spread``). Instructions of the first-gradient window: the worst
+#: measured is jax.jit resnet15, 0.57 % between processes under load with XLA's split codegen (this
+#: VM, 2026-12-03), 0.29 % and 0.13 % in later pairs (README, "Instruction counts"); every other
+#: backend 0.13 % or less. Allocation counts of the first gradient, jax.jit resnet15, three memray
+#: processes (README, "Allocations and warm caches").
+INSTRUCTIONS_SPREAD = 0.0057
+ALLOC_COUNT_SPREAD = 0.0118
 
 #: The registry, in display order (trend plots, default comparisons).
 _ENTRIES = (
@@ -163,14 +190,21 @@ _ENTRIES = (
             asv_benchmark="track_peak_rss_bytes", trend=True, compared_by_default=True),
     Metric("alloc_count", "allocations in the first gradient", "count", "allocations", True, 0.01, "memory",
            "allocations", expect_margin=0.02, asv_benchmark="track_alloc_count", trend=True,
-           compared_by_default=True, expected_by_default=True),
+           compared_by_default=True, expected_by_default=True, spread=ALLOC_COUNT_SPREAD, tier="instructions"),
     Metric("alloc_bytes", "bytes allocated in the first gradient", "bytes", "allocations", True, 0.01, "memory",
            "allocated bytes", expect_margin=0.02, asv_benchmark="track_alloc_bytes", trend=True,
            compared_by_default=True),
     Metric("alloc_peak_bytes", "peak allocated in the first gradient", "bytes", "allocations", True, 0.01, "memory",
            "peak allocated", expect_margin=0.05),
-    Metric("instructions", "instructions of the whole process", "count", "instructions", True, 0.01, "counters",
-           "instructions", expect_margin=0.015, compared_by_default=True),
+    Metric("instructions", "instructions in the first gradient (all threads)", "count", "instructions", True, 0.01,
+           "counters", "instructions", expect_margin=0.015, compared_by_default=True, spread=INSTRUCTIONS_SPREAD, tier="instructions"),
+    *(Metric(f"instructions_{p}", f"instructions in the {p} phase", "count", "instructions", True, 0.01, "counters",
+             f"{p} instructions", expect_margin=0.015, spread=INSTRUCTIONS_SPREAD, tier="instructions",
+             compared_by_default=True, stored=False, derive=lambda get, p=p: get(f"{INSTRUCTION_PHASES}.{p}")) for p in GRADIENT_PHASES),
+    Metric("instructions_window_s", "wall time of the counted window under callgrind", "s", "instructions", False,
+           0.05, "time", "counted window"),
+    Metric("instructions_cpu_s", "CPU time of an instruction sample's process tree (under valgrind)", "s",
+           "instructions", False, 0.05, "time", "instruction sample CPU"),
     _counter("counters.jaxpr_eqns", "jaxpr equations", "jaxpr eqns"),
     _counter("counters.hlo_ops", "HLO ops"),
     _counter("counters.backend_compiles", "backend compiles"),
@@ -263,9 +297,11 @@ def by_benchmark(benchmark: str) -> Metric | None:
 
 
 def raw(sample: Mapping[str, Any], field: str) -> float | None:
-    """A stored field (or ``counters.NAME``) of a sample as a finite float, else None."""
+    """A stored field (``counters.NAME``, ``instructions_phases.PHASE``) of a sample as a finite float, else None."""
     if field.startswith(COUNTER_PREFIX):
         return _number((sample.get("counters") or {}).get(field[len(COUNTER_PREFIX):]))
+    if field.startswith(INSTRUCTION_PHASES + "."):
+        return _number((sample.get(INSTRUCTION_PHASES) or {}).get(field[len(INSTRUCTION_PHASES) + 1:]))
     return _number(sample.get(field))
 
 

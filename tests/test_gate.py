@@ -108,7 +108,7 @@ def test_refusals_exit_2_before_measuring(repo):
 @pytest.mark.slow
 def test_base_that_cannot_run_exits_2(repo, tmp_path):
     out = gate(repo, "--base", "broken", "--head", repo.first, "--backend", "autograd", "--budget", "60s",
-               "--max-failures", "2", "--out-dir", str(tmp_path / "out"))
+               "--max-failures", "2", "--tiers", "time", "--out-dir", str(tmp_path / "out"))
     assert out.returncode == 2, out.stdout + out.stderr
     assert "base cannot run" in out.stdout and "deliberately broken model" in out.stdout
     verdicts = json.loads((tmp_path / "out" / "gate.json").read_text())
@@ -122,7 +122,7 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(repo.path)}
     env.pop("GITHUB_STEP_SUMMARY", None)
     proc = subprocess.Popen([sys.executable, "-m", "harness", "gate", "--base", repo.first, "--head", repo.second,
-                             "--backend", "autograd", "--budget", "10m", "--out-dir", str(out_dir)],
+                             "--backend", "autograd", "--budget", "10m", "--tiers", "time", "--out-dir", str(out_dir)],
                             cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
@@ -154,7 +154,7 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
     summary.write_text("earlier step\n")
     out_dir = tmp_path / "out"
     out = gate(repo, "--base", repo.first, "--head", repo.second, "--model", "resnet15", "--backend", backend,
-               "--budget", budget, "--out-dir", str(out_dir), "--format", "json", "--profiles", "1",
+               "--budget", budget, "--tiers", "time", "--out-dir", str(out_dir), "--format", "json", "--profiles", "1",
                summary=summary)
     assert out.returncode == 1, out.stdout + out.stderr
     # --format json: stdout is gate.json's document alone; progress and tables go to stderr.
@@ -203,7 +203,7 @@ def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id,
 @pytest.mark.full
 def test_a_a_gate_passes(repo, tmp_path):
     out = gate(repo, "--base", repo.first, "--head", repo.first, "--backend", "jax.jit", "--budget", "60s",
-               "--out-dir", str(tmp_path / "out"))
+               "--tiers", "time", "--out-dir", str(tmp_path / "out"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "regressed" not in out.stdout and "gate passed" in out.stdout
     case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
@@ -211,4 +211,33 @@ def test_a_a_gate_passes(repo, tmp_path):
     # Honest either way: equivalence shown by two one-sided tests, or the slowdown it could have caught.
     assert case["verdict"]["verdict"] == "unchanged" or case["verdict"]["detectable"] > 0
     assert case["attribution"] is None
+    assert len(worktrees(repo)) == 1
+
+
+@pytest.mark.slow
+def test_tiered_gate_settles_a_structural_regression_with_one_pair(repo, tmp_path):
+    """The default tiers: 15 -> 30 blocks grows autograd's counters, so one pair decides."""
+    out = gate(repo, "--base", repo.first, "--head", repo.second, "--backend", "autograd",
+               "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "decided by the structural tier" in out.stdout
+    case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
+    assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed" and case["attempted"] == 1
+    assert "autograd_primitives" in case["verdict"]["reason"]
+    assert "(decided by the structural tier)" in (tmp_path / "out" / "summary.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed: the instructions tier "
+                    "cannot count here (the gate falls back to wall time)")
+def test_tiered_a_a_gate_is_settled_unchanged_by_instruction_counts(repo, tmp_path):
+    out = gate(repo, "--base", repo.first, "--head", repo.first, "--backend", "autograd",
+               "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
+    assert case["tier"] == "instructions" and case["verdict"]["verdict"] == "unchanged", case
+    assert [t["tier"] for t in case["tiers"]] == ["structural", "instructions"]
+    head = record.load(tmp_path / "out" / "head.json")
+    counted = head.case(AUTOGRAD).good("instructions")
+    assert len(counted) == 1 and counted[0].instructions > 0 and counted[0].instructions_top
     assert len(worktrees(repo)) == 1

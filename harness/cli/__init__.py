@@ -193,6 +193,13 @@ def cmd_run(args) -> int:
         return 2
     cases, skipped, shard = shard_selection(args, cases, skipped, console)
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
+    if args.instructions:
+        from ..measure import instructions
+
+        usable, why = instructions.availability()
+        if not usable:  # said once, not once per case
+            console.print(f"[yellow]no instruction samples[/yellow]: {why}", highlight=False)
+            args.instructions = False
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
@@ -379,7 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allocation processes per case (default: 1)")
     p.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc allocations too")
     p.add_argument("--instructions", action="store_true",
-                   help="also count instructions of one whole probe process (perf or valgrind; slow)")
+                   help="also count instructions of the first-gradient window, per phase where the backend "
+                        "splits it (callgrind switched on for the window only; 10 CPU-s for autograd, 1.5 CPU-min "
+                        "for jax.jit resnet15)")
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=0, metavar="N",
                    help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
                         "for ttfg explain's function-level diff (default: 0)")

@@ -66,6 +66,14 @@ round-robin, until --budget runs out or --max-pairs is reached. A case still
 undecided when the budget ends gets one final look at the level the test reserved for
 it, and is reported inconclusive if that does not decide either.
 
+Tiers (--tiers, default structural,instructions,time): a case is settled by the
+first tier that can: (a) structural counters of one timing pair, exactly (a counter
+that grew is a regression); (b) instructions of the first-gradient window (callgrind)
+and allocation counts (memray), base and head at once, within margins derived from
+their measured repeatability; (c) wall time as above, spending the budget only on
+the cases (a) and (b) left. Every verdict names its tier. Without valgrind the
+instructions tier says so once and wall time decides.
+
 Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests
 put the ratio inside ±--min-effect; "inconclusive (could detect ≥ X %)" with the
 smallest slowdown the run would have caught. A head that fails significantly more
@@ -180,6 +188,17 @@ def _progress_line(event) -> str:
             + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
+def _tiers(text: str) -> tuple[str, ...]:
+    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when unknown."""
+    from ..decide.tiers import parse_tiers
+    from ..errors import UsageError
+
+    try:
+        return parse_tiers(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -207,7 +226,8 @@ def cmd_gate(args) -> int:
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
                             alloc_repeat=args.alloc_repeat, profiles=args.profiles,
-                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
+                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
+                            tiers=args.tiers, count_repeat=args.count_repeat)
     expectations = None
     if args.expectations:
         from ..decide import expect
@@ -231,8 +251,8 @@ def cmd_gate(args) -> int:
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
     out_dir = Path(args.out_dir)
     console.print(f"gate: base {base_rev.name} ({base_rev.short} {base_rev.subject[:60]}) vs head {head_rev.name} "
-                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), metric {settings.metric}, "
-                  f"budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
+                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), tiers {','.join(settings.tiers)}, "
+                  f"metric {settings.metric}, budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
                   highlight=False)
     floor, why_no_floor, budget_warnings = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
@@ -262,7 +282,8 @@ def cmd_gate(args) -> int:
     floor = _record_noise(outcome, settings, floor, why_no_floor)
     console.print(gate_table(outcome))
     for c in outcome.cases:
-        console.print(f"{verdict_label(c.verdict)}: {c.case}: {c.verdict.reason}", highlight=False)
+        console.print(f"{verdict_label(c.verdict)} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
+                      highlight=False)
     for s in outcome.skipped:
         console.print(f"skipped {s.id}: {s.reason}", highlight=False)
     for c in outcome.cases:
@@ -412,6 +433,7 @@ def add_gate_commands(sub) -> None:
         The object ``build_parser`` got from ``add_subparsers``.
     """
     from . import add_selection
+    from ..decide.tiers import DEFAULT_TIERS
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
                        description=COMPARE_HELP, formatter_class=_formatter,
@@ -469,6 +491,11 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
+    p.add_argument("--tiers", type=_tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
+                   help="tiers that may decide, comma-separated, from structural, instructions, time "
+                        f"(default: {','.join(DEFAULT_TIERS)})")
+    p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
+                   help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
                    help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
                         "for the function-level attribution; 0: none (default: 3)")

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .. import metrics
+from . import tiers as tiering
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 #: Why a case stopped sampling.
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
+NOT_SETTLED, COUNT_BROKEN = "not settled", "counting failed"
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
@@ -116,6 +118,10 @@ class GateSettings:
     #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
     profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
+    #: Which tiers decide (``tiers.py``), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
+    tiers: tuple[str, ...] = (tiering.TIME,)
+    #: Count-tier processes per side, kind and case.
+    count_repeat: int = 1
 
     def __post_init__(self):
         from .compare import metric_info
@@ -132,6 +138,9 @@ class GateSettings:
             raise UsageError(f"--max-failures must be >= 1, got {self.max_failures}")
         if self.alloc_repeat < 1:
             raise UsageError(f"--alloc-repeat must be >= 1, got {self.alloc_repeat}")
+        if self.count_repeat < 1:
+            raise UsageError(f"--count-repeat must be >= 1, got {self.count_repeat}")
+        self.tiers = tiering.parse_tiers(",".join(self.tiers))
         if self.profiles < 0:
             raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
@@ -220,13 +229,17 @@ class CaseOutcome:
     failures: "FailureTest | None" = None
     #: Where the change went (phases, counters, functions), for a case where anything regressed.
     attribution: "Attribution | None" = None
+    #: The tier that decided (``tiers.py``: structural, instructions, time) and every tier's finding.
+    tier: str = tiering.TIME
+    trail: "list[tiering.TierStep]" = field(default_factory=list)
 
     def regressed_anything(self) -> bool:
         """The gated verdict or a compared counter regressed: what attribution is computed for."""
         return self.verdict.verdict == "regressed" or any(r.verdict.verdict == "regressed" for r in self.changes)
 
     def to_json(self) -> dict:
-        return {"case": self.case, "verdict": self.verdict.to_json(), "pairs": self.pairs, "attempted": self.attempted,
+        return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier,
+                "tiers": [t.to_json() for t in self.trail], "pairs": self.pairs, "attempted": self.attempted,
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
                 "failures": None if self.failures is None else self.failures.to_json(),
@@ -256,14 +269,16 @@ class GateOutcome:
         return [c for c in self.cases if c.stop == BASE_BROKEN]
 
     def exit_code(self) -> int:
-        """1 on a regression; else 2 when a base could not run (or nothing ran); else 0.
+        """1 on a regression; else 2 when a base could not run, a count failed with no time tier to fall back
+        on (or nothing ran); else 0.
 
         A shard with no case of the selection (more shards than cases) passes: the
         merged gate decides whether anything ran at all.
         """
         if self.regressions():
             return 1
-        if self.base_broken() or not self.cases and not (self.shard is not None and not self.shard.cases):
+        if self.base_broken() or any(c.stop == COUNT_BROKEN for c in self.cases) \
+                or not self.cases and not (self.shard is not None and not self.shard.cases):
             return 2
         return 0
 
@@ -431,6 +446,34 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, Results
     return samples
 
 
+def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
+                   sampler: Sampler) -> "tiering.TakeSample":
+    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
+
+    def take(case: Case, kind: str, index: int, role: str) -> Sample:
+        sample = sampler(case, kind, "cold", index, replace(settings.run, source=sides[role].source))
+        writers[role].append(case.id, sample)
+        return sample
+
+    return take
+
+
+def _uncounted(backend: str) -> str | None:
+    from .. import engines
+
+    try:
+        return engines.get(backend).uncounted
+    except Exception:  # a plugin that cannot load: nothing known about it
+        return None
+
+
+def _not_settled_verdict(trail: "tiering.CaseTrail", st: _CaseState):
+    """Inconclusive: the selected tiers did not settle the case and the time tier was not selected."""
+    found = "; ".join(f"{t.tier}: {t.verdict} ({t.reason})" for t in trail.steps) or "no tier ran"
+    return _failure_verdict("inconclusive", f"not settled by the selected tiers, and the time tier was not "
+                            f"selected: {found}", st)
+
+
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
@@ -476,9 +519,43 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     for writer in writers.values():
         writer.save()
     states = [_CaseState(case, _new_test(settings)) for case in cases]
-    start = time.monotonic()
+    by_id = {st.case.id: st for st in states}
+    start = began = time.monotonic()
     finished = False
+
+    def take_pair(st: _CaseState) -> dict[str, Sample]:
+        samples = _run_pair(st, sides, writers, settings, sampler)
+        values = {role: _value(samples[role], settings.metric) for role in sides}
+        for role in sides:
+            if samples[role].ok:
+                st.ok[role] += 1
+                st.streak[role] = 0
+            else:
+                st.failed[role] += 1
+                st.streak[role] += 1
+                st.first_error.setdefault(role, samples[role].error or "unknown error")
+        st.base_values.append(values["base"] if values["base"] is not None else math.nan)
+        st.head_values.append(values["head"] if values["head"] is not None else math.nan)
+        if values["base"] is not None and values["head"] is not None:
+            st.test.add(values["base"], values["head"])
+        _stop_after_pair(st, settings, values)
+        if on_pair:
+            on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
+                              st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
+                              settings.budget_s))
+        return samples
+
     try:
+        trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
+                                   _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
+                                   _uncounted, on_note)
+        for st in states:
+            if trails[st.case.id].settled:
+                st.stop = st.stop or DECIDED
+            elif tiering.TIME not in settings.tiers:
+                broken = any(t.broken for t in trails[st.case.id].steps)
+                st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
+        start = time.monotonic()  # the budget is the time tier's
         while True:
             active = [st for st in states if st.stop is None]
             if not active:
@@ -487,26 +564,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 if not st.fits(time.monotonic() - start, settings.budget_s):
                     st.stop = BUDGET
                     continue
-                samples = _run_pair(st, sides, writers, settings, sampler)
-                values = {role: _value(samples[role], settings.metric) for role in sides}
-                for role in sides:
-                    if samples[role].ok:
-                        st.ok[role] += 1
-                        st.streak[role] = 0
-                    else:
-                        st.failed[role] += 1
-                        st.streak[role] += 1
-                        st.first_error.setdefault(role, samples[role].error or "unknown error")
-                st.base_values.append(values["base"] if values["base"] is not None else math.nan)
-                st.head_values.append(values["head"] if values["head"] is not None else math.nan)
-                if values["base"] is not None and values["head"] is not None:
-                    st.test.add(values["base"], values["head"])
-                _stop_after_pair(st, settings, values)
-                if on_pair:
-                    on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
-                                      st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
-                                      settings.budget_s))
-        elapsed = time.monotonic() - start
+                take_pair(st)
         if settings.allocations:
             for st in states:
                 if st.stop in (BASE_BROKEN, HEAD_BROKEN):
@@ -520,13 +578,14 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                             state = "ok" if sample.ok else f"failed: {sample.error}"
                             on_note(f"allocations {role} {st.case.id}: "
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
-        outcomes = _outcomes(states, writers, settings)
+        outcomes = _outcomes(states, writers, settings, trails)
         if settings.profiles:
             _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note)
         finished = True
     finally:
         for writer in writers.values():
             writer.finish(finished)
+    elapsed = time.monotonic() - began
     results = {role: w.results for role, w in writers.items()}
     for outcome in outcomes:
         if outcome.regressed_anything():
@@ -537,8 +596,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                        writers["head"].results.fingerprint)
 
 
-def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], settings: GateSettings) -> list[CaseOutcome]:
-    """Each case's decision from its pairs, its failures and its counters (no attribution yet)."""
+def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
+              trails: "dict[str, tiering.CaseTrail]") -> list[CaseOutcome]:
+    """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
     from .compare import compare_results
     from .stats import summarize
 
@@ -548,9 +608,17 @@ def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], setti
         b, h = st.complete()
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         failures = _failure_test(st)
-        verdict = _with_failures(_final_verdict(st, settings), failures, st)
+        trail = trails[st.case.id]
+        if trail.settled:
+            verdict, tier = trail.settled.verdict, trail.settled.tier
+        elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
+            verdict, tier = _not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
+        else:
+            verdict, tier = _final_verdict(st, settings), tiering.TIME
+        verdict = _with_failures(verdict, failures, st)
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
-                                    st.stop or BUDGET, summarize(b), summarize(h), changes, failures))
+                                    st.stop or BUDGET, summarize(b), summarize(h), changes, failures,
+                                    tier=tier, trail=trail.steps))
     return outcomes
 
 

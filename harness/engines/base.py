@@ -12,7 +12,7 @@ sub-phases the backend can tell apart (``trace``, ``lower``, ``compile``,
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
@@ -21,7 +21,19 @@ from ..errors import Unavailable, Unsupported
 
 
 class Engine:
-    """A built model, ready to differentiate. Subclasses override the methods below."""
+    """A built model, ready to differentiate. Subclasses override the methods below.
+
+    ``on_phase_end``, when the probe sets it, is called with a phase's name as each
+    sub-phase of the first gradient ends (after its clock read, so it is never billed
+    to the phase); an instruction sample dumps its counts there. A backend that splits
+    its first gradient calls ``self.phase_end(name)`` for every phase but the last.
+    """
+
+    on_phase_end: Callable[[str], None] | None = None
+
+    def phase_end(self, name: str) -> None:
+        if self.on_phase_end is not None:
+            self.on_phase_end(name)
 
     def first_gradient(self) -> tuple[Any, dict[str, float]]:
         """The first gradient and its sub-phases in seconds (empty when indivisible)."""
@@ -50,6 +62,9 @@ class Backend:
     description: ClassVar[str] = ""
     #: Why an axis value is missing, for ``ttfg list`` and skip records.
     why_not: ClassVar[dict[str, str]] = {}
+    #: Work of the first gradient that an instruction count of the probe misses (child
+    #: processes), or None; the gate's count tier then lets wall time decide "unchanged".
+    uncounted: ClassVar[str | None] = None
 
     @classmethod
     def missing_modules(cls) -> list[str]:

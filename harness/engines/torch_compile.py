@@ -164,6 +164,7 @@ class TorchCompileBackend(Backend):
     compiler_name = "inductor"
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "torch.compile, Inductor: Dynamo capture, AOTAutograd, C++ codegen and compile"
+    uncounted = "Inductor compiles its generated C++ in child processes (the C++ compiler)"
 
     @classmethod
     def unsupported_combination(cls, variant: Mapping[str, str]) -> str | None:
@@ -186,3 +187,4 @@ class TorchCompileAotEagerBackend(TorchCompileBackend):
     name = "torch.compile.aot_eager"
     compiler_name = "aot_eager"
     description = "torch.compile with aot_eager: Dynamo capture and AOTAutograd, no code generation"
+    uncounted = None

@@ -259,6 +259,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
         if not cases:
             continue
         settings = GateSettings(metric=p.metric, alpha=alpha, max_pairs=max_pairs, budget_s=share,
+                                profiles=0,  # a confirmation decides; the gate's sampled stacks would only cost time
                                 run=run_settings or RunSettings(repeat=1))
         run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}"
         note(f"confirming {len(rows)} step(s) between {base.short} and {head.short}, deciding on {p.metric} "

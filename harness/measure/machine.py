@@ -91,11 +91,19 @@ def check_git() -> Finding:
 
 
 def check_valgrind() -> Finding:
+    from .instructions import availability
+
     path = shutil.which("valgrind")
+    usable, why = availability()
+    if path and usable:
+        return Finding(TOOLS, "valgrind", OK, f"found at {path}; counts the first gradient's instructions "
+                       "(`ttfg run --instructions`, the gate's instructions tier)")
     if path:
-        return Finding(TOOLS, "valgrind", OK, f"found at {path}; counts instructions without hardware counters")
+        return Finding(TOOLS, "valgrind", MISSING, f"found at {path}, but {why.split(', so ')[0]}",
+                       "pip install 'ttfg[instructions]'")
     return Finding(TOOLS, "valgrind", MISSING, "valgrind is not on PATH",
-                   "apt-get install valgrind, for `ttfg run --instructions` where perf has no counters")
+                   "apt-get install valgrind: `ttfg run --instructions` and the gate's instructions tier count with "
+                   "callgrind; without it the gate decides on wall time")
 
 
 def check_pmu(root: Path, run: CommandRunner) -> Finding:
@@ -109,15 +117,16 @@ def check_pmu(root: Path, run: CommandRunner) -> Finding:
             return Finding(TOOLS, "hardware counters", UNKNOWN, f"perf did not answer; {para}")
         code, _, err = result
         if code == 0 and "<not" not in err and "not supported" not in err:
-            return Finding(TOOLS, "hardware counters", OK, f"perf counts instructions; {para}")
+            return Finding(TOOLS, "hardware counters", OK, f"perf counts instructions; {para} (ttfg counts the "
+                           "first gradient with callgrind all the same: it sees every thread of the window)")
         if "<not supported>" in err or "not supported" in err:
             return Finding(TOOLS, "hardware counters", MISSING,
                            f"perf: instructions <not supported> (no PMU exposed, usual in a VM); {para}",
-                           "`--instructions` falls back to valgrind (slow but exact)")
+                           "instruction counts use callgrind (valgrind), exact without hardware counters")
         return Finding(TOOLS, "hardware counters", WARN, f"perf refused to count ({err.strip()[:120] or code}); {para}",
                        "a paranoid level above 2 blocks unprivileged counting: `sysctl kernel.perf_event_paranoid=2`"
                        " (doctor changes nothing)" if paranoid is not None and paranoid > 2 else
-                       "`--instructions` falls back to valgrind")
+                       "instruction counts use callgrind (valgrind), exact without hardware counters")
     devices = root / "sys/bus/event_source/devices"
     try:
         names = {p.name for p in devices.iterdir()}
@@ -128,7 +137,7 @@ def check_pmu(root: Path, run: CommandRunner) -> Finding:
         return Finding(TOOLS, "hardware counters", WARN, f"the kernel lists a CPU PMU but perf is not installed; {para}",
                        "apt-get install linux-perf for fast exact instruction counts")
     return Finding(TOOLS, "hardware counters", MISSING, f"no CPU PMU in {devices} (usual in a VM); {para}",
-                   "`--instructions` falls back to valgrind (slow but exact)")
+                   "instruction counts use callgrind (valgrind), exact without hardware counters")
 
 
 def chromium_path() -> str | None:

@@ -10,6 +10,7 @@ stdout: frameworks print). The object is::
      "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes"}            (timing)
     {"ok": true, "alloc_count", "alloc_bytes", "alloc_peak_bytes", "alloc_tool",
      "python_allocators"}                                                        (allocations)
+    {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
@@ -129,6 +130,39 @@ def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -
     return out
 
 
+def instructions(case: Case, out: dict) -> dict:
+    """The first gradient with callgrind counting only it (the runner reads the counts from the dumps).
+
+    Runs under ``valgrind --tool=callgrind --instr-atstart=no`` (``instructions.command``):
+    import and build run uninstrumented; the window dumps once per phase the backend
+    marks (``Engine.on_phase_end``) and once at its end.
+    """
+    from .instructions import WHOLE, Window
+
+    spec = case.spec
+    weights, x = spec.init(0), spec.example_input(0)
+    impl = engines.get(case.backend)()
+    out["phase"] = "import"
+    impl.import_framework()
+    out["phase"] = "build"
+    engine = impl.build(spec, weights, x, case.variant_dict)
+    out["phase"] = "first_gradient"
+    window = Window()
+    engine.on_phase_end = window.phase_end
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    window.start()
+    result, phases = engine.first_gradient()
+    window.stop("execute" if window.phases else WHOLE)
+    out.update(window_wall_s=time.perf_counter() - wall0, window_cpu_s=time.process_time() - cpu0,
+               phases=list(window.phases))
+    out["phase"] = "counters"
+    loss, _ = engine.to_numpy(result)
+    if not math.isfinite(loss):
+        raise FloatingPointError(f"first gradient's loss is {loss}")
+    out["loss"] = loss
+    return out
+
+
 #: Sampling interval of the stack profiler, and how many functions a profile keeps.
 PROFILE_INTERVAL_S = 0.001
 PROFILE_TOP_INCLUSIVE = 150
@@ -201,9 +235,11 @@ def main(argv=None) -> int:
         case = Case.from_json(json.loads(args.case))
         if args.kind == "allocations":
             allocations(case, report.parent, args.python_allocators, out)
+        elif args.kind == "instructions":
+            instructions(case, out)
         elif args.kind == "profile":
             profile(case, out)
-        else:  # instructions: the whole probe runs under the counter; the gradient is the timing path
+        else:
             timing(case, out)
         out["ok"] = True
         code = 0

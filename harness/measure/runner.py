@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import shutil
 import signal
@@ -25,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import metadata
+from . import instructions, metadata
 from .cases import Case, Skipped
 from .schedule import Step, schedule
 from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
@@ -104,31 +103,6 @@ def tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
     return text[-chars:]
 
 
-INSTRUCTIONS_RE = re.compile(r"I\s+refs:\s+([\d,]+)")
-
-
-def instruction_command() -> tuple[list[str] | None, str]:
-    """The counter to wrap the probe in, or ``None`` and why none works here."""
-    if shutil.which("perf"):
-        probe = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True)
-        if probe.returncode == 0 and "not supported" not in probe.stderr and "<not" not in probe.stderr:
-            return ["perf", "stat", "-x,", "-e", "instructions"], "perf"
-    if shutil.which("valgrind"):
-        return ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"], "valgrind"
-    return None, "neither perf hardware counters nor valgrind are available on this machine"
-
-
-def parse_instructions(tool: str, stderr: str) -> int | None:
-    if tool == "valgrind":
-        found = INSTRUCTIONS_RE.findall(stderr)
-        return int(found[-1].replace(",", "")) if found else None
-    for line in stderr.splitlines():
-        parts = line.split(",")
-        if len(parts) > 2 and "instructions" in parts[2] and parts[0].strip().isdigit():
-            return int(parts[0])
-    return None
-
-
 def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
                cache_dir: Path | None = None) -> Sample:
     """Spawn one probe process and turn its report into a :class:`Sample`."""
@@ -146,24 +120,29 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
            "--report", str(report)]
     if settings.python_allocators and kind == "allocations":
         cmd.append("--python-allocators")
-    tool = None
     sample: dict = {"kind": kind, "ok": False, "index": index, "cache": cache, "error": None, "stderr_tail": None,
                     "started_at": now_iso(), "process_wall_s": None}
+    env = probe_env(settings, cache_dir, cache)
     if kind == "instructions":
-        wrapper, tool = instruction_command()
-        if wrapper is None:
-            sample.update(error=f"instruction counting unavailable: {tool}", instructions_tool=None)
+        usable, why = instructions.availability()
+        if not usable:
+            sample.update(error=f"instruction counting unavailable: {why}", instructions_note=why)
             shutil.rmtree(workdir, ignore_errors=True)
             return sample
-        cmd = wrapper + ["--"] + cmd if tool == "perf" else wrapper + cmd
+        cmd = instructions.command(workdir) + cmd
+        env = instructions.probe_env(env)
     entries_before = count_files(cache_dir)
     try:
         with open(out_log, "wb") as out_fh, open(err_log, "wb") as err_fh:
             spawned = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
-                                    env=probe_env(settings, cache_dir, cache), cwd=settings.source,
+                                    env=env, cwd=settings.source,
                                     start_new_session=True)
-            status, usage, timed_out = wait_with_timeout(proc, settings.timeout_s)
+            _RUNNING.add(proc)
+            try:
+                status, usage, timed_out = wait_with_timeout(proc, settings.timeout_s)
+            finally:
+                _RUNNING.discard(proc)
             ended = time.monotonic()
         sample["process_wall_s"] = ended - spawned
         stderr = tail(err_log)
@@ -187,11 +166,11 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
         elif kind in ("allocations", "profile"):
             sample.update({k: data.get(k) for k in SAMPLE_FIELDS[kind]})
         else:
-            count = parse_instructions(tool, tail(err_log, 20000))
-            if count is None:
-                sample.update(error=f"{tool} printed no instruction count", stderr_tail=stderr)
+            try:
+                sample.update(instruction_fields(workdir, data, usage))
+            except (instructions.CountingError, ValueError, OSError) as exc:
+                sample.update(error=f"callgrind: {exc}", stderr_tail=stderr)
                 return sample
-            sample.update(instructions=count, instructions_tool=tool, instructions_scope="whole-process")
         problem = garbage(sample)
         if problem:  # keep what says what went wrong, drop the impossible measurements
             sample = {k: sample[k] for k in COMMON_FIELDS if k in sample}
@@ -232,6 +211,20 @@ def wait_with_timeout(proc: subprocess.Popen, timeout_s: float):
         raise
 
 
+#: Probes running now, from any thread (the gate's count tier runs base and head at once).
+_RUNNING: set[subprocess.Popen] = set()
+
+
+def stop_running_probes() -> None:
+    """Kill every probe this process is waiting for (its own children, by process group).
+
+    A probe runs in its own session, so Ctrl-C reaches only the parent; the thread that
+    waits for a probe then sees it end and records a failed sample.
+    """
+    for proc in list(_RUNNING):
+        kill_group(proc)
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -246,6 +239,19 @@ def timing_fields(data: dict, spawned: float, usage: resource.struct_rusage, cac
     fields["peak_rss_bytes"] = int(max(usage.ru_maxrss * 1024, data.get("self_peak_rss_bytes") or 0))
     fields["cold_evidence"] = ColdEvidence.observe(data.get("counters") or {}, cache, entries_before)
     return fields
+
+
+def instruction_fields(workdir: Path, data: dict, usage: resource.struct_rusage) -> dict:
+    """An instruction sample's fields from the callgrind dumps the probe left in ``workdir``."""
+    window = instructions.read_window(workdir)
+    split = len(window.phases) > 1
+    return {"instructions": window.total, "instructions_tool": "callgrind",
+            "instructions_scope": "first-gradient window",
+            "instructions_phases": dict(window.phases) if split else None,
+            "instructions_top": [f.to_json() for f in window.top],
+            "instructions_note": instructions.NOT_COUNTED,
+            "instructions_window_s": data.get("window_wall_s"),
+            "instructions_cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def garbage(sample: dict) -> str | None:

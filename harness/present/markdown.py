@@ -149,17 +149,21 @@ def gate_markdown(outcome, check=None, attributions=None) -> str:
     lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", "",
              f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
              f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
-             f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget", "",
+             f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget; "
+             f"tiers {', '.join(s.tiers)}", "",
              f"_{passing_means(outcome, check)}_", ""]
     rows = []
     for c in outcome.cases:
         rows.append([c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                      fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                     _labelled(c.verdict), f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
+                     _labelled(c.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
                      counter_changes(c.changes)])
-    lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "pairs", "wall", "stopped", "counters changed"],
-                    rows) + [""]
-    lines += [f"- `{c.case}`: {c.verdict.reason}" for c in outcome.cases]
+    lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall", "stopped",
+                     "counters changed"], rows) + [""]
+    for c in outcome.cases:
+        lines.append(f"- `{c.case}` (decided by the {c.tier} tier): {c.verdict.reason}")
+        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {t.reason}"
+                  for t in c.trail if not t.settled]
     lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
     lines.append("")
     if attributions is None:

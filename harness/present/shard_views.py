@@ -59,11 +59,11 @@ def merged_gate_markdown(merged: dict) -> str:
         rows.append([c["case"], c["shard"], fmt.metric_value(metric, c["base"].get("median")),
                      fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
                      fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], verdict_label_of(v)),
-                     str(c["pairs"]),
-                     fmt.seconds(c.get("wall_s")), c["stop"]])
-    lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "pairs", "wall", "stopped"],
-                    rows) + [""]
-    lines += [f"- `{c['case']}`: {c['verdict'].get('reason', '')}" for c in merged["cases"]]
+                     c.get("tier", "time"), str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
+    lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
+                     "stopped"], rows) + [""]
+    lines += [f"- `{c['case']}` (decided by the {c.get('tier', 'time')} tier): {c['verdict'].get('reason', '')}"
+              for c in merged["cases"]]
     where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in merged["cases"] if c.get("attribution")]
     lines += [f"- **Where it went**: {text or case} (tables: `ttfg explain` on the merged gate folder)"
               for case, text in where]

@@ -415,12 +415,13 @@ def gate_table(outcome) -> Table:
                           f"({outcome.head.short}), {s.metric}, paired", fixed),
                    [(c, "left") for c in varying]
                    + [("base", "right"), ("head", "right"), ("ratio", "right"), ("interval", "right"),
-                      ("verdict", "left"), ("pairs", "right"), ("failed b/h", "right"), ("wall", "right"),
+                      ("verdict", "left"), ("tier", "left"), ("pairs", "right"), ("failed b/h", "right"), ("wall", "right"),
                       ("stopped", "left"), ("counters changed", "left")], label=len(varying))
     for c in outcome.cases:
         table.add_row(*case_cells(c.case, varying), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                       fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                      styled_verdict(c.verdict), f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}",
+                      styled_verdict(c.verdict), c.tier, f"{c.pairs}/{c.attempted}",
+                      f"{c.failed['base']}/{c.failed['head']}",
                       fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
     return table
 

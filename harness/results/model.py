@@ -114,9 +114,14 @@ class Sample:
     instructions: int | None = None
     instructions_tool: str | None = None
     instructions_scope: str | None = None
+    #: Instructions per phase of the first gradient (jax.jit: trace, lower, compile, execute); None when unsplit.
     instructions_phases: dict[str, int] | None = None
+    #: The window's top functions by inclusive count: ``{"fn", "file", "line", "incl", "self"}`` each.
     instructions_top: list[dict[str, Any]] | None = None
+    #: What was not counted, or which fallback was used.
     instructions_note: str | None = None
+    instructions_window_s: float | None = None
+    instructions_cpu_s: float | None = None
     # profile
     profile_top: list[dict[str, Any]] | None = None
     profile_tool: str | None = None

@@ -104,8 +104,8 @@ class _Reader:
                 for k, v in self.obj(value, where).items()}
 
     def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
-        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text, line or null, and
-        counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
+        """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text or null, line or null,
+        and inclusive and self counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
         if value is None:
             return None
         out = []
@@ -119,7 +119,7 @@ class _Reader:
                         "file": self.text(raw.get("file"), f"{at}.file", optional=True),
                         "line": self.value(raw.get("line"), f"{at}.line", "count"),
                         "incl": self.value(self.key(raw, "incl", f"{at}."), f"{at}.incl", unit, optional=False),
-                        "self": self.value(raw.get("self"), f"{at}.self", unit)})
+                        "self": self.value(self.key(raw, "self", f"{at}."), f"{at}.self", unit, optional=False)})
         return out
 
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:

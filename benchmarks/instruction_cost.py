@@ -1,0 +1,84 @@
+"""What an instruction sample costs and how well it repeats, per backend.
+
+Runs ``--repeat`` instruction samples (callgrind on the first-gradient window, the
+probe's own path through ``run_sample``) of each backend on one model, ``--jobs`` at a
+time, and prints a Markdown table: instructions (median), spread ((max - min) / min),
+seconds per sample (wall, and CPU of the process tree), the window's wall time, the
+per-phase counts where the backend splits them, and the load average before and after.
+Each sample's JSON goes to ``--out`` (one results file per backend) for later reading.
+
+    PYTHONPATH=. python benchmarks/instruction_cost.py --model resnet15 --repeat 3 --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from harness import engines
+from harness.measure.cases import select
+from harness.measure.runner import RunSettings, new_results, run_sample
+from harness.present import fmt
+
+
+def spread(values: list[float]) -> float | None:
+    return (max(values) - min(values)) / min(values) if len(values) > 1 and min(values) > 0 else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="resnet15")
+    parser.add_argument("--backend", action="append", help="repeatable (default: every available backend)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2, help="samples at a time (load does not change the counts)")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--out", default="runs/instruction-cost", help="folder for the results files")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="extra environment for the probes, e.g. XLA_FLAGS=... (repeatable)")
+    args = parser.parse_args()
+    backends = args.backend or [n for n in engines.names() if engines.get(n).availability() is None]
+    extra = dict(e.split("=", 1) for e in args.env)
+    settings = RunSettings(repeat=1, timeout_s=args.timeout, extra_env=extra)
+    cases, skipped = select([args.model], backends, None)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()
+    jobs = [(case, i) for i in range(args.repeat) for case in cases]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        samples = list(pool.map(lambda job: (job[0], run_sample(job[0], "instructions", "cold", job[1], settings)),
+                                jobs))
+    load_after = os.getloadavg()
+    print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs; "
+          f"extra env {extra or '-'}")
+    print()
+    print("| case | n | instructions (median) | spread | wall per sample | CPU per sample | window wall | phases |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for case in cases:
+        mine = [s for c, s in samples if c is case]
+        results = new_results([case], skipped, settings)
+        results.cases[0].samples.extend(mine)
+        results.save(out / f"{case.backend}.json")
+        good = [s for s in mine if s.ok]
+        if not good:
+            print(f"| `{case.id}` | 0 | failed: {(mine[0].error or '')[:120]} | | | | | |")
+            continue
+        counts = [float(s.instructions) for s in good]
+        phases = good[0].instructions_phases or {}
+        phase_text = ", ".join(f"{k} {fmt.count(v)}" for k, v in phases.items()) or fmt.MISSING
+        print(f"| `{case.id}` | {len(good)} | {fmt.count(round(statistics.median(counts)))} | {fmt.percent(spread(counts))} "
+              f"| {fmt.seconds(statistics.median(s.process_wall_s for s in good))} "
+              f"| {fmt.seconds(statistics.median(s.instructions_cpu_s for s in good))} "
+              f"| {fmt.seconds(statistics.median(s.instructions_window_s for s in good))} | {phase_text} |")
+        for s in mine:
+            if not s.ok:
+                print(f"<!-- {case.id} sample {s.index} failed: {s.error} -->", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

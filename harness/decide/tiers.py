@@ -1,0 +1,329 @@
+"""The gate in tiers: settle what deterministic evidence can settle, spend wall time on the rest.
+
+Why tiers: a wall-time gate on a 2-core machine needs about 56 cold pairs (7-8 minutes
+for jax.jit resnet15) to see a 5 % change, and an A/A gate never ends better than
+"inconclusive". Most changes move something that does not depend on load at all:
+
+* **structural** (tier a): the structural counters of one timing pair (jaxpr
+  equations, HLO ops, Dynamo graphs, FX nodes, autograd nodes, backend compiles ...),
+  compared exactly. A counter that grew settles the case as regressed: the change
+  made the work bigger. Counters that only fell, or did not change, settle nothing:
+  a smaller graph is not yet a faster first gradient. The pair is the wall-time
+  tier's first pair as well, so it costs nothing extra when that tier runs.
+* **instructions** (tier b): instructions of the first-gradient window (callgrind,
+  ``harness/measure/instructions.py``) and allocation counts (memray), a few
+  processes per side, base and head at the same time (load changes neither count).
+  Each metric's margin is the registry's ``tier_margin``, derived from its measured
+  repeatability. Beyond it, the case is settled as regressed or improved; within it
+  on every metric, as unchanged. Unchanged and improved are only settled when the
+  instructions count the work: a backend that does part of its first gradient in
+  child processes (Inductor's C++ compiler) declares that (``Backend.uncounted``),
+  and its case goes on to wall time.
+* **time** (tier c): the paired, interleaved sequential test of ``gate.py`` on the
+  cases the tiers before could not settle, within the budget.
+
+Each case's outcome names the tier that decided it and keeps the trail of every tier
+it went through (``TierStep``). The gate's loop stays in ``gate.py``; this module holds
+the policy and takes its samples through the callables the gate passes in, so tests
+drive it with in-process samplers.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from .. import metrics
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..measure.cases import Case
+    from ..results.model import Sample
+    from .stats import Verdict
+
+STRUCTURAL, INSTRUCTIONS, TIME = "structural", "instructions", "time"
+#: Every tier, in the order they run.
+TIERS = (STRUCTURAL, INSTRUCTIONS, TIME)
+#: What a CI user should run: the cheap exact tiers first, wall time only for what they leave.
+DEFAULT_TIERS = TIERS
+
+
+def parse_tiers(text: str | None) -> tuple[str, ...]:
+    """``"structural,time"`` -> the named tiers in run order.
+
+    Raises
+    ------
+    UsageError
+        Naming the known tiers, for an unknown or empty list.
+    """
+    if text is None:
+        return DEFAULT_TIERS
+    names = [t.strip().lower() for t in str(text).split(",") if t.strip()]
+    unknown = [t for t in names if t not in TIERS]
+    if unknown or not names:
+        raise UsageError(f"--tiers {text!r}: expected a comma-separated list of {', '.join(TIERS)} "
+                         f"(default: {','.join(DEFAULT_TIERS)})")
+    return tuple(t for t in TIERS if t in names)
+
+
+def tier_metrics(tier: str) -> tuple[str, ...]:
+    """The registry's metrics a count tier decides on (``Metric.tier``), in registry order."""
+    return metrics.names(lambda m: m.tier == tier and not metrics.is_counter(m.name))
+
+
+@dataclass
+class TierStep:
+    """What one tier found for one case."""
+
+    tier: str
+    #: True when this tier decided the case.
+    settled: bool
+    #: regressed, improved, unchanged, inconclusive (what the evidence says, settled or not).
+    verdict: str
+    reason: str
+    #: Per metric: base and head values (medians), ratio, margin, verdict.
+    evidence: list[dict] = field(default_factory=list)
+    #: The first error of a sample this tier needed and could not get (a valgrind failure), else None.
+    broken: str | None = None
+
+    def to_json(self) -> dict:
+        return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
+                "broken": self.broken,
+                "evidence": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                              for k, v in e.items()} for e in self.evidence]}
+
+
+@dataclass
+class Settlement:
+    """A case decided before the wall-time tier: by which tier, with which verdict."""
+
+    tier: str
+    verdict: "Verdict"
+
+
+@dataclass
+class CaseTrail:
+    """Every tier a case went through; ``settled`` when one of them decided it."""
+
+    case: "Case"
+    steps: list[TierStep] = field(default_factory=list)
+    settled: Settlement | None = None
+
+    @property
+    def tier(self) -> str | None:
+        return self.settled.tier if self.settled else None
+
+
+def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float], head: list[float]) -> dict:
+    import statistics
+
+    return {"metric": metric, "base": statistics.median(base) if base else None,
+            "head": statistics.median(head) if head else None, "ratio": verdict.ratio, "margin": margin,
+            "verdict": verdict.verdict, "n_base": len(base), "n_head": len(head)}
+
+
+def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
+    """Tier (a): every structural counter of a base and a head timing sample, compared exactly."""
+    from .stats import compare_counter
+
+    if base is None or head is None or not base.ok or not head.ok:
+        return TierStep(STRUCTURAL, False, "inconclusive", "no good timing sample on both sides to read counters from")
+    b, h = base.counters or {}, head.counters or {}
+    if not b and not h:
+        return TierStep(STRUCTURAL, False, "inconclusive", "this backend reports no structural counters")
+    evidence, grew, fell = [], [], []
+    for name in sorted(set(b) | set(h)):
+        metric = metrics.COUNTER_PREFIX + name
+        bv, hv = b.get(name), h.get(name)
+        if bv is None or hv is None:
+            evidence.append({"metric": metric, "base": bv, "head": hv, "ratio": None, "margin": 0.0,
+                             "verdict": "regressed" if bv is None else "improved", "n_base": 1, "n_head": 1})
+            (grew if bv is None else fell).append(f"{name} {'appeared' if bv is None else 'vanished'}")
+            continue
+        verdict = compare_counter([bv], [hv], threshold=0.0)
+        evidence.append(_evidence(metric, verdict, 0.0, [bv], [hv]))
+        if verdict.verdict == "regressed":
+            grew.append(f"{name} {bv:g} -> {hv:g}")
+        elif verdict.verdict == "improved":
+            fell.append(f"{name} {bv:g} -> {hv:g}")
+    if grew:
+        return TierStep(STRUCTURAL, True, "regressed", "structural counters grew: " + ", ".join(grew)
+                        + (f" (fell: {', '.join(fell)})" if fell else ""), evidence)
+    if fell:
+        return TierStep(STRUCTURAL, False, "improved", "structural counters only fell (" + ", ".join(fell)
+                        + "): a smaller graph is not yet a faster first gradient, so later tiers decide", evidence)
+    return TierStep(STRUCTURAL, False, "unchanged", f"all structural counters are equal ({len(evidence)})", evidence)
+
+
+def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
+               unavailable: str | None = None) -> TierStep:
+    """Tier (b): instruction and allocation counts against their registry margins.
+
+    Parameters
+    ----------
+    base, head : dict of sample kind -> list of Sample
+        The count samples each side produced (failed ones included).
+    uncounted : str or None
+        The backend's work the instructions do not count (``Backend.uncounted``); when
+        set, only a regression settles the case.
+    unavailable : str or None
+        Why instructions could not be counted on this machine (then only a regression
+        of another count settles).
+    """
+    from .stats import compare_counter
+
+    evidence, regressed, improved, unchanged, missing = [], [], [], [], []
+    broken = next((s.error for side in (base, head) for samples in side.values() for s in samples
+                   if not s.ok and s.error), None)
+    if unavailable:
+        missing.append("instructions: not countable on this machine")
+    for metric in tier_metrics(INSTRUCTIONS):
+        info = metrics.get(metric)
+        values = {role: [v for s in side.get(info.sample, []) if s.ok
+                         and (v := metrics.sample_value(s, metric)) is not None]
+                  for role, side in (("base", base), ("head", head))}
+        if not values["base"] or not values["head"]:
+            errors = [s.error for side in (base, head) for s in side.get(info.sample, []) if not s.ok and s.error]
+            if errors:
+                missing.append(f"{metric}: {errors[0]}")
+            elif values["base"] or values["head"]:
+                missing.append(f"{metric}: measured on one side only")
+            continue  # not measured, or not split into phases by this backend
+        margin = info.tier_margin
+        verdict = compare_counter(values["base"], values["head"], threshold=margin)
+        evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"]))
+        spread = [v for v in (verdict.ci_low, verdict.ci_high) if math.isfinite(v)]
+        label = f"{info.brief} {(verdict.ratio - 1) * 100:+.2f}% (margin ±{margin * 100:.2g}%)"
+        if len(spread) == 2 and spread[1] - spread[0] > 2 * margin:
+            missing.append(f"{metric}: the samples spread over ratios {spread[0]:.4f}-{spread[1]:.4f}, wider than "
+                           "its margin allows")
+        elif verdict.verdict == "regressed":
+            regressed.append(label)
+        elif verdict.verdict == "improved":
+            improved.append(label)
+        else:
+            unchanged.append(label)
+    gaps = f"; not used: {'; '.join(missing)}" if missing else ""
+    if regressed:
+        others = improved + unchanged
+        total = [o for o in others if o.startswith(metrics.get("instructions").brief + " ")]
+        rest = len(others) - len(total)
+        within = "; ".join(filter(None, [", ".join(total), f"{rest} other count(s) within their margins" if rest
+                                         else ""]))
+        within = f"; {within}" if within else ""
+        return TierStep(INSTRUCTIONS, True, "regressed", "beyond the margin: " + ", ".join(regressed) + within + gaps,
+                        evidence)
+    counted = any(e["metric"] == "instructions" for e in evidence)
+    missing = list(dict.fromkeys(missing))
+    if not counted:
+        what = "; ".join(missing) or "no count metric"
+        return TierStep(INSTRUCTIONS, False, "inconclusive", f"instructions not counted ({what})", evidence, broken)
+    verdict = "improved" if improved else "unchanged"
+    words = ", ".join(improved + unchanged)
+    if uncounted:
+        return TierStep(INSTRUCTIONS, False, verdict, f"{words}, but the instructions miss part of the work "
+                        f"({uncounted}), so wall time decides{gaps}", evidence)
+    if missing:
+        return TierStep(INSTRUCTIONS, False, verdict, f"{words}{gaps}", evidence, broken)
+    return TierStep(INSTRUCTIONS, True, verdict, (f"improved beyond the margin: {words}" if improved else
+                                                  f"within the margins: {words}"), evidence)
+
+
+def settled_verdict(step: TierStep) -> "Verdict":
+    """A settled tier step as the gate's verdict (ratio and range of its first metric)."""
+    from .stats import Verdict
+
+    nan = math.nan
+    first = next((e for e in step.evidence if e["verdict"] == step.verdict), step.evidence[0] if step.evidence
+                 else None)
+    ratio = first["ratio"] if first and first["ratio"] is not None else nan
+    n_base = max((e.get("n_base", 0) for e in step.evidence), default=0)
+    n_head = max((e.get("n_head", 0) for e in step.evidence), default=0)
+    return Verdict(step.verdict, ratio, nan, nan, nan, n_base, n_head, f"tier {step.tier}", step.reason)
+
+
+#: Takes one sample of a kind for a case on a side: ``(case, kind, index, role) -> Sample`` (and records it).
+TakeSample = Callable[["Case", str, int, str], "Sample"]
+#: Takes one interleaved timing pair for a case (the wall-time tier's first): ``case -> {role: Sample}``.
+TakePair = Callable[["Case"], "dict[str, Sample]"]
+
+
+def count_kinds() -> tuple[str, ...]:
+    """The sample kinds the count tier needs, from the registry."""
+    return tuple(dict.fromkeys(metrics.get(m).sample for m in tier_metrics(INSTRUCTIONS)))
+
+
+def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, take_sample: TakeSample,
+              repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
+              on_note: Callable[[str], None] | None = None) -> dict[str, CaseTrail]:
+    """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
+
+    Parameters
+    ----------
+    cases : list of Case
+    tiers : tuple of str
+        The selected tiers (``parse_tiers``); ``time`` is the gate's loop, not run here.
+    take_pair : callable
+        One interleaved timing pair for a case (tier a reads its counters).
+    take_sample : callable
+        One count sample; base and head of one kind and round run at the same time.
+    repeat : int
+        Count samples per side, kind and case.
+    uncounted : callable
+        Backend name -> the work its instruction count misses, or None.
+    on_note : callable or None
+        A line of text per event worth telling (a tier's finding, a missing tool).
+    """
+    from ..measure import instructions as counting
+
+    note = on_note or (lambda text: None)
+    trails = {case.id: CaseTrail(case) for case in cases}
+    if STRUCTURAL in tiers:
+        for case in cases:
+            pair = take_pair(case)
+            step = structural_step(pair.get("base"), pair.get("head"))
+            _record(trails[case.id], step, note)
+    if INSTRUCTIONS not in tiers:
+        return trails
+    usable, why = counting.availability()
+    if not usable:
+        note(f"instructions tier: {why}")
+    kinds = [k for k in count_kinds() if usable or k != "instructions"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note)
+        except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
+            from ..measure.runner import stop_running_probes
+
+            stop_running_probes()
+            raise
+    return trails
+
+
+def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note) -> None:
+    """The count tier's loop: per case, base and head of each kind and round at the same time."""
+    for case in cases:
+        trail = trails[case.id]
+        if trail.settled:
+            continue
+        got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
+        for kind in kinds:
+            for i in range(repeat):
+                futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
+                for role, fut in futures.items():
+                    got[role].setdefault(kind, []).append(fut.result())
+        step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why)
+        _record(trail, step, note)
+
+
+def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> None:
+    trail.steps.append(step)
+    if step.settled:
+        trail.settled = Settlement(step.tier, settled_verdict(step))
+    note(f"{step.tier} tier: {trail.case.id}: {step.verdict}{' (settled)' if step.settled else ''}: {step.reason}")
+
+
+__all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
+           "count_step", "parse_tiers", "run_tiers", "settled_verdict", "structural_step", "tier_metrics"]

@@ -1,0 +1,321 @@
+"""The gate's tiers (harness/decide/tiers.py), driven by an in-process sampler with known answers.
+
+Like test_gate_policy.py, a fake sampler answers instantly from a script per side and
+kind and advances a fake clock; here it also answers instruction and allocation
+samples, so which tier settles a case, what each tier spends, and the trail each case
+keeps are checked exactly. Real instruction counts are in test_instructions.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from harness.decide import gate, tiers
+from harness.decide.gate import GateSettings, Side, run_gate
+from harness.errors import UsageError
+from harness.measure import instructions as counting
+from harness.measure.cases import select
+from harness.measure.worktrees import Revision
+from harness.results import record
+from harness.results.model import Sample
+
+MODEL = "resnet15:blocks=2"
+STARTED = "2026-12-03T00:00:00+00:00"
+
+
+def timing(index: int, seconds: float, counters: dict) -> Sample:
+    return Sample(kind="timing", ok=True, index=index, started_at=STARTED, process_wall_s=1.0, import_s=0.5,
+                  build_s=0.01, first_grad_s=seconds, second_grad_s=0.001, execute_s=seconds, process_ttfg_s=1.0,
+                  cpu_s=1.0, peak_rss_bytes=10**8, compile_share=0.0, loss=1.0, counters=dict(counters))
+
+
+def count(kind: str, index: int, value: int | str, phases: dict | None = None) -> Sample:
+    if isinstance(value, str):
+        return Sample(kind=kind, ok=False, index=index, started_at=STARTED, error=value, process_wall_s=1.0)
+    if kind == "instructions":
+        return Sample(kind=kind, ok=True, index=index, started_at=STARTED, process_wall_s=30.0, instructions=value,
+                      instructions_tool="callgrind", instructions_scope="first-gradient window",
+                      instructions_phases=phases, instructions_note=counting.NOT_COUNTED,
+                      instructions_top=[{"fn": "main", "file": "x.c", "line": 3, "incl": value, "self": 10}],
+                      instructions_window_s=20.0, instructions_cpu_s=29.0)
+    return Sample(kind=kind, ok=True, index=index, started_at=STARTED, process_wall_s=2.0, alloc_count=value,
+                  alloc_bytes=value * 100, alloc_peak_bytes=value * 10, alloc_tool="memray", python_allocators=False)
+
+
+class Side_:
+    """One side's script: a timing level, counters, an instruction and an allocation count."""
+
+    def __init__(self, seconds=1.0, counters=None, instructions=10_000_000, allocs=5_000, spread=0.02, phases=None):
+        self.seconds, self.counters, self.phases = seconds, counters or {"autograd_nodes": 100}, phases
+        self.instructions, self.allocs, self.spread = instructions, allocs, spread
+
+    def timing(self, i: int) -> float:
+        pattern = (0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8, 0.2)
+        return self.seconds * (1 + self.spread * pattern[i % len(pattern)])
+
+
+class FakeSampler:
+    """Answers by kind from each side's script; records every call; advances a fake clock."""
+
+    def __init__(self, sides: dict[str, Side], scripts: dict[str, Side_], wall_s=10.0, barrier=None):
+        self.role = {str(side.source): role for role, side in sides.items()}
+        self.scripts, self.wall_s, self.barrier = scripts, wall_s, barrier
+        self.now = 0.0
+        self.calls: list[tuple[str, str, str]] = []
+        self.lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __call__(self, case, kind, cache, index, run) -> Sample:
+        role = self.role[str(run.source)]
+        script = self.scripts[role]
+        if kind != "timing" and self.barrier is not None:
+            self.barrier.wait(timeout=5)  # both sides must be in flight at once
+        with self.lock:
+            self.calls.append((case.id, role, kind))
+            self.now += self.wall_s
+        if kind == "timing":
+            shift = 3 if role == "head" else 0
+            return timing(index, script.timing(index + shift), script.counters)
+        return count(kind, index, script.instructions if kind == "instructions" else script.allocs, script.phases)
+
+
+@pytest.fixture
+def sides(tmp_path) -> dict[str, Side]:
+    made = {}
+    for role, commit in (("base", "a" * 40), ("head", "b" * 40)):
+        (tmp_path / role).mkdir()
+        made[role] = Side(role, Revision(role, commit, f"{role} subject"), tmp_path / role)
+    return made
+
+
+@pytest.fixture
+def gate_with(sides, tmp_path, monkeypatch):
+    """Run the gate with scripted sides; ``valgrind`` says whether instructions can be counted."""
+
+    def run(base: Side_, head: Side_, backends=("autograd",), valgrind=True, barrier=None, **settings):
+        fake = FakeSampler(sides, {"base": base, "head": head}, barrier=barrier)
+        monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
+        monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind") if valgrind else
+                            (False, "valgrind is not installed; decisions fall back to wall time"))
+        notes: list[str] = []
+        cases, skipped = select([MODEL], list(backends), None, check_availability=False)
+        settings.setdefault("tiers", tiers.DEFAULT_TIERS)
+        settings.setdefault("profiles", 0)  # sampled stacks after a regression: tests/test_gate_policy.py
+        outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings),
+                           tmp_path / "out", on_note=notes.append, sampler=fake)
+        return outcome, fake, notes
+
+    return run
+
+
+def kinds(fake: FakeSampler) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for _, _, kind in fake.calls:
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def test_a_grown_structural_counter_settles_the_case_with_one_pair(gate_with):
+    outcome, fake, notes = gate_with(Side_(), Side_(counters={"autograd_nodes": 104}))
+    (case,) = outcome.cases
+    assert case.tier == "structural" and case.verdict.verdict == "regressed"
+    assert "autograd_nodes 100 -> 104" in case.verdict.reason
+    assert kinds(fake) == {"timing": 2}  # one pair, no counts, no further pairs
+    assert outcome.exit_code() == 1
+    assert case.to_json()["tier"] == "structural" and case.to_json()["tiers"][0]["settled"] is True
+
+
+def test_counts_within_their_margins_settle_unchanged_without_wall_time(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_050_000, allocs=5_010))  # +0.5 %, +0.2 %
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
+    assert kinds(fake) == {"timing": 2, "instructions": 2, "allocations": 2}
+    assert [t.tier for t in case.trail] == ["structural", "instructions"]
+    assert case.trail[0].verdict == "unchanged" and not case.trail[0].settled
+    assert outcome.exit_code() == 0
+
+
+def test_two_percent_more_instructions_is_a_regression(gate_with):
+    outcome, _, _ = gate_with(Side_(), Side_(instructions=10_200_000))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed"
+    assert case.verdict.ratio == pytest.approx(1.02)
+    assert "instructions +2.00%" in case.verdict.reason and outcome.exit_code() == 1
+
+
+def test_a_phase_that_grew_is_a_regression_though_the_total_hardly_moved(gate_with):
+    """jax.jit: XLA's compile is 94 % of the window, so 5 % more tracing moves the total by 0.2 %."""
+    base = {"trace": 320_000_000, "lower": 74_000_000, "compile": 8_290_000_000, "execute": 123_000_000}
+    head = {**base, "trace": 336_000_000}
+    outcome, _, _ = gate_with(Side_(instructions=sum(base.values()), phases=base),
+                              Side_(instructions=sum(head.values()), phases=head), backends=("jax.jit",))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed"
+    assert case.verdict.ratio == pytest.approx(1.05)
+    assert "trace instructions +5.00%" in case.verdict.reason and "instructions +0.18%" in case.verdict.reason
+
+
+def test_base_and_head_count_samples_run_at_the_same_time(gate_with):
+    barrier = threading.Barrier(2)  # times out (and fails the sample) unless both sides are in flight
+    outcome, fake, _ = gate_with(Side_(), Side_(), barrier=barrier)
+    assert outcome.cases[0].tier == "instructions" and not barrier.broken
+
+
+def test_uncounted_work_leaves_unchanged_counts_to_wall_time(gate_with):
+    """Inductor compiles C++ in child processes: unchanged instructions do not settle it; time does."""
+    outcome, fake, _ = gate_with(Side_(), Side_(seconds=2.0), backends=("torch.compile",), min_pairs=5)
+    (case,) = outcome.cases
+    assert case.tier == "time" and case.verdict.verdict == "regressed"
+    assert "child processes" in case.trail[1].reason and not case.trail[1].settled
+    assert kinds(fake)["timing"] == 10  # the structural pair is the time tier's first
+
+
+def test_without_valgrind_the_tier_says_so_once_and_time_decides(gate_with):
+    outcome, fake, notes = gate_with(Side_(), Side_(), backends=("autograd", "jax.jit"), valgrind=False,
+                                     max_pairs=20)
+    assert [n for n in notes if "valgrind is not installed" in n] == [
+        "instructions tier: valgrind is not installed; decisions fall back to wall time"]
+    assert "instructions" not in kinds(fake)
+    for case in outcome.cases:
+        assert case.tier == "time" and case.verdict.verdict == "unchanged"
+        assert "instructions not counted" in case.trail[1].reason
+
+
+def test_more_allocations_alone_settle_a_regression_without_valgrind(gate_with):
+    outcome, _, _ = gate_with(Side_(), Side_(allocs=5_500), valgrind=False)
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed"
+    assert "allocations" in case.verdict.reason
+
+
+def test_the_budget_goes_to_the_cases_the_counts_left(gate_with):
+    """autograd is settled by its counts; torch.compile's are not enough, so wall time takes the budget."""
+    outcome, fake, _ = gate_with(Side_(), Side_(seconds=1.03), backends=("autograd", "torch.compile"), budget_s=200,
+                                 max_pairs=60)
+    settled = [c for c in outcome.cases if c.tier == "instructions"]
+    timed = [c for c in outcome.cases if c.tier == "time"]
+    assert len(settled) == len(timed) == 1 and settled[0].attempted == 1 and timed[0].attempted > 1
+    pairs = [case for case, role, kind in fake.calls if kind == "timing" and role == "base"]
+    assert pairs.count(timed[0].case) == timed[0].attempted
+    assert timed[0].stop == gate.BUDGET
+
+
+def test_a_failed_count_sample_does_not_settle(gate_with):
+    head = Side_(instructions="callgrind: SIGILL in the probe")
+    outcome, _, _ = gate_with(Side_(), head, max_pairs=20)
+    (case,) = outcome.cases
+    assert case.tier == "time"
+    assert "SIGILL" in case.trail[1].reason
+
+
+def test_time_alone_is_the_old_gate(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(counters={"autograd_nodes": 104}), tiers=("time",), max_pairs=20)
+    (case,) = outcome.cases
+    assert case.tier == "time" and case.trail == [] and set(kinds(fake)) == {"timing"}
+
+
+def test_without_the_time_tier_an_unsettled_case_is_inconclusive(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(), backends=("torch.compile",), tiers=("structural", "instructions"))
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "inconclusive" and case.tier == "instructions"
+    assert "time tier was not selected" in case.verdict.reason and outcome.exit_code() == 0
+    assert kinds(fake)["timing"] == 2
+
+
+def test_files_hold_every_tier_sample_and_validate(gate_with, tmp_path):
+    outcome, _, _ = gate_with(Side_(), Side_())
+    for role in ("base", "head"):
+        res = record.load(outcome.files[role])
+        kinds_in_file = sorted(s.kind for s in res.cases[0].samples)
+        assert kinds_in_file == ["allocations", "instructions", "timing"]
+    data = json.loads(json.dumps(outcome.to_json()))
+    assert data["cases"][0]["tier"] == "instructions"
+    assert [t["tier"] for t in data["cases"][0]["tiers"]] == ["structural", "instructions"]
+
+
+def test_the_summary_and_table_name_the_tier(gate_with):
+    from harness.present.markdown import gate_markdown
+    from rich.console import Console
+
+    from harness.present.tables import gate_table
+
+    outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))
+    text = gate_markdown(outcome)
+    assert "decided by" in text and "(decided by the instructions tier)" in text
+    assert "structural tier: unchanged" in text
+    con = Console(width=200, record=True)
+    con.print(gate_table(outcome))
+    assert "instructions" in con.export_text()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("time", ("time",)), ("time,structural", ("structural", "time")),
+    (" Instructions , time ", ("instructions", "time")), (None, tiers.DEFAULT_TIERS)])
+def test_parse_tiers(text, expected):
+    assert tiers.parse_tiers(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "walltime", "structural,,bogus"])
+def test_parse_tiers_refuses_unknown_names(text):
+    with pytest.raises(UsageError, match="structural, instructions, time"):
+        tiers.parse_tiers(text)
+
+
+def test_tier_margins_come_from_the_registry():
+    from harness import metrics
+
+    assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions", "instructions_trace",
+                                                  "instructions_lower", "instructions_compile", "instructions_execute")
+    for name in tiers.tier_metrics("instructions"):
+        info = metrics.get(name)
+        assert info.tier_margin == max(info.threshold, 2 * info.spread)
+    assert metrics.get("counters.jaxpr_eqns").tier == "structural"
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "time,walltime"])
+def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
+    from harness.cli import main
+
+    assert main(["gate", "--base", "HEAD", "--tiers", value]) == 2
+    err = capsys.readouterr().err
+    assert "argument --tiers:" in err and "structural, instructions, time" in err and "Traceback" not in err
+
+
+def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_samples(sides, tmp_path, monkeypatch):
+    from harness.measure import runner
+
+    stopped = []
+    monkeypatch.setattr(runner, "stop_running_probes", lambda: stopped.append(True))
+    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+    fake = FakeSampler(sides, {"base": Side_(), "head": Side_()})
+    monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
+
+    def sampler(case, kind, cache, index, run):
+        if kind == "instructions" and fake.role[str(run.source)] == "head":
+            raise KeyboardInterrupt
+        return fake(case, kind, cache, index, run)
+
+    cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=tiers.DEFAULT_TIERS, profiles=0),
+                 tmp_path / "out", sampler=sampler)
+    assert stopped == [True]
+    base = record.load(tmp_path / "out" / "base.json")
+    assert not base.complete and [s.kind for s in base.cases[0].samples][:1] == ["timing"]
+
+
+def test_a_valgrind_failure_without_the_time_tier_exits_2_and_keeps_the_samples(gate_with):
+    outcome, _, _ = gate_with(Side_(), Side_(instructions="probe exited with status 1 and no valid report (valgrind: "
+                                             "failed to start tool 'callgrind')"), tiers=("structural", "instructions"))
+    (case,) = outcome.cases
+    assert case.stop == gate.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
+    assert "failed to start tool" in case.verdict.reason and outcome.exit_code() == 2
+    head = record.load(outcome.files["head"])
+    assert [s.kind for s in head.cases[0].samples if not s.ok] == ["instructions"]
+    assert outcome.to_json()["cases"][0]["tiers"][1]["broken"].startswith("probe exited")
