@@ -494,6 +494,11 @@ def _measured_cell(row: dict) -> str:
     return "; ".join(parts) or fmt.MISSING
 
 
+def _short(name: str, width: int = 40) -> str:
+    """A function name for a table cell: C++ symbols run to hundreds of characters."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
 def _capabilities_text(doc: dict) -> str:
     caps = doc.get("capabilities") or {}
     tiers = f"gate tiers {doc['settings'].get('tiers') or 'default'}" if caps.get("tiers") else "a gate without tiers (time only)"
@@ -511,7 +516,7 @@ def markdown(doc: dict) -> str:
                      _measured_cell(r), "yes" if r["detected"] else "no", _verdict_cell(r), r.get("tier") or fmt.MISSING,
                      fmt.seconds(r["wall_s"]), r.get("pairs", fmt.MISSING),
                      ", ".join(m for m in r.get("counters_changed", []) if m) or fmt.MISSING,
-                     ("yes" if r["attribution_named"] else "no") + (f" (top: `{r['top_function']}`)"
+                     ("yes" if r["attribution_named"] else "no") + (f" (top: `{_short(r['top_function'])}`)"
                                                                    if r.get("top_function") else ""),
                      f"{r['load_before']:.1f}–{r['load_after']:.1f}"])
     if rows:
