@@ -19,9 +19,9 @@ from harness.decide.gate import GateSettings, Side, run_gate
 from harness.errors import UsageError
 from harness.measure import instructions as counting
 from harness.measure.cases import select
-from harness.measure.worktrees import Revision
 from harness.results import record
 from harness.results.model import Sample
+from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 
 MODEL = "resnet15:blocks=2"
 STARTED = "2026-12-03T00:00:00+00:00"
@@ -83,15 +83,6 @@ class FakeSampler:
             shift = 3 if role == "head" else 0
             return timing(index, script.timing(index + shift), script.counters)
         return count(kind, index, script.instructions if kind == "instructions" else script.allocs, script.phases)
-
-
-@pytest.fixture
-def sides(tmp_path) -> dict[str, Side]:
-    made = {}
-    for role, commit in (("base", "a" * 40), ("head", "b" * 40)):
-        (tmp_path / role).mkdir()
-        made[role] = Side(role, Revision(role, commit, f"{role} subject"), tmp_path / role)
-    return made
 
 
 @pytest.fixture

@@ -84,15 +84,24 @@ def timing(case: Case, out: dict) -> dict:
     return out
 
 
-def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -> dict:
-    """Allocations during the first gradient only (memray; tracemalloc when memray is missing)."""
+def _built_engine(case: Case, out: dict):
+    """Import the framework and build the case's engine, untimed (``out["phase"]`` says where a failure was).
+
+    The counting probes (allocations, instructions, profile) measure the first gradient
+    alone; the timing probe times import and build itself.
+    """
     spec = case.spec
     weights, x = spec.init(0), spec.example_input(0)
     impl = engines.get(case.backend)()
     out["phase"] = "import"
     impl.import_framework()
     out["phase"] = "build"
-    engine = impl.build(spec, weights, x, case.variant_dict)
+    return impl.build(spec, weights, x, case.variant_dict)
+
+
+def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -> dict:
+    """Allocations during the first gradient only (memray; tracemalloc when memray is missing)."""
+    engine = _built_engine(case, out)
     out["phase"] = "first_gradient"
     try:
         import memray
@@ -139,13 +148,7 @@ def instructions(case: Case, out: dict) -> dict:
     """
     from .instructions import WHOLE, Window
 
-    spec = case.spec
-    weights, x = spec.init(0), spec.example_input(0)
-    impl = engines.get(case.backend)()
-    out["phase"] = "import"
-    impl.import_framework()
-    out["phase"] = "build"
-    engine = impl.build(spec, weights, x, case.variant_dict)
+    engine = _built_engine(case, out)
     out["phase"] = "first_gradient"
     window = Window()
     engine.on_phase_end = window.phase_end
@@ -179,13 +182,7 @@ def profile(case: Case, out: dict) -> dict:
     the ``PROFILE_TOP_INCLUSIVE`` largest by inclusive time and the ``PROFILE_TOP_SELF``
     largest by self time are kept.
     """
-    spec = case.spec
-    weights, x = spec.init(0), spec.example_input(0)
-    impl = engines.get(case.backend)()
-    out["phase"] = "import"
-    impl.import_framework()
-    out["phase"] = "build"
-    engine = impl.build(spec, weights, x, case.variant_dict)
+    engine = _built_engine(case, out)
     out["phase"] = "profile"
     import pyinstrument
     from pyinstrument import Profiler
