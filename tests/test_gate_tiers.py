@@ -310,3 +310,21 @@ def test_a_valgrind_failure_without_the_time_tier_exits_2_and_keeps_the_samples(
     head = record.load(outcome.files["head"])
     assert [s.kind for s in head.cases[0].samples if not s.ok] == ["instructions"]
     assert outcome.to_json()["cases"][0]["tiers"][1]["broken"].startswith("probe exited")
+
+
+def test_an_unsteady_allocation_count_is_shown_but_never_settles():
+    """jax's allocation counts vary between identical processes (XLA's thread pool): +7.4 % in an
+    A/A power trial raised a false alarm. Declared unsteady by the backend, they are evidence only,
+    and the instruction counts decide."""
+    from harness import engines
+
+    base = {"instructions": [count("instructions", 0, 8_800_000_000)], "allocations": [count("allocations", 0, 2_191_746)]}
+    head = {"instructions": [count("instructions", 0, 8_807_000_000)], "allocations": [count("allocations", 0, 2_354_081)]}
+    strict = tiers.count_step(base, head, None)
+    assert strict.settled and strict.verdict == "regressed"  # what the power benchmark's A/A trial saw
+    unsteady = engines.get("jax.jit").unsteady_counts
+    assert "alloc_count" in unsteady and engines.get("autograd").unsteady_counts == {}
+    step = tiers.count_step(base, head, None, unsteady=unsteady)
+    assert step.verdict == "unchanged" and step.settled  # instructions agree; the allocations are set aside
+    assert "alloc_count: not repeatable for this backend" in step.reason
+    assert any(e["metric"] == "alloc_count" for e in step.evidence)

@@ -467,6 +467,15 @@ def _uncounted(backend: str) -> str | None:
         return None
 
 
+def _unsteady(backend: str) -> dict[str, str]:
+    from .. import engines
+
+    try:
+        return dict(engines.get(backend).unsteady_counts)
+    except Exception:  # a plugin that cannot load: nothing known about it
+        return {}
+
+
 def _not_settled_verdict(trail: "tiering.CaseTrail", st: _CaseState):
     """Inconclusive: the selected tiers did not settle the case and the time tier was not selected."""
     found = "; ".join(f"{t.tier}: {t.verdict} ({t.reason})" for t in trail.steps) or "no tier ran"
@@ -548,7 +557,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     try:
         trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
-                                   _uncounted, on_note)
+                                   _uncounted, on_note, _unsteady)
         for st in states:
             if trails[st.case.id].settled:
                 st.stop = st.stop or DECIDED

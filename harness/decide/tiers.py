@@ -158,7 +158,7 @@ def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
 
 
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
-               unavailable: str | None = None) -> TierStep:
+               unavailable: str | None = None, unsteady: dict[str, str] | None = None) -> TierStep:
     """Tier (b): instruction and allocation counts against their registry margins.
 
     Parameters
@@ -171,10 +171,13 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     unavailable : str or None
         Why instructions could not be counted on this machine (then only a regression
         of another count settles).
+    unsteady : dict or None
+        Metric -> why this backend's count of it is not repeatable (``Backend.unsteady_counts``):
+        shown as evidence, never settles (a margin cannot hold what varies by itself).
     """
     from .stats import compare_counter
 
-    evidence, regressed, improved, unchanged, missing = [], [], [], [], []
+    evidence, regressed, improved, unchanged, missing, aside = [], [], [], [], [], []
     broken = next((s.error for side in (base, head) for samples in side.values() for s in samples
                    if not s.ok and s.error), None)
     if unavailable:
@@ -194,6 +197,9 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
         margin = info.tier_margin
         verdict = compare_counter(values["base"], values["head"], threshold=margin)
         evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"]))
+        if unsteady and metric in unsteady:
+            aside.append(f"{metric}: not repeatable for this backend ({unsteady[metric]})")
+            continue
         spread = [v for v in (verdict.ci_low, verdict.ci_high) if math.isfinite(v)]
         label = f"{info.brief} {(verdict.ratio - 1) * 100:+.2f}% (margin ±{margin * 100:.2g}%)"
         if len(spread) == 2 and spread[1] - spread[0] > 2 * margin:
@@ -205,7 +211,7 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             improved.append(label)
         else:
             unchanged.append(label)
-    gaps = f"; not used: {'; '.join(missing)}" if missing else ""
+    gaps = f"; not used: {'; '.join(missing + aside)}" if missing or aside else ""
     if regressed:
         others = improved + unchanged
         total = [o for o in others if o.startswith(metrics.get("instructions").brief + " ")]
@@ -228,7 +234,7 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     if missing:
         return TierStep(INSTRUCTIONS, False, verdict, f"{words}{gaps}", evidence, broken)
     return TierStep(INSTRUCTIONS, True, verdict, (f"improved beyond the margin: {words}" if improved else
-                                                  f"within the margins: {words}"), evidence)
+                                                  f"within the margins: {words}") + gaps, evidence)
 
 
 def settled_verdict(step: TierStep) -> "Verdict":
@@ -257,7 +263,8 @@ def count_kinds() -> tuple[str, ...]:
 
 def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, take_sample: TakeSample,
               repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
-              on_note: Callable[[str], None] | None = None) -> dict[str, CaseTrail]:
+              on_note: Callable[[str], None] | None = None,
+              unsteady: Callable[[str], dict[str, str]] = lambda backend: {}) -> dict[str, CaseTrail]:
     """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
 
     Parameters
@@ -275,6 +282,8 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
         Backend name -> the work its instruction count misses, or None.
     on_note : callable or None
         A line of text per event worth telling (a tier's finding, a missing tool).
+    unsteady : callable
+        Backend name -> {metric: why its count is not repeatable} (see :func:`count_step`).
     """
     from ..measure import instructions as counting
 
@@ -293,7 +302,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     kinds = [k for k in count_kinds() if usable or k != "instructions"]
     with ThreadPoolExecutor(max_workers=2) as pool:
         try:
-            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note)
+            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady)
         except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
             from ..measure.runner import stop_running_probes
 
@@ -302,7 +311,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     return trails
 
 
-def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note) -> None:
+def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady) -> None:
     """The count tier's loop: per case, base and head of each kind and round at the same time."""
     for case in cases:
         trail = trails[case.id]
@@ -314,7 +323,8 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
                 futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
                 for role, fut in futures.items():
                     got[role].setdefault(kind, []).append(fut.result())
-        step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why)
+        step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why,
+                          unsteady(case.backend))
         _record(trail, step, note)
 
 

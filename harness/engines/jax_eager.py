@@ -12,6 +12,7 @@ import time
 from typing import Any, Mapping
 
 from .base import Backend, Engine
+from .jax_jit import UNSTEADY_COUNTS
 
 
 class JaxEagerEngine(Engine):
@@ -60,6 +61,7 @@ class JaxEagerBackend(Backend):
     name = "jax.eager"
     framework = "jax"
     modules = ("jax", "jaxlib")
+    unsteady_counts = UNSTEADY_COUNTS
     supports = {"params": ("args",), "chain": ("unrolled", "scan")}
     description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
     why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}
