@@ -468,12 +468,15 @@ def _uncounted(backend: str) -> str | None:
 
 
 def _unsteady(backend: str) -> dict[str, str]:
+    """The count-tier metrics this backend's framework does not repeat (registry ``Metric.unsteady``)."""
     from .. import engines
 
     try:
-        return dict(engines.get(backend).unsteady_counts)
+        framework = engines.get(backend).framework
     except Exception:  # a plugin that cannot load: nothing known about it
         return {}
+    found = {m: metrics.get(m).unsteady_for(framework) for m in tiering.tier_metrics(tiering.INSTRUCTIONS)}
+    return {m: why for m, why in found.items() if why}
 
 
 def _not_settled_verdict(trail: "tiering.CaseTrail", st: _CaseState):

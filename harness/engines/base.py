@@ -65,9 +65,6 @@ class Backend:
     #: Work of the first gradient that an instruction count of the probe misses (child
     #: processes), or None; the gate's count tier then lets wall time decide "unchanged".
     uncounted: ClassVar[str | None] = None
-    #: Counts of the first gradient that differ between identical processes of this backend
-    #: (metric -> why); the gate's count tier shows them but never lets them settle a case.
-    unsteady_counts: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def missing_modules(cls) -> list[str]:

@@ -12,7 +12,6 @@ import time
 from typing import Any, Mapping
 
 from .base import Backend, Engine
-from .jax_jit import UNSTEADY_COUNTS
 
 
 class JaxEagerEngine(Engine):
@@ -61,7 +60,6 @@ class JaxEagerBackend(Backend):
     name = "jax.eager"
     framework = "jax"
     modules = ("jax", "jaxlib")
-    unsteady_counts = UNSTEADY_COUNTS
     supports = {"params": ("args",), "chain": ("unrolled", "scan")}
     description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
     why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}

@@ -14,15 +14,6 @@ from typing import Any, Mapping
 
 from .base import Backend, Engine
 
-#: Allocation counts of a jax first gradient vary between identical processes: XLA's thread
-#: pool allocates as its threads happen to run (jax.jit resnet15 measured 2,191,746 vs
-#: 2,354,081 allocations, +7.4 %, in two A/A processes whose instructions agreed to 0.08 %).
-UNSTEADY_COUNTS = {
-    "alloc_count": "XLA's thread pool allocates as its threads happen to run; +7.4 % seen between identical processes",
-    "alloc_bytes": "XLA's thread pool allocates as its threads happen to run",
-}
-
-
 class JaxJitEngine(Engine):
     def __init__(self, spec, weights, x, variant):
         import jax
@@ -87,7 +78,6 @@ class JaxJitBackend(Backend):
     name = "jax.jit"
     framework = "jax"
     modules = ("jax", "jaxlib")
-    unsteady_counts = UNSTEADY_COUNTS
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "jax.jit(value_and_grad): trace, lower to StableHLO, XLA compile, run"
 
