@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_shard_options(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("study", help="the seeds' experiments: params, chain or depth, with intervals",
+    p = sub.add_parser("study", help="controlled experiments: params, chain or depth, with intervals",
                        description="params: closure vs args; chain: scan vs unrolled (effects from paired, "
                                    "interleaved cold processes, with 95 % intervals per backend); depth: sweep the "
                                    "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "

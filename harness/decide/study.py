@@ -1,4 +1,4 @@
-"""Studies: the seeds' questions, each one command with an honest answer.
+"""Studies: three questions about cold-start cost, each one command with an honest answer.
 
 * ``params``: does passing weights as arguments instead of capturing them change TTFG?
   Effect = closure / args per backend, from paired cold processes.

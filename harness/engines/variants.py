@@ -2,7 +2,7 @@
 
 ``params``: ``args`` passes the weights to the differentiated function as arguments;
 ``closure`` lets the function capture them (module state, globals, compile-time
-constants), the seeds' "closing over a global model".
+constants), "closing over a global model".
 
 ``chain``: ``unrolled`` applies a model's repeated blocks one by one in a Python loop;
 ``scan`` applies one block over stacked weights (``jax.lax.scan``) or compiles the
