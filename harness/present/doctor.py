@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from . import fmt
+
 STYLE = {"ok": "green", "warn": "yellow", "missing": "red", "unknown": "dim"}
 FORMAT_VERSION = 1
 
@@ -59,10 +61,13 @@ def summary_line(findings, missing_required) -> Text:
 
 
 def effect_text(effect: float | None, pairs: int) -> str:
-    """``5.2% (56)``: the detectable effect and the pairs bought; ``? (21)`` when the SD is unknown."""
+    """``5.2 % (56)``: the detectable effect and the pairs bought; ``? (21)`` when the SD is unknown.
+
+    Printed by the one formatter (``fmt.percent``), as the noise floor and the gate print it.
+    """
     if effect is None:
         return f"? ({pairs})"
-    shown = ">100%" if effect > 1 else f"{effect:.0%}" if effect >= 0.095 else f"{effect:.1%}"
+    shown = "> 100 %" if effect > 1 else fmt.percent(effect)
     return f"{shown} ({pairs})"
 
 
