@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
-from harness.present import fmt  # noqa: E402
+from harness import fmt  # noqa: E402
 from harness.present.markdown import _table  # noqa: E402
 
 #: What an A/A trial on the deterministic tiers runs, when the gate has tiers.

@@ -22,7 +22,7 @@ from pathlib import Path
 from harness import engines
 from harness.measure.cases import select
 from harness.measure.runner import RunSettings, new_results, run_sample
-from harness.present import fmt
+from harness import fmt
 
 
 def spread(values: list[float]) -> float | None:

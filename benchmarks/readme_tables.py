@@ -3,7 +3,7 @@
     python benchmarks/readme_tables.py runs/
 
 Prints every table the README quotes, so its figures are copied from measured files,
-never typed by hand, and formatted by ``harness.present.fmt`` like every other table.
+never typed by hand, and formatted by ``harness.fmt`` like every other table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from harness.present import fmt
+from harness import fmt
 from harness.results import record
 
 

@@ -18,7 +18,7 @@ import argparse
 from harness.history.shard_costs import load_costs
 from harness.measure.cases import select
 from harness.measure.shard import partition
-from harness.present import fmt
+from harness import fmt
 
 
 def _case(cid: str) -> str:

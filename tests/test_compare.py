@@ -6,7 +6,7 @@ import pytest
 
 from harness.cli import main
 from harness.decide.compare import Thresholds, compare_results, expand_metrics
-from harness.present.fmt import metric_value
+from harness.fmt import metric_value
 from harness.errors import UsageError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample

@@ -137,7 +137,7 @@ def test_two_percent_more_instructions_is_a_regression(gate_with):
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
     assert case.verdict.ratio == pytest.approx(1.02)
-    assert "instructions +2.00%" in case.verdict.reason and outcome.exit_code() == 1
+    assert "instructions +2.0 %" in case.verdict.reason and outcome.exit_code() == 1
 
 
 def test_a_phase_that_grew_is_a_regression_though_the_total_hardly_moved(gate_with):
@@ -149,7 +149,7 @@ def test_a_phase_that_grew_is_a_regression_though_the_total_hardly_moved(gate_wi
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
     assert case.verdict.ratio == pytest.approx(1.05)
-    assert "trace instructions +5.00%" in case.verdict.reason and "instructions +0.18%" in case.verdict.reason
+    assert "trace instructions +5.0 %" in case.verdict.reason and "instructions +0.2 %" in case.verdict.reason
 
 
 def test_base_and_head_count_samples_run_at_the_same_time(gate_with):

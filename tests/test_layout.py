@@ -21,6 +21,7 @@ RANK = {
     "models": 0,
     "harness.engines": 1,
     "harness.metrics": 2,
+    "harness.fmt": 2,
     "harness.results": 2,
     "harness.measure": 3,
     "harness.decide": 4,
@@ -30,7 +31,8 @@ RANK = {
     "harness": 7,          # harness/__init__.py and __main__.py: the public face
 }
 BASE = {"harness.errors", "harness.files"}
-SIBLINGS = {frozenset({"harness.decide", "harness.history"}), frozenset({"harness.metrics", "harness.results"})}
+SIBLINGS = {frozenset({"harness.decide", "harness.history"}), frozenset({"harness.metrics", "harness.results"}),
+            frozenset({"harness.fmt", "harness.metrics"})}
 FRAMEWORKS = {"jax", "jaxlib", "torch", "autograd", "functorch", "triton"}
 
 

@@ -1,5 +1,5 @@
 """The metric registry (harness/metrics.py) is the one table of metric facts, and the
-formatter (harness/present/fmt.py) the one way a number is printed.
+formatter (harness/fmt.py) the one way a number is printed.
 
 (a) The registry agrees with the things it describes: the asv suites' ``track_*``
 functions and the results format's number fields. (b) No other module keeps its own
@@ -20,7 +20,7 @@ import pytest
 
 from harness import metrics
 from harness.errors import UsageError
-from harness.present import fmt
+from harness import fmt
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import pytest
 from harness.decide import calibrate as cal
 from harness.decide import noise
 from harness.decide.stats import min_detectable_effect
-from harness.present import fmt
+from harness import fmt
 from harness.present import noise as view
 from harness.results import record
 from harness.results.format import ResultsError

@@ -15,7 +15,8 @@ import pytest
 from rich.console import Console
 
 from harness.decide import noise
-from harness.present import fmt, tables
+from harness import fmt
+from harness.present import tables
 from harness.present import noise as noise_view
 from harness.results.model import Sample
 

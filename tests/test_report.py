@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.present import fmt
+from harness import fmt
 
 from harness.history import asv_results, points as report_data
 from harness.results.record import load

@@ -301,7 +301,7 @@ def cmd_study(args) -> int:
     from ..errors import UsageError
     from ..measure.runner import RunSettings
     from ..decide.study import run_study
-    from ..present import fmt
+    from .. import fmt
     from ..present.tables import console as make_console, depth_table, effects_table
 
     if args.repeat < 2:

@@ -168,7 +168,7 @@ def cmd_compare(args) -> int:
 
 def _progress_line(event) -> str:
     from .. import metrics
-    from ..present import fmt
+    from .. import fmt
 
     def side(sample):
         if not sample["ok"]:

@@ -255,7 +255,7 @@ def regressions_table(prepared, only_regressions: bool = False, candidates: bool
     """Steps as a rich table: the counted ones (deterministic, confirmed), or the timing candidates."""
     from rich.markup import escape
 
-    from ..present import fmt
+    from .. import fmt
     from ..present.tables import case_cells, case_layout, fitted
     from ..history.points import metric
 

@@ -40,7 +40,7 @@ def shard_selection(args, cases, skipped, console=None):
     if spec is None:
         return cases, skipped, None
     from ..measure.shard import select_shard
-    from ..present import fmt
+    from .. import fmt
     from ..results.model import ShardSection
 
     ids, costs = partition_of(args)

@@ -15,7 +15,7 @@ in its notes when the two files were measured under different conditions.
 Which metrics exist, their kinds and default thresholds come from the registry
 (``harness.metrics``). This module holds the logic only; the command line is in
 ``cli/gate.py``, terminal tables in ``present/tables.py`` and Markdown in
-``present/markdown.py``, all numbers formatted by ``present/fmt.py``.
+``present/markdown.py``, all numbers formatted by ``harness/fmt.py``.
 """
 
 from __future__ import annotations

@@ -105,6 +105,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import optimize, special, stats
 
+from .. import fmt
+
 __all__ = [
     "VERDICTS", "Summary", "summarize", "Verdict", "decide", "compare_paired", "compare_unpaired",
     "compare_counter", "compare_segments", "SequentialPairedTest", "PowerLawFit", "fit_power_law", "linearity", "Effect",
@@ -271,10 +273,10 @@ class Verdict:
 
 
 def _pct(ratio: float) -> str:
-    """``1.123 -> "12.3% slower"``, ``0.9 -> "10.0% faster"`` (relative to base)."""
+    """``1.123 -> "12.3 % slower"``, ``0.9 -> "10 % faster"`` (relative to base; the one formatter)."""
     if ratio >= 1:
-        return f"{(ratio - 1) * 100:.1f}% slower"
-    return f"{(1 - ratio) * 100:.1f}% faster"
+        return f"{fmt.percent(ratio - 1)} slower"
+    return f"{fmt.percent(1 - ratio)} faster"
 
 
 def _level(confidence: float) -> str:
@@ -330,14 +332,14 @@ def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha, eq_low=None, eq_h
     level = _level(1 - alpha)
     if not all(map(math.isfinite, (ratio, ci_low, ci_high))) or math.isnan(p_value):
         return "inconclusive", "not enough valid samples to estimate the ratio and its interval"
-    ci = f"{level} CI {ci_low:.3f}-{ci_high:.3f}"
+    ci = f"{level} CI {fmt.interval(ci_low, ci_high)}"
     significant = p_value < alpha and (ci_low > 1.0 or ci_high < 1.0)
-    band = f"{min_effect * 100:.3g}%"
+    band = fmt.percent(min_effect)
     if significant and ratio >= hi:
-        return "regressed", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
+        return "regressed", (f"head is {_pct(ratio)} (ratio {fmt.factor(ratio)}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
                              f"at least the {band} minimum effect")
     if significant and ratio <= lo:
-        return "improved", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
+        return "improved", (f"head is {_pct(ratio)} (ratio {fmt.factor(ratio)}, {ci}, p={_fmt_p(p_value)} < {alpha:g}), "
                             f"at least the {band} minimum effect")
     if equivalent(ci_low, ci_high, min_effect, alpha, eq_low, eq_high, tost_p):
         if eq_low is None or eq_high is None or not (math.isfinite(eq_low) and math.isfinite(eq_high)):
@@ -346,12 +348,12 @@ def decide(ratio, ci_low, ci_high, p_value, min_effect, alpha, eq_low=None, eq_h
             eq_level = _level(1 - 2 * alpha)
         tost = f", TOST p={_fmt_p(tost_p)}" if tost_p is not None and math.isfinite(tost_p) else ""
         return "unchanged", (f"within +/-{band}: two one-sided tests at alpha {alpha:g} put the ratio inside the "
-                             f"band ({eq_level} CI {eq_low:.3f}-{eq_high:.3f}, ratio {ratio:.3f}{tost})")
+                             f"band ({eq_level} CI {fmt.interval(eq_low, eq_high)}, ratio {fmt.factor(ratio)}{tost})")
     if significant:
-        return "unchanged", (f"head is {_pct(ratio)} (ratio {ratio:.3f}, {ci}, p={_fmt_p(p_value)}): "
+        return "unchanged", (f"head is {_pct(ratio)} (ratio {fmt.factor(ratio)}, {ci}, p={_fmt_p(p_value)}): "
                              f"significant but smaller than the {band} minimum effect (not shown to be within "
                              f"+/-{band}: the interval reaches beyond it)")
-    return "inconclusive", (f"ratio {ratio:.3f} with {ci} (p={_fmt_p(p_value)}) still reaches beyond the "
+    return "inconclusive", (f"ratio {fmt.factor(ratio)} with {ci} (p={_fmt_p(p_value)}) still reaches beyond the "
                             f"+/-{band} band without being significant; more samples would help")
 
 
@@ -453,8 +455,8 @@ def detectable_effect(sd: float, pairs: int, alpha: float, min_effect: float, po
 def _detectable_reason(detectable: float, high: float, pairs: str, sd: float) -> str:
     if not math.isfinite(detectable):
         return ""
-    upper = f" ({high * 100:.3g}% at the upper end of its noise's 95% interval)" if math.isfinite(high) else ""
-    return (f"; with {pairs} at log-ratio SD {sd:.3g} this run could detect a slowdown of {detectable * 100:.3g}% "
+    upper = f" ({fmt.percent(high)} at the upper end of its noise's 95% interval)" if math.isfinite(high) else ""
+    return (f"; with {pairs} at log-ratio SD {sd:.3g} this run could detect a slowdown of {fmt.percent(detectable)} "
             f"with 95% power{upper}: a smaller one may have passed unseen")
 
 
@@ -777,7 +779,7 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
     if not (math.isfinite(ci_low) and math.isfinite(ci_high)) and not is_eq:
         verdict = "inconclusive"
         reason = (f"{nb} base and {nh} head samples are too few for a {_level(1 - alpha)} rank interval "
-                  f"(ratio {ratio:.3f}, p={_fmt_p(p)}); more samples would help")
+                  f"(ratio {fmt.factor(ratio)}, p={_fmt_p(p)}); more samples would help")
     detect = detect_high = math.nan
     if verdict == "inconclusive":
         # The rank test's power is about the t-test's (efficiency 0.95 for normal data): a two-sample t with the
@@ -787,10 +789,10 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
         pairs = max(2, int(2 * nb * nh / (nb + nh)))
         detect, detect_high = detectable_effect(pooled * math.sqrt(2), pairs, alpha, min_effect)
         if math.isfinite(detect):
-            upper = (f" ({detect_high * 100:.3g}% at the upper end of its noise's 95% interval)"
+            upper = (f" ({fmt.percent(detect_high)} at the upper end of its noise's 95% interval)"
                      if math.isfinite(detect_high) else "")
             reason += (f"; at the log-time SD {pooled:.3g} of these {nb} + {nh} samples this comparison could detect "
-                       f"a slowdown of about {detect * 100:.3g}% with 95% power{upper}: a smaller one may have "
+                       f"a slowdown of about {fmt.percent(detect)} with 95% power{upper}: a smaller one may have "
                        "passed unseen")
     return Verdict(verdict, ratio, ci_low, ci_high, p, nb, nh, method, reason, min_effect, eq_low, eq_high,
                    tost_p, is_eq, detect, detect_high)
@@ -914,9 +916,9 @@ def compare_counter(base, head, threshold=0.01) -> Verdict:
     mb, mh = float(np.median(b)), float(np.median(h))
     ratio = div(mh, mb)
     lo, hi = div(float(h.min()), float(b.max())), div(float(h.max()), float(b.min()))
-    band = f"{threshold * 100:.3g}%"
+    band = fmt.percent(threshold)
     change = "infinitely larger" if math.isinf(ratio) else (
-        f"{(ratio - 1) * 100:+.2f}%")
+        fmt.change(ratio - 1))
     # The medians themselves are in the Verdict's summaries; present/ prints them in their unit.
     if ratio > 1 + threshold:
         verdict, reason = "regressed", f"the median changed {change}, beyond the {band} threshold"

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from .. import metrics
+from .. import fmt, metrics
 from ..errors import UsageError
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             aside.append(f"{metric}: not repeatable for this backend ({unsteady[metric]})")
             continue
         spread = [v for v in (verdict.ci_low, verdict.ci_high) if math.isfinite(v)]
-        label = f"{info.brief} {(verdict.ratio - 1) * 100:+.2f}% (margin ±{margin * 100:.2g}%)"
+        label = f"{info.brief} {fmt.change(verdict.ratio - 1)} (margin ±{fmt.percent(margin)})"
         if len(spread) == 2 and spread[1] - spread[0] > 2 * margin:
             missing.append(f"{metric}: the samples spread over ratios {spread[0]:.4f}-{spread[1]:.4f}, wider than "
                            "its margin allows")

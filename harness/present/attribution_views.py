@@ -13,8 +13,8 @@ import math
 
 from rich.table import Table
 
-from . import fmt
-from .fmt import _finite
+from .. import fmt
+from ..fmt import _finite
 from .. import metrics
 from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
 from .markdown import _cell, _table

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import fmt
+from .. import fmt
 
 STYLE = {"ok": "green", "warn": "yellow", "missing": "red", "unknown": "dim"}
 FORMAT_VERSION = 1

@@ -7,7 +7,7 @@ unchanged rows away (``<details>``) instead of listing dozens of identical count
 
 from __future__ import annotations
 
-from . import fmt
+from .. import fmt
 from .tables import counter_changes, row_change, row_values
 from ..decide.compare import Comparison
 

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
-from . import fmt
+from .. import fmt
 
 #: Families share a hue: JAX blues, torch warm tones, HIPS autograd teal. Red and
 #: green are kept free for regressions and improvements.

@@ -24,7 +24,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from . import fmt, plots, run_views, study_views
+from .. import fmt
+from . import plots, run_views, study_views
 from .. import metrics
 from . import noise as noise_view
 from ..files import atomic_write_text

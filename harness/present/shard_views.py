@@ -9,7 +9,7 @@ missing or failed.
 
 from __future__ import annotations
 
-from . import fmt
+from .. import fmt
 from .markdown import _table, _verdict
 from .tables import Fitted, fitted
 

@@ -24,7 +24,7 @@ from typing import Iterable
 from ..results.model import DepthEntry, EffectEntry, StudySection
 
 from .. import metrics
-from . import fmt
+from .. import fmt
 
 #: The studies ``ttfg study`` runs (harness.decide.study.STUDIES).
 KINDS = ("params", "chain", "depth")

@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from . import fmt
+from .. import fmt
 from .. import metrics
 
 #: Width when output is piped or logged and ``COLUMNS`` is not set: wide enough for the

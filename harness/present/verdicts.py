@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from . import fmt
-from .fmt import _finite
+from .. import fmt
+from ..fmt import _finite
 from .. import metrics
 
 

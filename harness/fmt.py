@@ -14,13 +14,16 @@ registry (``harness.metrics``: ``s``, ``bytes``, ``count``, ``ratio``). The rule
 * factors (head / base, treatment / control): three decimals from 0.1 to 10, ``1.052×``,
   ``0.270×``, else three significant digits, ``12.5×``; intervals ``[0.950×, 1.100×]``;
 * a missing value: ``–``.
+
+It sits beside the registry, below every stage, so that the verdict sentences that
+``decide/`` writes print their numbers by the same rules as the tables of ``present/``.
 """
 
 from __future__ import annotations
 
 import math
 
-from .. import metrics
+from . import metrics
 
 MISSING = "–"
 
