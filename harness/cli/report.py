@@ -291,7 +291,6 @@ def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_co
     """Every step for scripts, unformatted (the metric's unit): the counted ones (deterministic,
     confirmed) and the timing candidates alike, each with its ``status``; ``regressions`` and
     ``improvements`` count only the counted ones, ``candidates`` the others."""
-    import math
 
     from ..history.trends import STEP_COLUMNS
     from ..history.points import metric
@@ -300,12 +299,12 @@ def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_co
     if only_regressions and len(steps):
         steps = steps[steps["kind"] == "regression"]
 
+    from ..results.format import strict_json
+
     def plain(value):
         if hasattr(value, "isoformat"):
             return None if value != value else value.isoformat()
-        if hasattr(value, "item"):
-            value = value.item()
-        return None if isinstance(value, float) and not math.isfinite(value) else value
+        return strict_json(value)
 
     rows = [{**{k: plain(v) for k, v in zip(STEP_COLUMNS, (getattr(r, c) for c in STEP_COLUMNS))},
              "unit": metric(r.metric).unit} for r in steps.itertuples(index=False)]

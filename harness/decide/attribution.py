@@ -33,11 +33,11 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .. import metrics
 from ..errors import UsageError
-from ..results.format import is_number
+from ..results.format import is_number, strict_json
 from ..results.model import CaseResult, Results, Sample
 
 #: The phases attributed, in process order (the registry's).
@@ -56,12 +56,6 @@ COUNTS = tuple(m for m in metrics.by_sample_kind(lambda m: m.deterministic and n
 
 def _number(value) -> float | None:
     return float(value) if is_number(value) else None
-
-
-def _json(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 @dataclass
@@ -92,7 +86,7 @@ class PhaseDelta:
         return self.head_instructions - self.base_instructions
 
     def to_json(self) -> dict:
-        out = {k: _json(v) for k, v in asdict(self).items()}
+        out = {k: strict_json(v) for k, v in asdict(self).items()}
         out["instructions_delta"] = self.instructions_delta
         return out
 
@@ -117,7 +111,7 @@ class CounterDelta:
         return self.verdict in ("regressed", "improved", "absent")
 
     def to_json(self) -> dict:
-        return {**{k: _json(v) for k, v in asdict(self).items()}, "delta": self.delta}
+        return {**{k: strict_json(v) for k, v in asdict(self).items()}, "delta": self.delta}
 
 
 @dataclass
@@ -156,7 +150,7 @@ class FunctionDelta:
         return self.delta_incl / self.base_incl if self.base_incl else None
 
     def to_json(self) -> dict:
-        return {**{k: _json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
+        return {**{k: strict_json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
                 "clear": self.clear}
 
 
@@ -228,9 +222,9 @@ class Attribution:
                 "counters": [c.to_json() for c in self.counters],
                 "functions": [f.to_json() for f in self.functions],
                 # The function to look at first (the first source present), and the same per source.
-                "top_function": next(({"fn": t.fn, "where": t.where, "unit": u, "delta_self": _json(t.delta_self)}
+                "top_function": next(({"fn": t.fn, "where": t.where, "unit": u, "delta_self": strict_json(t.delta_self)}
                                       for u, t in tops.items() if t is not None), None),
-                "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": _json(t.delta_self)}
+                "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
                 "notes": list(self.notes)}

@@ -106,6 +106,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from .. import fmt
+from ..results.format import strict_json
 
 __all__ = [
     "VERDICTS", "Summary", "summarize", "Verdict", "decide", "compare_paired", "compare_unpaired",
@@ -118,17 +119,8 @@ __all__ = [
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 
 
-def _json_value(value):
-    """Plain JSON value: NaN and infinities become ``None`` so ``json.dumps`` stays strict."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return _json_value(value.item())
-    return value
-
-
 def _to_json(obj) -> dict:
-    return {k: _json_value(v) for k, v in asdict(obj).items()}
+    return {k: strict_json(v) for k, v in asdict(obj).items()}
 
 
 # --------------------------------------------------------------------------- input checks

@@ -26,7 +26,6 @@ them; asv skips the file (it is not in a machine folder), and so does
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import time
@@ -39,6 +38,7 @@ import pandas as pd
 
 from ..errors import TtfgError, UsageError
 from ..files import atomic_write_text
+from ..results.format import strict_json
 from .asv_results import HistoryError
 from .trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, Trends, sort_steps
 
@@ -124,16 +124,6 @@ def apply(trends: Trends, confirmations: dict[str, dict]) -> Trends:
     steps["status"], steps["confirmation"] = status, found
     trends.steps = sort_steps(steps)
     return trends
-
-
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 @dataclass
@@ -288,7 +278,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
                     continue
             status = _status(r.kind, verdict.verdict)
             done.append(_entry(r, status, f"{how}: {verdict.verdict}; {verdict.reason}",
-                               verdict=_json_safe(verdict.to_json()), pairs=verdict.n_base, wall_s=round(c.wall_s, 1),
+                               verdict=strict_json(verdict.to_json()), pairs=verdict.n_base, wall_s=round(c.wall_s, 1),
                                files=dict(outcome.files)))
     return done
 
@@ -300,7 +290,7 @@ def merge(stored: dict[str, dict], new: list[Confirmation]) -> dict[str, dict]:
         old = out.get(c.key)
         if c.status == UNCONFIRMED and old is not None and old.get("status") in (CONFIRMED, NOT_REPRODUCED):
             continue
-        out[c.key] = _json_safe(c.to_json())
+        out[c.key] = strict_json(c.to_json())
     return out
 
 

@@ -110,3 +110,21 @@ def differing(a: dict, b: dict) -> list[str]:
     The one wording of "these settings (or versions) differ" in merge and fingerprint messages.
     """
     return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every NaN and infinity made ``null`` (dicts and lists walked, numpy scalars
+    made plain), so that ``json.dumps(..., allow_nan=False)`` holds: the one place this rule lives.
+
+    Why: a value that could not be estimated is computed as NaN, and files ttfg writes are
+    strict JSON, where "not estimable" is ``null``.
+    """
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -40,25 +40,13 @@ Reading never writes: a version-1 file stays version 1 on disk until it is saved
 from __future__ import annotations
 
 import copy
-import math
 import os
 from typing import Any, Callable
 
-from .format import ResultsError, VERSION
+from .format import ResultsError, VERSION, strict_json
 from .model import ColdEvidence
 
 __all__ = ["MIGRATIONS", "migrate_v1_to_v2", "upgrade"]
-
-
-def _finite_or_none(value: Any) -> Any:
-    """Version 1 wrote NaN for "not estimable"; version 2 writes null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite_or_none(v) for v in value]
-    return value
 
 
 def _cold_evidence(value: Any) -> Any:
@@ -78,7 +66,7 @@ def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     ValueError
         With the field, when version 1's data cannot be carried over.
     """
-    out = _finite_or_none(copy.deepcopy(data))
+    out = strict_json(copy.deepcopy(data))
     out["version"] = 2
     env = out.get("environment") if isinstance(out.get("environment"), dict) else {}
     settings = out.get("settings") if isinstance(out.get("settings"), dict) else {}
