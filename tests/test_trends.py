@@ -58,6 +58,21 @@ def test_segments_drift_between_commits_is_noise_and_a_real_step_is_not():
     assert real.count("regressed") >= 48
 
 
+def test_a_step_followed_by_two_commits_is_tested_with_the_drift_of_the_whole_history():
+    """The between-commit variance is pooled: two commits after a 10 % step of a metric that hardly
+    drifts (CPU time) suffice, while the same two commits under drift stay within alpha."""
+    rng = np.random.default_rng(3)
+
+    def split(commits):
+        return commits[:20], commits[20:]
+
+    steady = [compare_segments(*split(drifting(rng, 22, 5, step_at=20, factor=1.10, drift=0.01, noise=0.03))).verdict
+              for _ in range(50)]
+    assert steady.count("regressed") >= 48
+    aa = [compare_segments(*split(drifting(rng, 22, 5, drift=0.15, noise=0.05))).verdict for _ in range(200)]
+    assert sum(v in ("regressed", "improved") for v in aa) <= 6  # alpha 0.01, two-sided: 2 expected
+
+
 def test_segments_need_two_commits_a_side_and_respect_the_within_commit_spread():
     assert compare_segments([[1.0, 1.1]], [[2.0], [2.1]]).verdict == "inconclusive"
     # Two commits a side whose medians agree by luck: the within-commit spread (about 40 %) sets the floor.

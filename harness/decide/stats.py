@@ -800,12 +800,17 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
     or days apart, so the machine's drift moves all samples of one commit together;
     pooling samples across commits would count that drift as signal.
 
-    * Per commit, the mean of its log samples. Per stretch, the variance of that mean is
-      the larger of the between-commit variance and what the pooled within-commit
-      variance alone implies (``s_w² / n_i``): a stretch of commits that agree by luck
-      is never trusted more than its samples allow.
-    * A Welch t-test on the two stretches' means (Welch-Satterthwaite df), with the
-      ``1 - alpha`` interval of the ratio ``exp(mean_after - mean_before)``.
+    * Per commit, the mean of its log samples. The between-commit variance is pooled
+      over both stretches (``k_b + k_a - 2`` degrees of freedom): the machine drifts alike
+      before and after a code change, and a step is tested as soon as two commits follow
+      it. (Welch's per-stretch variance left a two-commit stretch one degree of freedom,
+      so a newly landed 10 % step of a metric that hardly drifts, such as the first
+      gradient's CPU time, could not be told from noise until many more commits came.)
+    * Per stretch, the variance of its mean is the larger of that pooled variance and
+      what the pooled within-commit variance alone implies (``s_w² / n_i``): commits that
+      agree by luck are never trusted more than their samples allow.
+    * A t-test on the two stretches' means, with the ``1 - alpha`` interval of the
+      ratio ``exp(mean_after - mean_before)``.
     * When both stretches hold commits with several samples, a Mann-Whitney test on
       the pooled log samples too; the larger p-value counts (both must agree).
 
@@ -826,7 +831,7 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
         sides.append((sizes, means, ss, flat))
     (kb, mb, ssb, pb), (ka, ma, ssa, pa) = sides
     n_b, n_a = int(kb.sum()), int(ka.sum())
-    method = "commit-welch"
+    method = "commit-t"
     nan = math.nan
     if len(mb) < 2 or len(ma) < 2:
         return Verdict("inconclusive", nan, nan, nan, nan, n_b, n_a, method,
@@ -834,9 +839,12 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
     dof_w = int((kb - 1).sum() + (ka - 1).sum())
     s2w = float(ssb.sum() + ssa.sum()) / dof_w if dof_w else 0.0
 
+    df = len(mb) + len(ma) - 2
+    s2b = float(((mb - mb.mean()) ** 2).sum() + ((ma - ma.mean()) ** 2).sum()) / df
+
     def mean_var(means, sizes):
         floor = s2w * float(np.mean(1.0 / sizes))
-        return max(float(means.var(ddof=1)), floor) / len(means)
+        return max(s2b, floor) / len(means)
 
     vb, va = mean_var(mb, kb), mean_var(ma, ka)
     diff = float(ma.mean() - mb.mean())
@@ -844,14 +852,13 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
     if se == 0:
         p, tcrit = (0.0 if diff else 1.0), 0.0
     else:
-        df = (vb + va) ** 2 / (vb ** 2 / (len(mb) - 1) + va ** 2 / (len(ma) - 1))
         p = float(2 * stats.t.sf(abs(diff) / se, df))
         tcrit = float(stats.t.ppf(1 - alpha / 2, df))
     ratio, ci_low, ci_high = _exp(diff), _exp(diff - tcrit * se), _exp(diff + tcrit * se)
     if (kb > 1).any() and (ka > 1).any():
         if np.ptp(np.concatenate([pb, pa])) > 0:  # identical samples everywhere: nothing to rank
             p = max(p, float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue))
-        method = "commit-welch + mann-whitney"
+        method = "commit-t + mann-whitney"
     verdict, reason = decide(ratio, ci_low, ci_high, p, min_effect, alpha)
     reason = f"{len(mb)} commit(s), {n_b} sample(s) before; {len(ma)} commit(s), {n_a} after: {reason}"
     return Verdict(verdict, ratio, ci_low, ci_high, p, n_b, n_a, method, reason)
