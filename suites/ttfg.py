@@ -17,6 +17,10 @@ def track_first_grad_seconds(cache, model, backend, variant):
     return asv_bench.value(cache, "first_grad_s", model, backend, variant)
 
 
+def track_first_grad_cpu_seconds(cache, model, backend, variant):
+    return asv_bench.value(cache, "first_grad_cpu_s", model, backend, variant)
+
+
 def track_process_ttfg_seconds(cache, model, backend, variant):
     return asv_bench.value(cache, "process_ttfg_s", model, backend, variant)
 

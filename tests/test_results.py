@@ -36,7 +36,7 @@ def test_version_1_run_file_loads_with_its_values():
                 if key == "cold_evidence":
                     assert isinstance(s.cold_evidence, ColdEvidence) and s.cold_evidence.text == r[key]
                 else:
-                    assert getattr(s, key) == r[key], key
+                    assert getattr(s, key) == r.get(key), key  # a field added since reads as None
     torch = res.case(TORCH)
     assert torch.values("first_grad_s") == [s["first_grad_s"] for s in raw["cases"][0]["samples"][:2]]
     assert torch.good("allocations")[0].alloc_count == raw["cases"][0]["samples"][2]["alloc_count"]

@@ -110,6 +110,7 @@ def _levels(model: str, backend: str, variant: str) -> dict[str, float]:
     first = (resnet, convnext)[column] * scale
     levels = {
         "first_grad_s": first,
+        "first_grad_cpu_s": first * 0.95,
         "process_ttfg_s": first + IMPORT_S[backend.split(".")[0]] + 0.4,
         "import_s": IMPORT_S[backend.split(".")[0]],
         "second_grad_s": second * scale,

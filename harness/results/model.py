@@ -92,6 +92,7 @@ class Sample:
     import_s: float | None = None
     build_s: float | None = None
     first_grad_s: float | None = None
+    first_grad_cpu_s: float | None = None
     second_grad_s: float | None = None
     trace_s: float | None = None
     lower_s: float | None = None
