@@ -168,17 +168,21 @@ def apply(root: str | Path, kind: str, amount: int) -> Path:
     return path
 
 
-def seconds_per_iteration(kind: str, iterations: int, repeat: int = 7, python: str = sys.executable) -> float:
+def seconds_per_iteration(kind: str, iterations: int, repeat: int = 7, python: str = sys.executable,
+                          clock: str = "perf_counter") -> float:
     """Seconds one iteration of ``kind``'s work takes in a fresh interpreter (the median of ``repeat`` runs).
 
     Only ``python`` and ``compile`` do timed work. The median, not the fastest run: the
     phase the work is sized against is a median of samples taken under the same load,
-    so both are slowed alike and the ratio holds.
+    so both are slowed alike and the ratio holds. ``clock``: ``perf_counter`` (wall time)
+    or ``process_time`` (CPU time, for work sized against a CPU-time metric).
     """
+    if clock not in ("perf_counter", "process_time"):
+        raise ValueError(f"clock must be perf_counter or process_time, got {clock!r}")
     source = {"python": PYTHON_WORK, "compile": COMPILE_WORK}[kind].format(amount=iterations)
     name = KINDS[kind].function
     code = (f"{source}\nimport statistics, time\n{name}(1)\ntimes = []\n"
-            f"for _ in range({repeat}):\n    t = time.perf_counter(); {name}(); times.append(time.perf_counter() - t)\n"
+            f"for _ in range({repeat}):\n    t = time.{clock}(); {name}(); times.append(time.{clock}() - t)\n"
             "print(statistics.median(times))\n")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, timeout=600)
     return float(out.stdout.strip()) / iterations

@@ -1,25 +1,31 @@
 """Does the trend report cry wolf, and does it find real steps? Measured, on this machine.
 
-Not a test: a measurement to run by hand and quote (README, "Trends that don't cry wolf").
-It works in a throwaway clone of this repository (committed HEAD), so nothing here is
-touched:
+Not a test: a measurement to run by hand and quote (README, "Does it cry wolf?"). It works
+in a throwaway clone of this repository (committed HEAD), so nothing here is touched:
 
 1. **A/A**: ``--aa`` commits of identical code (each only appends a line to a text file),
    each recorded with ``ttfg asv record`` (real cold processes, ``--repeat`` samples per
-   commit, recorded one commit at a time, whatever else the machine is doing; the load
-   average is kept per commit). Then ``ttfg regressions --confirm`` on that history:
-   every timing step it proposes is a false candidate, every confirmed one a false alarm.
-2. **Injected steps**: the history goes on with ``--per-level`` commits each at +10 %,
-   back at the base, and at +25 %, where the step is a real ``time.sleep`` added to the
-   autograd backend's first gradient, sized from the A/A history's median first
-   gradient. ``ttfg regressions --confirm`` again: is each injected step proposed
-   (within one commit), and confirmed?
+   commit, one commit at a time, whatever else the machine is doing; the load average is
+   kept per commit). Then ``ttfg regressions --confirm`` on that history: every timing
+   step it proposes is a false candidate, every confirmed regression a false alarm.
+2. **Injected steps**, one trial each: a branch from the last A/A commit whose first
+   commit adds real CPU work to the first gradient (``gate_injections``' ``python`` kind:
+   a pure-Python loop in ``interpret.forward``, what a slower Python path costs, never a
+   sleep), sized to SIZE % of the A/A history's median first-gradient CPU time, then
+   ``--after`` commits recorded in all. The trial's history is the A/A commits plus its
+   own, in a results folder of its own (asv keeps one file per commit), with the A/A
+   analysis's confirmations; ``ttfg regressions --confirm`` on it. Is the injected step
+   proposed (at its commit), confirmed by the paired re-run, and is anything else
+   confirmed (a false alarm)? Each trial's commits are recorded later than the A/A part,
+   so the drift between recordings is the real one.
 
-The cheapest backend keeps it affordable: autograd on resnet15 (one case), allocation
-processes off. Prints a table and writes everything it measured as JSON (``--out``).
+For the first gradient's CPU time (``first_grad_cpu_s``) and its wall time
+(``first_grad_s``) alike. The cheapest backend keeps it affordable: autograd on resnet15
+(one case), allocation processes off. Prints a table and writes everything it measured as
+JSON (``--out``, rewritten after every trial).
 
-    PYTHONPATH=. python benchmarks/trend_false_alarms.py                      # ~35 commits, ~30 min here
-    PYTHONPATH=. python benchmarks/trend_false_alarms.py --aa 6 --per-level 3 --repeat 3   # a quick look
+    PYTHONPATH=. python benchmarks/trend_false_alarms.py                        # 20 A/A + 25 trials: ~1.5 h here
+    PYTHONPATH=. python benchmarks/trend_false_alarms.py --aa 6 --step 10:2 --repeat 3   # a quick look
 """
 
 from __future__ import annotations
@@ -36,12 +42,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import gate_injections as injections  # noqa: E402
+from gate_power import _repeat_nodes  # noqa: E402
 
 CASE = ("resnet15", "autograd")
 MACHINE = "bench-trend"
-ENGINE = "harness/engines/autograd_numpy.py"
-ANCHOR = "    def gradient(self):\n        return self.fn(self.params, self.x)\n"
+METRICS = ("first_grad_cpu_s", "first_grad_s")
+KIND = "python"
 
 
 def sh(cmd: list[str], cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -51,32 +60,33 @@ def sh(cmd: list[str], cwd: Path, env: dict | None = None, check: bool = True) -
     return out
 
 
-def git(clone: Path, *args: str) -> str:
-    return sh(["git", "-c", "user.name=ttfg bench", "-c", "user.email=bench@ttfg", *args], clone).stdout.strip()
+def git(clone: Path, *args: str, env: dict | None = None) -> str:
+    return sh(["git", "-c", "user.name=ttfg bench", "-c", "user.email=bench@ttfg", *args], clone,
+              env=env).stdout.strip()
+
+
+#: Commit dates a minute apart: history is ordered by commit date, and commits made within one
+#: second would tie (the injected commit could sort after the next one).
+_DATES = iter(range(int(time.time()), 2**31, 60))
 
 
 def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def commit(clone: Path, sleep_s: float, note: str) -> str:
-    """One commit: the engine with ``sleep_s`` injected into its first gradient (0: none), plus a note line."""
-    engine = clone / ENGINE
-    text = engine.read_text()
-    start = text.find("    def first_gradient(self):  # injected by benchmarks/trend_false_alarms.py")
-    if start >= 0:
-        end = text.index("\n\n", start) + 2
-        text = text[:start] + text[end:]
-    if sleep_s > 0:
-        text = text.replace(ANCHOR, ANCHOR + (
-            "\n    def first_gradient(self):  # injected by benchmarks/trend_false_alarms.py\n"
-            f"        import time\n        time.sleep({sleep_s!r})\n        return super().first_gradient()\n\n"), 1)
-        assert "injected by" in text, "the autograd engine changed shape; update ANCHOR"
-    engine.write_text(text)
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def commit(clone: Path, note: str, amount: int = 0) -> str:
+    """One commit: a note line, and on the first commit of a trial the injected work (``amount`` iterations)."""
+    if amount:
+        injections.apply(clone, KIND, amount)
     with open(clone / "BENCH_NOTES.txt", "a") as fh:
         fh.write(note + "\n")
     git(clone, "add", "-A")
-    git(clone, "commit", "-qm", note)
+    date = f"@{next(_DATES)} +0000"
+    git(clone, "commit", "-qm", note, env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
     return git(clone, "rev-parse", "HEAD")
 
 
@@ -88,44 +98,110 @@ def record(clone: Path, sha: str, env: dict) -> dict:
             "seconds": round(time.monotonic() - started, 1)}
 
 
-def confirm(clone: Path, env: dict, budget: str) -> dict:
-    """``ttfg regressions --confirm`` in the clone; then the steps as the report sees them."""
+def results_file(clone: Path, sha: str) -> Path:
+    found = list((clone / "results" / MACHINE).glob(f"{sha[:8]}-*.json"))
+    if len(found) != 1:
+        raise SystemExit(f"expected one asv result file for {sha[:8]}, found {len(found)}")
+    return found[0]
+
+
+def trial_folder(clone: Path, name: str, shas: list[str]) -> Path:
+    """A results folder holding only ``shas`` (asv files are one per commit), with the A/A confirmations."""
+    folder = clone / "trials" / name
+    machine = folder / MACHINE
+    machine.mkdir(parents=True)
+    shutil.copy(clone / "results" / "benchmarks.json", folder / "benchmarks.json")
+    shutil.copy(clone / "results" / MACHINE / "machine.json", machine / "machine.json")
+    for sha in shas:
+        src = results_file(clone, sha)
+        shutil.copy(src, machine / src.name)
+    stored = clone / "results" / "confirmations.json"
+    if stored.exists():
+        shutil.copy(stored, folder / "confirmations.json")
+    return folder
+
+
+def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str) -> dict:
+    """``ttfg regressions --confirm`` on ``results``; then the timing steps as the report sees them."""
     started, load = time.monotonic(), load_average()
-    proc = sh([sys.executable, "-m", "harness", "regressions", "--results", "results", "--confirm", "--budget", budget,
-               "--confirm-dir", "runs/confirm"], clone, env, check=False)
+    proc = sh([sys.executable, "-m", "harness", "regressions", "--results", str(results), "--confirm", "--budget",
+               budget, "--confirm-dir", confirm_dir], clone, env, check=False)
     from harness.history import asv_results, confirm as confirmations
     from harness.present.report import prepare
 
-    prepared = prepare(asv_results.load(clone / "results", dropna=True), [],
-                       confirmations=confirmations.load(clone / "results" / confirmations.FILE_NAME))
+    prepared = prepare(asv_results.load(results, dropna=True), [],
+                       confirmations=confirmations.load(results / confirmations.FILE_NAME))
     steps = prepared.trends.steps
     timing = steps[~steps["deterministic"].astype(bool)] if len(steps) else steps
-    rows = [{"metric": r.metric, "case": r.case, "commit_after": r.commit_after, "kind": r.kind,
-             "change": r.change, "status": r.status, "p": r.p_value,
-             "confirmation": (r.confirmation or {}).get("reason") if isinstance(r.confirmation, dict) else None}
-            for r in timing.itertuples(index=False)]
+    rows = []
+    for r in timing.itertuples(index=False):
+        conf = r.confirmation if isinstance(r.confirmation, dict) else {}
+        verdict = conf.get("verdict") or {}
+        rows.append({"metric": r.metric, "commit_before": r.commit_before, "commit_after": r.commit_after,
+                     "kind": r.kind, "change": r.change, "status": r.status, "p": r.p_value,
+                     "confirmation": conf.get("reason"), "pairs": conf.get("pairs"),
+                     "confirmed_ratio": verdict.get("ratio")})
     return {"exit": proc.returncode, "seconds": round(time.monotonic() - started, 1), "load_before": load,
-            "dismissed": prepared.trends.dismissed, "timing_steps": rows, "output": proc.stdout[-3000:]}
+            "dismissed": prepared.trends.dismissed, "timing_steps": rows, "output": proc.stdout[-2000:]}
 
 
-def median_first_grad(clone: Path) -> float:
+def median_cpu(clone: Path) -> float:
     from harness.history import asv_results
 
     df = asv_results.load(clone / "results", dropna=True)
-    fg = df[(df["benchmark"] == "ttfg.track_first_grad_seconds") & (df["backend"] == CASE[1])]
-    samples = [v for s in fg["samples"] if s for v in s]
-    return statistics.median(samples)
+    rows = df[(df["benchmark"] == "ttfg.track_first_grad_cpu_seconds") & (df["backend"] == CASE[1])]
+    return statistics.median(v for s in rows["samples"] if s for v in s)
+
+
+def false_alarms(analysis: dict, injected: str | None = None) -> list[dict]:
+    """Confirmed timing regressions anywhere but at the injected commit."""
+    return [r for r in analysis["timing_steps"]
+            if r["status"] == "confirmed" and r["kind"] == "regression" and r["commit_after"] != injected]
+
+
+def outcome(analysis: dict, injected: str, metric: str) -> dict:
+    """What the analysis said of the injected step, for one metric."""
+    hits = [r for r in analysis["timing_steps"] if r["metric"] == metric and r["commit_after"] == injected]
+    if not hits:
+        return {"proposed": False, "status": "not proposed"}
+    r = hits[0]
+    return {"proposed": True, "status": r["status"], "kind": r["kind"], "change": r["change"], "p": r["p"],
+            "pairs": r["pairs"], "confirmed_ratio": r["confirmed_ratio"]}
+
+
+def _step(text: str) -> tuple[float, int]:
+    try:
+        size, trials = text.split(":")
+        size_f, trials_i = float(size), int(trials)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected SIZE:TRIALS (percent:count), e.g. 10:20, got {text!r}") from None
+    if not (0 < size_f <= 500) or trials_i < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: size must be in (0, 500] percent and trials >= 0")
+    return size_f, trials_i
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--aa", type=int, default=20, help="A/A commits (default: 20)")
-    parser.add_argument("--per-level", type=int, default=5, help="commits per level after the A/A part (default: 5)")
+    parser.add_argument("--step", type=_step, action="append", metavar="SIZE:TRIALS",
+                        help="injected steps: SIZE percent of the first gradient's CPU time, TRIALS of them "
+                             "(repeatable; default: 10:20 and 25:5)")
+    parser.add_argument("--after", type=int, default=2,
+                        help="commits recorded in each trial, the injected one first (default: 2, the fewest a "
+                             "step is tested with)")
     parser.add_argument("--repeat", type=int, default=5, help="cold processes per commit (default: 5)")
-    parser.add_argument("--budget", default="12m", help="ttfg regressions --confirm budget per phase (default: 12m)")
+    parser.add_argument("--aa-budget", default="10m", help="--confirm budget of the A/A analysis (default: 10m)")
+    parser.add_argument("--budget", default="4m", help="--confirm budget of each trial (default: 4m)")
     parser.add_argument("--out", default="runs/trend-false-alarms.json")
     parser.add_argument("--keep", metavar="DIR", help="keep the clone here (default: a temporary folder, removed)")
+    parser.add_argument("--render", metavar="FILE", help="print the tables of an earlier --out file instead of running")
     args = parser.parse_args(argv)
+    if args.render:
+        print(summary(json.loads(Path(args.render).read_text())))
+        return 0
+    steps = args.step or [(10.0, 20), (25.0, 5)]
+    if args.after < 2:
+        parser.error("--after must be at least 2: a step needs two commits on each side")
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ttfg-trend-bench-"))
     clone = work / "clone"
@@ -138,56 +214,80 @@ def main(argv=None) -> int:
     env.update(HOME=str(home), PYTHONPATH=str(clone), TTFG_ASV_MODELS=CASE[0], TTFG_ASV_BACKENDS=CASE[1],
                TTFG_ASV_REPEAT=str(args.repeat), TTFG_ASV_ALLOCATIONS="0")
     sh([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], clone, env)
-    out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "per_level": args.per_level,
-                 "host": os.uname().nodename, "cpus": os.cpu_count(), "recorded": []}
+    out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "after": args.after,
+                 "commit": git(ROOT, "rev-parse", "HEAD"), "host": os.uname().nodename, "cpus": os.cpu_count(),
+                 "recorded": [], "trials": []}
+    save = lambda: (Path(args.out).parent.mkdir(parents=True, exist_ok=True),  # noqa: E731
+                    Path(args.out).write_text(json.dumps(out, indent=1, default=str)))
     try:
         aa = []
         for i in range(args.aa):
-            sha = commit(clone, 0.0, f"A/A commit {i + 1}: identical code")
+            sha = commit(clone, f"A/A commit {i + 1}: identical code")
             aa.append(sha)
             out["recorded"].append({**record(clone, sha, env), "phase": "A/A"})
-            print(f"A/A {i + 1}/{args.aa}: {sha[:8]} load {out['recorded'][-1]['load_before']:.1f}", flush=True)
-        out["aa"] = confirm(clone, env, args.budget)
-        base = median_first_grad(clone)
-        out["base_first_grad_s"] = base
-        injected = []
-        for label, factor in (("+10 %", 1.10), ("base", 1.0), ("+25 %", 1.25)):
-            sleep_s = round(base * (factor - 1), 6)
-            for j in range(args.per_level):
-                sha = commit(clone, sleep_s, f"level {label} ({sleep_s * 1e3:.2f} ms sleep), commit {j + 1}")
-                if j == 0:
-                    injected.append({"level": label, "factor": factor, "sleep_s": sleep_s, "commit": sha})
-                out["recorded"].append({**record(clone, sha, env), "phase": label})
-                print(f"{label} {j + 1}/{args.per_level}: {sha[:8]} load {out['recorded'][-1]['load_before']:.1f}",
-                      flush=True)
-        out["injected_phase"] = confirm(clone, env, args.budget)
-        found = out["injected_phase"]["timing_steps"]
-        order = [r["commit"] for r in out["recorded"]]
-        for inj in injected:
-            at = order.index(inj["commit"])
-            near = {order[k] for k in range(max(0, at - 1), min(len(order), at + 2))}
-            hits = [r for r in found if r["metric"] == "first_grad_s" and r["commit_after"] in near]
-            inj["proposed"] = bool(hits)
-            inj["status"] = hits[0]["status"] if hits else "not proposed"
-            inj["change"] = hits[0]["change"] if hits else None
-        out["injected"] = injected
+            log(f"A/A {i + 1}/{args.aa}: {sha[:8]} load {out['recorded'][-1]['load_before']:.1f}")
+        out["aa"] = analyse(clone, env, clone / "results", args.aa_budget, "runs/confirm-aa")
+        log(f"A/A analysis: {len(out['aa']['timing_steps'])} timing candidate(s), "
+            f"{len(false_alarms(out['aa']))} confirmed regression(s)")
+        save()
+        base_cpu = median_cpu(clone)
+        per_iteration = injections.seconds_per_iteration(KIND, 200_000, clock="process_time")
+        nodes, _ = _repeat_nodes(CASE[0])
+        out.update(base_first_grad_cpu_s=base_cpu, cpu_s_per_iteration=per_iteration, repeat_nodes=nodes)
+        tip = aa[-1]
+        n = 0
+        for size, trials in steps:
+            amount = max(1, round(size / 100 * base_cpu / per_iteration / nodes))
+            for t in range(trials):
+                n += 1
+                git(clone, "checkout", "-q", "-B", f"trial-{n}", tip)
+                shas = [commit(clone, f"trial {n}: +{size:g} % ({amount} iterations per Repeat node), commit {j + 1}",
+                               amount if j == 0 else 0) for j in range(args.after)]
+                recorded = [{**record(clone, sha, env), "phase": f"trial {n}"} for sha in shas]
+                out["recorded"] += recorded
+                analysis = analyse(clone, env, trial_folder(clone, f"t{n}", aa + shas), args.budget,
+                                   f"runs/confirm-t{n}")
+                row = {"trial": n, "size_percent": size, "amount": amount, "commit": shas[0],
+                       "loads": [r["load_before"] for r in recorded],
+                       **{m: outcome(analysis, shas[0], m) for m in METRICS},
+                       "false_alarms": false_alarms(analysis, shas[0]), "candidates": len(analysis["timing_steps"]),
+                       "seconds": analysis["seconds"], "analysis": analysis}
+                out["trials"].append(row)
+                save()
+                cpu, wall = row["first_grad_cpu_s"], row["first_grad_s"]
+                log(f"trial {n} (+{size:g} %): CPU {cpu['status']}"
+                    + (f" ({cpu['change']:+.1%})" if cpu.get("change") is not None else "")
+                    + f"; wall {wall['status']}; {len(row['false_alarms'])} false alarm(s); "
+                      f"load {max(row['loads']):.1f}")
     finally:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+        save()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    aa_rows = out.get("aa", {}).get("timing_steps", [])
-    loads = [r["load_before"] for r in out["recorded"]]
-    print(f"\nrecorded {len(out['recorded'])} commits, {args.repeat} cold processes each; load average "
-          f"{min(loads):.1f}-{max(loads):.1f} (median {statistics.median(loads):.1f})")
-    print(f"A/A ({args.aa} commits): {len(aa_rows)} timing candidate(s), "
-          f"{sum(r['status'] == 'confirmed' and r['kind'] == 'regression' for r in aa_rows)} confirmed regression(s), "
-          f"{out.get('aa', {}).get('dismissed')} median step(s) dismissed by the sample test")
-    for inj in out.get("injected", []):
-        print(f"injected {inj['level']} (sleep {inj['sleep_s'] * 1e3:.2f} ms): proposed {inj['proposed']}, "
-              f"{inj['status']}" + (f", measured {inj['change']:+.1%}" if inj["change"] is not None else ""))
+    print(summary(out))
     print(f"details: {args.out}")
     return 0
+
+
+def summary(out: dict) -> str:
+    """The README's table, from an ``--out`` document."""
+    loads = [r["load_before"] for r in out["recorded"]]
+    aa = out.get("aa", {})
+    lines = [f"recorded {len(out['recorded'])} commits, {out['repeat']} cold processes each; load average "
+             f"{min(loads):.1f}-{max(loads):.1f} (median {statistics.median(loads):.1f})",
+             f"A/A ({out['aa_commits']} commits): {len(aa.get('timing_steps', []))} timing candidate(s) "
+             f"({', '.join(sorted({r['metric'] for r in aa.get('timing_steps', [])})) or 'none'}), "
+             f"{len(false_alarms(aa)) if aa else 0} confirmed regression(s)",
+             "", "| step | metric | trials | proposed | confirmed | false confirmed regressions | median change seen |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for size in sorted({t["size_percent"] for t in out["trials"]}):
+        rows = [t for t in out["trials"] if t["size_percent"] == size]
+        for metric in METRICS:
+            seen = [t[metric]["change"] for t in rows if t[metric].get("change") is not None]
+            lines.append(f"| +{size:g} % | `{metric}` | {len(rows)} | {sum(t[metric]['proposed'] for t in rows)} | "
+                         f"{sum(t[metric]['status'] == 'confirmed' for t in rows)} | "
+                         f"{sum(len(t['false_alarms']) for t in rows)} | "
+                         + (f"{statistics.median(seen):+.1%}" if seen else "–") + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
