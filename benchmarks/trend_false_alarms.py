@@ -80,11 +80,14 @@ def log(text: str) -> None:
 
 def commit(clone: Path, note: str, amount: int = 0) -> str:
     """One commit: a note line, and on the first commit of a trial the injected work (``amount`` iterations)."""
+    changed = ["BENCH_NOTES.txt"]
     if amount:
-        injections.apply(clone, KIND, amount)
+        changed.append(str(injections.apply(clone, KIND, amount).relative_to(clone)))
     with open(clone / "BENCH_NOTES.txt", "a") as fh:
         fh.write(note + "\n")
-    git(clone, "add", "-A")
+    # Only the code and the note: the history recorded so far is not committed (a checkout of
+    # the next trial's branch would delete the result files this trial's commits held).
+    git(clone, "add", "--", *changed)
     date = f"@{next(_DATES)} +0000"
     git(clone, "commit", "-qm", note, env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
     return git(clone, "rev-parse", "HEAD")
