@@ -158,8 +158,7 @@ def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
 
 
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
-               unavailable: str | None = None, unsteady: dict[str, str] | None = None,
-               backend: str | None = None) -> TierStep:
+               unavailable: str | None = None, unsteady: dict[str, str] | None = None) -> TierStep:
     """Tier (b): instruction and allocation counts against their registry margins.
 
     Parameters
@@ -175,9 +174,6 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     unsteady : dict or None
         Metric -> why this backend's count of it is not repeatable (``Backend.unsteady_counts``):
         shown as evidence, never settles (a margin cannot hold what varies by itself).
-    backend : str or None
-        The case's backend: a backend measured to spread more has its own margins
-        (``Metric.tier_margin_for``).
     """
     from .stats import compare_counter
 
@@ -198,7 +194,7 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             elif values["base"] or values["head"]:
                 missing.append(f"{metric}: measured on one side only")
             continue  # not measured, or not split into phases by this backend
-        margin = info.tier_margin_for(backend)
+        margin = info.tier_margin
         verdict = compare_counter(values["base"], values["head"], threshold=margin)
         evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"]))
         if unsteady and metric in unsteady:
@@ -328,7 +324,7 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
                 for role, fut in futures.items():
                     got[role].setdefault(kind, []).append(fut.result())
         step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why,
-                          unsteady(case.backend), case.backend)
+                          unsteady(case.backend))
         _record(trail, step, note)
 
 
