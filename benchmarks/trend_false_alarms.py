@@ -198,10 +198,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="runs/trend-false-alarms.json")
     parser.add_argument("--keep", metavar="DIR", help="keep the clone here (default: a temporary folder, removed)")
     parser.add_argument("--render", metavar="FILE", help="print the tables of an earlier --out file instead of running")
+    parser.add_argument("--reanalyse", metavar="DIR",
+                        help="analyse and confirm the histories a run kept (--keep DIR, its --out) again with this "
+                             "checkout's code; the measured histories stay as recorded (stored as 'reanalysis')")
     args = parser.parse_args(argv)
     if args.render:
         print(summary(json.loads(Path(args.render).read_text())))
         return 0
+    if args.reanalyse:
+        return reanalyse(Path(args.reanalyse), Path(args.out), args.budget, args.aa_budget)
     steps = args.step or [(10.0, 20), (25.0, 5)]
     if args.after < 2:
         parser.error("--after must be at least 2: a step needs two commits on each side")
@@ -268,6 +273,33 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(summary(out))
     print(f"details: {args.out}")
+    return 0
+
+
+def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
+    """Analyse and confirm a kept run's histories again with this checkout's code (new candidates only)."""
+    out = json.loads(path.read_text())
+    clone = work / "clone"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TTFG_ASV_", "ASV"))}
+    env.update(HOME=str(work / "home"), PYTHONPATH=str(ROOT), TTFG_ASV_MODELS=CASE[0], TTFG_ASV_BACKENDS=CASE[1],
+               TTFG_ASV_REPEAT=str(out["repeat"]), TTFG_ASV_ALLOCATIONS="0")
+    aa = [r["commit"] for r in out["recorded"] if r["phase"] == "A/A"]
+    redo: dict = {"code": git(ROOT, "rev-parse", "HEAD"), "trials": []}
+    folder = clone / "trials" / "aa-again"
+    shutil.rmtree(folder, ignore_errors=True)
+    redo["aa"] = analyse(clone, env, trial_folder(clone, "aa-again", aa), aa_budget, "runs/confirm-aa-again")
+    for t in out["trials"]:
+        analysis = analyse(clone, env, clone / "trials" / f"t{t['trial']}", budget, f"runs/confirm-t{t['trial']}-again")
+        row = {**{k: t[k] for k in ("trial", "size_percent", "amount", "commit", "loads")},
+               **{m: outcome(analysis, t["commit"], m) for m in METRICS},
+               "false_alarms": false_alarms(analysis, t["commit"]), "candidates": len(analysis["timing_steps"]),
+               "seconds": analysis["seconds"], "analysis": analysis}
+        redo["trials"].append(row)
+        log(f"trial {t['trial']} (+{t['size_percent']:g} %) again: CPU {row['first_grad_cpu_s']['status']}; "
+            f"wall {row['first_grad_s']['status']}; {len(row['false_alarms'])} false alarm(s)")
+        out["reanalysis"] = redo
+        path.write_text(json.dumps(out, indent=1, default=str))
+    print(summary({**out, "aa": redo["aa"], "trials": redo["trials"]}))
     return 0
 
 
