@@ -224,3 +224,12 @@ def test_the_headline_function_is_the_clear_self_change_not_the_noisiest():
     assert "helper (harness/engines/interpret.py:116)" in headline(a)
     # Deterministic counts: any change is clear, and the largest one leads.
     assert function_deltas([BASE_TOP], [HEAD_TOP])[2].clear
+    # With both sources the headline is the stacks' clear change: callgrind sees C functions.
+    counted = function_deltas([BASE_TOP], [HEAD_TOP])
+    both = Attribution("c", "first_grad_s", False, None, functions=counted + rows)
+    assert both.units() == ["instructions", "s"] and both.headline_function()[1].fn == "helper"
+    assert both.to_json()["top_function"]["unit"] == "s"
+    assert headline(both).index("helper") < headline(both).index(both.top_function("instructions").fn)
+    noisy = Attribution("c", "first_grad_s", False, None,
+                        functions=counted + [r for r in rows if r.fn != "helper"])
+    assert noisy.headline_function()[0] == "instructions"  # no clear stack change: the counts lead

@@ -209,21 +209,35 @@ class Attribution:
             return max(clear or known, key=lambda f: abs(f.delta_self))
         return mine[0] if mine else None
 
+    def headline_function(self) -> tuple[str, FunctionDelta] | None:
+        """``(unit, function)`` to look at first: the sampled stacks' top when its change is clear of
+        their noise, else the first source's top.
+
+        Why the stacks first: callgrind sees the interpreter's C functions, so a Python
+        function that grew shows up in instruction counts as ``slot_tp_call`` or a thread-pool
+        invoker; the sampled stacks name it, with its file and line.
+        """
+        tops = [(u, t) for u in self.units() if (t := self.top_function(u)) is not None]
+        clear_stack = [(u, t) for u, t in tops if u == "s" and t.delta_self and t.clear]
+        return (clear_stack or tops or [None])[0]
+
     def changed_counters(self) -> list[CounterDelta]:
         return [c for c in self.counters if c.changed]
 
     def to_json(self) -> dict:
         largest = self.largest_phase()
         tops = {u: self.top_function(u) for u in self.units()}
+        headline = self.headline_function()
         return {"case": self.case, "metric": self.metric, "paired": self.paired,
                 "total": None if self.total is None else self.total.to_json(),
                 "phases": [p.to_json() for p in self.phases],
                 "largest_phase": None if largest is None else largest.phase,
                 "counters": [c.to_json() for c in self.counters],
                 "functions": [f.to_json() for f in self.functions],
-                # The function to look at first (the first source present), and the same per source.
-                "top_function": next(({"fn": t.fn, "where": t.where, "unit": u, "delta_self": strict_json(t.delta_self)}
-                                      for u, t in tops.items() if t is not None), None),
+                # The function to look at first (headline_function), and each source's top.
+                "top_function": None if headline is None else {
+                    "fn": headline[1].fn, "where": headline[1].where, "unit": headline[0],
+                    "delta_self": strict_json(headline[1].delta_self)},
                 "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
