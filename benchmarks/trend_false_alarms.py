@@ -289,7 +289,10 @@ def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
     shutil.rmtree(folder, ignore_errors=True)
     redo["aa"] = analyse(clone, env, trial_folder(clone, "aa-again", aa), aa_budget, "runs/confirm-aa-again")
     for t in out["trials"]:
-        analysis = analyse(clone, env, clone / "trials" / f"t{t['trial']}", budget, f"runs/confirm-t{t['trial']}-again")
+        folder = clone / "trials" / f"t{t['trial']}"
+        # Start from the A/A analysis's confirmations, as the trial did: its own are re-measured.
+        shutil.copy(clone / "results" / "confirmations.json", folder / "confirmations.json")
+        analysis = analyse(clone, env, folder, budget, f"runs/confirm-t{t['trial']}-again")
         row = {**{k: t[k] for k in ("trial", "size_percent", "amount", "commit", "loads")},
                **{m: outcome(analysis, t["commit"], m) for m in METRICS},
                "false_alarms": false_alarms(analysis, t["commit"]), "candidates": len(analysis["timing_steps"]),

@@ -15,7 +15,9 @@ machine (A B, B A, ...), is the later one slower? A step is then
 Steps between the same two commits share one gate run: one sequential test per case,
 on the metric of the group's largest step; the case's other stepped metrics are read
 from the same paired processes (every sample holds every timing) and tested with the
-paired t-test at the pairs the run took. The budget is split evenly over the runs still
+paired t-test at the pairs the run took, alpha split evenly over them (Bonferroni). A
+step whose re-run ended inconclusive is not re-run by the next ``--confirm`` (only by
+``--reconfirm``). The budget is split evenly over the runs still
 to do.
 Confirmations are kept beside the history, in ``<results>/confirmations.json``
 (written atomically), keyed by ``trends.step_key``, so the report and later runs show
@@ -136,17 +138,27 @@ class Plan:
     steps: pd.DataFrame
 
 
+def _remeasured(confirmation) -> bool:
+    """Whether a stored outcome came from a re-run (pairs measured), not from a step left aside."""
+    return isinstance(confirmation, dict) and (confirmation.get("pairs") or 0) > 0
+
+
 def plan(trends: Trends, redo: bool = False, max_steps: int | None = None) -> list[Plan]:
     """Timing steps to re-measure, grouped by commit pair, biggest regressions first.
 
-    Steps already confirmed or not reproduced are skipped unless ``redo``.
+    Unless ``redo``, only steps never re-measured: confirmed and not reproduced steps are
+    skipped, and so are unconfirmed ones whose re-run ended inconclusive. Why: a CI job
+    confirms on every push, and re-running an inconclusive step each time until one run
+    says "regressed" is testing until the answer comes (in the trend benchmark, an A/A step
+    re-run in 22 analyses was confirmed once). Steps left unconfirmed for want of budget, a
+    missing commit or an unrunnable case are tried again.
     """
     steps = trends.steps
     if not len(steps):
         return []
     todo = steps[steps["status"] != DETERMINISTIC]
     if not redo:
-        todo = todo[todo["status"] == UNCONFIRMED]
+        todo = todo[(todo["status"] == UNCONFIRMED) & ~todo["confirmation"].map(_remeasured)]
     if max_steps is not None:
         todo = todo.head(max_steps)
     plans: dict[tuple[str, str], list[int]] = {}
@@ -268,10 +280,13 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             verdict, how = c.verdict, f"paired re-run, {c.pairs} pair(s)"
             if r.metric != p.metric:  # the same processes, read for this step's metric
                 base_values, head_values = _paired(outcome.files, gate_id[r.case], r.metric)
-                how = f"paired re-run (decided on {p.metric}), {len(base_values)} pair(s) read for {r.metric}"
+                # Each further metric of the case is one more test on the same processes: alpha is split.
+                others = sum(1 for o in rows if o.case == r.case and o.metric != p.metric)
+                how = (f"paired re-run (decided on {p.metric}), {len(base_values)} pair(s) read for {r.metric}, "
+                       f"alpha {alpha:g}/{others}")
                 if len(base_values) >= 2:
                     verdict = compare_paired(base_values, head_values, min_effect=metrics.get(r.metric).threshold,
-                                             alpha=alpha)
+                                             alpha=alpha / others)
                 else:
                     done.append(_entry(r, UNCONFIRMED, f"{how}: too few to test", pairs=len(base_values),
                                        files=dict(outcome.files)))
