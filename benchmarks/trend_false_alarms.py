@@ -124,11 +124,16 @@ def trial_folder(clone: Path, name: str, shas: list[str]) -> Path:
     return folder
 
 
-def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str) -> dict:
-    """``ttfg regressions --confirm`` on ``results``; then the timing steps as the report sees them."""
+def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str, code: Path | None = None) -> dict:
+    """``ttfg regressions --confirm`` on ``results``; then the timing steps as the report sees them.
+
+    ``code``: the checkout whose ttfg analyses (default: the clone's own); ``python -m``
+    puts the working folder first on the path, so the command runs from there.
+    """
     started, load = time.monotonic(), load_average()
     proc = sh([sys.executable, "-m", "harness", "regressions", "--results", str(results), "--confirm", "--budget",
-               budget, "--confirm-dir", confirm_dir], clone, env, check=False)
+               budget, "--confirm-dir", str(clone / confirm_dir), "--repo", str(clone)], code or clone, env,
+              check=False)
     from harness.history import asv_results, confirm as confirmations
     from harness.present.report import prepare
 
@@ -287,12 +292,12 @@ def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
     redo: dict = {"code": git(ROOT, "rev-parse", "HEAD"), "trials": []}
     folder = clone / "trials" / "aa-again"
     shutil.rmtree(folder, ignore_errors=True)
-    redo["aa"] = analyse(clone, env, trial_folder(clone, "aa-again", aa), aa_budget, "runs/confirm-aa-again")
+    redo["aa"] = analyse(clone, env, trial_folder(clone, "aa-again", aa), aa_budget, "runs/confirm-aa-again", ROOT)
     for t in out["trials"]:
         folder = clone / "trials" / f"t{t['trial']}"
         # Start from the A/A analysis's confirmations, as the trial did: its own are re-measured.
         shutil.copy(clone / "results" / "confirmations.json", folder / "confirmations.json")
-        analysis = analyse(clone, env, folder, budget, f"runs/confirm-t{t['trial']}-again")
+        analysis = analyse(clone, env, folder, budget, f"runs/confirm-t{t['trial']}-again", ROOT)
         row = {**{k: t[k] for k in ("trial", "size_percent", "amount", "commit", "loads")},
                **{m: outcome(analysis, t["commit"], m) for m in METRICS},
                "false_alarms": false_alarms(analysis, t["commit"]), "candidates": len(analysis["timing_steps"]),
