@@ -184,7 +184,7 @@ _ENTRIES = (
     _timing("first_grad_s", "first gradient", asv_benchmark="track_first_grad_seconds", trend=True,
             compared_by_default=True),
     # CPU time does not count the time the probe waits for a core, so a machine that gets busier
-    # between two recordings moves it far less than the wall time (README, "Does it cry wolf?").
+    # between two recordings moves it less than the wall time (README, "Does it cry wolf?").
     _timing("first_grad_cpu_s", "CPU time of the first gradient (every thread of the probe)", "first gradient CPU",
             asv_benchmark="track_first_grad_cpu_seconds", trend=True),
     _timing("process_ttfg_s", "process TTFG (spawn to first gradient)", "process TTFG",

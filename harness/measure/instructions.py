@@ -16,7 +16,8 @@ XLA's compile threads and Inductor's in-process compile count). Valgrind runs on
 at a time; ``--fair-sched=yes`` hands the CPU over in a fixed order instead of to
 whichever thread the kernel wakes first. Without it, XLA's compiler (which creates MLIR
 compiler instances as its threads happen to run) did different amounts of work in
-identical processes: jax.jit resnet15 spread 1.55 % over 30 samples, 0.26 % over ten with it. What is not: child
+identical processes: jax.jit resnet15 spread 1.55 % over 30 samples, and 0.91 % over 50
+with it (at most 0.44 % between the two sides of a gate). What is not: child
 processes (``--trace-children=no``): the C++ compiler Inductor starts, and compile
 workers, which the runner turns off for instruction samples
 (``TORCHINDUCTOR_COMPILE_THREADS=1``). Each sample's ``instructions_note`` says so.

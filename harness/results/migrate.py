@@ -4,7 +4,7 @@ Format history (``"format": "ttfg-results"``):
 
 * version 2, addition of 2026-12-03 (optional; earlier files read with it null): timing
   samples carry ``first_grad_cpu_s``, the CPU time of the first gradient (every thread
-  of the probe), which a busier machine moves far less than the wall time.
+  of the probe), which a busier machine moves less than the wall time.
 * version 2, additions (2026-12-03; optional fields, so version-2 files written before
   read unchanged): instruction samples may carry ``instructions_phases`` (phase ->
   count), ``instructions_top`` (the first-gradient window's top functions, a list of
