@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
-from gate_power import _repeat_nodes  # noqa: E402
+from gate_power import _log as log, _repeat_nodes  # noqa: E402
 
 CASE = ("resnet15", "autograd")
 MACHINE = "bench-trend"
@@ -74,8 +74,19 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def log(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+def save(out: dict, path: str | os.PathLike) -> None:
+    """Write the run's document (atomically: a crash leaves the previous one)."""
+    from harness.files import atomic_write_text
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(out, indent=1, default=str) + "\n")
+
+
+def trial_row(trial: dict, analysis: dict) -> dict:
+    """One trial's outcome: ``trial`` (number, size, amount, injected commit, loads) and what ``analysis`` found."""
+    return {**trial, **{m: outcome(analysis, trial["commit"], m) for m in METRICS},
+            "false_alarms": false_alarms(analysis, trial["commit"]), "candidates": len(analysis["timing_steps"]),
+            "seconds": analysis["seconds"], "analysis": analysis}
 
 
 def commit(clone: Path, note: str, amount: int = 0) -> str:
@@ -208,7 +219,12 @@ def main(argv=None) -> int:
                              "checkout's code; the measured histories stay as recorded (stored as 'reanalysis')")
     args = parser.parse_args(argv)
     if args.render:
-        print(summary(json.loads(Path(args.render).read_text())))
+        out = json.loads(Path(args.render).read_text())
+        print(summary(out))
+        if "reanalysis" in out:
+            redo = out["reanalysis"]
+            print(f"\nanalysed again with {redo['code'][:10]}:\n"
+                  + summary({**out, "aa": redo["aa"], "trials": redo["trials"]}))
         return 0
     if args.reanalyse:
         return reanalyse(Path(args.reanalyse), Path(args.out), args.budget, args.aa_budget)
@@ -230,8 +246,6 @@ def main(argv=None) -> int:
     out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "after": args.after,
                  "commit": git(ROOT, "rev-parse", "HEAD"), "host": os.uname().nodename, "cpus": os.cpu_count(),
                  "recorded": [], "trials": []}
-    save = lambda: (Path(args.out).parent.mkdir(parents=True, exist_ok=True),  # noqa: E731
-                    Path(args.out).write_text(json.dumps(out, indent=1, default=str)))
     try:
         aa = []
         for i in range(args.aa):
@@ -242,7 +256,7 @@ def main(argv=None) -> int:
         out["aa"] = analyse(clone, env, clone / "results", args.aa_budget, "runs/confirm-aa")
         log(f"A/A analysis: {len(out['aa']['timing_steps'])} timing candidate(s), "
             f"{len(false_alarms(out['aa']))} confirmed regression(s)")
-        save()
+        save(out, args.out)
         base_cpu = median_cpu(clone)
         per_iteration = injections.seconds_per_iteration(KIND, 200_000, clock="process_time")
         nodes, _ = _repeat_nodes(CASE[0])
@@ -260,20 +274,17 @@ def main(argv=None) -> int:
                 out["recorded"] += recorded
                 analysis = analyse(clone, env, trial_folder(clone, f"t{n}", aa + shas), args.budget,
                                    f"runs/confirm-t{n}")
-                row = {"trial": n, "size_percent": size, "amount": amount, "commit": shas[0],
-                       "loads": [r["load_before"] for r in recorded],
-                       **{m: outcome(analysis, shas[0], m) for m in METRICS},
-                       "false_alarms": false_alarms(analysis, shas[0]), "candidates": len(analysis["timing_steps"]),
-                       "seconds": analysis["seconds"], "analysis": analysis}
+                row = trial_row({"trial": n, "size_percent": size, "amount": amount, "commit": shas[0],
+                                 "loads": [r["load_before"] for r in recorded]}, analysis)
                 out["trials"].append(row)
-                save()
+                save(out, args.out)
                 cpu, wall = row["first_grad_cpu_s"], row["first_grad_s"]
                 log(f"trial {n} (+{size:g} %): CPU {cpu['status']}"
                     + (f" ({cpu['change']:+.1%})" if cpu.get("change") is not None else "")
                     + f"; wall {wall['status']}; {len(row['false_alarms'])} false alarm(s); "
                       f"load {max(row['loads']):.1f}")
     finally:
-        save()
+        save(out, args.out)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(summary(out))
@@ -298,15 +309,12 @@ def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
         # Start from the A/A analysis's confirmations, as the trial did: its own are re-measured.
         shutil.copy(clone / "results" / "confirmations.json", folder / "confirmations.json")
         analysis = analyse(clone, env, folder, budget, f"runs/confirm-t{t['trial']}-again", ROOT)
-        row = {**{k: t[k] for k in ("trial", "size_percent", "amount", "commit", "loads")},
-               **{m: outcome(analysis, t["commit"], m) for m in METRICS},
-               "false_alarms": false_alarms(analysis, t["commit"]), "candidates": len(analysis["timing_steps"]),
-               "seconds": analysis["seconds"], "analysis": analysis}
+        row = trial_row({k: t[k] for k in ("trial", "size_percent", "amount", "commit", "loads")}, analysis)
         redo["trials"].append(row)
         log(f"trial {t['trial']} (+{t['size_percent']:g} %) again: CPU {row['first_grad_cpu_s']['status']}; "
             f"wall {row['first_grad_s']['status']}; {len(row['false_alarms'])} false alarm(s)")
         out["reanalysis"] = redo
-        path.write_text(json.dumps(out, indent=1, default=str))
+        save(out, path)
     print(summary({**out, "aa": redo["aa"], "trials": redo["trials"]}))
     return 0
 
