@@ -46,6 +46,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
 from gate_power import _log as log, _repeat_nodes  # noqa: E402
+from harness import fmt  # noqa: E402
 
 CASE = ("resnet15", "autograd")
 MACHINE = "bench-trend"
@@ -280,7 +281,7 @@ def main(argv=None) -> int:
                 save(out, args.out)
                 cpu, wall = row["first_grad_cpu_s"], row["first_grad_s"]
                 log(f"trial {n} (+{size:g} %): CPU {cpu['status']}"
-                    + (f" ({cpu['change']:+.1%})" if cpu.get("change") is not None else "")
+                    + (f" ({fmt.change(cpu['change'])})" if cpu.get("change") is not None else "")
                     + f"; wall {wall['status']}; {len(row['false_alarms'])} false alarm(s); "
                       f"load {max(row['loads']):.1f}")
     finally:
@@ -337,7 +338,7 @@ def summary(out: dict) -> str:
             lines.append(f"| +{size:g} % | `{metric}` | {len(rows)} | {sum(t[metric]['proposed'] for t in rows)} | "
                          f"{sum(t[metric]['status'] == 'confirmed' for t in rows)} | "
                          f"{sum(len(t['false_alarms']) for t in rows)} | "
-                         + (f"{statistics.median(seen):+.1%}" if seen else "–") + " |")
+                         + (fmt.change(statistics.median(seen)) if seen else "–") + " |")
     return "\n".join(lines)
 
 
