@@ -195,18 +195,17 @@ def test_confirm_marks_a_real_step_confirmed_and_a_drift_step_not_reproduced(rep
 
 def test_an_inconclusive_re_run_is_not_repeated_until_asked_but_a_step_left_aside_is():
     """Re-running an inconclusive step on every push would test until one run says 'regressed'."""
-    rng = np.random.default_rng(3)
     commits = [f"{i:040x}" for i in range(1, 11)]
-    trends = analyse(history((CASE, "first_grad_s", commits, drifting(rng, 10, 5, step_at=5, factor=1.5,
-                                                                         drift=0.01, noise=0.01))))
-    (key,) = list(trends.steps["key"])
-    entry = {"key": key, "status": UNCONFIRMED}
-    inconclusive = confirm.apply(trends, {key: {**entry, "reason": "paired re-run, 60 pair(s): inconclusive",
-                                                "pairs": 60}})
+    values = drifting(np.random.default_rng(3), 10, 5, step_at=5, factor=1.5, drift=0.01, noise=0.01)
+
+    def with_stored(reason, pairs):  # confirm.apply marks the Trends it is given, so each gets its own
+        trends = analyse(history((CASE, "first_grad_s", commits, values)))
+        (key,) = list(trends.steps["key"])
+        return confirm.apply(trends, {key: {"key": key, "status": UNCONFIRMED, "reason": reason, "pairs": pairs}})
+
+    inconclusive = with_stored("paired re-run, 60 pair(s): inconclusive", 60)
     assert confirm.plan(inconclusive) == [] and len(confirm.plan(inconclusive, redo=True)) == 1
-    aside = confirm.apply(analyse(history((CASE, "first_grad_s", commits, drifting(
-        np.random.default_rng(3), 10, 5, step_at=5, factor=1.5, drift=0.01, noise=0.01)))),
-        {key: {**entry, "reason": "not re-measured: the --budget was spent", "pairs": 0}})
+    aside = with_stored("not re-measured: the --budget was spent", 0)
     assert len(confirm.plan(aside)) == 1
 
 
