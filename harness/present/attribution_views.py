@@ -87,8 +87,8 @@ def headline(a: Attribution) -> str:
             for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))
     elif a.counters:
         parts.append("no counter changed")
-    headline = a.headline_function()
-    first = [headline[0]] if headline else []
+    lead = a.headline_function()
+    first = [lead[0]] if lead else []
     for unit in first + [u for u in a.units() if u not in first]:  # the function to look at first, first
         top = a.top_function(unit)
         if top is None:
