@@ -105,6 +105,35 @@ def test_a_median_jump_from_drift_is_dismissed_a_real_step_is_a_candidate_and_co
     assert trends.dismissed >= 0
 
 
+def interfered(rng, n_commits, step_at=None, factor=1.10, hit=0.25, slowdown=1.25):
+    """Five samples per commit of a steady CPU time; each sample hit by another job (``hit``
+    of them, at random) is ``slowdown`` slower: interference only ever adds time."""
+    out = []
+    for i in range(n_commits):
+        level = factor if step_at is not None and i >= step_at else 1.0
+        x = level * np.exp(0.01 * rng.standard_normal() + 0.02 * rng.standard_normal(5))
+        out.append(list(np.where(rng.random(5) < hit, x * slowdown, x)))
+    return out
+
+
+def test_a_timing_step_is_found_in_each_commits_faster_half():
+    """Interference that slows a random share of each commit's samples hides a 10 % step in the
+    medians and means; the faster half of each commit keeps it, and says its size."""
+    rng = np.random.default_rng(11)
+    commits = [f"{i:040x}" for i in range(1, 23)]
+    found, false_steps, changes = 0, 0, []
+    for _ in range(30):
+        steps = analyse(history((CASE, "first_grad_cpu_s", commits, interfered(rng, 22, step_at=20)))).steps
+        hit = steps[steps["commit_after"] == commits[20]]
+        found += len(hit) == 1
+        changes += list(hit["change"])
+        false_steps += len(analyse(history((CASE, "first_grad_cpu_s", commits, interfered(rng, 22)))).steps)
+    assert found >= 25, found  # 28 of 30 here; with every sample, 10
+    assert false_steps <= 4, false_steps  # 2 here; with every sample, 4
+    assert np.median(changes) == pytest.approx(0.10, abs=0.02)
+    assert "faster half" in steps.iloc[0]["evidence"]
+
+
 def test_history_with_medians_only_does_not_count_timing_steps():
     commits = [f"{i:040x}" for i in range(1, 6)]
     points = history((CASE, "first_grad_s", commits, [1.0, 1.02, 1.3, 1.25, 1.4]))  # 5 commits, medians only

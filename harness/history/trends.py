@@ -8,7 +8,8 @@ Two kinds of step, listed in this order:
 * deterministic metrics (counters, allocations, instructions): a step beyond the
   metric's margin is a regression or improvement outright;
 * timings: a step is reported only when its samples differ significantly
-  (``steps.test_steps``), and even then it is a *candidate* until a paired re-run of
+  (``steps.test_steps``, on the faster half of each commit's samples:
+  ``steps.timing_levels``), and even then it is a *candidate* until a paired re-run of
   the two commits around it confirms it (``ttfg regressions --confirm``,
   ``harness.history.confirm``). Only confirmed timing regressions count as
   regressions; the ``status`` column says which is which.
@@ -25,7 +26,7 @@ import pandas as pd
 
 from .points import PRIMARY, commits
 from .points import metric as metric_info
-from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps
+from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps, timing_levels
 
 STEP_COLUMNS = ("key", "case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",
                 "label_before", "label_after", "date_after", "before", "after", "change", "kind", "deterministic",
@@ -131,19 +132,21 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
                        str(first["metric"]), pos, values, samples=samples,
                        **{c: (arr[idx] if arr is not None else None) for c, arr in spread.items()})
             min_change = min_change_for(s.metric, threshold)
-            proposed = detect_steps(values, min_change=min_change)
             deterministic = metric_info(s.metric).deterministic
+            # A timing's steps are found and tested in each commit's faster half of samples.
+            levels, tested_samples = (values, samples) if deterministic else timing_levels(values, samples)
+            proposed = detect_steps(levels, min_change=min_change)
             if deterministic or not proposed:
                 tested = [(st, None) for st in proposed]
             else:
-                tested, dropped = test_steps(proposed, values, samples, min_change, alpha)
+                tested, dropped = test_steps(proposed, levels, tested_samples, min_change, alpha)
                 dismissed += len(dropped)
             s.steps = [st for st, _ in tested]
             series[(s.case, s.metric)] = s
             bounds = [0, *(st.index for st, _ in tested), len(values)]
             for i, (step, verdict) in enumerate(tested):
                 lo, cut, hi = bounds[i], bounds[i + 1], bounds[i + 2]
-                before, after = float(np.median(values[lo:cut])), float(np.median(values[cut:hi]))
+                before, after = float(np.median(levels[lo:cut])), float(np.median(levels[cut:hi]))
                 before_pos, after_pos = int(pos[cut - 1]), int(pos[cut])
                 n_b = sum(len(x) if x is not None else 1 for x in samples[lo:cut])
                 n_a = sum(len(x) if x is not None else 1 for x in samples[cut:hi])
@@ -152,7 +155,7 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
                     evidence = f"medians beyond the {min_change:.3g} margin of a deterministic metric"
                 else:
                     status, p, ci_low, ci_high = UNCONFIRMED, verdict.p_value, verdict.ci_low, verdict.ci_high
-                    evidence = f"{verdict.method}: {verdict.reason}"
+                    evidence = f"{verdict.method} on each commit's faster half: {verdict.reason}"
                 rows.append((step_key(s.case, s.metric, names[before_pos], names[after_pos]),
                              s.case, s.model, s.backend, s.variant, s.metric, after_pos,
                              names[before_pos], names[after_pos], labels[before_pos], labels[after_pos],
