@@ -67,7 +67,7 @@ class Trends:
     series: dict[tuple[str, str], Series]
     commits: pd.DataFrame          # pos, commit, label, date
     steps: pd.DataFrame            # STEP_COLUMNS: deterministic first, then timings; regressions first, largest first
-    #: Timing steps the medians proposed but the samples did not support (not in ``steps``).
+    #: Timing steps the commits' levels proposed but their samples did not support (not in ``steps``).
     dismissed: int = 0
 
     @property

@@ -106,7 +106,7 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
 
         trends = apply(trends, confirmations)
     if trends.dismissed:
-        notes.append(f"{trends.dismissed} timing step(s) proposed by the medians were left out: the samples on "
+        notes.append(f"{trends.dismissed} timing step(s) proposed by the commits' levels were left out: the samples on "
                      "their two sides do not differ significantly")
     return Prepared(points, trends, history, runs, notes, source, studies)
 
