@@ -197,7 +197,10 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     trials of a second recorded run of that benchmark (the last identical commit read
     5 % high); the geometric mean placed all 40 steps of both runs, and in simulation
     (``tests/test_trends.py``'s interference) found a few fewer than the median (105
-    against 119 of 150; every sample: 39). ``values[i]`` stands where
+    against 119 of 150; every sample: 39). A third run, recorded after this rule was
+    fixed, found 13 of 20 (every sample: 12): there the load during the trials differed
+    from the load during the identical commits, and the CPU time moved with it (README).
+    ``values[i]`` stands where
     ``samples[i]`` is None or empty (only the median was kept).
     """
     kept = [faster_half(s) if s is not None and len(s) else None for s in samples]
