@@ -405,6 +405,25 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     assert {c.id for c in record.load(tmp_path / "merged" / "head.json").cases} == {c.case for c in whole.cases}
 
 
+def test_the_merged_summary_states_each_shards_noise_floor(sharded_gates, tmp_path):
+    """Shards run on different runners, so each one's noise floor (in its gate.json, as the gate
+    command writes it) is stated; a shard without one says so."""
+    from harness.decide import noise
+    from harness.present.shard_views import merged_gate_markdown
+
+    _, dirs, _ = sharded_gates
+    for d in dirs[:2]:
+        floor = noise.in_gate(record.load(d / "base.json"), record.load(d / "head.json"), "first_grad_s", 20)
+        _edit(d / "gate.json", lambda doc, floor=floor: doc.update(noise=floor.to_json()))
+    _edit(dirs[1] / "gate.json", lambda doc: doc["noise"].update(entries="not a list"))
+    summary = merged_gate_markdown(merge_gates([load_shard(d) for d in dirs]).doc)
+    lines = {line.split(":")[0]: line for line in summary.splitlines() if line.startswith("> shard ")}
+    assert set(lines) == {"> shard 1/3", "> shard 2/3", "> shard 3/3"}, summary
+    assert "gate sees" in lines["> shard 1/3"] and "first_grad_s" in lines["> shard 1/3"]
+    assert "noise floor: unreadable" in lines["> shard 2/3"] and "entries" in lines["> shard 2/3"]
+    assert lines["> shard 3/3"].endswith("noise floor: not recorded")
+
+
 def test_a_missing_or_unfinished_shard_fails_the_merged_gate_with_exit_2(sharded_gates, cli, tmp_path):
     _, dirs, _ = sharded_gates
     out = cli("merge", "gate", str(dirs[0]), str(dirs[2]), "--out-dir", str(tmp_path / "m1"))

@@ -175,7 +175,7 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
         broken = [c["case"] for c in s.doc.get("cases") or [] if c.get("stop") == BASE_BROKEN]
         detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else "")
         entry.update(status=status, detail=detail, exit_code=code, elapsed_s=s.doc.get("elapsed_s"),
-                     expectation_failures=[r for r in rows if _failing(r)])
+                     expectation_failures=[r for r in rows if _failing(r)], noise=s.doc.get("noise"))
         table.append(entry)
     for index in missing:
         table.append({"shard": f"{index}/{count}", "file": None, "cases": None, "status": "missing",

@@ -32,6 +32,19 @@ def partition_table(plan, repeat: int) -> Fitted:
     return table
 
 
+def _noise_headline(shard: dict, metric: str) -> str:
+    """What the shard's runner could detect (its gate.json's noise floor): runners differ."""
+    from ..results.format import ResultsError
+    from ..results.validate import noise_from_json
+    from .noise import headline
+
+    try:
+        floor = noise_from_json(shard.get("noise"), shard.get("file") or "gate.json")
+    except ResultsError as exc:
+        return f"noise floor: unreadable ({exc})"
+    return headline(floor, metric)
+
+
 def merged_gate_markdown(merged: dict) -> str:
     """A merged gate document (``harness.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
     from .markdown import GATE_MARKER
@@ -73,4 +86,5 @@ def merged_gate_markdown(merged: dict) -> str:
         lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
         lines += [f"- `{f['case']}` {f['metric']}: {f['status']}" for f in failed_expectations]
     lines += [f"> {note}" for note in merged.get("notes", [])]
+    lines += [f"> shard {s['shard']}: {_noise_headline(s, metric)}" for s in present if s["status"] == "ok"]
     return "\n".join(lines).rstrip() + "\n"
