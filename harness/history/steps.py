@@ -38,7 +38,7 @@ from .. import metrics
 #: gradient's CPU time), 11 of the 20 steps were proposed at 0.01 and 17 at 0.05 (every one then
 #: confirmed), with the same 6 candidates in the A/A commits and none confirmed (README). That was
 #: with every sample of a commit counted; with the faster half (:func:`timing_levels`) runs 1 and 2
-#: propose all 20 at either level, and the A/A histories the same candidates.
+#: propose all 20 at either level, and their A/A histories the same candidates (8 and 4).
 STEP_ALPHA = 0.05
 
 #: Smallest relative change reported for a timing, by default: timings are noisy (CV
