@@ -135,6 +135,16 @@ def test_a_timing_step_is_found_in_each_commits_faster_half():
     assert all("faster half" in e for e in evidence)
 
 
+def test_faster_half_skips_failed_samples_and_keeps_small_commits_whole():
+    from harness.history.steps import faster_half, timing_levels
+
+    assert list(faster_half([3.0, np.nan, 1.0, 2.0, 9.0, 5.0])) == [1.0, 2.0, 3.0]
+    assert list(faster_half([2.0, 1.0])) == [1.0, 2.0]
+    levels, kept = timing_levels([4.0, 7.0], [np.array([np.nan, np.nan]), np.array([2.0, 8.0, 32.0])])
+    assert kept[0] is None and levels[0] == 4.0  # nothing measured: the stored value stands
+    assert list(kept[1]) == [2.0, 8.0] and levels[1] == pytest.approx(4.0)  # geometric mean of 2 and 8
+
+
 def test_history_with_medians_only_does_not_count_timing_steps():
     commits = [f"{i:040x}" for i in range(1, 6)]
     points = history((CASE, "first_grad_s", commits, [1.0, 1.02, 1.3, 1.25, 1.4]))  # 5 commits, medians only

@@ -186,7 +186,8 @@ def faster_half(samples) -> np.ndarray:
     ``timeit``'s advice is the same reasoning taken to the extreme (the minimum); a
     single sample per commit lost the within-commit spread and found 7 of 20.
     """
-    x = np.sort(np.asarray(samples, dtype=float))
+    x = np.asarray(samples, dtype=float)
+    x = np.sort(x[np.isfinite(x)])  # a sample that failed (NaN) is no measurement of the code
     return x[:max(2, (len(x) + 1) // 2)]
 
 
@@ -206,6 +207,7 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     ``samples[i]`` is None or empty (only the median was kept).
     """
     kept = [faster_half(s) if s is not None and len(s) else None for s in samples]
+    kept = [k if k is not None and len(k) else None for k in kept]
     levels = np.array([float(np.exp(np.mean(np.log(k)))) if k is not None and np.all(k > 0)
                        else float(np.median(k)) if k is not None else float(v) for k, v in zip(kept, values)])
     return levels, kept
