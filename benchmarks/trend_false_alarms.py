@@ -71,6 +71,14 @@ def git(clone: Path, *args: str, env: dict | None = None) -> str:
 _DATES = iter(range(int(time.time()), 2**31, 60))
 
 
+def bench_env(home: Path, code: Path, repeat: int) -> dict:
+    """The environment of every ttfg command here: its own HOME, ``code``'s harness, the one case."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TTFG_ASV_", "ASV"))}
+    env.update(HOME=str(home), PYTHONPATH=str(code), TTFG_ASV_MODELS=CASE[0], TTFG_ASV_BACKENDS=CASE[1],
+               TTFG_ASV_REPEAT=str(repeat), TTFG_ASV_ALLOCATIONS="0")
+    return env
+
+
 def load_average() -> float:
     return os.getloadavg()[0]
 
@@ -240,9 +248,7 @@ def main(argv=None) -> int:
     sh(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], ROOT)
     shutil.rmtree(clone / "results", ignore_errors=True)  # the shipped history is not this experiment's
     git(clone, "checkout", "-q", "-B", "main")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TTFG_ASV_", "ASV"))}
-    env.update(HOME=str(home), PYTHONPATH=str(clone), TTFG_ASV_MODELS=CASE[0], TTFG_ASV_BACKENDS=CASE[1],
-               TTFG_ASV_REPEAT=str(args.repeat), TTFG_ASV_ALLOCATIONS="0")
+    env = bench_env(home, clone, args.repeat)
     sh([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], clone, env)
     out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "after": args.after,
                  "commit": git(ROOT, "rev-parse", "HEAD"), "host": os.uname().nodename, "cpus": os.cpu_count(),
@@ -297,13 +303,10 @@ def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
     """Analyse and confirm a kept run's histories again with this checkout's code (new candidates only)."""
     out = json.loads(path.read_text())
     clone = work / "clone"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TTFG_ASV_", "ASV"))}
-    env.update(HOME=str(work / "home"), PYTHONPATH=str(ROOT), TTFG_ASV_MODELS=CASE[0], TTFG_ASV_BACKENDS=CASE[1],
-               TTFG_ASV_REPEAT=str(out["repeat"]), TTFG_ASV_ALLOCATIONS="0")
+    env = bench_env(work / "home", ROOT, out["repeat"])
     aa = [r["commit"] for r in out["recorded"] if r["phase"] == "A/A"]
     redo: dict = {"code": git(ROOT, "rev-parse", "HEAD"), "trials": []}
-    folder = clone / "trials" / "aa-again"
-    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(clone / "trials" / "aa-again", ignore_errors=True)
     redo["aa"] = analyse(clone, env, trial_folder(clone, "aa-again", aa), aa_budget, "runs/confirm-aa-again", ROOT)
     for t in out["trials"]:
         folder = clone / "trials" / f"t{t['trial']}"
