@@ -203,14 +203,20 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     against 119 of 150; every sample: 39). A third run, recorded after this rule was
     fixed, found 13 of 20 (every sample: 12): there the load during the trials differed
     from the load during the identical commits, and the CPU time moved with it (README).
-    ``values[i]`` stands where
-    ``samples[i]`` is None or empty (only the median was kept).
+    ``values[i]`` stands where ``samples[i]`` is None, empty or all failed (only the
+    median was kept).
     """
-    kept = [faster_half(s) if s is not None and len(s) else None for s in samples]
-    kept = [k if k is not None and len(k) else None for k in kept]
-    levels = np.array([float(np.exp(np.mean(np.log(k)))) if k is not None and np.all(k > 0)
-                       else float(np.median(k)) if k is not None else float(v) for k, v in zip(kept, values)])
-    return levels, kept
+    kept, levels = [], []
+    for value, commit in zip(values, samples):
+        half = faster_half(commit) if commit is not None else np.empty(0)
+        kept.append(half if len(half) else None)
+        if not len(half):
+            levels.append(float(value))
+        elif np.all(half > 0):
+            levels.append(float(np.exp(np.mean(np.log(half)))))
+        else:  # not a timing (no logs); the sample test refuses it anyway
+            levels.append(float(np.median(half)))
+    return np.array(levels), kept
 
 
 def test_steps(steps: list[Step], values: np.ndarray, samples, min_change: float = DEFAULT_MIN_CHANGE,
