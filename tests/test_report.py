@@ -185,6 +185,19 @@ def test_step_detector_is_quiet_on_noise_and_ignores_outliers():
     assert detect_steps([1.0, None, float("nan"), 1.0]) == []
 
 
+def test_step_detector_sees_a_step_at_the_tip_behind_drift_that_came_back():
+    # First-gradient CPU levels (ms) of a recorded history (benchmarks/trend_false_alarms.py, run 3):
+    # 20 commits of identical code whose middle read 7 % high under load, then a 10 % step.
+    recorded = [23.5, 23.5, 25.1, 25.6, 25.0, 24.7, 26.1, 25.3, 25.7, 25.2, 25.0, 25.1, 26.3, 24.7, 23.6, 23.5,
+                24.1, 23.5, 23.4, 23.7, 26.2, 25.1, 25.6]
+    assert [s.index for s in detect_steps(recorded)] == [2, 14, 20]  # binary segmentation found none
+    rng = np.random.default_rng(3)
+    shape = np.r_[np.full(2, 1.0), np.full(12, 1.07), np.full(6, 1.0), np.full(3, 1.1)]
+    found = sum(any(s.index == 20 and s.regression for s in detect_steps(shape * np.exp(0.015 * rng.standard_normal(23))))
+                for _ in range(30))
+    assert found >= 26  # 28 here; binary segmentation: 17
+
+
 def test_history_is_normalised_from_the_loaders_schema(tmp_path):
     assert report_data.parse_params("model='resnet15', backend=jax.jit, variant=params=args,chain=scan") == {
         "model": "resnet15", "backend": "jax.jit", "variant": "params=args,chain=scan"}
