@@ -143,6 +143,15 @@ def test_faster_half_skips_failed_samples_and_keeps_small_commits_whole():
     levels, kept = timing_levels([4.0, 7.0], [np.array([np.nan, np.nan]), np.array([2.0, 8.0, 32.0])])
     assert kept[0] is None and levels[0] == 4.0  # nothing measured: the stored value stands
     assert list(kept[1]) == [2.0, 8.0] and levels[1] == pytest.approx(4.0)  # geometric mean of 2 and 8
+    # A whole series at once (commits of any size, None, failed samples) keeps each commit's faster half.
+    rng = np.random.default_rng(4)
+    samples = [None if k == 0 else list(np.where(rng.random(k) < 0.2, np.nan, rng.random(k) + 0.5))
+               for k in rng.integers(0, 7, 40)]
+    levels, kept = timing_levels(np.full(40, 9.0), samples)
+    for level, half, commit in zip(levels, kept, samples):
+        expected = faster_half(commit) if commit is not None else np.empty(0)
+        assert (half is None and not len(expected) and level == 9.0) or (
+            list(half) == list(expected) and level == pytest.approx(np.exp(np.mean(np.log(expected)))))
 
 
 def test_history_with_medians_only_does_not_count_timing_steps():
