@@ -19,6 +19,10 @@ in a throwaway clone of this repository (committed HEAD), so nothing here is tou
    confirmed (a false alarm)? Each trial's commits are recorded later than the A/A part,
    so the drift between recordings is the real one.
 
+On a quiet machine the drift can be made real: ``--busy-aa 8-14`` records those A/A commits
+beside a process that keeps one CPU busy (another job's load, rising and coming back, the
+shape that hid steps in a recorded run), ``--busy-trials N`` every N-th trial.
+
 For the first gradient's CPU time (``first_grad_cpu_s``) and its wall time
 (``first_grad_s``) alike. The cheapest backend keeps it affordable: autograd on resnet15
 (one case), allocation processes off. Prints a table and writes everything it measured as
@@ -26,6 +30,7 @@ JSON (``--out``, rewritten after every trial).
 
     PYTHONPATH=. python benchmarks/trend_false_alarms.py                        # 20 A/A + 25 trials: ~1.5 h here
     PYTHONPATH=. python benchmarks/trend_false_alarms.py --aa 6 --step 10:2 --repeat 3   # a quick look
+    PYTHONPATH=. python benchmarks/trend_false_alarms.py --busy-aa 8-14                  # with a busy stretch
 """
 
 from __future__ import annotations
@@ -113,12 +118,19 @@ def commit(clone: Path, note: str, amount: int = 0) -> str:
     return git(clone, "rev-parse", "HEAD")
 
 
-def record(clone: Path, sha: str, env: dict) -> dict:
+def record(clone: Path, sha: str, env: dict, busy: bool = False) -> dict:
+    """``ttfg asv record`` of one commit; ``busy``: beside a process that keeps one CPU busy (real load)."""
     before = load_average()
     started = time.monotonic()
-    sh([sys.executable, "-m", "harness", "asv", "record", sha, "--machine", MACHINE, "--no-publish"], clone, env)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        sh([sys.executable, "-m", "harness", "asv", "record", sha, "--machine", MACHINE, "--no-publish"], clone, env)
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
     return {"commit": sha, "load_before": before, "load_after": load_average(),
-            "seconds": round(time.monotonic() - started, 1)}
+            "seconds": round(time.monotonic() - started, 1), "busy": busy}
 
 
 def results_file(clone: Path, sha: str) -> Path:
@@ -208,6 +220,16 @@ def _step(text: str) -> tuple[float, int]:
     return size_f, trials_i
 
 
+def _range(text: str) -> tuple[int, int]:
+    try:
+        first, last = (int(x) for x in text.split("-"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FIRST-LAST, for example 8-14") from None
+    if not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 <= FIRST <= LAST")
+    return first, last
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--aa", type=int, default=20, help="A/A commits (default: 20)")
@@ -218,6 +240,11 @@ def main(argv=None) -> int:
                         help="commits recorded in each trial, the injected one first (default: 2, the fewest a "
                              "step is tested with)")
     parser.add_argument("--repeat", type=int, default=5, help="cold processes per commit (default: 5)")
+    parser.add_argument("--busy-aa", type=_range, default=(0, 0), metavar="FIRST-LAST",
+                        help="record A/A commits FIRST to LAST (counted from 1) beside a process that keeps one "
+                             "CPU busy: drift that rises and comes back, as another job causes (default: none)")
+    parser.add_argument("--busy-trials", type=int, default=0, metavar="N",
+                        help="record every N-th trial beside that busy process (default: 0, none)")
     parser.add_argument("--aa-budget", default="10m", help="--confirm budget of the A/A analysis (default: 10m)")
     parser.add_argument("--budget", default="4m", help="--confirm budget of each trial (default: 4m)")
     parser.add_argument("--out", default="runs/trend-false-alarms.json")
@@ -252,13 +279,15 @@ def main(argv=None) -> int:
     sh([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], clone, env)
     out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "after": args.after,
                  "commit": git(ROOT, "rev-parse", "HEAD"), "host": os.uname().nodename, "cpus": os.cpu_count(),
+                 "busy_aa": list(args.busy_aa), "busy_trials": args.busy_trials,
                  "recorded": [], "trials": []}
     try:
         aa = []
         for i in range(args.aa):
             sha = commit(clone, f"A/A commit {i + 1}: identical code")
             aa.append(sha)
-            out["recorded"].append({**record(clone, sha, env), "phase": "A/A"})
+            busy = args.busy_aa[0] <= i + 1 <= args.busy_aa[1]
+            out["recorded"].append({**record(clone, sha, env, busy), "phase": "A/A"})
             log(f"A/A {i + 1}/{args.aa}: {sha[:8]} load {out['recorded'][-1]['load_before']:.1f}")
         out["aa"] = analyse(clone, env, clone / "results", args.aa_budget, "runs/confirm-aa")
         log(f"A/A analysis: {len(out['aa']['timing_steps'])} timing candidate(s), "
@@ -277,12 +306,13 @@ def main(argv=None) -> int:
                 git(clone, "checkout", "-q", "-B", f"trial-{n}", tip)
                 shas = [commit(clone, f"trial {n}: +{size:g} % ({amount} iterations per Repeat node), commit {j + 1}",
                                amount if j == 0 else 0) for j in range(args.after)]
-                recorded = [{**record(clone, sha, env), "phase": f"trial {n}"} for sha in shas]
+                busy = bool(args.busy_trials) and n % args.busy_trials == 0
+                recorded = [{**record(clone, sha, env, busy), "phase": f"trial {n}"} for sha in shas]
                 out["recorded"] += recorded
                 analysis = analyse(clone, env, trial_folder(clone, f"t{n}", aa + shas), args.budget,
                                    f"runs/confirm-t{n}")
                 row = trial_row({"trial": n, "size_percent": size, "amount": amount, "commit": shas[0],
-                                 "loads": [r["load_before"] for r in recorded]}, analysis)
+                                 "loads": [r["load_before"] for r in recorded], "busy": busy}, analysis)
                 out["trials"].append(row)
                 save(out, args.out)
                 cpu, wall = row["first_grad_cpu_s"], row["first_grad_s"]
