@@ -20,7 +20,7 @@ in a throwaway clone of this repository (committed HEAD), so nothing here is tou
    so the drift between recordings is the real one.
 
 On a quiet machine the drift can be made real: ``--busy-aa 8-14`` records those A/A commits
-beside a process that keeps one CPU busy (another job's load, rising and coming back, the
+beside processes that keep every CPU busy (other jobs' load, rising and coming back, the
 shape that hid steps in a recorded run), ``--busy-trials N`` every N-th trial.
 
 For the first gradient's CPU time (``first_grad_cpu_s``) and its wall time
@@ -118,15 +118,15 @@ def commit(clone: Path, note: str, amount: int = 0) -> str:
     return git(clone, "rev-parse", "HEAD")
 
 
-def record(clone: Path, sha: str, env: dict, busy: bool = False) -> dict:
-    """``ttfg asv record`` of one commit; ``busy``: beside a process that keeps one CPU busy (real load)."""
+def record(clone: Path, sha: str, env: dict, busy: int = 0) -> dict:
+    """``ttfg asv record`` of one commit; ``busy``: beside that many processes that each keep a CPU busy."""
     before = load_average()
     started = time.monotonic()
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         sh([sys.executable, "-m", "harness", "asv", "record", sha, "--machine", MACHINE, "--no-publish"], clone, env)
     finally:
-        if burner is not None:
+        for burner in burners:
             burner.kill()
             burner.wait()
     return {"commit": sha, "load_before": before, "load_after": load_average(),
@@ -241,10 +241,12 @@ def main(argv=None) -> int:
                              "step is tested with)")
     parser.add_argument("--repeat", type=int, default=5, help="cold processes per commit (default: 5)")
     parser.add_argument("--busy-aa", type=_range, default=(0, 0), metavar="FIRST-LAST",
-                        help="record A/A commits FIRST to LAST (counted from 1) beside a process that keeps one "
-                             "CPU busy: drift that rises and comes back, as another job causes (default: none)")
+                        help="record A/A commits FIRST to LAST (counted from 1) beside --busy-procs processes that "
+                             "each keep a CPU busy: drift that rises and comes back, as other jobs cause (default: none)")
     parser.add_argument("--busy-trials", type=int, default=0, metavar="N",
-                        help="record every N-th trial beside that busy process (default: 0, none)")
+                        help="record every N-th trial beside those busy processes (default: 0, none)")
+    parser.add_argument("--busy-procs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="busy processes (default: one per CPU; one on this 2-core VM moved nothing)")
     parser.add_argument("--aa-budget", default="10m", help="--confirm budget of the A/A analysis (default: 10m)")
     parser.add_argument("--budget", default="4m", help="--confirm budget of each trial (default: 4m)")
     parser.add_argument("--out", default="runs/trend-false-alarms.json")
@@ -279,14 +281,14 @@ def main(argv=None) -> int:
     sh([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], clone, env)
     out: dict = {"case": "/".join(CASE), "repeat": args.repeat, "aa_commits": args.aa, "after": args.after,
                  "commit": git(ROOT, "rev-parse", "HEAD"), "host": os.uname().nodename, "cpus": os.cpu_count(),
-                 "busy_aa": list(args.busy_aa), "busy_trials": args.busy_trials,
+                 "busy_aa": list(args.busy_aa), "busy_trials": args.busy_trials, "busy_procs": args.busy_procs,
                  "recorded": [], "trials": []}
     try:
         aa = []
         for i in range(args.aa):
             sha = commit(clone, f"A/A commit {i + 1}: identical code")
             aa.append(sha)
-            busy = args.busy_aa[0] <= i + 1 <= args.busy_aa[1]
+            busy = args.busy_procs if args.busy_aa[0] <= i + 1 <= args.busy_aa[1] else 0
             out["recorded"].append({**record(clone, sha, env, busy), "phase": "A/A"})
             log(f"A/A {i + 1}/{args.aa}: {sha[:8]} load {out['recorded'][-1]['load_before']:.1f}")
         out["aa"] = analyse(clone, env, clone / "results", args.aa_budget, "runs/confirm-aa")
@@ -306,7 +308,7 @@ def main(argv=None) -> int:
                 git(clone, "checkout", "-q", "-B", f"trial-{n}", tip)
                 shas = [commit(clone, f"trial {n}: +{size:g} % ({amount} iterations per Repeat node), commit {j + 1}",
                                amount if j == 0 else 0) for j in range(args.after)]
-                busy = bool(args.busy_trials) and n % args.busy_trials == 0
+                busy = args.busy_procs if args.busy_trials and n % args.busy_trials == 0 else 0
                 recorded = [{**record(clone, sha, env, busy), "phase": f"trial {n}"} for sha in shas]
                 out["recorded"] += recorded
                 analysis = analyse(clone, env, trial_folder(clone, f"t{n}", aa + shas), args.budget,
