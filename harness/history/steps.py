@@ -249,7 +249,9 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     grid = np.full((len(sizes), max(int(sizes.max(initial=0)), 1)), np.inf)
     if sizes.any():
         flat = np.array(list(itertools.chain.from_iterable(c for c in samples if c is not None)), dtype=float)
-        grid[np.repeat(np.arange(len(sizes)), sizes), np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)] = flat
+        row = np.repeat(np.arange(len(sizes)), sizes)
+        column = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)  # position within its commit
+        grid[row, column] = flat
     grid[~np.isfinite(grid)] = np.inf
     grid.sort(axis=1)
     finite = np.isfinite(grid).sum(axis=1)
