@@ -19,9 +19,11 @@ in a throwaway clone of this repository (committed HEAD), so nothing here is tou
    confirmed (a false alarm)? Each trial's commits are recorded later than the A/A part,
    so the drift between recordings is the real one.
 
-On a quiet machine the drift can be made real: ``--busy-aa 8-14`` records those A/A commits
-beside processes that keep every CPU busy (other jobs' load, rising and coming back, the
-shape that hid steps in a recorded run), ``--busy-trials N`` every N-th trial.
+``--busy-aa 8-14`` records those A/A commits beside processes that keep CPUs busy (load that
+rises and comes back), ``--busy-trials N`` every N-th trial. Measured on this 2-core VM
+(README, runs 4 and 5): one or two such processes raised the load to 1.6-2.2 but moved none
+of the first gradient's CPU time; the drift that hid steps in run 3 came at load 2.7-4.8
+from other cold-process benchmarks.
 
 For the first gradient's CPU time (``first_grad_cpu_s``) and its wall time
 (``first_grad_s``) alike. The cheapest backend keeps it affordable: autograd on resnet15
@@ -246,7 +248,7 @@ def main(argv=None) -> int:
     parser.add_argument("--busy-trials", type=int, default=0, metavar="N",
                         help="record every N-th trial beside those busy processes (default: 0, none)")
     parser.add_argument("--busy-procs", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help="busy processes (default: one per CPU; one on this 2-core VM moved nothing)")
+                        help="busy processes (default: one per CPU)")
     parser.add_argument("--aa-budget", default="10m", help="--confirm budget of the A/A analysis (default: 10m)")
     parser.add_argument("--budget", default="4m", help="--confirm budget of each trial (default: 4m)")
     parser.add_argument("--out", default="runs/trend-false-alarms.json")
