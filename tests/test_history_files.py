@@ -1,8 +1,9 @@
-"""Corrupt asv history is an error naming the file, never a quiet gap in the trends.
+"""Corrupt asv history is named and fails the exit code, never a quiet gap in the trends.
 
 A truncated, empty, non-UTF-8 or wrong-shape file in ``results/`` used to be dropped
 by asv's loader with a log line, so ``ttfg regressions`` and ``ttfg report`` showed
-fewer commits and fewer regressions and exited 0.
+fewer commits and fewer regressions and exited 0. Now the loader raises naming it, and
+the commands report the rest, name each file left out and exit 2.
 """
 
 from __future__ import annotations
@@ -41,17 +42,29 @@ def _one_result_file(folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("breakage", list(BREAKAGES))
-def test_a_bad_file_is_an_error_naming_it(history, breakage, capsys, tmp_path):
+def test_a_bad_file_is_named_the_rest_reported_and_the_exit_code_2(history, breakage, capsys, tmp_path):
+    commits = asv_results.load(history)["commit"].nunique()
     bad = _one_result_file(history)
     broken = BREAKAGES[breakage](bad.read_text())
     bad.write_bytes(broken if isinstance(broken, bytes) else broken.encode())
     with pytest.raises(asv_results.HistoryError, match=bad.name):
         asv_results.load(history)
-    for command in (["regressions"], ["report", "--out", str(tmp_path / "r.html")]):
-        assert main([*command, "--results", str(history)]) == 2
-        err = capsys.readouterr().err
-        assert str(bad) in err and "Traceback" not in err, err
-    assert not (tmp_path / "r.html").exists()
+    assert main(["regressions", "--results", str(history)]) == 2
+    captured = capsys.readouterr()
+    assert str(bad) in captured.err and "Traceback" not in captured.err, captured.err
+    assert f"over {commits - 1} commit(s)" in captured.out  # the rest is still analysed
+    assert main(["report", "--out", str(tmp_path / "r.html"), "--results", str(history)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "Traceback" not in err and f"{commits - 1} commit(s)" in err, err
+    html = (tmp_path / "r.html").read_text()
+    assert bad.name in html and "cannot be read" in html  # the page says what it lacks
+
+
+def test_a_bad_file_stops_confirmation(history, capsys, tmp_path):
+    _one_result_file(history).write_text("{")
+    assert main(["regressions", "--results", str(history), "--confirm", "--confirm-dir", str(tmp_path / "c")]) == 2
+    assert "not confirming" in capsys.readouterr().err
+    assert not (history / "confirmations.json").exists()
 
 
 def test_skip_bad_history_is_explicit_and_lists_what_it_left_out(history, capsys, tmp_path):
@@ -63,7 +76,7 @@ def test_skip_bad_history_is_explicit_and_lists_what_it_left_out(history, capsys
     assert frame["commit"].nunique() == good["commit"].nunique() - 1
     assert main(["regressions", "--results", str(history), "--skip-bad-history"]) == 0
     err = capsys.readouterr().err
-    assert "skipped a bad history file" in err and str(bad) in err
+    assert "left out an unreadable history file" in err and str(bad) in err
 
 
 def test_a_bad_machine_or_benchmarks_file_is_named(history):

@@ -32,8 +32,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=options.threshold, default=0.05, metavar="FRACTION",
                    help="smallest relative step reported (default: 0.05; counters use at most 0.01)")
     p.add_argument("--skip-bad-history", action="store_true",
-                   help="leave out asv result files that cannot be read, listing each (default: such a file is an "
-                        "error, exit 2, since dropping it would hide commits and regressions)")
+                   help="accept asv result files that cannot be read: exit 0 without them (default: they are left "
+                        "out and named, the rest is still reported, and the exit code is 2, since the gap hides "
+                        "commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
     p.add_argument("--confirmations", metavar="FILE",
                    help="re-measurements of timing steps (default: confirmations.json in the --results folder, "
@@ -58,9 +59,11 @@ reproduced, unconfirmed) in the confirmations file beside the history, which
 
 exit codes:
   0  done (informational: regressions do not fail; use `ttfg gate` to fail CI)
-  2  bad input (nothing written), or with --confirm: some step's commit is
-     missing from the repository (every other step was still re-measured and
-     saved)
+  2  bad input (nothing written); asv result files that cannot be read (the
+     steps of the rest are still listed, each file named, nothing confirmed;
+     --skip-bad-history accepts the gap: 0); or with --confirm: some step's
+     commit is missing from the repository (every other step was still
+     re-measured and saved)
 """
 
 
@@ -73,7 +76,8 @@ def add_report_commands(sub) -> None:
                     "latest run's phase breakdown, allocation and counter trends, cold versus warm compile "
                     "cache, and the studies among the results files (`ttfg study`: effect charts, depth growth fits; "
                     "study files feed only that section). Prints the path written. Exit 2 on bad input (nothing "
-                    "is written then).")
+                    "is written then), and when asv result files in the history cannot be read: the report is "
+                    "built without them, naming each (--skip-bad-history: exit 0).")
     _common(p)
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE", help=f"HTML file to write (default: {DEFAULT_OUT})")
     p.add_argument("--back", type=options.count(1, 10**7, "--back"), default=10, metavar="N",
@@ -153,7 +157,11 @@ def _run_files(paths: list[str], notes: list[str] | None = None) -> list[Path]:
 
 
 def load_inputs(args, notes: list[str]):
-    """``(history frame or None, [Results])`` from the command's arguments; notes say what was skipped."""
+    """``(history frame or None, [Results], gap)`` from the command's arguments; notes say what was skipped.
+
+    ``gap``: asv result files that could not be read were left out without ``--skip-bad-history``;
+    the caller still reports the rest and exits 2.
+    """
     from ..errors import UsageError
     from ..history import asv_results
     from ..results.record import load
@@ -170,14 +178,19 @@ def load_inputs(args, notes: list[str]):
         if args.results:
             raise UsageError(f"--results {folder}: no such folder")
         notes.append(f"no asv history ({folder}/ does not exist); trends come from the results files")
-        return None, runs
-    history = asv_results.load(folder, dropna=True, skip_bad=args.skip_bad_history)  # n/a values make no point
-    for bad in history.attrs.get("skipped_files", []):
-        notes.append(f"skipped a bad history file (--skip-bad-history): {bad}")
-    if history is None or not len(history):
+        return None, runs, False
+    history = asv_results.load(folder, dropna=True, skip_bad=True)  # n/a values make no point
+    skipped = history.attrs.get("skipped_files", [])
+    for bad in skipped:
+        notes.append(f"left out an unreadable history file, its commit missing from these trends: {bad}")
+    gap = bool(skipped) and not args.skip_bad_history
+    if gap:
+        notes.append(f"exit 2: {len(skipped)} history file(s) in {folder}/ cannot be read; repair or remove them "
+                     "(--skip-bad-history accepts the gap)")
+    if not len(history):
         notes.append(f"asv history in {folder}/ is empty")
-        return None, runs
-    return history, runs
+        return None, runs, gap
+    return history, runs, gap
 
 
 def confirmations_path(args) -> Path:
@@ -231,7 +244,7 @@ def cmd_report(args) -> int:
     out = output_file(args.out, "--out", create_parents=True)
     url = commit_url(args)
     notes: list[str] = []
-    history, runs = load_inputs(args, notes)
+    history, runs, gap = load_inputs(args, notes)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
                        confirmations=load_confirmations(args))
     prepared.notes[:0] = notes
@@ -242,7 +255,7 @@ def cmd_report(args) -> int:
     print(f"{prepared.trends.n_commits} commit(s), {len(prepared.trends.cases())} case(s), {_counts(prepared.trends)}",
           file=sys.stderr)
     print(path)
-    return 0
+    return 2 if gap else 0
 
 
 def _counts(trends) -> str:
@@ -324,20 +337,24 @@ def cmd_regressions(args) -> int:
 
     budget = parse_duration(args.budget) if args.confirm else None  # bad input first, before any work
     notes: list[str] = []
-    history, runs = load_inputs(args, notes)
+    history, runs, gap = load_inputs(args, notes)
+    if gap and args.confirm:
+        notes.append("not confirming: re-measuring steps next to a missing commit could confirm the gap")
+    confirming = args.confirm and not gap
     stored_path = confirmations_path(args)
     stored = load_confirmations(args)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
                        confirmations=stored)
+    code = 2 if gap else 0
     if args.format == "json":
-        code = _confirm(args, prepared, stored, stored_path, budget, make_console(stderr=True)) if args.confirm else 0
+        if confirming:
+            code = _confirm(args, prepared, stored, stored_path, budget, make_console(stderr=True))
         _print_notes(notes + prepared.notes)
         print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes, code), indent=1,
                          allow_nan=False))
         return code
     console = make_console()
-    code = 0
-    if args.confirm:
+    if confirming:
         code = _confirm(args, prepared, stored, stored_path, budget, console)
     _print_notes(notes + prepared.notes)
     trends = prepared.trends
