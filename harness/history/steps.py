@@ -22,7 +22,7 @@ then a 10 % step in the newest 3 commits) it proposed 13 of 20 injected steps an
 optimal fit 19. The exact fit (PELT) costs about 23 ms per 1000-point series, too slow for
 a 1000-commit report, so it runs over candidate cuts: those of binary segmentation at a
 third of the penalty, each widened by ``min_size`` either side. On 30 two-step
-1000-point series that gave the exact fit's cuts in 29, in 0.5 ms per series.
+1000-point series that gave the exact fit's cuts in 29, in 0.6 ms per series.
 
 That is the proposal. For a timing, each commit counts with the faster half of its
 samples (:func:`timing_levels`: interference only adds time), and levels moving is not
