@@ -223,7 +223,12 @@ def faster_half(samples) -> np.ndarray:
     """
     x = np.asarray(samples, dtype=float)
     x = np.sort(x[np.isfinite(x)])  # a sample that failed (NaN) is no measurement of the code
-    return x[:max(2, (len(x) + 1) // 2)]
+    return x[:int(_kept(len(x)))]
+
+
+def _kept(finite):
+    """How many of a commit's ``finite`` good samples count (a count or an array of them)."""
+    return np.minimum(finite, np.maximum(2, (finite + 1) // 2))
 
 
 def timing_levels(values, samples) -> tuple[np.ndarray, list]:
@@ -255,7 +260,7 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     grid[~np.isfinite(grid)] = np.inf
     grid.sort(axis=1)
     finite = np.isfinite(grid).sum(axis=1)
-    keep = np.minimum(finite, np.maximum(2, (finite + 1) // 2))  # as faster_half
+    keep = _kept(finite)
     inside = np.arange(grid.shape[1]) < keep[:, None]
     positive = np.all(~inside | (grid > 0), axis=1)
     logs = np.log(np.where(inside & (grid > 0), grid, 1.0))
