@@ -244,7 +244,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="cold processes per commit (default: 5)")
     parser.add_argument("--busy-aa", type=_range, default=(0, 0), metavar="FIRST-LAST",
                         help="record A/A commits FIRST to LAST (counted from 1) beside --busy-procs processes that "
-                             "each keep a CPU busy: drift that rises and comes back, as other jobs cause (default: none)")
+                             "each keep a CPU busy: load that rises and comes back (default: none)")
     parser.add_argument("--busy-trials", type=int, default=0, metavar="N",
                         help="record every N-th trial beside those busy processes (default: 0, none)")
     parser.add_argument("--busy-procs", type=int, default=os.cpu_count() or 1, metavar="N",
