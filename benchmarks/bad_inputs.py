@@ -97,14 +97,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ttfg-bad-inputs-") as tmp:
         d = Path(tmp)
         _files(d)
-        holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom harness.files import OneWriter\n"
+        holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom ttfg.files import OneWriter\n"
                                    f"OneWriter({str(d / 'locked.json')!r}).acquire()\nprint('held', flush=True)\n"
                                    "time.sleep(600)"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             holder.stdout.readline()
             print("| bad input | exit | message |\n| --- | --- | --- |")
             for what, argv in _cases(d):
-                proc = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
+                proc = subprocess.run([sys.executable, "-m", "ttfg", *argv], capture_output=True, text=True,
                                       cwd=ROOT, timeout=300, env={**os.environ, "COLUMNS": "200"})
                 text = proc.stderr + proc.stdout
                 bad = proc.returncode != 2 or "Traceback" in text

@@ -5,7 +5,7 @@ measures both with real gates on real commits. It clones this repository into a
 temporary folder (``git clone --local --no-hardlinks``, at the current commit), commits
 one injected regression on top (``benchmarks/gate_injections.py``: Python work while
 tracing, an extra op per block, C work after XLA's compile; each sized to a fraction of
-a measured base), and runs ``python -m harness gate --repo CLONE --base HEAD~1 --head
+a measured base), and runs ``python -m ttfg gate --repo CLONE --base HEAD~1 --head
 HEAD`` in a fresh process, as CI would. The gate checks both revisions out as worktrees
 of the clone, so the head's probes import the injected code. The gate itself runs from a
 second clone at the same commit, so editing this checkout during a run changes nothing.
@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
-from harness import fmt  # noqa: E402
-from harness.present.markdown import _table  # noqa: E402
+from ttfg import fmt  # noqa: E402
+from ttfg.present.markdown import _table  # noqa: E402
 
 #: What an A/A trial on the deterministic tiers runs, when the gate has tiers.
 DETERMINISTIC_TIERS = "structural,instructions"
@@ -100,8 +100,8 @@ def _count(low: int):
 
 
 def _duration(text: str) -> str:
-    from harness.decide.gate import parse_duration
-    from harness.errors import UsageError
+    from ttfg.decide.gate import parse_duration
+    from ttfg.errors import UsageError
 
     try:
         parse_duration(text)
@@ -138,9 +138,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--render", action="append", metavar="FILE",
                    help="print the tables of an earlier --out file instead of running (repeatable)")
     args = p.parse_args(argv)
-    from harness import engines
-    from harness.errors import TtfgError
-    from harness.measure.cases import load_model
+    from ttfg import engines
+    from ttfg.errors import TtfgError
+    from ttfg.measure.cases import load_model
 
     if args.backend not in engines.names():
         p.error(f"--backend {args.backend}: unknown; known: {', '.join(engines.names())}")
@@ -171,8 +171,8 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def ttfg(*args: str, cwd: Path, pythonpath: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m harness ARGS``: this interpreter, with ``pythonpath`` first on the path."""
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
+    """``python -m ttfg ARGS``: this interpreter, with ``pythonpath`` first on the path."""
+    return subprocess.run([sys.executable, "-m", "ttfg", *args], capture_output=True, text=True, cwd=cwd,
                           env=_env(pythonpath), timeout=timeout)
 
 
@@ -197,7 +197,7 @@ def _median(values):
 
 def calibrate(clone: Path, work: Path, args) -> dict:
     """The base's phases and counters, from ``ttfg run`` of the clone's base commit."""
-    from harness.results import record
+    from ttfg.results import record
 
     out = work / "calibration.json"
     ran = ttfg("run", "--model", args.model, "--backend", args.backend, "--repeat", str(args.calibrate_repeat),
@@ -215,8 +215,8 @@ def calibrate(clone: Path, work: Path, args) -> dict:
 
 def _repeat_nodes(model: str) -> tuple[int, int]:
     """``(Repeat nodes, repeated blocks)`` of the model: the python work runs once per node."""
-    from harness.engines.interpret import repeats
-    from harness.measure.cases import load_model
+    from ttfg.engines.interpret import repeats
+    from ttfg.measure.cases import load_model
 
     found = [layer for _, layer in repeats(load_model(model).network)]
     return len(found), sum(layer.count for layer in found)
@@ -288,7 +288,7 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
     Phase seconds are the median of paired differences (head - base within a pair);
     instructions the ratio of medians less one; a counter the difference of medians.
     """
-    from harness.results import record
+    from ttfg.results import record
 
     change: dict = {}
     try:
@@ -321,7 +321,7 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
 def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
              extra: tuple[str, ...] = ()) -> dict:
     """One real ``ttfg gate`` in a fresh process; its verdict, timing and attribution."""
-    from harness.decide.gate import parse_duration
+    from ttfg.decide.gate import parse_duration
 
     cmd = ["gate", "--repo", str(clone), "--base", base, "--head", head, "--model", args.model, "--backend",
            args.backend, "--budget", args.budget, "--out-dir", str(out_dir), *extra, *args.gate_arg]
@@ -330,7 +330,7 @@ def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args,
     load_before = _load()
     started = time.monotonic()
     limit = 3 * parse_duration(args.budget) + 1800
-    proc = subprocess.Popen([sys.executable, "-m", "harness", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen([sys.executable, "-m", "ttfg", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, cwd=out_dir.parent, env=_env(tool))
     try:
         output, _ = proc.communicate(timeout=limit)
@@ -387,7 +387,7 @@ def _commit_injection(clone: Path, base: str, message: str, kind: str | None = N
 
 def _save(doc: dict, path: str | None) -> None:
     if path:
-        from harness.files import atomic_write_text
+        from ttfg.files import atomic_write_text
 
         slim = json.loads(json.dumps(doc))
         for row in slim["regressions"] + slim["aa"]:

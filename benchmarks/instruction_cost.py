@@ -7,7 +7,7 @@ seconds per sample (wall, and CPU of the process tree), the window's wall time, 
 per-phase counts where the backend splits them, and the load average before and after.
 Each sample's JSON goes to ``--out`` (one results file per backend) for later reading.
 
-    PYTHONPATH=. python benchmarks/instruction_cost.py --model resnet15 --repeat 3 --jobs 2
+    .venv/bin/python benchmarks/instruction_cost.py --model resnet15 --repeat 3 --jobs 2
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import engines
-from harness.measure.cases import select
-from harness.measure.runner import RunSettings, new_results, run_sample
-from harness import fmt
+from ttfg import engines
+from ttfg.measure.cases import select
+from ttfg.measure.runner import RunSettings, new_results, run_sample
+from ttfg import fmt
 
 
 def spread(values: list[float]) -> float | None:

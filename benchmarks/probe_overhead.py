@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.measure.cases import select
-from harness.measure.runner import RunSettings, probe_env, run_sample
+from ttfg.measure.cases import select
+from ttfg.measure.runner import RunSettings, probe_env, run_sample
 
 HERE = Path(__file__).resolve().parent
 

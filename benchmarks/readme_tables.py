@@ -3,7 +3,7 @@
     python benchmarks/readme_tables.py runs/
 
 Prints every table the README quotes, so its figures are copied from measured files,
-never typed by hand, and formatted by ``harness.fmt`` like every other table.
+never typed by hand, and formatted by ``ttfg.fmt`` like every other table.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from harness import fmt
-from harness.results import record
+from ttfg import fmt
+from ttfg.results import record
 
 
 def _median(values):

@@ -1,14 +1,14 @@
 """How long ``ttfg report`` takes, and how big its file gets, on a long history.
 
 Not a test: a measurement to run by hand and quote (README, "Reports"). It writes a
-synthetic history as real asv result files (``harness.history.synthetic``: one file per
+synthetic history as real asv result files (``ttfg.history.synthetic``: one file per
 commit, the suite's real benchmark names and parameter grid), then times the path a
-real history takes: ``harness.history.asv_results.load`` on the folder, then
+real history takes: ``ttfg.history.asv_results.load`` on the folder, then
 ``build_report`` (points, trends, steps, plots, HTML), with wall and CPU time (CPU time is
 the steadier figure on a shared machine), and prints the file size.
 
-    PYTHONPATH=. python benchmarks/report_scale.py                 # 1000 commits x 50 cases
-    PYTHONPATH=. python benchmarks/report_scale.py --commits 200 --cases 20 --repeat 3
+    .venv/bin/python benchmarks/report_scale.py                 # 1000 commits x 50 cases
+    .venv/bin/python benchmarks/report_scale.py --commits 200 --cases 20 --repeat 3
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    from harness.history import asv_results
-    from harness.present.report import build_report
-    from harness.history.synthetic import write_history
+    from ttfg.history import asv_results
+    from ttfg.present.report import build_report
+    from ttfg.history.synthetic import write_history
 
     imports = time.perf_counter() - started
     loads, builds, cpus, load_cpus = [], [], [], []

@@ -1,11 +1,11 @@
 """The README's table of the matrix's wall time on 1, 2, 4 and 8 runners, from the partitioner.
 
-    PYTHONPATH=. python benchmarks/shard_table.py [--costs FILE] [--repeat 5]
+    .venv/bin/python benchmarks/shard_table.py [--costs FILE] [--repeat 5]
 
 The matrix is what ``ci/workflows/trend*.yml`` measure: resnet15 and convnext_tiny over
 every backend, each backend's default variant. Each case costs its seconds per cold
 process times ``--repeat``; the wall time on N runners is the busiest shard of
-``harness.measure.shard.partition`` (the runners' setup, installing the frameworks, is
+``ttfg.measure.shard.partition`` (the runners' setup, installing the frameworks, is
 not included). Without ``--costs`` the seconds are the built-in ones: the process-TTFG
 medians measured on the 2-core VM and printed in the README's "Measured on this machine"
 tables. With ``--costs`` they come from that results file or asv history.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 
-from harness.history.shard_costs import load_costs
-from harness.measure.cases import select
-from harness.measure.shard import partition
-from harness import fmt
+from ttfg.history.shard_costs import load_costs
+from ttfg.measure.cases import select
+from ttfg.measure.shard import partition
+from ttfg import fmt
 
 
 def _case(cid: str) -> str:

@@ -30,9 +30,9 @@ For the first gradient's CPU time (``first_grad_cpu_s``) and its wall time
 (one case), allocation processes off. Prints a table and writes everything it measured as
 JSON (``--out``, rewritten after every trial).
 
-    PYTHONPATH=. python benchmarks/trend_false_alarms.py                        # 20 A/A + 25 trials: ~1.5 h here
-    PYTHONPATH=. python benchmarks/trend_false_alarms.py --aa 6 --step 10:2 --repeat 3   # a quick look
-    PYTHONPATH=. python benchmarks/trend_false_alarms.py --busy-aa 8-14                  # with a busy stretch
+    .venv/bin/python benchmarks/trend_false_alarms.py                        # 20 A/A + 25 trials: ~1.5 h here
+    .venv/bin/python benchmarks/trend_false_alarms.py --aa 6 --step 10:2 --repeat 3   # a quick look
+    .venv/bin/python benchmarks/trend_false_alarms.py --busy-aa 8-14                  # with a busy stretch
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
 from gate_power import _log as log, _repeat_nodes  # noqa: E402
-from harness import fmt  # noqa: E402
+from ttfg import fmt  # noqa: E402
 
 CASE = ("resnet15", "autograd")
 MACHINE = "bench-trend"
@@ -92,7 +92,7 @@ def load_average() -> float:
 
 def save(out: dict, path: str | os.PathLike) -> None:
     """Write the run's document (atomically: a crash leaves the previous one)."""
-    from harness.files import atomic_write_text
+    from ttfg.files import atomic_write_text
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(out, indent=1, default=str) + "\n")
@@ -126,7 +126,7 @@ def record(clone: Path, sha: str, env: dict, busy: int = 0) -> dict:
     started = time.monotonic()
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
-        sh([sys.executable, "-m", "harness", "asv", "record", sha, "--machine", MACHINE, "--no-publish"], clone, env)
+        sh([sys.executable, "-m", "ttfg", "asv", "record", sha, "--machine", MACHINE, "--no-publish"], clone, env)
     finally:
         for burner in burners:
             burner.kill()
@@ -165,11 +165,11 @@ def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str
     puts the working folder first on the path, so the command runs from there.
     """
     started, load = time.monotonic(), load_average()
-    proc = sh([sys.executable, "-m", "harness", "regressions", "--results", str(results), "--confirm", "--budget",
+    proc = sh([sys.executable, "-m", "ttfg", "regressions", "--results", str(results), "--confirm", "--budget",
                budget, "--confirm-dir", str(clone / confirm_dir), "--repo", str(clone)], code or clone, env,
               check=False)
-    from harness.history import asv_results, confirm as confirmations
-    from harness.present.report import prepare
+    from ttfg.history import asv_results, confirm as confirmations
+    from ttfg.present.report import prepare
 
     prepared = prepare(asv_results.load(results, dropna=True), [],
                        confirmations=confirmations.load(results / confirmations.FILE_NAME))
@@ -188,7 +188,7 @@ def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str
 
 
 def median_cpu(clone: Path) -> float:
-    from harness.history import asv_results
+    from ttfg.history import asv_results
 
     df = asv_results.load(clone / "results", dropna=True)
     rows = df[(df["benchmark"] == "ttfg.track_first_grad_cpu_seconds") & (df["backend"] == CASE[1])]

@@ -1,4 +1,4 @@
-"""``python -m harness``: the same as the ``ttfg`` console script."""
+"""``python -m ttfg``: the same as the ``ttfg`` console script."""
 
 import sys
 

@@ -2,7 +2,7 @@
 
 Why one module: a value printed as "2.54 s" in ``ttfg compare`` must read "2.54 s" in
 the Markdown summary, the HTML report and on a plot's axis. Units come from the metric
-registry (``harness.metrics``: ``s``, ``bytes``, ``count``, ``ratio``). The rules:
+registry (``ttfg.metrics``: ``s``, ``bytes``, ``count``, ``ratio``). The rules:
 
 * seconds: 3 significant digits, ``2.54 s``; below a second ``254 ms``, below a
   millisecond ``42 µs``; from 100 s on, whole seconds (``153 s``);

@@ -1,8 +1,8 @@
 """Reference models, defined once and backend-neutral.
 
-``models.load(name, **options)`` returns a :class:`models.spec.ModelSpec`; nothing in
+``models.load(name, **options)`` returns a :class:`ttfg.models.spec.ModelSpec`; nothing in
 this package imports a framework. Other packages add models through the ``ttfg.models``
-entry-point group (``models.plugins``): the target is a builder, a callable taking the
+entry-point group (``ttfg.models.plugins``): the target is a builder, a callable taking the
 model's size options as keywords and returning a ``ModelSpec``, like ``resnet15.build``.
 """
 
@@ -17,8 +17,8 @@ from .spec import ModelSpec
 
 GROUP = "ttfg.models"
 _BUILTIN: dict[str, str] = {
-    "resnet15": "models.resnet15:build",
-    "convnext_tiny": "models.convnext_tiny:build",
+    "resnet15": "ttfg.models.resnet15:build",
+    "convnext_tiny": "ttfg.models.convnext_tiny:build",
 }
 
 #: One-line descriptions of the built-in models, for ``ttfg list`` (a plugin's is its builder's docstring).
@@ -72,7 +72,7 @@ def load(name: str, **options) -> ModelSpec:
         raise ValueError(f"model {name!r} does not take options {sorted(options)}: {exc}") from None
     if not isinstance(spec, ModelSpec):
         raise PluginError(f"{entry(name).describe()}: the builder returned a {type(spec).__name__}, "
-                          f"not a models.spec.ModelSpec")
+                          f"not a ttfg.models.spec.ModelSpec")
     return spec
 
 

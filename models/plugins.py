@@ -1,4 +1,4 @@
-"""Entry points: how another package adds a model (here) or a backend (``harness.engines``).
+"""Entry points: how another package adds a model (here) or a backend (``ttfg.engines``).
 
 A plugin distribution declares ``[project.entry-points."ttfg.models"]`` or
 ``[project.entry-points."ttfg.backends"]``; each entry is ``name = "module:attr"``.

@@ -1,6 +1,6 @@
 """The layer vocabulary: a network described as data, with no framework in sight.
 
-Every backend interprets these same nodes (see ``harness.engines.interpret``), so a model is
+Every backend interprets these same nodes (see ``ttfg.engines.interpret``), so a model is
 written once and every AD framework differentiates exactly the same function with
 exactly the same weights. Conventions shared by all nodes:
 

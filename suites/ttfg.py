@@ -1,12 +1,12 @@
 """Cold-start metrics of the first gradient, over model x backend x variant.
 
-Every function is a one-line call into ``harness.history.asv_suite``: asv keys history by a hash
+Every function is a one-line call into ``ttfg.history.asv_suite``: asv keys history by a hash
 of these sources, so leave them as they are and change behaviour in the harness.
 ``setup_cache`` runs the cold processes once per environment; each ``track_*`` reads one
 metric from it. A combination that was not measured returns NaN (asv: n/a).
 """
 
-from harness.history import asv_suite as asv_bench
+from ttfg.history import asv_suite as asv_bench
 
 
 def setup_cache():

@@ -11,6 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# uv's package cache (hard-linked into every environment and install ttfg builds) is shared by
+# the whole session, although each test gets its own empty user cache folder below: a test
+# that builds something should pay for building, not for downloading setuptools again.
+os.environ.setdefault("UV_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "uv"))
+
 #: Small but structurally complete versions of each model, for behaviour tests.
 SMALL_MODELS = {
     "resnet15": "resnet15:blocks=3",
@@ -21,7 +26,7 @@ SMALL_MODELS = {
 def run_ttfg(*args: str, env: dict | None = None, timeout: float = 600, cwd: Path | None = None):
     """Run the CLI in a fresh interpreter, as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "ttfg", *args], capture_output=True, text=True,
         env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd or ROOT,
     )
 
@@ -74,8 +79,8 @@ def plugin_site(tmp_path_factory) -> Path:
 @pytest.fixture
 def plugins(plugin_site, monkeypatch) -> Path:
     """The test plugins visible to this process and to every child (CLI, probes) it starts."""
-    import models
-    from harness import engines
+    from ttfg import models
+    from ttfg import engines
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(plugin_site), os.environ.get("PYTHONPATH")])))
     monkeypatch.syspath_prepend(str(plugin_site))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.results.record import ColdEvidence, Results, Sample
+from ttfg.results.record import ColdEvidence, Results, Sample
 
 CASE = "resnet15/jax.jit/params=args,chain=unrolled"
 OTHER = "resnet15/torch.eager/params=closure,chain=unrolled"
@@ -47,7 +47,7 @@ def results(cases: dict[str, list[dict]], environment: dict | None = None) -> Re
     """A complete Results with ``{case id: samples}``; model/backend come from the id."""
     res = Results(environment or {"hostname": "ci", "python": "3.11.7", "packages": {"jax": "0.10.2"}},
                   {"repeat": 1}, complete=True)
-    from harness.results.record import CaseResult
+    from ttfg.results.record import CaseResult
 
     for case_id, samples in cases.items():
         model, backend, variant = case_id.split("/")

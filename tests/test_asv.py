@@ -2,7 +2,7 @@
 
 The slow test runs the real asv 0.6.6 in a temporary clone (no reliance on the home
 folder's ~/.asv-machine.json: HOME points into tmp_path) and reads its output back with
-harness.history.asv_results; nothing here is hand-written asv JSON.
+ttfg.history.asv_results; nothing here is hand-written asv JSON.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import metrics
-from harness.history import asv_suite as asv_bench, asv_results
-from harness.results.record import CaseResult, Sample
+from ttfg import metrics
+from ttfg.history import asv_suite as asv_bench, asv_results
+from ttfg.results.record import CaseResult, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTED = [("resnet15", "torch.eager", "params=closure,chain=unrolled"),
@@ -67,7 +67,7 @@ def test_suite_functions_are_one_liners_with_units_and_the_full_matrix():
     used = set()
     for name, fn in found.items():
         body = inspect.getsource(fn).strip().splitlines()
-        assert len(body) == 2, f"{name} must stay a one-line call into harness.history.asv_suite"
+        assert len(body) == 2, f"{name} must stay a one-line call into ttfg.history.asv_suite"
         metric = re.search(r'asv_bench\.value\(cache, "([^"]+)", model, backend, variant\)', body[1]).group(1)
         used.add(metric)
         assert fn.unit == metrics.get(metric).asv_unit, name
@@ -200,10 +200,16 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     run(cmd, clone, env)
     git(clone, "checkout", "--quiet", "-")
 
-    # Commit 2, through `ttfg asv record` (a worktree of it, the same asv run, then asv publish),
-    # this time with the allocation process.
-    run([sys.executable, "-m", "harness", "asv", "record", second, "--machine", "testbox"], clone,
-        {**env, "TTFG_ASV_ALLOCATIONS": "1"})
+    # Commits 2 and 3, through `ttfg asv record` (a worktree of each, its project installed
+    # apart, the same asv run, then asv publish), this time with the allocation process.
+    # Commit 3 doubles resnet15's default depth: each commit's own code must be measured.
+    edit = clone / "models" / "resnet15.py"
+    edit.write_text(edit.read_text().replace("def build(blocks: int = 15,", "def build(blocks: int = 30,"))
+    git(clone, "commit", "--quiet", "-am", "third commit: 30 blocks")
+    third = git(clone, "rev-parse", "HEAD")
+    out = run([sys.executable, "-m", "ttfg", "asv", "record", second, third, "--machine", "testbox"], clone,
+              {**env, "TTFG_ASV_ALLOCATIONS": "1"})
+    assert f"measuring ttfg installed in" in out.stdout
 
     results = clone / "results" / "testbox"
     assert (results / "machine.json").exists()  # asv files the machine beside its results
@@ -218,6 +224,8 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     assert math.isnan(stored(files[first], "ttfg.track_alloc_count", SELECTED[0]))  # allocations off
     assert stored(files[second], "ttfg.track_alloc_count", SELECTED[0]) > 0
     assert stored(files[second], "ttfg.track_autograd_nodes", SELECTED[0]) > 0
+    deeper = stored(next(results.glob(f"{third[:8]}-existing-*.json")), "ttfg.track_autograd_nodes", SELECTED[0])
+    assert deeper > stored(files[second], "ttfg.track_autograd_nodes", SELECTED[0]), "each commit's code measured"
     assert (clone / "reports" / "asv" / "index.html").exists()
 
     everything = asv_results.load(clone / "results")
@@ -226,16 +234,16 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     frame = everything[everything["machine"] == "testbox"]
     assert list(frame.columns)[:len(asv_results.COLUMNS)] == asv_results.COLUMNS
     assert {"model", "backend", "variant"} <= set(frame.columns)
-    assert set(frame["commit"]) == {first, second}
+    assert set(frame["commit"]) == {first, second, third}
     assert str(frame["date"].dtype).startswith("datetime64") and frame["date"].notna().all()
     fg = frame[(frame["benchmark"] == "ttfg.track_first_grad_seconds") & frame["value"].notna()]
     assert sorted(fg["params"].unique()) == [
         "model=resnet15, backend=autograd, variant=params=args,chain=unrolled",
         "model=resnet15, backend=torch.eager, variant=params=closure,chain=unrolled",
     ]
-    assert len(fg) == 4 and (fg["unit"] == "seconds").all() and set(fg["commit"]) == {first, second}
+    assert len(fg) == 6 and (fg["unit"] == "seconds").all() and set(fg["commit"]) == {first, second, third}
     allocs = frame[(frame["benchmark"] == "ttfg.track_alloc_bytes") & frame["value"].notna()]
-    assert set(allocs["commit"]) == {second} and (allocs["unit"] == "bytes").all()
+    assert set(allocs["commit"]) == {second, third} and (allocs["unit"] == "bytes").all()
     # Timings keep their samples when recorded with --record-samples (ttfg asv record passes it): one
     # cold process here, whose value is the median; plain `asv run` above kept the median alone.
     kept = fg.set_index("commit")["samples"]
@@ -252,7 +260,7 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
 def test_every_suite_benchmark_maps_to_the_metric_it_reads():
     """The report reads asv history through the registry's asv_benchmark names; they must match the suites' code."""
 
-    from harness.history.points import metric_from_benchmark
+    from ttfg.history.points import metric_from_benchmark
 
     suite = (ROOT / "suites" / "ttfg.py").read_text()
     reads = dict(re.findall(r"def (track_\w+)\(.*?\):\n\s+return asv_bench\.value\(cache, \"([\w.]+)\"", suite))

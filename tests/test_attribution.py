@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.decide.attribution import attribute, attribute_results, function_deltas
-from harness.present.attribution_views import attribution_markdown, headline
-from harness.results import record
-from harness.results.model import GateSection
+from ttfg.cli import main
+from ttfg.decide.attribution import attribute, attribute_results, function_deltas
+from ttfg.present.attribution_views import attribution_markdown, headline
+from ttfg.results import record
+from ttfg.results.model import GateSection
 
 from .synthetic_results import CASE, OTHER, results, timing_sample
 
@@ -130,7 +130,7 @@ def test_results_files_keep_function_lists_and_refuse_bad_ones(tmp_path):
 
 
 def test_compare_attributes_a_regressed_case(tmp_path):
-    from harness.decide.compare import compare_results
+    from ttfg.decide.compare import compare_results
 
     base = results({CASE: [timing_sample(i, t) for i, t in enumerate([1.0, 1.01, 0.99, 1.0, 1.02, 0.98])]})
     head = results({CASE: [timing_sample(i, t) for i, t in enumerate([1.3, 1.31, 1.29, 1.3, 1.32, 1.28])]})
@@ -172,7 +172,7 @@ def test_explain_bad_input_exits_2_naming_the_problem(tmp_path, capsys, argv, me
 
 
 def test_report_shows_where_a_gates_change_went(tmp_path):
-    from harness.present.report import build_report
+    from ttfg.present.report import build_report
 
     paths = gate_files(tmp_path, TIMES, trace_growth=0.05)
     out = build_report(None, [record.load(paths["base"]), record.load(paths["head"])], tmp_path / "r.html")
@@ -205,7 +205,7 @@ def test_run_profiles_and_explain_name_python_functions_of_real_processes(tmp_pa
 def test_the_headline_function_is_the_clear_self_change_not_the_noisiest():
     """Sampled stacks are noisy: XLA's compile varying by +-0.8 s between processes must not
     outrank a new helper that steadily adds 0.5 s (measured so on jax.jit under load)."""
-    from harness.decide.attribution import Attribution
+    from ttfg.decide.attribution import Attribution
 
     def prof(compile_s, helper_s=None):
         top = [fn("first_gradient", "harness/engines/jax_jit.py", 37, 9.0 + compile_s + (helper_s or 0), 0.0),

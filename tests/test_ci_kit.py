@@ -6,9 +6,9 @@ import shlex
 import pytest
 import yaml
 
-from harness.decide import expect
-from harness.measure.cases import select
-from harness.cli import build_parser
+from ttfg.decide import expect
+from ttfg.measure.cases import select
+from ttfg.cli import build_parser
 
 from .conftest import ROOT
 
@@ -215,7 +215,7 @@ def _gate_step(steps):
 def test_perf_gate_posts_summary_as_one_updated_pull_request_comment():
     """The summary the gate writes is what the comment posts, by a maintained action that
     edits its earlier comment (found by a hidden marker) instead of adding one per push."""
-    from harness.present.markdown import GATE_MARKER
+    from ttfg.present.markdown import GATE_MARKER
 
     doc = load(ROOT / "ci" / "workflows" / "perf-gate.yml")
     assert doc["permissions"]["pull-requests"] == "write"

@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-NO_FRAMEWORK = "import sys; from harness.cli import main; {call}; bad = {{'torch', 'jax', 'jaxlib', 'autograd'}} & set(sys.modules); assert not bad, bad"
+NO_FRAMEWORK = "import sys; from ttfg.cli import main; {call}; bad = {{'torch', 'jax', 'jaxlib', 'autograd'}} & set(sys.modules); assert not bad, bad"
 
 
 def test_help_and_list_import_no_framework():

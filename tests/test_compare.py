@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.decide.compare import Thresholds, compare_results, expand_metrics
-from harness.fmt import metric_value
-from harness.errors import UsageError
+from ttfg.cli import main
+from ttfg.decide.compare import Thresholds, compare_results, expand_metrics
+from ttfg.fmt import metric_value
+from ttfg.errors import UsageError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
 
@@ -82,8 +82,8 @@ def test_head_that_cannot_run_is_a_regression_and_base_failure_is_not():
     cmp = compare_results(results({CASE: good}), results({CASE: bad}))
     assert [(r.metric, r.verdict.verdict) for r in cmp.rows] == [("failures", "regressed")]
     assert "head never produced a good sample" in cmp.rows[0].verdict.reason and cmp.exit_code() == 1
-    from harness.present.markdown import comparison_markdown
-    from harness.present.tables import compare_table
+    from ttfg.present.markdown import comparison_markdown
+    from ttfg.present.tables import compare_table
 
     assert compare_table(cmp).row_count == 1 and "**regressed**" in comparison_markdown(cmp)  # a row, not a metric
     cmp = compare_results(results({CASE: bad}), results({CASE: good}))

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.decide import calibrate as cal
-from harness.decide.stats import min_detectable_effect, sd_interval
-from harness.measure import machine
-from harness.measure.cases import Case
-from harness.present import doctor as view
+from ttfg.decide import calibrate as cal
+from ttfg.decide.stats import min_detectable_effect, sd_interval
+from ttfg.measure import machine
+from ttfg.measure.cases import Case
+from ttfg.present import doctor as view
 
 from .conftest import run_ttfg
 from .test_cli import NO_FRAMEWORK
@@ -264,7 +264,7 @@ def test_calibration_stops_a_failing_case_and_says_why():
 
 @pytest.mark.parametrize("budget", ["0", "-5", "0s", "nan", "inf", "9" * 400, "soon"])
 def test_bad_budget_is_refused_before_any_work(budget, capsys, monkeypatch):
-    from harness.cli import main
+    from ttfg.cli import main
 
     with pytest.raises(cal.UsageError):
         cal.parse_budget(budget)
@@ -281,7 +281,7 @@ def test_bad_budget_exits_2_from_the_command_line():
 
 
 def test_ctrl_c_during_calibration_prints_what_it_has(monkeypatch, capsys):
-    from harness.cli import main
+    from ttfg.cli import main
 
     clock_calls = iter([1.0, 1.0, 1.0, 1.0, KeyboardInterrupt()])
 
@@ -333,7 +333,7 @@ def test_missing_git_exits_2(tmp_path):
 
 def test_ctrl_c_during_calibration_prints_the_table_so_far(monkeypatch, capsys):
     """The table output, not only JSON: the pairs finished before Ctrl-C are shown, marked interrupted."""
-    from harness.cli import main
+    from ttfg.cli import main
 
     answers = iter([1.0, 1.1, 1.0, 1.2, 0.9, 1.0, KeyboardInterrupt()])
 

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from harness.decide.stats import (SequentialPairedTest, _simulate_logs, compare_paired, compare_unpaired,
+from ttfg.decide.stats import (SequentialPairedTest, _simulate_logs, compare_paired, compare_unpaired,
                                   detectable_effect, min_detectable_effect)
-from harness.present.verdicts import verdict_label
+from ttfg.present.verdicts import verdict_label
 
 
 def pairs_with(logs, base=1.0):

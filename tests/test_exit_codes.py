@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import cli
-from harness.cli import main
+from ttfg import cli
+from ttfg.cli import main
 
 BAD_NUMBERS = [
     ("run", "--timeout", "nan"), ("run", "--timeout", "0"), ("run", "--timeout", "-5"), ("run", "--timeout", "inf"),
@@ -43,7 +43,7 @@ def test_bad_numbers_exit_2_before_any_work(argv, capsys, monkeypatch):
 
 
 def test_percent_and_plain_fractions_agree():
-    from harness.cli import options
+    from ttfg.cli import options
 
     assert options.min_effect("5%") == pytest.approx(0.05) == options.min_effect("0.05")
 
@@ -96,7 +96,7 @@ def test_help_exits_0_and_usage_errors_2(capsys):
                                         ("convnext_tiny:depths=3x3x9x3", "convnext_tiny"),
                                         ("resnet15:blocks=30", "resnet15:blocks=30")])
 def test_model_ids_are_normalised(text, same):
-    from harness.measure.cases import normalize_model, select
+    from ttfg.measure.cases import normalize_model, select
 
     assert normalize_model(text) == same
     cases, _ = select([text, same], ["autograd"], check_availability=False)
@@ -108,7 +108,7 @@ def test_model_ids_are_normalised(text, same):
                                             ("resnet15:blocks=2,blocks=3", "given twice"),
                                             ("bogus", "unknown model 'bogus'")])
 def test_bad_models_are_refused_by_every_command_before_any_process(command, model, message, capsys, monkeypatch):
-    from harness.measure import runner
+    from ttfg.measure import runner
 
     def no_process(*a, **k):
         raise AssertionError("a probe was spawned for an invalid model")
@@ -122,9 +122,9 @@ def test_bad_models_are_refused_by_every_command_before_any_process(command, mod
 
 def test_a_run_where_nothing_was_measured_exits_2(capsys, monkeypatch, tmp_path):
     """Every process failed: that is a broken run (2), not a finding about a case (1)."""
-    from harness.measure import runner
+    from ttfg.measure import runner
 
-    from harness.results.model import Sample
+    from ttfg.results.model import Sample
 
     def failing(case, kind, cache, index, settings, *a, **k):
         return Sample(kind, ok=False, index=index, cache=cache, error="deliberate")
@@ -156,7 +156,7 @@ def _outputs_cases(tmp_path):
 
 
 def test_bad_output_paths_exit_2_before_any_work(tmp_path, capsys, monkeypatch):
-    from harness.measure import runner
+    from ttfg.measure import runner
 
     monkeypatch.setattr(runner, "run_sample", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
     for argv, message in _outputs_cases(tmp_path):
@@ -169,8 +169,8 @@ def test_a_read_only_filesystem_is_caught_before_work(tmp_path, monkeypatch):
     """As root, os.access says yes everywhere; the check really tries to create a file."""
     import tempfile
 
-    from harness.cli import outputs
-    from harness.errors import UsageError
+    from ttfg.cli import outputs
+    from ttfg.errors import UsageError
 
     def read_only(*a, **k):
         raise OSError(30, "Read-only file system")
@@ -181,7 +181,7 @@ def test_a_read_only_filesystem_is_caught_before_work(tmp_path, monkeypatch):
 
 
 def test_report_links_from_user_paths_are_relative_paths_never_a_scheme(tmp_path):
-    from harness.present.report import asv_link_for
+    from ttfg.present.report import asv_link_for
 
     site = tmp_path / "javascript:alert(1)"
     site.mkdir()
@@ -219,7 +219,7 @@ def _all_parsers(parser, prefix=()):
 
 def test_every_help_text_reads_cleanly():
     """No doubled percent signs or escapes leak into --help (study's said '95%% intervals')."""
-    from harness.cli import build_parser
+    from ttfg.cli import build_parser
 
     for path, parser in _all_parsers(build_parser()):
         text = parser.format_help()
@@ -228,12 +228,12 @@ def test_every_help_text_reads_cleanly():
 
 def test_one_results_file_has_one_writer(tmp_path):
     """A second writer of the same file is refused before it writes; the first keeps its samples."""
-    from harness.errors import UsageError
-    from harness.results import io
-    from harness.results.model import Sample
-    from harness.results.writer import ResultsWriter
-    from harness.measure.runner import RunSettings, new_results
-    from harness.measure.cases import select
+    from ttfg.errors import UsageError
+    from ttfg.results import io
+    from ttfg.results.model import Sample
+    from ttfg.results.writer import ResultsWriter
+    from ttfg.measure.runner import RunSettings, new_results
+    from ttfg.measure.cases import select
 
     out = tmp_path / "r.json"
     cases, skipped = select(["resnet15:blocks=2"], ["autograd"])
@@ -254,16 +254,16 @@ def test_a_second_run_on_the_same_out_is_refused_before_it_measures(tmp_path):
     import subprocess
     import sys
 
-    from harness.files import OneWriter
+    from ttfg.files import OneWriter
 
     out = tmp_path / "r.json"
     out.write_text("{}")
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom harness.files import OneWriter\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ttfg.files import OneWriter\n"
                                f"OneWriter({str(out)!r}).acquire()\nprint('held', flush=True)\ntime.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        run = subprocess.run([sys.executable, "-m", "harness", "run", "--model", "resnet15:blocks=2", "--backend",
+        run = subprocess.run([sys.executable, "-m", "ttfg", "run", "--model", "resnet15:blocks=2", "--backend",
                               "autograd", "--repeat", "1", "--out", str(out)], capture_output=True, text=True,
                              timeout=120)
     finally:
@@ -283,10 +283,10 @@ def test_a_full_disk_mid_run_stops_with_exit_2_and_keeps_the_saved_samples(tmp_p
     import errno
     import os as _os
 
-    from harness import files
-    from harness.measure import runner
-    from harness.results import io
-    from harness.results.model import Sample
+    from ttfg import files
+    from ttfg.measure import runner
+    from ttfg.results import io
+    from ttfg.results.model import Sample
 
     calls = {"n": 0, "probes": 0}
 

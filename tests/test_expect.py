@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.decide import expect
-from harness.cli import main
-from harness.decide.expect import Expectation, ExpectationsError
+from ttfg.decide import expect
+from ttfg.cli import main
+from ttfg.decide.expect import Expectation, ExpectationsError
 
 from .synthetic_results import CASE, OTHER, results, timing_run
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from harness import cli
-from harness.cli import main
-from harness.decide import expect
-from harness.errors import TtfgError
-from harness.history import asv_results
+from ttfg import cli
+from ttfg.cli import main
+from ttfg.decide import expect
+from ttfg.errors import TtfgError
+from ttfg.history import asv_results
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
@@ -86,7 +86,7 @@ def test_asv_history_loader_accepts_or_names_the_file(tmp_path_factory, seed, cu
 @FUZZ
 @given(seed=st.integers(0, 10_000), cut=st.one_of(st.none(), st.integers(0, 3000)))
 def test_results_loader_accepts_or_names_the_file(tmp_path_factory, seed, cut):
-    from harness.results import record
+    from ttfg.results import record
 
     real = next((ROOT / "tests" / "data").glob("*.json"))
     path = tmp_path_factory.mktemp("r") / "r.json"
@@ -125,7 +125,7 @@ def monkeypatch_session():
     mp = pytest.MonkeyPatch()
     for name in ("cmd_run", "cmd_check", "cmd_study"):
         mp.setattr(cli, name, lambda args: 0)
-    from harness.cli import gate as gate_cli, report as report_cli
+    from ttfg.cli import gate as gate_cli, report as report_cli
 
     for mod, name in ((gate_cli, "cmd_gate"), (report_cli, "cmd_report"), (report_cli, "cmd_regressions")):
         mp.setattr(mod, name, lambda args: 0)

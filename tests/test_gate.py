@@ -23,9 +23,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.results import record
-from harness.decide.gate import parse_duration
-from harness.errors import UsageError
+from ttfg.results import record
+from ttfg.decide.gate import parse_duration
+from ttfg.errors import UsageError
 
 from .conftest import ROOT, default_sigint
 
@@ -59,21 +59,24 @@ def repo(tmp_path_factory):
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "first")
     first = git(root, "rev-parse", "HEAD")
-    git(root, "checkout", "-q", "-b", "broken")
+    git(root, "checkout", "-q", "-b", "empty")
+    git(root, "commit", "-q", "--allow-empty", "-m", "no change at all (an A/A pair of commits)")
+    empty = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "-b", "broken", first)
     edit(root / "models/resnet15.py", '    if blocks < 1:', '    raise RuntimeError("deliberately broken model")\n    if blocks < 1:')
     git(root, "commit", "-q", "-am", "broken model")
     git(root, "checkout", "-q", "trunk")
     edit(root / "models/resnet15.py", "def build(blocks: int = 15,", "def build(blocks: int = 30,")
     git(root, "commit", "-q", "-am", "second: 30 blocks")
-    return SimpleNamespace(path=root, first=first, second=git(root, "rev-parse", "HEAD"))
+    return SimpleNamespace(path=root, first=first, empty=empty, second=git(root, "rev-parse", "HEAD"))
 
 
 def gate(repo, *args, timeout=420, summary=None):
-    env = {**os.environ, "PYTHONPATH": str(repo.path)}
+    env = dict(os.environ)
     env.pop("GITHUB_STEP_SUMMARY", None)
     if summary:
         env["GITHUB_STEP_SUMMARY"] = str(summary)
-    return subprocess.run([sys.executable, "-m", "harness", "gate", *args], cwd=repo.path, env=env,
+    return subprocess.run([sys.executable, "-m", "ttfg", "gate", *args], cwd=repo.path, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -119,9 +122,9 @@ def test_base_that_cannot_run_exits_2(repo, tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     out_dir = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(repo.path)}
+    env = dict(os.environ)
     env.pop("GITHUB_STEP_SUMMARY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "gate", "--base", repo.first, "--head", repo.second,
+    proc = subprocess.Popen([sys.executable, "-m", "ttfg", "gate", "--base", repo.first, "--head", repo.second,
                              "--backend", "autograd", "--budget", "10m", "--tiers", "time", "--out-dir", str(out_dir)],
                             cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
@@ -137,7 +140,8 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     assert len(worktrees(repo)) == 1
     head = record.load(out_dir / "head.json")
     assert not head.complete and head.case(AUTOGRAD).samples
-    assert not os.path.exists(head.settings["source"]), "the temporary worktree folder is gone"
+    assert not os.path.exists(head.environment["side"]["tree"]), "the temporary worktree folder is gone"
+    assert head.settings["source"] == head.environment["side"]["install"]["root"], "probes imported the install"
 
 
 @pytest.mark.slow
@@ -231,7 +235,7 @@ def test_tiered_gate_settles_a_structural_regression_with_one_pair(repo, tmp_pat
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed: the instructions tier "
                     "cannot count here (the gate falls back to wall time)")
 def test_tiered_a_a_gate_is_settled_unchanged_by_instruction_counts(repo, tmp_path):
-    out = gate(repo, "--base", repo.first, "--head", repo.first, "--backend", "autograd",
+    out = gate(repo, "--base", repo.first, "--head", repo.empty, "--backend", "autograd",
                "--out-dir", str(tmp_path / "out"))
     assert out.returncode == 0, out.stdout + out.stderr
     case = json.loads((tmp_path / "out" / "gate.json").read_text())["cases"][0]
@@ -241,3 +245,10 @@ def test_tiered_a_a_gate_is_settled_unchanged_by_instruction_counts(repo, tmp_pa
     counted = head.case(AUTOGRAD).good("instructions")
     assert len(counted) == 1 and counted[0].instructions > 0 and counted[0].instructions_top
     assert len(worktrees(repo)) == 1
+
+
+def test_the_same_commit_twice_is_said_and_not_measured(repo, tmp_path):
+    out = gate(repo, "--base", "trunk", "--head", repo.second, "--backend", "autograd", "--out-dir", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "same commit" in out.stdout and "nothing was measured" in out.stdout
+    assert not (tmp_path / "head.json").exists()

@@ -14,12 +14,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.decide import gate
-from harness.decide.gate import GateSettings, Side, run_gate
-from harness.measure.cases import select
-from harness.measure.worktrees import Revision
-from harness.results import record
-from harness.results.model import Sample
+from ttfg.decide import gate
+from ttfg.decide.gate import GateSettings, Side, run_gate
+from ttfg.measure.cases import select
+from ttfg.measure.worktrees import Revision
+from ttfg.results import record
+from ttfg.results.model import Sample
 
 MODEL = "resnet15:blocks=2"
 
@@ -271,8 +271,8 @@ def test_an_unchanged_case_is_not_attributed(gate_with):
 
 
 def test_summary_states_what_passing_means_and_where_a_regression_went(gate_with):
-    from harness.present.markdown import GATE_MARKER, gate_markdown
-    from harness.present.verdicts import passing_means
+    from ttfg.present.markdown import GATE_MARKER, gate_markdown
+    from ttfg.present.verdicts import passing_means
 
     outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)))
     text = gate_markdown(outcome)

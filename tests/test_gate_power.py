@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ttfg.measure.sources import install
+
 from .conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("gate_injections", ROOT / "benchmarks" / "gate_injections.py")
@@ -29,25 +31,31 @@ BLOCKS = 2
 
 
 def _copy(tmp_path: Path, kind: str | None = None, amount: int = 1) -> Path:
+    """A copy of this project's sources (what the build needs), with one injection applied."""
     root = tmp_path / (kind or "base")
     for folder in ("harness", "models"):
         shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, root / name)
     if kind:
         injections.apply(root, kind, amount)
     return root
 
 
 def _run(root: Path, code: str) -> dict:
-    """Run ``code`` with ``root``'s sources first on the path; it prints one JSON line."""
-    env = {**os.environ, "PYTHONPATH": str(root), "JAX_PLATFORMS": "cpu"}
+    """Run ``code`` against ``root``'s sources, installed apart and first on the path, as a gate side
+    would import them; it prints one JSON line."""
+    installed = install(root, None)
+    env = {**os.environ, "PYTHONPATH": str(installed.root), "JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 ENGINE = f"""
-import json, numpy as np, models
-from harness import engines
+import json, numpy as np
+from ttfg import models
+from ttfg import engines
 spec = models.load("resnet15", blocks={BLOCKS})
 impl = engines.get(BACKEND)()
 impl.import_framework()
@@ -80,7 +88,7 @@ PATCHED = dict(python=1000, **{"extra-op": 3}, compile=2)
 
 #: Counts calls of the injected work, and measures with the extra op on and off.
 PROBE = """
-import harness.engines.interpret as interp
+import ttfg.engines.interpret as interp
 calls = []
 work = interp._injected_python_work
 interp._injected_python_work = lambda: calls.append(1) or work()
@@ -119,7 +127,7 @@ print(json.dumps({"loss": loss, "counters": engine.counters()}))
 def test_jax_jit_extra_op_grows_the_jaxpr_and_compile_work_runs_after_compile(tmp_path):
     pytest.importorskip("jax")
     head = _run(_patched(tmp_path), _engine_code("jax.jit", """
-import harness.engines.jax_jit as jj
+import ttfg.engines.jax_jit as jj
 compile_calls = []
 work = jj._injected_compile_work
 jj._injected_compile_work = lambda: compile_calls.append(engine.compiled is not None) or work()

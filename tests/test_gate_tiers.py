@@ -14,13 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.decide import gate, tiers
-from harness.decide.gate import GateSettings, Side, run_gate
-from harness.errors import UsageError
-from harness.measure import instructions as counting
-from harness.measure.cases import select
-from harness.results import record
-from harness.results.model import Sample
+from ttfg.decide import gate, tiers
+from ttfg.decide.gate import GateSettings, Side, run_gate
+from ttfg.errors import UsageError
+from ttfg.measure import instructions as counting
+from ttfg.measure.cases import select
+from ttfg.results import record
+from ttfg.results.model import Sample
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 
 MODEL = "resnet15:blocks=2"
@@ -231,10 +231,10 @@ def test_files_hold_every_tier_sample_and_validate(gate_with, tmp_path):
 
 
 def test_the_summary_and_table_name_the_tier(gate_with):
-    from harness.present.markdown import gate_markdown
+    from ttfg.present.markdown import gate_markdown
     from rich.console import Console
 
-    from harness.present.tables import gate_table
+    from ttfg.present.tables import gate_table
 
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))
     text = gate_markdown(outcome)
@@ -259,7 +259,7 @@ def test_parse_tiers_refuses_unknown_names(text):
 
 
 def test_tier_margins_come_from_the_registry():
-    from harness import metrics
+    from ttfg import metrics
 
     assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions", "instructions_trace",
                                                   "instructions_lower", "instructions_compile", "instructions_execute")
@@ -271,7 +271,7 @@ def test_tier_margins_come_from_the_registry():
 
 @pytest.mark.parametrize("value", ["bogus", "", "time,walltime"])
 def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
-    from harness.cli import main
+    from ttfg.cli import main
 
     assert main(["gate", "--base", "HEAD", "--tiers", value]) == 2
     err = capsys.readouterr().err
@@ -279,7 +279,7 @@ def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
 
 
 def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_samples(sides, tmp_path, monkeypatch):
-    from harness.measure import runner
+    from ttfg.measure import runner
 
     stopped = []
     monkeypatch.setattr(runner, "stop_running_probes", lambda: stopped.append(True))

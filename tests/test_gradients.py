@@ -9,12 +9,12 @@ models are ``full`` (``make test-all``).
 import numpy as np
 import pytest
 
-import harness
-from harness import engines
-from harness.measure.cases import Case, load_model, select
-from harness.measure.check import DEFAULT_TOLERANCE, run_check
-from harness.errors import Unsupported, UsageError
-from harness.engines.reference import reference_gradient, worst_error
+import ttfg
+from ttfg import engines
+from ttfg.measure.cases import Case, load_model, select
+from ttfg.measure.check import DEFAULT_TOLERANCE, run_check
+from ttfg.errors import Unsupported, UsageError
+from ttfg.engines.reference import reference_gradient, worst_error
 
 from .conftest import SMALL_MODELS
 
@@ -50,7 +50,7 @@ def test_full_models_through_every_backend(model):
 def test_gradient_api_keys_and_shapes_match_weights():
     spec = load_model(SMALL_MODELS["convnext_tiny"])
     weights, x = spec.init(0), spec.example_input(0)
-    loss, grads = harness.gradient("jax.jit", spec, weights, x, chain="scan")
+    loss, grads = ttfg.gradient("jax.jit", spec, weights, x, chain="scan")
     assert list(grads) == list(weights)
     assert all(grads[k].shape == weights[k].shape for k in weights)
     ref_loss, ref = reference_gradient(spec, weights, x)
@@ -63,7 +63,7 @@ def test_reference_is_float64_and_matches_finite_differences():
     weights, x = spec.init(0), spec.example_input(0)
     loss, grads = reference_gradient(spec, weights, x)
     assert grads["blocks.0.conv1.bias"].dtype == np.float64
-    from harness.engines.autograd_numpy import numpy_loss
+    from ttfg.engines.autograd_numpy import numpy_loss
 
     f = numpy_loss(spec, np.float64)
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
@@ -80,35 +80,35 @@ def test_wrong_weight_keys_and_shapes_are_named():
     weights, x = spec.init(0), spec.example_input(0)
     missing = {k: v for k, v in weights.items() if k != "blocks.1.conv2.bias"}
     with pytest.raises(UsageError, match="missing 'blocks.1.conv2.bias'"):
-        harness.gradient("autograd", spec, missing, x)
+        ttfg.gradient("autograd", spec, missing, x)
     with pytest.raises(UsageError, match="unexpected 'blocks.9.conv1.weight'"):
-        harness.gradient("autograd", spec, {**weights, "blocks.9.conv1.weight": weights["blocks.0.conv1.weight"]}, x)
+        ttfg.gradient("autograd", spec, {**weights, "blocks.9.conv1.weight": weights["blocks.0.conv1.weight"]}, x)
     with pytest.raises(UsageError, match=r"'blocks.0.conv1.weight' has shape \(4, 4, 1, 1\)"):
-        harness.gradient("autograd", spec, {**weights, "blocks.0.conv1.weight": np.zeros((4, 4, 1, 1), np.float32)}, x)
+        ttfg.gradient("autograd", spec, {**weights, "blocks.0.conv1.weight": np.zeros((4, 4, 1, 1), np.float32)}, x)
     with pytest.raises(UsageError, match="input has shape"):
-        harness.gradient("autograd", spec, weights, np.zeros((1, 3, 2, 2), np.float32))
+        ttfg.gradient("autograd", spec, weights, np.zeros((1, 3, 2, 2), np.float32))
 
 
 def test_unknown_backend_and_variant_are_named():
     spec = load_model("resnet15:blocks=1")
     weights, x = spec.init(0), spec.example_input(0)
     with pytest.raises(UsageError, match="unknown backend 'jax.pmap'.*jax.jit"):
-        harness.gradient("jax.pmap", spec, weights, x)
+        ttfg.gradient("jax.pmap", spec, weights, x)
     with pytest.raises(UsageError, match="unknown variant axis 'dtype'"):
-        harness.gradient("autograd", spec, weights, x, dtype="bf16")
+        ttfg.gradient("autograd", spec, weights, x, dtype="bf16")
     with pytest.raises(UsageError, match="unknown value 'vmap' for variant axis 'chain'"):
-        harness.gradient("autograd", spec, weights, x, chain="vmap")
+        ttfg.gradient("autograd", spec, weights, x, chain="vmap")
 
 
 def test_unsupported_variant_is_a_skip_with_a_reason():
     spec = load_model("resnet15:blocks=1")
     with pytest.raises(Unsupported, match="autograd does not support chain=scan: autograd has no scan"):
-        harness.gradient("autograd", spec, spec.init(0), spec.example_input(0), chain="scan")
+        ttfg.gradient("autograd", spec, spec.init(0), spec.example_input(0), chain="scan")
     cases, skipped = select(["resnet15"], ["torch.eager"], ["chain=scan"])
     assert not cases and "nothing to share" in skipped[0].reason
 
 
 def test_backends_lists_every_backend():
-    assert harness.backends() == [
+    assert ttfg.backends() == [
         "jax.jit", "jax.eager", "torch.eager", "torch.func", "torch.compile", "torch.compile.aot_eager", "autograd",
     ]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.history import asv_results
+from ttfg.cli import main
+from ttfg.history import asv_results
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "results"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import instructions
-from harness.measure.cases import select
-from harness.measure.runner import RunSettings, run_sample
-from harness.results.validate import sample_problem
+from ttfg.measure import instructions
+from ttfg.measure.cases import select
+from ttfg.measure.runner import RunSettings, run_sample
+from ttfg.results.validate import sample_problem
 
 DATA = Path(__file__).parent / "data" / "callgrind"
 
@@ -128,8 +128,8 @@ def test_the_results_format_checks_the_window_fields(change, problem):
 
 
 def test_phase_instructions_are_registry_metrics():
-    from harness import metrics
-    from harness.results.model import Sample
+    from ttfg import metrics
+    from ttfg.results.model import Sample
 
     sample = Sample(**_instruction_sample())
     assert metrics.sample_value(sample, "instructions_trace") == 400

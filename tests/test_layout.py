@@ -1,58 +1,77 @@
 """The package's shape is its architecture: imports point down the stages, never up.
 
 cli -> present -> decide / history -> measure -> results / metrics -> engines -> models.
-``harness.errors`` and ``harness.files`` sit below everything and import nothing of ours.
+``ttfg.errors`` and ``ttfg.files`` sit below everything and import nothing of ours.
 Frameworks are imported only inside ``harness/engines/``. The test reads the source (AST),
 so a lazy import inside a function counts the same as one at the top.
+
+The installed package has one import name, ``ttfg``: the build maps ``harness/`` to ``ttfg``
+and ``models/`` to ``ttfg.models`` (``pyproject.toml``); the last test holds that mapping
+to the folders.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
+#: Where each part of the ``ttfg`` namespace lives in the repository (the build's mapping).
+FOLDERS = {"ttfg.models": ROOT / "models", "ttfg": HARNESS}
 
 #: Higher may import lower. Equal ranks may import each other only within one package,
 #: except decide and history, which are two views of the same stage (the trend
 #: confirmation re-runs the gate; the gate reads history's points).
 RANK = {
-    "models": 0,
-    "harness.engines": 1,
-    "harness.metrics": 2,
-    "harness.fmt": 2,
-    "harness.results": 2,
-    "harness.measure": 3,
-    "harness.decide": 4,
-    "harness.history": 4,
-    "harness.present": 5,
-    "harness.cli": 6,
-    "harness": 7,          # harness/__init__.py and __main__.py: the public face
+    "ttfg.models": 0,
+    "ttfg.engines": 1,
+    "ttfg.metrics": 2,
+    "ttfg.fmt": 2,
+    "ttfg.results": 2,
+    "ttfg.measure": 3,
+    "ttfg.decide": 4,
+    "ttfg.history": 4,
+    "ttfg.present": 5,
+    "ttfg.cli": 6,
+    "ttfg": 7,          # harness/__init__.py and __main__.py: the public face
 }
-BASE = {"harness.errors", "harness.files"}
-SIBLINGS = {frozenset({"harness.decide", "harness.history"}), frozenset({"harness.metrics", "harness.results"}),
-            frozenset({"harness.fmt", "harness.metrics"})}
+BASE = {"ttfg.errors", "ttfg.files"}
+SIBLINGS = {frozenset({"ttfg.decide", "ttfg.history"}), frozenset({"ttfg.metrics", "ttfg.results"}),
+            frozenset({"ttfg.fmt", "ttfg.metrics"})}
 FRAMEWORKS = {"jax", "jaxlib", "torch", "autograd", "functorch", "triton"}
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """The module's import name: ``harness/measure/probe.py`` is ``ttfg.measure.probe``."""
+    for name, folder in FOLDERS.items():
+        if path.is_relative_to(folder):
+            parts = [*name.split("."), *path.relative_to(folder).with_suffix("").parts]
+            break
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
+def _path(module: str) -> Path | None:
+    """Where a ``ttfg`` module's file or package folder would be (None outside ttfg)."""
+    for name, folder in FOLDERS.items():
+        if module == name or module.startswith(name + "."):
+            return folder.joinpath(*module[len(name):].split(".")[1:])
+    return None
+
+
 def _group(module: str) -> str:
-    if module in BASE or module.split(".")[:2] == ["harness", "errors"]:
+    if module in BASE or module.split(".")[:2] == ["ttfg", "errors"]:
         return "base"
-    if module.startswith("models"):
-        return "models"
+    if module == "ttfg.models" or module.startswith("ttfg.models."):
+        return "ttfg.models"
     parts = module.split(".")
-    if parts[0] != "harness":
+    if parts[0] != "ttfg":
         return "external"
     if len(parts) == 1 or parts[1] == "__main__":
-        return "harness"
+        return "ttfg"
     return ".".join(parts[:2])
 
 
@@ -78,8 +97,8 @@ def _imports(path: Path):
 
 
 def _is_module(dotted: str) -> bool:
-    path = ROOT.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    path = _path(dotted)
+    return path is not None and (path.with_suffix(".py").is_file() or (path / "__init__.py").is_file())
 
 
 def _sources():
@@ -115,7 +134,7 @@ def test_frameworks_only_inside_engines():
     wrong = []
     for path in _sources():
         module = _module_name(path)
-        if module.startswith("harness.engines"):
+        if module.startswith("ttfg.engines"):
             continue
         for target, line in _imports(path):
             if target.split(".")[0] in FRAMEWORKS:
@@ -128,3 +147,13 @@ def test_every_stage_is_a_package_with_a_docstring():
         init = HARNESS / stage / "__init__.py"
         assert init.is_file(), f"harness/{stage}/ is not a package"
         assert ast.get_docstring(ast.parse(init.read_text())), f"harness/{stage}/__init__.py says nothing of its job"
+
+
+def test_the_build_maps_every_package_folder_into_ttfg():
+    """``pyproject.toml`` lists the packages by hand (the folders are not named ``ttfg``):
+    every folder with an ``__init__.py`` under harness/ and models/ must be in that list,
+    and the list must name nothing else, or a wheel would silently lack a stage."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"ttfg": "harness", "ttfg.models": "models"}
+    folders = {_module_name(init) for folder in FOLDERS.values() for init in folder.rglob("__init__.py")}
+    assert set(setuptools["packages"]) == folders

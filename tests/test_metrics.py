@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import metrics
-from harness.errors import UsageError
-from harness import fmt
+from ttfg import metrics
+from ttfg.errors import UsageError
+from ttfg import fmt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def test_every_asv_track_function_maps_to_a_registry_entry_with_its_unit():
 
 
 def test_every_number_field_of_the_results_format_is_in_the_registry():
-    from harness.results import format as fmt_module
+    from ttfg.results import format as fmt_module
 
     number_types = {"seconds", "bytes", "count", "number"}
     for kind, fields in fmt_module.SAMPLE_FIELDS.items():
@@ -110,8 +110,8 @@ def test_derived_compile_total_from_a_sample():
 
 
 def test_steps_compare_expect_and_gate_take_the_registrys_margins():
-    from harness.decide import compare, expect, gate
-    from harness.history import steps
+    from ttfg.decide import compare, expect, gate
+    from ttfg.history import steps
 
     for name in ("alloc_bytes", "alloc_count", "counters.jaxpr_eqns", "instructions", "first_grad_s"):
         info = metrics.get(name)
@@ -186,7 +186,7 @@ def test_one_rule_per_unit():
 
 
 def _comparison():
-    from harness.decide.compare import compare_results
+    from ttfg.decide.compare import compare_results
     from tests.synthetic_results import alloc_sample, results, timing_run
 
     case = "resnet15/jax.jit/params=args,chain=unrolled"
@@ -197,9 +197,9 @@ def _comparison():
 def test_the_same_value_prints_the_same_in_terminal_markdown_and_report(tmp_path):
     from rich.console import Console
 
-    from harness.present.markdown import comparison_markdown
-    from harness.present.report import build_report
-    from harness.present.tables import compare_table
+    from ttfg.present.markdown import comparison_markdown
+    from ttfg.present.report import build_report
+    from ttfg.present.tables import compare_table
 
     cmp = _comparison()
     console = Console(width=250, record=True)

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-import models
+from ttfg import models
 
 GOLDEN_RESNET_W0 = [-0.10524856, -0.05400444, -0.0838063]
-from harness.measure.cases import load_model, parse_model
-from harness.errors import UsageError
+from ttfg.measure.cases import load_model, parse_model
+from ttfg.errors import UsageError
 
 
 def test_resnet15_weight_names_and_shapes_are_the_public_contract():
@@ -81,5 +81,5 @@ def test_models_import_no_framework():
     import subprocess
     import sys
 
-    code = "import sys, models; models.load('convnext_tiny').init(0); assert not {'torch','jax'} & set(sys.modules)"
+    code = "import sys; from ttfg import models; models.load('convnext_tiny').init(0); assert not {'torch','jax'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)

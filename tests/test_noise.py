@@ -11,13 +11,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.decide import calibrate as cal
-from harness.decide import noise
-from harness.decide.stats import min_detectable_effect
-from harness import fmt
-from harness.present import noise as view
-from harness.results import record
-from harness.results.format import ResultsError
+from ttfg.decide import calibrate as cal
+from ttfg.decide import noise
+from ttfg.decide.stats import min_detectable_effect
+from ttfg import fmt
+from ttfg.present import noise as view
+from ttfg.results import record
+from ttfg.results.format import ResultsError
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
 from .test_doctor import CASE_A, CASE_B, FakeClock, fake_sampler
@@ -154,7 +154,7 @@ def test_gate_warns_with_the_budget_it_would_need():
 
 
 def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, private_user_cache):
-    from harness.cli import main
+    from ttfg.cli import main
 
     import itertools
     import time
@@ -178,7 +178,7 @@ def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, pri
 
 
 def test_report_states_the_noise_floor(tmp_path):
-    from harness.present.report import build_report
+    from ttfg.present.report import build_report
 
     res = results({CASE: timing_run(lognormal(2.0, 5, 0.05, seed=2))}, environment=MACHINE)
     res.noise = noise.in_run(res)
@@ -192,16 +192,17 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     """A stored calibration of a noisy machine: the warning comes before the first pair, with the budget needed."""
     import contextlib
 
-    from harness.cli import main
-    from harness.decide import gate as gate_module
-    from harness.measure import worktrees
+    from ttfg.cli import main
+    from ttfg.decide import gate as gate_module
+    from ttfg.measure import sides
+    from ttfg.measure.worktrees import Revision
 
     floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
     noise.save(floor)
 
     @contextlib.contextmanager
-    def no_worktrees(repo, revs):
-        yield {role: tmp_path for role in revs}
+    def no_worktrees(repo, revs, on_note=None):
+        yield {role: sides.Side(role, rev, tmp_path) for role, rev in revs.items()}
 
     started = []
 
@@ -209,9 +210,11 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
         started.append(capsys.readouterr())
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(worktrees, "worktrees", no_worktrees)
+    monkeypatch.setattr(sides, "prepared", no_worktrees)
+    monkeypatch.setattr(gate_module, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
+                                                                Revision("HEAD", "b" * 40, "head")))
     monkeypatch.setattr(gate_module, "run_gate", run_gate)
-    code = main(["gate", "--base", "HEAD", "--allow-dirty", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
+    code = main(["gate", "--base", "HEAD~1", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
     assert code == 2 and started  # interrupted at once, after the check
     before = " ".join(started[0].out.split())
     assert "warning: resnet15/jax.jit/params=args,chain=unrolled: at log-ratio SD" in before
@@ -220,7 +223,7 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
 
 
 def test_merged_shards_keep_every_shards_noise_entries(tmp_path):
-    from harness.results.merge import merge_results
+    from ttfg.results.merge import merge_results
 
     from .test_shards import shard_files
 

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from harness.decide import noise
-from harness import fmt
-from harness.present import tables
-from harness.present import noise as noise_view
-from harness.results.model import Sample
+from ttfg.decide import noise
+from ttfg import fmt
+from ttfg.present import tables
+from ttfg.present import noise as noise_view
+from ttfg.results.model import Sample
 
 from .synthetic_results import alloc_sample, results, timing_sample
 
@@ -85,10 +85,10 @@ def test_wide_run_table_is_one_table_with_every_column():
 
 
 def test_compare_gate_expectation_and_study_tables_fit_80_columns():
-    from harness.decide.compare import compare_results
-    from harness.decide.gate import CaseOutcome, GateOutcome, GateSettings
-    from harness.decide.stats import compare_paired, summarize
-    from harness.measure.worktrees import Revision
+    from ttfg.decide.compare import compare_results
+    from ttfg.decide.gate import CaseOutcome, GateOutcome, GateSettings
+    from ttfg.decide.stats import compare_paired, summarize
+    from ttfg.measure.worktrees import Revision
 
     base, head = a_run(), a_run()
     for case in head.cases:
@@ -124,8 +124,8 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
 
 
 def test_regressions_table_and_json(tmp_path, monkeypatch, capsys):
-    from harness.cli import main
-    from harness.history.synthetic import cases, write_history
+    from ttfg.cli import main
+    from ttfg.history.synthetic import cases, write_history
 
     folder = tmp_path / "results"
     write_history(folder, 40, seed=3, case_list=cases(6))
@@ -156,7 +156,7 @@ def test_piped_output_respects_columns(monkeypatch):
 
 
 def test_every_help_text_fits_80_columns(monkeypatch):
-    from harness.cli import build_parser
+    from ttfg.cli import build_parser
 
     from .test_exit_codes import _all_parsers
 
@@ -190,8 +190,8 @@ def test_run_at_80_columns_and_as_json(ttfg, tmp_path):
 
 
 def test_list_fits_80_columns(monkeypatch, capsys):
-    from harness import engines
-    from harness.cli import main
+    from ttfg import engines
+    from ttfg.cli import main
 
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["list"]) == 0

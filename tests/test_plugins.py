@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from harness import engines
-from harness.errors import BrokenPlugin
-from harness.measure.cases import select
-from harness.measure.check import run_check
+from ttfg import engines
+from ttfg.errors import BrokenPlugin
+from ttfg.measure.cases import select
+from ttfg.measure.check import run_check
 
 from .conftest import ROOT
 
@@ -30,9 +30,9 @@ BROKEN_REASONS = {
     "broken.missing_module": "cannot import ttfg_broken_plugin.not_there: ModuleNotFoundError",
     "broken.import_error": "RuntimeError: this plugin module fails when imported",
     "broken.missing_attr": "ttfg_broken_plugin has no attribute 'NoSuchBackend'",
-    "broken.not_a_backend": "is not a subclass of harness.engines.Backend",
+    "broken.not_a_backend": "is not a subclass of ttfg.engines.Backend",
     "broken.no_build": "does not implement build()",
-    "broken_model": "the builder returned a NoneType, not a models.spec.ModelSpec",
+    "broken_model": "the builder returned a NoneType, not a ttfg.models.spec.ModelSpec",
 }
 
 
@@ -130,7 +130,7 @@ def test_broken_plugins_in_process(plugins):
 
 def test_listing_names_imports_no_plugin(plugins):
     """Names and origins come from distribution metadata alone; no plugin module is imported."""
-    code = ("import sys, models; from harness import engines; "
+    code = ("import sys; from ttfg import engines, models; "
             "names = engines.names() + models.names(); origins = [engines.entry(n).origin for n in engines.names()]; "
             "assert 'test.autograd' in names and 'test_mlp' in names, names; "
             "loaded = [m for m in sys.modules if m.startswith('ttfg_') or m in ('jax', 'torch', 'autograd')]; "

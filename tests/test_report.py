@@ -2,8 +2,8 @@
 
 Real results files come from ``ttfg run`` on the cheap backends (torch.eager and
 HIPS autograd, a 3-block resnet: seconds per process); trends across commits come
-from synthetic asv result files with planted steps (``harness.history.synthetic``),
-read through the same loader as real history (``harness.history.asv_results``). The browser
+from synthetic asv result files with planted steps (``ttfg.history.synthetic``),
+read through the same loader as real history (``ttfg.history.asv_results``). The browser
 test needs Debian's Chromium (``/usr/bin/chromium``) and is skipped without it.
 ``tests/data/study-*.json`` are real ``ttfg study`` outputs (``study chain --backend
 autograd --backend jax.jit --repeat 2``; ``study depth --backend autograd --backend
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import fmt
+from ttfg import fmt
 
-from harness.history import asv_results, points as report_data
-from harness.results.record import load
-from harness.present.report import build_report, prepare
-from harness.history.steps import detect_steps
-from harness.history.synthetic import SyntheticHistory, cases, write_history
+from ttfg.history import asv_results, points as report_data
+from ttfg.results.record import load
+from ttfg.present.report import build_report, prepare
+from ttfg.history.steps import detect_steps
+from ttfg.history.synthetic import SyntheticHistory, cases, write_history
 
 from .conftest import ROOT, run_ttfg
 
@@ -380,7 +380,7 @@ def test_cli_report_regressions_and_bad_input(real_run, tmp_path):
 
 def test_cli_reads_asv_history_through_the_loader(asv_history, history, real_run, tmp_path, monkeypatch, capsys):
     """History comes from the asv result files in results/; regressions prints the steps the report finds."""
-    from harness.cli import main
+    from ttfg.cli import main
 
     shutil.copytree(asv_history.folder, tmp_path / "results")
     monkeypatch.chdir(tmp_path)
@@ -396,7 +396,7 @@ def test_cli_reads_asv_history_through_the_loader(asv_history, history, real_run
 
 
 def test_report_code_imports_no_framework(real_run, tmp_path):
-    code = (f"import sys; from harness.cli import main; "
+    code = (f"import sys; from ttfg.cli import main; "
             f"rc = main(['report', '--runs', {str(real_run)!r}, '--out', {str(tmp_path / 'x.html')!r}]); "
             f"bad = {{'torch', 'jax', 'jaxlib', 'autograd'}} & set(sys.modules); assert rc == 0 and not bad, bad")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
@@ -405,7 +405,7 @@ def test_report_code_imports_no_framework(real_run, tmp_path):
 
 
 def test_plots_are_downsampled_for_long_histories():
-    from harness.present.plots import MAX_POINTS, downsample, sparkline_svg
+    from ttfg.present.plots import MAX_POINTS, downsample, sparkline_svg
 
     x = np.arange(5000, dtype=float)
     dx, dy, lo, hi = downsample(x, np.sin(x))
@@ -464,8 +464,8 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
 
 
 def test_study_views_read_the_typed_section(tmp_path):
-    from harness.present import study_views
-    from harness.results.record import EffectEntry, ResultsError
+    from ttfg.present import study_views
+    from ttfg.results.record import EffectEntry, ResultsError
 
     chain, depth = load(STUDY_DATA / "study-chain.json"), load(STUDY_DATA / "study-depth.json")
     studies = study_views.read_studies([depth, chain])

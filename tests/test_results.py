@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.files import atomic_write_text
-from harness.results import record
-from harness.results.record import ColdEvidence, ResultsError, Sample
+from ttfg.files import atomic_write_text
+from ttfg.results import record
+from ttfg.results.record import ColdEvidence, ResultsError, Sample
 
 DATA = Path(__file__).parent / "data"
 TORCH = "resnet15:blocks=3/torch.eager/params=closure,chain=unrolled"
@@ -135,7 +135,7 @@ def test_non_finite_numbers_and_bad_bytes_are_refused(tmp_path):
 
 
 def test_the_runner_refuses_what_the_file_would_refuse():
-    from harness.measure.runner import garbage
+    from ttfg.measure.runner import garbage
 
     good = {"kind": "timing", "ok": False, "index": 0, "cache": "cold", "error": None, "stderr_tail": None,
             "started_at": "t", "process_wall_s": 1.0, "import_s": 1.0, "build_s": 0.1, "first_grad_s": 0.2,
@@ -163,9 +163,9 @@ def test_atomic_writer_keeps_the_mode_and_the_umask(tmp_path):
 
 
 def test_schedule_names_its_steps_and_studies_alternate_rounds():
-    from harness.measure.cases import Case
-    from harness.measure.runner import RunSettings
-    from harness.measure.schedule import alternate_rounds, schedule
+    from ttfg.measure.cases import Case
+    from ttfg.measure.runner import RunSettings
+    from ttfg.measure.schedule import alternate_rounds, schedule
 
     a, b = Case("resnet15", "autograd", ()), Case("resnet15", "torch.eager", ())
     steps = schedule([a, b], RunSettings(repeat=3, allocations=True))

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from harness.results import record
-from harness.measure.cases import select
-from harness.results.record import ResultsError
-from harness.measure.runner import RunSettings, Runner, failed_cases, run_sample
+from ttfg.results import record
+from ttfg.measure.cases import select
+from ttfg.results.record import ResultsError
+from ttfg.measure.runner import RunSettings, Runner, failed_cases, run_sample
 
 from .conftest import ROOT, default_sigint
 
@@ -118,7 +118,7 @@ def test_cli_run_exit_codes(broken, tmp_path, ttfg):
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_keeps_finished_samples(tmp_path, stop):
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--model", TINY, "--backend", "autograd",
+    proc = subprocess.Popen([sys.executable, "-m", "ttfg", "run", "--model", TINY, "--backend", "autograd",
                              "--repeat", "50", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)

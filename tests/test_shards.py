@@ -11,23 +11,25 @@ from __future__ import annotations
 import json
 import math
 import random
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from harness.decide import gate
-from harness.decide.gate import GateSettings, Side, gate_document, run_gate
-from harness.decide.merge_gate import load_shard, merge_gates
-from harness.errors import UsageError
-from harness.measure import metadata
-from harness.measure.cases import select
-from harness.measure.shard import ShardSpec, estimate_s, parse_spec, partition, select_shard
-from harness.measure.worktrees import Revision
-from harness.results import record
-from harness.results.machines import MachineMismatch, check_machines
-from harness.results.model import ShardSection
+from ttfg.decide import gate
+from ttfg.decide.gate import GateSettings, Side, gate_document, run_gate
+from ttfg.decide.merge_gate import load_shard, merge_gates
+from ttfg.errors import UsageError
+from ttfg.measure import metadata
+from ttfg.measure import sides as sides_module
+from ttfg.measure.cases import select
+from ttfg.measure.shard import ShardSpec, estimate_s, parse_spec, partition, select_shard
+from ttfg.measure.worktrees import Revision
+from ttfg.results import record
+from ttfg.results.machines import MachineMismatch, check_machines
+from ttfg.results.model import ShardSection
 
 from .conftest import ROOT
 from .synthetic_results import results as synthetic, timing_run
@@ -35,8 +37,8 @@ from .test_gate_policy import good, noisy
 
 @pytest.fixture
 def cli(capsys):
-    """The command line in this process (``harness.cli.main``): what a user's process does, in milliseconds."""
-    from harness.cli import main
+    """The command line in this process (``ttfg.cli.main``): what a user's process does, in milliseconds."""
+    from ttfg.cli import main
 
     def run(*argv: str) -> SimpleNamespace:
         code = main(list(argv))
@@ -154,7 +156,7 @@ def test_shard_selection_keeps_unsupported_skips_on_shard_one_only():
 
 
 def test_costs_file_from_a_results_file_and_from_asv_history(tmp_path):
-    from harness.history.shard_costs import load_costs
+    from ttfg.history.shard_costs import load_costs
 
     res = synthetic({"resnet15/jax.jit/params=args,chain=unrolled": timing_run([1.0, 2.0, 3.0])})
     costs = load_costs(res.save(tmp_path / "r.json"))
@@ -173,7 +175,7 @@ def test_costs_file_from_a_results_file_and_from_asv_history(tmp_path):
 
 
 def test_fingerprint_is_in_every_new_results_file_and_reads_back(tmp_path):
-    from harness.measure.runner import RunSettings, new_results
+    from ttfg.measure.runner import RunSettings, new_results
 
     cases, skipped = select(["resnet15:blocks=2"], ["autograd"], None, check_availability=False)
     res = new_results(cases, skipped, RunSettings(repeat=1))
@@ -397,7 +399,7 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     summary = (tmp_path / "merged" / "summary.md").read_text()
     assert "3 of 3 shard(s) merged: regression" in summary and slow in summary
     # Like one gate's: the PR comment's marker, what passing means, verdicts with what they rest on.
-    from harness.present.markdown import GATE_MARKER
+    from ttfg.present.markdown import GATE_MARKER
 
     merged_doc = json.loads((tmp_path / "merged" / "gate.json").read_text())
     assert summary.startswith(GATE_MARKER + "\n") and merged_doc["passing_means"] in summary
@@ -408,8 +410,8 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
 def test_the_merged_summary_states_each_shards_noise_floor(sharded_gates, tmp_path):
     """Shards run on different runners, so each one's noise floor (in its gate.json, as the gate
     command writes it) is stated; a shard without one says so."""
-    from harness.decide import noise
-    from harness.present.shard_views import merged_gate_markdown
+    from ttfg.decide import noise
+    from ttfg.present.shard_views import merged_gate_markdown
 
     _, dirs, _ = sharded_gates
     for d in dirs[:2]:
@@ -469,7 +471,7 @@ def _asv_shards(tmp_path) -> tuple[dict, list[Path]]:
 
 
 def test_asv_shards_merge_into_the_original_history_entry(cli, tmp_path):
-    from harness.history import asv_results
+    from ttfg.history import asv_results
 
     original, paths = _asv_shards(tmp_path)
     out = cli("merge", "asv", *map(str, paths), "--results-dir", str(tmp_path / "results"))
@@ -532,7 +534,7 @@ def test_three_real_shards_merge_into_what_one_unsharded_run_measures(cli, tmp_p
 
 
 def test_asv_selection_takes_its_shard_from_the_environment(monkeypatch):
-    from harness.history import asv_suite
+    from ttfg.history import asv_suite
 
     monkeypatch.setenv("TTFG_ASV_MODELS", ",".join(MODELS))
     monkeypatch.setenv("TTFG_ASV_BACKENDS", "autograd,torch.eager")
@@ -559,7 +561,7 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
     import subprocess
     import sys
 
-    from harness.history import asv_results
+    from ttfg.history import asv_results
 
     from .test_asv import clone_with_two_commits, run
 
@@ -573,10 +575,10 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
     for i in (1, 2):
         clone, home = tmp_path / f"runner{i}", tmp_path / f"home{i}"
         home.mkdir()
-        run([sys.executable, "-m", "harness", "asv", "record", first, "--machine", "testbox", "--no-publish",
+        run([sys.executable, "-m", "ttfg", "asv", "record", first, "--machine", "testbox", "--no-publish",
              "--shard", f"{i}/2"], clone, {**env, "HOME": str(home)})
         files.append(next((clone / "results" / "testbox").glob(f"{first[:8]}-existing-*.json")))
-    out = subprocess.run([sys.executable, "-m", "harness", "merge", "asv", *map(str, files), "--results-dir",
+    out = subprocess.run([sys.executable, "-m", "ttfg", "merge", "asv", *map(str, files), "--results-dir",
                           str(tmp_path / "results")], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     frame = asv_results.load(tmp_path / "results", dropna=True)
@@ -597,9 +599,16 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
         return gate.GateOutcome(base.revision, head.revision, settings, [], list(skipped), 0.0,
                                 {"base": "", "head": ""}, shard, metadata.fingerprint({}))
 
+    @contextmanager
+    def unbuilt(repo, revisions, on_note=None):  # the sides, without worktrees or installs
+        yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
+
     monkeypatch.setattr(gate, "run_gate", loop)
+    monkeypatch.setattr(gate, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
+                                                         Revision("HEAD", "b" * 40, "head")))
+    monkeypatch.setattr(sides_module, "prepared", unbuilt)
     selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd"]
-    out = cli("gate", "--base", "HEAD", "--allow-dirty", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
+    out = cli("gate", "--base", "HEAD~1", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
     ids = [c.id for c in select(MODELS, ["autograd"], None, check_availability=False)[0]]
     assert seen["cases"] == partition(ids, 3).shards[1].cases and seen["shard"].label == "2/3"
     doc = json.loads((tmp_path / "g" / "gate.json").read_text())

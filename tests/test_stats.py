@@ -1,4 +1,4 @@
-"""harness.decide.stats on synthetic data with known answers; every random generator is seeded."""
+"""ttfg.decide.stats on synthetic data with known answers; every random generator is seeded."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.decide import stats as S
-from harness.decide.stats import (
+from ttfg.decide import stats as S
+from ttfg.decide.stats import (
     VERDICTS, Effect, PowerLawFit, SequentialPairedTest, Summary, Verdict, compare_counter, compare_paired,
     compare_unpaired, decide, false_alarm_rate, fit_power_law, linearity, paired_effect, power, simulate_pairs,
     summarize,

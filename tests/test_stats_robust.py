@@ -12,7 +12,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.decide import stats
+from ttfg.decide import stats
 
 times = st.floats(min_value=1e-9, max_value=1e9, allow_nan=False, allow_infinity=False)
 levels = st.sampled_from([1e-6, 1e-4, 0.01, 0.05, 0.2])

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.errors import UsageError
-from harness.measure.runner import RunSettings
-from harness.decide.study import depth_models, effect_cases, run_study
+from ttfg.errors import UsageError
+from ttfg.measure.runner import RunSettings
+from ttfg.decide.study import depth_models, effect_cases, run_study
 
 
 def test_depth_sweeps():

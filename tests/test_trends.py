@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from harness.decide.stats import compare_segments
-from harness.history import confirm
-from harness.history.points import _finish, _series_table
-from harness.history.trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, analyse
-from harness.measure.runner import RunSettings
-from harness.results.model import Sample
+from ttfg.decide.stats import compare_segments
+from ttfg.history import confirm
+from ttfg.history.points import _finish, _series_table
+from ttfg.history.trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, analyse
+from ttfg.measure.runner import RunSettings
+from ttfg.measure.sides import Side
+from ttfg.measure.worktrees import worktrees
+from ttfg.results.model import Sample
 
 CASE = ("resnet15:blocks=2", "autograd", "params=args,chain=unrolled")
 
@@ -136,7 +139,7 @@ def test_a_timing_step_is_found_in_each_commits_faster_half():
 
 
 def test_faster_half_skips_failed_samples_and_keeps_small_commits_whole():
-    from harness.history.steps import faster_half, timing_levels
+    from ttfg.history.steps import faster_half, timing_levels
 
     assert list(faster_half([3.0, np.nan, 1.0, 2.0, 9.0, 5.0])) == [1.0, 2.0, 3.0]
     assert list(faster_half([2.0, 1.0])) == [1.0, 2.0]
@@ -186,6 +189,13 @@ def repo(tmp_path):
     return root, shas
 
 
+@contextmanager
+def plain_checkouts(root, revisions):
+    """Worktrees as sides without installing anything: the fake samplers read the tree itself."""
+    with worktrees(root, revisions, prefix="ttfg-confirm-") as trees:
+        yield {role: Side(role, rev, trees[role]) for role, rev in revisions.items()}
+
+
 class MarkerSampler:
     """A cold process stand-in: 1 s (+ noise), 1.5 s where the checkout holds the 'slow' marker."""
 
@@ -219,13 +229,13 @@ def test_confirm_marks_a_real_step_confirmed_and_a_drift_step_not_reproduced(rep
     sampler = MarkerSampler()
     real = candidate_trends([a, b, c], 0, 1)     # a -> b adds the marker: slower for real
     assert list(real.steps["status"]) == [UNCONFIRMED]
-    found = confirm.confirm(real, root, 300, tmp_path / "runs", sampler=sampler, run_settings=RunSettings(repeat=1))
+    found = confirm.confirm(real, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
     assert [f.status for f in found] == [CONFIRMED], found[0].reason
     assert found[0].verdict["ratio"] == pytest.approx(1.5, rel=0.05) and found[0].pairs >= 5
     assert (tmp_path / "runs").is_dir() and sampler.calls == 2 * found[0].pairs
 
     noise = candidate_trends([a, b, c], 1, 2)    # b -> c changes nothing measured
-    found_noise = confirm.confirm(noise, root, 300, tmp_path / "runs2", sampler=MarkerSampler(),
+    found_noise = confirm.confirm(noise, root, 300, tmp_path / "runs2", checkouts=plain_checkouts, sampler=MarkerSampler(),
                                   run_settings=RunSettings(repeat=1))
     assert [f.status for f in found_noise] == [NOT_REPRODUCED], found_noise[0].reason
 
@@ -237,7 +247,7 @@ def test_confirm_marks_a_real_step_confirmed_and_a_drift_step_not_reproduced(rep
     noise = confirm.apply(noise, stored)
     assert noise.n_regressions() == 0 and list(noise.candidates()["status"]) == [NOT_REPRODUCED]
     # A later unconfirmed outcome (budget spent) never overwrites a verdict.
-    spent = confirm.confirm(candidate_trends([a, b, c], 0, 1), root, 1, tmp_path / "runs3", sampler=MarkerSampler())
+    spent = confirm.confirm(candidate_trends([a, b, c], 0, 1), root, 1, tmp_path / "runs3", checkouts=plain_checkouts, sampler=MarkerSampler())
     assert spent[0].status == UNCONFIRMED and "budget" in spent[0].reason
     assert confirm.merge(stored, spent)[spent[0].key]["status"] == CONFIRMED
 
@@ -263,7 +273,7 @@ def test_a_commit_missing_from_the_repository_leaves_that_step_unconfirmed_and_t
     trends = candidate_trends([a, b, c], 0, 1, extra_missing=True)
     assert len(trends.steps) == 2
     notes = []
-    found = confirm.confirm(trends, root, 300, tmp_path / "runs", sampler=MarkerSampler(), on_note=notes.append,
+    found = confirm.confirm(trends, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=MarkerSampler(), on_note=notes.append,
                             run_settings=RunSettings(repeat=1))
     by_case = {f.case.split("/")[0]: f for f in found}
     assert by_case["resnet15:blocks=2"].status == CONFIRMED
@@ -286,8 +296,8 @@ def test_bad_confirmations_file_is_named(tmp_path):
 def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_path, monkeypatch, capsys):
     """Synthetic history names commits this repository lacks: each step says so, the rest of the
     output and the confirmations file are still written, and the documented exit code is 2."""
-    from harness.cli import main
-    from harness.history.synthetic import cases, write_history
+    from ttfg.cli import main
+    from ttfg.history.synthetic import cases, write_history
 
     root, _ = repo
     write_history(root / "results", 24, seed=3, case_list=cases(5))
@@ -347,7 +357,7 @@ def test_steps_between_the_same_commits_share_one_gate_run(repo, tmp_path):
     trends = analyse(history((CASE, "first_grad_s", commits, first), (CASE, "process_ttfg_s", commits, process)))
     assert len(trends.steps) == 2 and len(confirm.plan(trends)) == 1
     sampler = MarkerSampler()
-    found = confirm.confirm(trends, root, 300, tmp_path / "runs", sampler=sampler, run_settings=RunSettings(repeat=1))
+    found = confirm.confirm(trends, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
     assert [f.status for f in found] == [CONFIRMED, CONFIRMED], [f.reason for f in found]
     assert len(list((tmp_path / "runs").iterdir())) == 1
     by_metric = {f.metric: f for f in found}

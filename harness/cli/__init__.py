@@ -73,7 +73,7 @@ def runnable_selection(args, console, what: str):
 
 
 def cmd_list(args) -> int:
-    import models
+    from ttfg import models
 
     from .. import engines
 

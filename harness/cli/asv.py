@@ -1,4 +1,4 @@
-"""``ttfg asv ...``: the command line only; the logic is ``harness.history.asv_record``."""
+"""``ttfg asv ...``: the command line only; the logic is ``ttfg.history.asv_record``."""
 
 from __future__ import annotations
 

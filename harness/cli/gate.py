@@ -58,7 +58,10 @@ GATE_HELP = _fill("""\
 Measure a base and a head revision interleaved and paired, and decide per case.
 
 Both revisions are checked out as temporary git worktrees (removed on exit and on
-Ctrl-C) and run in this Python environment. Base and head processes alternate
+Ctrl-C), and each one's project is installed into a folder of its own (cached by
+commit) that its probes import first; before the first pair each side reports where
+it imports the measured code from, and a gate whose sides would import the same files
+is refused (exit 2). Base and head processes alternate
 (A B, B A, A B, ...) so the machine's drift cancels in each pair's log-ratio; a
 sequential test (alpha-spending, overall false-alarm rate <= --alpha) looks after
 every pair, stops a case once it is decided, and keeps sampling undecided cases,
@@ -83,7 +86,7 @@ sentence on what passing means.
 
 Defaults: --model resnet15 --backend jax.jit (the case where compile time dominates
 and a first gradient takes about a second), head = HEAD (the committed revision; a
-working tree with uncommitted changes under harness/ or models/ is refused unless
+working tree with uncommitted changes to tracked files is refused unless
 --allow-dirty), metric first_grad_s, budget 10m, results in runs/gate/ (base.json and
 head.json in the normal results format, gate.json, summary.md). The Markdown summary is
 appended to $GITHUB_STEP_SUMMARY when that is set.
@@ -206,13 +209,14 @@ def _raise_interrupt(signum, frame):
 def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, Side, gate_document, parse_duration, revisions, run_gate
+    from ..decide.gate import GateSettings, gate_document, parse_duration, revisions, run_gate
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
     from ..present.attribution_views import headline, print_attribution
     from ..present.verdicts import passing_means, verdict_label
-    from ..measure.worktrees import repo_root, worktrees
+    from ..measure.sides import check_distinct, locate, prepared
+    from ..measure.worktrees import repo_root
 
     from .outputs import output_dir, output_file
 
@@ -249,6 +253,14 @@ def cmd_gate(args) -> int:
         return 2
     repo = repo_root(args.repo)
     base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
+    if base_rev.commit == head_rev.commit:
+        console.print(f"nothing to gate: base {base_rev.name} and head {head_rev.name} are the same commit "
+                      f"({base_rev.short}), so they hold the same code; nothing was measured", highlight=False)
+        return 0
+
+    def note(text: str) -> None:
+        console.print(text, highlight=False)
+
     out_dir = Path(args.out_dir)
     console.print(f"gate: base {base_rev.name} ({base_rev.short} {base_rev.subject[:60]}) vs head {head_rev.name} "
                   f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), tiers {','.join(settings.tiers)}, "
@@ -257,11 +269,12 @@ def cmd_gate(args) -> int:
     floor, why_no_floor, budget_warnings = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
     try:
-        with worktrees(repo, {"base": base_rev, "head": head_rev}) as folders:
-            outcome = run_gate(cases, skipped, Side("base", base_rev, folders["base"]),
-                               Side("head", head_rev, folders["head"]), settings, out_dir,
+        with prepared(repo, {"base": base_rev, "head": head_rev}, on_note=note) as sides:
+            locate(sides, cases, settings.run)
+            check_distinct(sides, cases)
+            outcome = run_gate(cases, skipped, sides["base"], sides["head"], settings, out_dir,
                                on_pair=lambda e: console.print(_progress_line(e), highlight=False),
-                               on_note=lambda text: console.print(text, highlight=False), shard=shard)
+                               on_note=note, shard=shard)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
                       "(marked incomplete)")
@@ -469,7 +482,7 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
     p.add_argument("--allow-dirty", action="store_true",
-                   help="measure the committed head although harness/ or models/ have uncommitted changes")
+                   help="measure the committed head although tracked files have uncommitted changes")
     p.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
     add_selection(p, default_model="resnet15")
     for action in p._actions:

@@ -1,8 +1,8 @@
 """``ttfg merge results|gate|asv``: shards' outputs into one; argument parsing and output only.
 
-The merging lives in ``harness.results.merge`` (results files), ``harness.decide.merge_gate``
-(gate outcomes) and ``harness.history.asv_merge`` (asv result files); the merged gate's
-summary is rendered by ``harness.present.shard_views``. Every input is checked before
+The merging lives in ``ttfg.results.merge`` (results files), ``ttfg.decide.merge_gate``
+(gate outcomes) and ``ttfg.history.asv_merge`` (asv result files); the merged gate's
+summary is rendered by ``ttfg.present.shard_views``. Every input is checked before
 anything is written: a bad input exits 2 naming the files and leaves nothing behind.
 """
 

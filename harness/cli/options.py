@@ -76,7 +76,7 @@ def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, hig
 
 
 def shard(text: str):
-    """``--shard I/N``: the I-th of N shards (``harness.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
+    """``--shard I/N``: the I-th of N shards (``ttfg.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
     from ..errors import UsageError
     from ..measure.shard import parse_spec
 

@@ -1,6 +1,6 @@
 """Output paths checked before any work: a run that measures for an hour must not fail at the end.
 
-Each check raises :class:`~harness.errors.UsageError` (exit 2) naming the option and
+Each check raises :class:`~ttfg.errors.UsageError` (exit 2) naming the option and
 the path: a missing parent folder, a folder where a file is expected, a file where a
 folder is expected, or a place this user cannot write. Nothing is left behind here
 (a probe file is made and removed); the writers create what they write, atomically,

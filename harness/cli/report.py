@@ -4,7 +4,7 @@ Kept out of ``cli.py`` so the report can grow without touching the core commands
 ``cli.build_parser`` calls :func:`add_report_commands` once. Nothing here imports an
 AD framework, and heavy imports (pandas, matplotlib) happen only when a command runs.
 
-History comes from asv results through ``harness.history.asv_results.load`` when that module
+History comes from asv results through ``ttfg.history.asv_results.load`` when that module
 exists and the results folder does; either may be missing, and the commands then say
 so and work from results files alone.
 """

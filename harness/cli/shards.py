@@ -1,7 +1,7 @@
 """``--shard I/N`` on run, check, gate and asv record, and ``ttfg shards N``: the command-line side.
 
-The partition itself is ``harness.measure.shard`` (a pure function of the case list, N
-and the costs); measured costs are read by ``harness.history.shard_costs``. This module
+The partition itself is ``ttfg.measure.shard`` (a pure function of the case list, N
+and the costs); measured costs are read by ``ttfg.history.shard_costs``. This module
 adds the options, cuts a command's selection down to its shard, and prints the split.
 """
 

@@ -13,7 +13,7 @@ change; that is what ``ttfg gate`` (paired, interleaved) is for. The comparison 
 in its notes when the two files were measured under different conditions.
 
 Which metrics exist, their kinds and default thresholds come from the registry
-(``harness.metrics``). This module holds the logic only; the command line is in
+(``ttfg.metrics``). This module holds the logic only; the command line is in
 ``cli/gate.py``, terminal tables in ``present/tables.py`` and Markdown in
 ``present/markdown.py``, all numbers formatted by ``harness/fmt.py``.
 """
@@ -55,7 +55,7 @@ class Metric:
 
 
 def metric_info(name: str, cache: str = "cold") -> Metric:
-    """Classify a metric name (from the registry, ``harness.metrics``).
+    """Classify a metric name (from the registry, ``ttfg.metrics``).
 
     Parameters
     ----------
@@ -352,7 +352,7 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     Raises
     ------
     MachineMismatch
-        When the machines differ where it matters (``harness.results.machines``): any
+        When the machines differ where it matters (``ttfg.results.machines``): any
         timing metric needs the same fingerprint, counters the same architecture,
         Python and packages; unless ``force``.
     """

@@ -53,6 +53,7 @@ from . import tiers as tiering
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
+from ..measure.sides import Side
 from ..measure.worktrees import GitError, Revision, dirty_files, resolve
 from ..results.model import Fingerprint, GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
@@ -151,15 +152,6 @@ class GateSettings:
         data["run"] = self.run.to_json()
         data["run"].pop("source", None)  # each side has its own; see the results files
         return data
-
-
-@dataclass
-class Side:
-    """One side of the gate: which revision, checked out where."""
-
-    role: str
-    revision: Revision
-    source: Path
 
 
 @dataclass
@@ -308,7 +300,7 @@ def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = Fal
         Revision names.
     allow_dirty : bool
         Measure the committed head even though the working tree has uncommitted
-        changes to tracked files under ``harness/`` or ``models/``.
+        changes to tracked files (anywhere in the repository: the whole project is installed).
 
     Returns
     -------
@@ -324,10 +316,10 @@ def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = Fal
     head_rev = resolve(repo, head, "head")
     checked_out = resolve(repo, "HEAD", "checked-out")
     if head_rev.commit == checked_out.commit and not allow_dirty:
-        dirty = dirty_files(repo)
+        dirty = dirty_files(repo, ())
         if dirty:
             shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
-            raise GitError(f"uncommitted changes to tracked files under harness/ or models/ ({shown}) would not be "
+            raise GitError(f"uncommitted changes to tracked files ({shown}) would not be "
                            f"measured: head is the committed {head!r} ({head_rev.short}). Commit them, or pass "
                            "--allow-dirty to measure the commit without them")
     return base_rev, head_rev
@@ -345,8 +337,9 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    results = new_results(cases, skipped, replace(settings.run, source=side.source))
-    results.environment["git"] = metadata.git_state(side.source)
+    results = new_results(cases, skipped, side.run_settings(settings.run))
+    results.environment["git"] = metadata.git_state(side.tree)
+    results.environment["side"] = side.to_json()
     rev = side.revision
     results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
     results.shard = shard
@@ -437,7 +430,7 @@ def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, Results
     samples = {}
     started = time.monotonic()
     for position, role in enumerate(order):
-        run = replace(settings.run, source=sides[role].source)
+        run = sides[role].run_settings(settings.run)
         sample = sampler(st.case, "timing", "cold", index, run)
         sample.pair, sample.pair_position = index, position
         writers[role].append(st.case.id, sample)
@@ -451,7 +444,7 @@ def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], se
     """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
 
     def take(case: Case, kind: str, index: int, role: str) -> Sample:
-        sample = sampler(case, kind, "cold", index, replace(settings.run, source=sides[role].source))
+        sample = sampler(case, kind, "cold", index, sides[role].run_settings(settings.run))
         writers[role].append(case.id, sample)
         return sample
 
@@ -584,7 +577,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 for i in range(settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
                         sample = sampler(st.case, "allocations", "cold", i,
-                                         replace(settings.run, source=sides[role].source))
+                                         sides[role].run_settings(settings.run))
                         writers[role].append(st.case.id, sample)
                         if on_note:
                             state = "ok" if sample.ok else f"failed: {sample.error}"
@@ -650,7 +643,7 @@ def _profile_regressions(outcomes: list[CaseOutcome], states: list[_CaseState], 
             continue
         for i in range(settings.profiles):
             for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                sample = sampler(st.case, "profile", "cold", i, replace(settings.run, source=sides[role].source))
+                sample = sampler(st.case, "profile", "cold", i, sides[role].run_settings(settings.run))
                 writers[role].append(st.case.id, sample)
                 if on_note:
                     on_note(f"profile {role} {st.case.id}: "

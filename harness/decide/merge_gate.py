@@ -11,7 +11,7 @@ What it must never do is pass on missing evidence: a shard whose output is absen
 unfinished is reported by name and the merged exit code is 2, whatever the other
 shards found. Inputs that contradict each other (another partition, the same shard
 twice, a case twice, other revisions or settings, other machines) are refused
-(:class:`~harness.results.merge.MergeError`, exit 2) before anything is written.
+(:class:`~ttfg.results.merge.MergeError`, exit 2) before anything is written.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Why: a result without its noise invites over-reading ("2 % slower!") on a machine
 where a 10-minute gate cannot see less than 8 %. Every results file of ``ttfg run``
-and ``ttfg gate`` therefore records a :class:`~harness.results.model.NoiseFloor` in
+and ``ttfg gate`` therefore records a :class:`~ttfg.results.model.NoiseFloor` in
 ``environment.noise``, from the best evidence at hand:
 
 * ``calibration``: the A/A pairs of the last ``ttfg doctor --calibrate`` on this

@@ -3,9 +3,9 @@
 Entries are import paths (``"module:Class"``), so listing backends imports no framework;
 a backend class is loaded only when asked for, and its framework only when the case runs.
 Other packages add backends through the ``ttfg.backends`` entry-point group
-(``models.plugins``): the entry's name is the backend name and its target a
+(``ttfg.models.plugins``): the entry's name is the backend name and its target a
 :class:`Backend` subclass. A plugin whose class cannot be loaded or breaks the
-contract (:func:`contract_problem`) raises :class:`~harness.errors.BrokenPlugin`,
+contract (:func:`contract_problem`) raises :class:`~ttfg.errors.BrokenPlugin`,
 which callers turn into a skipped case with the reason.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from models import plugins
-from models.plugins import Entry, PluginError
+from ttfg.models import plugins
+from ttfg.models.plugins import Entry, PluginError
 
 from ..errors import BrokenPlugin, UsageError
 from . import variants
@@ -22,13 +22,13 @@ from .base import Backend, Engine
 
 GROUP = "ttfg.backends"
 _BUILTIN: dict[str, str] = {
-    "jax.jit": "harness.engines.jax_jit:JaxJitBackend",
-    "jax.eager": "harness.engines.jax_eager:JaxEagerBackend",
-    "torch.eager": "harness.engines.torch_eager:TorchEagerBackend",
-    "torch.func": "harness.engines.torch_func:TorchFuncBackend",
-    "torch.compile": "harness.engines.torch_compile:TorchCompileBackend",
-    "torch.compile.aot_eager": "harness.engines.torch_compile:TorchCompileAotEagerBackend",
-    "autograd": "harness.engines.autograd_numpy:AutogradBackend",
+    "jax.jit": "ttfg.engines.jax_jit:JaxJitBackend",
+    "jax.eager": "ttfg.engines.jax_eager:JaxEagerBackend",
+    "torch.eager": "ttfg.engines.torch_eager:TorchEagerBackend",
+    "torch.func": "ttfg.engines.torch_func:TorchFuncBackend",
+    "torch.compile": "ttfg.engines.torch_compile:TorchCompileBackend",
+    "torch.compile.aot_eager": "ttfg.engines.torch_compile:TorchCompileAotEagerBackend",
+    "autograd": "ttfg.engines.autograd_numpy:AutogradBackend",
 }
 
 
@@ -56,7 +56,7 @@ def contract_problem(cls, name: str) -> str | None:
     if not isinstance(cls, type):
         return f"is a {type(cls).__name__}, not a class"
     if not issubclass(cls, Backend):
-        return "is not a subclass of harness.engines.Backend"
+        return "is not a subclass of ttfg.engines.Backend"
     if getattr(cls, "name", None) != name:
         return f"declares name {getattr(cls, 'name', None)!r} but is registered as {name!r}"
     if not isinstance(getattr(cls, "framework", None), str):

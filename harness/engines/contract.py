@@ -48,7 +48,7 @@ def gradient(backend: str, spec, weights: Mapping[str, np.ndarray], x: np.ndarra
 
     ``grads`` is keyed and shaped exactly like ``weights``. Variant axes (``params``,
     ``chain``) default to the backend's own choice; an unsupported one raises
-    :class:`harness.errors.Unsupported` with the reason.
+    :class:`ttfg.errors.Unsupported` with the reason.
     """
     cls = engines.get(backend)
     resolved = cls.resolve_variant(variant)

@@ -1,8 +1,8 @@
-"""The one interpreter of ``models.spec`` trees, shared by every backend.
+"""The one interpreter of ``ttfg.models.spec`` trees, shared by every backend.
 
 A backend supplies ``ops``: an object with the array primitives below (same names in
 every framework, in the manner of Keras' backend modules) and a ``repeat`` strategy
-that applies a :class:`models.spec.Repeat` either unrolled or as a scan. Everything
+that applies a :class:`ttfg.models.spec.Repeat` either unrolled or as a scan. Everything
 else (walking the tree, naming parameters, residual adds) is written once here, so
 all backends differentiate exactly the same function.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from models.spec import GELU, Chain, Conv, Dense, Flatten, Layer, LayerNorm, LayerScale, MeanPool, Repeat, Skip, join
+from ttfg.models.spec import GELU, Chain, Conv, Dense, Flatten, Layer, LayerNorm, LayerScale, MeanPool, Repeat, Skip, join
 
 
 def forward(layer: Layer, params: Mapping[str, Any], x: Any, ops: Any, prefix: str = "") -> Any:

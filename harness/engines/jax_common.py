@@ -14,7 +14,7 @@ import numpy as np
 from jax import lax
 
 from .interpret import forward, stack_repeats, stacked_name, unrolled_repeat, unstack_repeats
-from models.spec import param_specs
+from ttfg.models.spec import param_specs
 
 # jax.monitoring duration events of one compilation, by the phase they belong to.
 COMPILE_EVENTS = {

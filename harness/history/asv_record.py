@@ -5,15 +5,18 @@ environment, the project installed per commit). An ``existing`` environment is m
 cheaper but refuses ranges, needs ``--set-commit-hash`` to save anything, and measures
 whatever checkout the suites sit in, dirty or not. This command covers that gap: for
 each commit it checks out a clean git worktree, runs ``asv run --environment existing``
-there with the worktree's own suites and harness, files the result under that commit,
-and finally runs ``asv publish``. It also passes the machine explicitly (``--machine``,
+there with the worktree's own suites and project, files the result under that commit,
+and finally runs ``asv publish``. Each revision's project (ttfg itself, or the user's
+library) is installed into a folder of its own (``measure/sources.py``, cached by commit)
+that goes first on ``PYTHONPATH`` for asv and for every probe, and the command refuses
+to file results unless that install is what the interpreter imports. It also passes the machine explicitly (``--machine``,
 registered with ``asv machine --yes`` when asv does not know it yet) and restricts asv to
-the selected cases with ``-b`` (see ``harness.history.asv_suite.bench_patterns``), so a narrow
+the selected cases with ``-b`` (see ``ttfg.history.asv_suite.bench_patterns``), so a narrow
 run neither forks a process per unmeasured combination nor blanks values stored earlier
 for the same commit. Everything it runs is printed; the plain asv commands work as well.
 
 The git side (resolving revisions, the throwaway worktrees) is the gate's own helper,
-``harness.measure.worktrees``; the command line is ``harness.cli.asv``.
+``ttfg.measure.worktrees``; the command line is ``ttfg.cli.asv``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError
+from ..measure.sources import Installed, install, whence
 from ..measure.worktrees import git, repo_root, resolve, worktrees
 
 __all__ = ["ASV", "ensure_machine", "load_config", "publish_branches", "record"]
@@ -83,6 +87,15 @@ def publish_branches(root: Path, configured: list) -> list[str]:
     return out
 
 
+def _check_imports(python: str, env: dict, installed: Installed, rev: str) -> None:
+    """Refuse to file results under ``rev`` unless its interpreter imports the revision's own install."""
+    found = whence(python, env, list(installed.packages), {})
+    for module, origin in found.modules.items():
+        if not origin or not Path(origin).resolve().is_relative_to(installed.root.resolve()):
+            raise UsageError(f"{rev}: {python} would import {module} from {origin}, not from the revision's "
+                             f"install in {installed.root}; the history would not be that revision's")
+
+
 def record(revs: list[str], config: Path, machine: str | None, python: str, all_params: bool,
            publish: bool, asv_args: list[str], shard=None, costs: str | None = None) -> int:
     """Measure each of ``revs`` in its own clean worktree with asv, then publish; 1 when asv reported a failure.
@@ -134,6 +147,13 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                           file=sys.stderr)
                     failed.append(rev)
                     continue
+                # The revision's own project, installed apart and first on the path: the suites and
+                # every probe they start import it, not whatever the interpreter has installed.
+                installed = install(tree, sha, python, what=f"{rev} ({sha[:8]})")
+                rev_env = {**env, "PYTHONPATH": str(installed.root), "ASV_PYTHONPATH": str(installed.root)}
+                _check_imports(python, rev_env, installed, rev)
+                print(f"ttfg asv: {rev} ({sha[:8]}): measuring {installed.project} installed in {installed.root}"
+                      + (" (cached)" if installed.cached else f" ({installed.seconds:.1f} s)"), flush=True)
                 # branches=[sha]: in an existing environment asv runs the suite once per configured
                 # branch head (and fails on a branch missing here), labelling each run --set-commit-hash.
                 run_conf = tmp / f"{sha[:12]}.asv.conf.json"
@@ -144,7 +164,7 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                              "--set-commit-hash", sha, "--machine", machine, "--record-samples"]
                 for pattern in patterns:
                     cmd += ["-b", pattern]
-                if _run(cmd + asv_args, cwd=tree, env=env, check=False) != 0:
+                if _run(cmd + asv_args, cwd=tree, env=rev_env, check=False) != 0:
                     failed.append(rev)
         if publish:
             pub_conf = tmp / "publish.asv.conf.json"

@@ -47,7 +47,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 
-import models
+from ttfg import models
 
 from .. import engines, metrics
 
@@ -97,7 +97,7 @@ class Selection:
     repeat: int = 3
     allocations: bool = True
     timeout_s: float = 600.0
-    #: ``"I/N"``: measure only that shard of the selection (``harness.measure.shard``).
+    #: ``"I/N"``: measure only that shard of the selection (``ttfg.measure.shard``).
     shard: str | None = None
     costs: str | None = None
 
@@ -116,7 +116,7 @@ class Selection:
         )
 
     def cases(self):
-        """``(cases, skipped)`` as ``harness.measure.cases.select`` gives them; raises UsageError on bad names."""
+        """``(cases, skipped)`` as ``ttfg.measure.cases.select`` gives them; raises UsageError on bad names."""
         from ..measure.cases import select
 
         cases, skipped = select(list(self.models), list(self.backends), list(self.variants))
@@ -191,7 +191,7 @@ def unit(benchmark: str) -> str:
     """The asv unit of a ``track_*`` function, from the registry."""
     info = metrics.by_benchmark(benchmark)
     if info is None:
-        raise KeyError(f"{benchmark} tracks no metric of harness.metrics; add its asv_benchmark there")
+        raise KeyError(f"{benchmark} tracks no metric of ttfg.metrics; add its asv_benchmark there")
     return info.asv_unit
 
 

@@ -2,7 +2,7 @@
 
 Why: a step in a history is two stretches of commits recorded at different times, so
 machine drift between the recordings looks exactly like a code change, however many
-samples each commit kept. The gate (``harness.decide.gate``) answers the question that
+samples each commit kept. The gate (``ttfg.decide.gate``) answers the question that
 matters: with both commits checked out side by side and run interleaved on this
 machine (A B, B A, ...), is the later one slower? A step is then
 
@@ -196,7 +196,8 @@ def _entry(r, status: str, reason: str, **extra) -> Confirmation:
                         host=socket.gethostname(), **extra)
 
 
-#: ``(repo, {"base": Revision, "head": Revision})`` -> context manager yielding ``{"base": path, "head": path}``.
+#: ``(repo, {"base": Revision, "head": Revision})`` -> context manager yielding ``{"base": Side, "head": Side}``
+#: (``measure.sides.prepared``: worktrees with each revision's project installed).
 Checkouts = Callable
 
 
@@ -211,18 +212,19 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     ``sampler`` and ``checkouts`` default to real cold processes and git worktrees;
     tests pass in-process ones.
     """
-    from ..decide.gate import GateSettings, Side, run_gate
+    from ..decide.gate import GateSettings, run_gate
     from .. import metrics
     from ..decide.stats import compare_paired
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
-    from ..measure.worktrees import GitError, resolve, worktrees
+    from ..measure.sides import check_distinct, locate, prepared
+    from ..measure.worktrees import GitError, resolve
 
     if budget_s <= 0:
         raise UsageError(f"--budget must be positive, got {budget_s:g} s")
     note = on_note or (lambda text: None)
     sampler = sampler or run_sample
-    checkouts = checkouts or (lambda root, revs: worktrees(root, revs, prefix="ttfg-confirm-"))
+    checkouts = checkouts or (lambda root, revs: prepared(root, revs, on_note=note, prefix="ttfg-confirm-"))
     out_dir = Path(out_dir)
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []
@@ -266,9 +268,10 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
         run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}"
         note(f"confirming {len(rows)} step(s) between {base.short} and {head.short}, deciding on {p.metric} "
              f"(budget {share:.0f} s) -> {run_dir}")
-        with checkouts(repo, {"base": base, "head": head}) as trees:
-            outcome = run_gate(cases, [], Side("base", base, Path(trees["base"])), Side("head", head, Path(trees["head"])),
-                               settings, run_dir, sampler=sampler)
+        with checkouts(repo, {"base": base, "head": head}) as sides:
+            locate(sides, cases, settings.run)
+            check_distinct(sides, cases)
+            outcome = run_gate(cases, [], sides["base"], sides["head"], settings, run_dir, sampler=sampler)
         by_case = {c.case: c for c in outcome.cases}
         for r in rows:
             if r.case in problems:

@@ -1,6 +1,6 @@
 """Turn the report's two inputs into one shape: a long table of points.
 
-The report reads asv history (``harness.history.asv_results.load``: one row per benchmark x
+The report reads asv history (``ttfg.history.asv_results.load``: one row per benchmark x
 params x commit) and ttfg results files (one sample per row). Plotting, step detection
 and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
@@ -13,7 +13,7 @@ tree was dirty) or, without git, its creation time.
 
 Metric names are the results file's field names (``first_grad_s``, ``alloc_count``,
 ``counters.jaxpr_eqns``), whichever source they came from; the registry
-(``harness.metrics``) says how to label and group them.
+(``ttfg.metrics``) says how to label and group them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ReportInputError(TtfgError):
     """History or results that the report cannot use; the message names what is wrong."""
 
 
-#: The registry's entry type; ``metric(name)`` is ``harness.metrics.get`` for any name.
+#: The registry's entry type; ``metric(name)`` is ``ttfg.metrics.get`` for any name.
 Metric = metrics.Metric
 #: Metrics that get trend plots, in display order (the phases have their own chart).
 TREND_METRICS = metrics.names(lambda m: m.trend)

@@ -1,6 +1,6 @@
 """Measured costs for the shard partition (``--costs FILE``): seconds per cold process, per case.
 
-Why measured: the built-in estimates (``harness.measure.shard.estimate_s``) come from one
+Why measured: the built-in estimates (``ttfg.measure.shard.estimate_s``) come from one
 2-core VM; a team's own runners, models and variants are better described by their own
 numbers. Three sources are read, whichever ``--costs`` names:
 

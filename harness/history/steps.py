@@ -27,7 +27,7 @@ third of the penalty, each widened by ``min_size`` either side. On 30 two-step
 That is the proposal. For a timing, each commit counts with the faster half of its
 samples (:func:`timing_levels`: interference only adds time), and levels moving is not
 enough: :func:`test_steps` keeps a proposed step only when those samples on its two
-sides differ significantly (``harness.decide.stats.compare_segments``: the commit is the
+sides differ significantly (``ttfg.decide.stats.compare_segments``: the commit is the
 unit, so drift between recordings counts as noise, and the within-commit spread sets
 the floor). Deterministic
 metrics (counters, allocations, instructions) repeat exactly or within their registry

@@ -10,7 +10,7 @@ over the whole parameter grid, its params, version, start time and duration, NaN
 where a case was not measured) and ``benchmarks.json`` with the suite's real
 benchmark names (``ttfg.track_first_grad_seconds``, ...; the registry's ``asv_benchmark``),
 units and the ``model`` x ``backend`` x ``variant`` grid. Readers then go the way real
-history goes: ``harness.history.asv_results.load`` -> points -> trends -> report. The
+history goes: ``ttfg.history.asv_results.load`` -> points -> trends -> report. The
 planted steps come back in the return value, never in the folder (asv would try to
 read any other JSON file there as a result).
 

@@ -11,7 +11,7 @@ Two kinds of step, listed in this order:
   (``steps.test_steps``, on the faster half of each commit's samples:
   ``steps.timing_levels``), and even then it is a *candidate* until a paired re-run of
   the two commits around it confirms it (``ttfg regressions --confirm``,
-  ``harness.history.confirm``). Only confirmed timing regressions count as
+  ``ttfg.history.confirm``). Only confirmed timing regressions count as
   regressions; the ``status`` column says which is which.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import models
+from ttfg import models
 
 from .. import engines
 

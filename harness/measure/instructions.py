@@ -134,7 +134,7 @@ def availability() -> tuple[bool, str]:
 
 
 def command(out_dir: Path) -> list[str]:
-    """The valgrind command line to put before ``python -m harness.measure.probe ...``."""
+    """The valgrind command line to put before ``python -m ttfg.measure.probe ...``."""
     return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no", "--trace-children=no",
             "--fair-sched=yes", "--dump-instr=no", "--compress-pos=no", f"--callgrind-out-file={out_dir / OUT_NAME}.%p"]
 

@@ -35,8 +35,8 @@ def package_versions(names=PACKAGES) -> dict[str, str | None]:
 
 def plugin_versions() -> dict[str, str]:
     """Installed distributions that add backends or models through entry points, with their versions."""
-    import models
-    from models import plugins
+    from ttfg import models
+    from ttfg.models import plugins
 
     from .. import engines
 
@@ -66,7 +66,7 @@ def cpu_flags() -> list[str]:
 
 
 def fingerprint(thread_env: dict[str, str] | None = None):
-    """This machine as far as it changes the numbers (:class:`~harness.results.model.Fingerprint`).
+    """This machine as far as it changes the numbers (:class:`~ttfg.results.model.Fingerprint`).
 
     ``thread_env``: the thread variables the measured processes get (the runner's
     ``probe_env``); without it, this process's own.

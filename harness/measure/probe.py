@@ -1,6 +1,6 @@
 """The probe: one fresh process, one first gradient, measured. It only measures.
 
-Run by the runner as ``python -m harness.measure.probe --case JSON --kind KIND --report FILE``.
+Run by the runner as ``python -m ttfg.measure.probe --case JSON --kind KIND --report FILE``.
 The parent decides how many processes, spawns them and collects (``runner.py``);
 this side does the work and writes exactly one JSON object to ``--report`` (never to
 stdout: frameworks print). The object is::
@@ -223,7 +223,7 @@ def profile(case: Case, out: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.measure.probe", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ttfg.measure.probe", description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
     parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile"), default="timing")
     parser.add_argument("--report", required=True, help="file to write the result object to")

@@ -1,6 +1,6 @@
 """The runner: decides how many cold processes, spawns them, collects their reports.
 
-Every sample is a fresh ``python -m harness.measure.probe`` process with fresh, empty compile
+Every sample is a fresh ``python -m ttfg.measure.probe`` process with fresh, empty compile
 cache folders (removed afterwards), fixed thread counts and ``PYTHONHASHSEED=0``.
 Cases are interleaved round-robin (all cases once, then all again ...) so that the
 machine's drift hits every case alike. A sample that crashes, hangs past its timeout
@@ -34,7 +34,6 @@ from ..results.writer import ResultsWriter
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -50,13 +49,14 @@ class RunSettings:
     #: Sampled-stack processes (pyinstrument) per case, after the timings: the function-level attribution.
     profiles: int = 0
     python: str = sys.executable
-    #: Folder the probe runs in; its ``harness`` is the one measured (the gate points it at a worktree).
-    source: Path = ROOT
+    #: An import root put first on the probe's ``PYTHONPATH``: a gate side's installed revision
+    #: (``sides.py``). None: the probe imports this interpreter's own packages.
+    source: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = asdict(self)
-        data["source"] = str(self.source)
+        data["source"] = None if self.source is None else str(self.source)
         data["caches"] = list(self.caches)
         return data
 
@@ -67,7 +67,8 @@ def probe_env(settings: RunSettings, cache_dir: Path, cache: str) -> dict[str, s
     threads = str(settings.threads)
     env.update({
         "PYTHONHASHSEED": "0",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(settings.source), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [settings.source and str(settings.source),
+                                                    os.environ.get("PYTHONPATH")])),
         "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
         "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
         "TRITON_CACHE_DIR": str(cache_dir / "triton"),
@@ -116,7 +117,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
     cache_dir = cache_dir or workdir / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     report, out_log, err_log = workdir / "report.json", workdir / "stdout.log", workdir / "stderr.log"
-    cmd = [settings.python, "-m", "harness.measure.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
+    cmd = [settings.python, "-m", "ttfg.measure.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
            "--report", str(report)]
     if settings.python_allocators and kind == "allocations":
         cmd.append("--python-allocators")
@@ -136,7 +137,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
         with open(out_log, "wb") as out_fh, open(err_log, "wb") as err_fh:
             spawned = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=out_fh, stderr=err_fh, stdin=subprocess.DEVNULL,
-                                    env=env, cwd=settings.source,
+                                    env=env, cwd=workdir,
                                     start_new_session=True)
             _RUNNING.add(proc)
             try:
@@ -273,7 +274,7 @@ def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSett
 
 
 class Runner:
-    """Runs ``steps`` (default: :func:`~harness.measure.schedule.schedule`), saving to ``out`` after every sample."""
+    """Runs ``steps`` (default: :func:`~ttfg.measure.schedule.schedule`), saving to ``out`` after every sample."""
 
     def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None,
                  steps: list[Step] | None = None):

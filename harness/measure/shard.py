@@ -13,7 +13,7 @@ pairs them inside one process tree), and a case's repeats are never split. So no
 partition can finish sooner than the most expensive case alone.
 
 Costs are seconds per cold process, per case id: measured (``--costs FILE``, read by
-``harness.history.shard_costs``) or, for a case without a measurement, the built-in
+``ttfg.history.shard_costs``) or, for a case without a measurement, the built-in
 estimate :func:`estimate_s`, from the medians measured on the 2-core VM this project
 was built on (README, "Measured on this machine"). Only their ratios matter for the
 partition; the absolute numbers only feed the printed expectation.
@@ -228,7 +228,7 @@ def select_shard(universe: Iterable[str], cases: list, skipped: list, spec: Shar
         runner (``select(..., check_availability=False)``): every runner must cut the
         same partition, and a runner without jax must not shift jax's cases elsewhere.
     cases, skipped : list
-        The selection on this runner (``harness.measure.cases.select``).
+        The selection on this runner (``ttfg.measure.cases.select``).
     spec : ShardSpec
     costs : mapping or None
         Measured seconds per case id.

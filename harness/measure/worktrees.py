@@ -1,11 +1,9 @@
-"""Git revisions materialised as throwaway worktrees, so one environment can run both.
+"""Git revisions materialised as throwaway worktrees, one folder per revision.
 
-Why worktrees: the gate measures a base and a head revision with the *same* Python,
-the same installed frameworks and the same machine, interleaved. Only the ``harness``
-and ``models`` code differs, and the runner already lets a probe run from any folder
-(``RunSettings.source``). ``git worktree add --detach`` gives each revision its own
-folder in a second or so without touching the user's checkout; both are removed on
-exit, on an error and on Ctrl-C.
+Why worktrees: the gate measures a base and a head revision on the same machine,
+interleaved, and each needs its own source tree to install (``sources.py``) without
+touching the user's checkout. ``git worktree add --detach`` gives each revision its own
+folder in a second or so; all are removed on exit, on an error and on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -98,14 +96,15 @@ def resolve(repo: str | Path, name: str, role: str = "revision") -> Revision:
     return Revision(name, commit, subject)
 
 
-def dirty_files(repo: str | Path, paths: tuple[str, ...] = ("harness", "models")) -> list[str]:
-    """Tracked files under ``paths`` with uncommitted changes (staged or not).
+def dirty_files(repo: str | Path, paths: tuple[str, ...] = ()) -> list[str]:
+    """Tracked files with uncommitted changes (staged or not), under ``paths`` or anywhere.
 
     Parameters
     ----------
     repo : path
     paths : tuple of str
-        Folders that decide what is measured.
+        Folders to look in; empty: the whole repository (a revision's whole project is
+        installed and measured, so any tracked file may matter).
 
     Returns
     -------

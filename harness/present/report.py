@@ -1,6 +1,6 @@
 """``ttfg report``: one static HTML file with the history's trends and the latest run's anatomy.
 
-Inputs: an asv history frame (``harness.history.asv_results.load``'s schema, optional) and ttfg
+Inputs: an asv history frame (``ttfg.history.asv_results.load``'s schema, optional) and ttfg
 results files. Without history, the results files are the commits. Output: a single
 self-contained file (figures embedded as PNG data URIs, no script, nothing fetched),
 written atomically so a failed build never leaves half a report behind.
@@ -69,7 +69,7 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
             confirmations: dict | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
 
-    ``confirmations``: stored re-measurements of timing steps (``harness.history.confirm``),
+    ``confirmations``: stored re-measurements of timing steps (``ttfg.history.confirm``),
     by step key; they mark the steps confirmed or not reproduced.
 
     Results files of ``ttfg study`` feed the Studies section only. Their cases are
@@ -624,7 +624,7 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
                  confirmations: dict | None = None, commit_url: str | None = None) -> Path:
     """Write the report to ``out`` (one self-contained HTML file) and return its path.
 
-    ``history_df``: asv history in ``harness.history.asv_results.load``'s schema, or None.
+    ``history_df``: asv history in ``ttfg.history.asv_results.load``'s schema, or None.
     ``runs``: loaded ``Results``; they make the trends when there is no history and
     always feed the environment, phase and cold/warm sections. ``last``: newest N
     commits only. ``back``: the summary's second comparison, N commits back.

@@ -46,7 +46,7 @@ def _noise_headline(shard: dict, metric: str) -> str:
 
 
 def merged_gate_markdown(merged: dict) -> str:
-    """A merged gate document (``harness.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
+    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
     from .markdown import GATE_MARKER
     from .verdicts import passing_sentence, verdict_label_of
 

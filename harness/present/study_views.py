@@ -1,7 +1,7 @@
 """Views of ``ttfg study`` results files, for the report's Studies section.
 
 A study's results file is an ordinary results file whose typed ``study`` section
-(``harness.results.model.StudySection``) holds the analysis ``harness.decide.study``
+(``ttfg.results.model.StudySection``) holds the analysis ``ttfg.decide.study``
 made when the study finished: effects (params, chain) or power-law fits per backend
 and phase (depth). The report shows that stored analysis as it is, never a
 recomputation, so the page and the terminal table of ``ttfg study`` agree. The one
@@ -10,7 +10,7 @@ to show what the ratio is a ratio of.
 
 The section was checked field by field when the file was loaded (a broken one is
 refused there, naming the file and the field), so nothing here validates. Nothing here
-imports an AD framework (nor ``harness.decide.study``, which pulls in the runner and
+imports an AD framework (nor ``ttfg.decide.study``, which pulls in the runner and
 the engine registry).
 """
 
@@ -26,9 +26,9 @@ from ..results.model import DepthEntry, EffectEntry, StudySection
 from .. import metrics
 from .. import fmt
 
-#: The studies ``ttfg study`` runs (harness.decide.study.STUDIES).
+#: The studies ``ttfg study`` runs (ttfg.decide.study.STUDIES).
 KINDS = ("params", "chain", "depth")
-#: Metrics a depth study fits, in display order (the registry's list, as harness.decide.study uses it).
+#: Metrics a depth study fits, in display order (the registry's list, as ttfg.decide.study uses it).
 DEPTH_METRICS = metrics.DEPTH_METRICS
 GROWTHS = ("linear", "super-linear", "sub-linear", "undetermined")
 
@@ -149,7 +149,7 @@ def _effect_row(entry: EffectEntry) -> EffectRow:
 
 
 def _paired(case, metric: str) -> dict[int, float]:
-    """Sample index -> value, as harness.decide.study.paired_values pairs the two arms."""
+    """Sample index -> value, as ttfg.decide.study.paired_values pairs the two arms."""
     return {s["index"]: v for s in case.good() if (v := metrics.sample_value(s, metric)) is not None and v > 0}
 
 
@@ -182,7 +182,7 @@ def read_study(results) -> Study:
     else:
         study.effects = [_effect_row(e) for e in raw.effects]
         for row in study.effects:
-            # Both effect studies name their variant axis after themselves (harness.decide.study.ARMS).
+            # Both effect studies name their variant axis after themselves (ttfg.decide.study.ARMS).
             row.control_median, row.treatment_median = arm_medians(results, row.backend, raw.study, row.control,
                                                                    row.treatment, row.metric)
     return study

@@ -4,7 +4,7 @@
 * ``model``: the typed classes (Sample, ColdEvidence, CaseResult, Results, GateSection, StudySection).
 * ``validate``: a document into the classes, with errors that name the file and the field.
 * ``migrate``: older versions into the current one; the dated format history.
-* ``io``: load and save (strict JSON, through the one atomic writer ``harness.files``).
+* ``io``: load and save (strict JSON, through the one atomic writer ``ttfg.files``).
 * ``writer``: a results file that grows one sample at a time (the runner and the gate).
 * ``record``: all of the above under one name.
 """

@@ -1,9 +1,9 @@
 """The results format's vocabulary: its name and version, the sample fields, the number rule.
 
 The measured numbers of each sample kind come from the metric registry
-(``harness.metrics``: a metric added there is a field of the format, with the type its
+(``ttfg.metrics``: a metric added there is a field of the format, with the type its
 unit implies); the other fields (bookkeeping, text, the counters dict) are the
-format's own and listed here. Everything else in ``harness.results`` reads these
+format's own and listed here. Everything else in ``ttfg.results`` reads these
 tables, and ``model.Sample`` names every field.
 """
 

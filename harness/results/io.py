@@ -1,9 +1,9 @@
-"""Reading and writing results files: bytes on disk <-> :class:`~harness.results.model.Results`.
+"""Reading and writing results files: bytes on disk <-> :class:`~ttfg.results.model.Results`.
 
 Reading: UTF-8, strict JSON (NaN and Infinity are not JSON and are refused), an older
 version migrated (``migrate``), then every field checked (``validate``). Writing: the
 same checks first, so a file ttfg writes is always one it can read back, then strict
-JSON through the one atomic writer (``harness.files``).
+JSON through the one atomic writer (``ttfg.files``).
 """
 
 from __future__ import annotations

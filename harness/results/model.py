@@ -190,7 +190,7 @@ class GateSection:
     rev: str
     commit: str
     subject: str
-    settings: dict[str, Any]       # harness.decide.gate.GateSettings.to_json()
+    settings: dict[str, Any]       # ttfg.decide.gate.GateSettings.to_json()
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "rev": self.rev, "commit": self.commit, "subject": self.subject,
@@ -230,7 +230,7 @@ NOISE_SOURCES = ("calibration", "in-run")
 class NoiseFloor:
     """How noisy the machine was, and so what a gate could detect on it (``environment.noise``).
 
-    ``harness.decide.noise`` builds it; the doctor stores one after ``--calibrate``, and
+    ``ttfg.decide.noise`` builds it; the doctor stores one after ``--calibrate``, and
     ``ttfg run`` and ``ttfg gate`` record one in every results file.
     """
 
@@ -433,7 +433,7 @@ class Results:
         return env
 
     def save(self, path=None) -> Path:
-        """Validate and write atomically (strict JSON); see ``harness.results.io.save``."""
+        """Validate and write atomically (strict JSON); see ``ttfg.results.io.save``."""
         from .io import save
 
         return save(self, path if path is not None else self.path)

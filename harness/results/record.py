@@ -1,4 +1,4 @@
-"""The results file, as one import: ``from harness.results import record``.
+"""The results file, as one import: ``from ttfg.results import record``.
 
 The format is owned by the modules beside this one, one job each: ``format`` (name,
 version, field list, the number rule), ``model`` (the typed classes), ``validate``

@@ -4,9 +4,9 @@ Why: a run or a gate takes minutes to hours; Ctrl-C, a crash or a full disk must
 every finished sample readable. Each append rewrites the whole file atomically
 (``io.save``), which at a few hundred samples costs milliseconds.
 
-One results file has one writer: the writer holds :class:`~harness.files.OneWriter` on
+One results file has one writer: the writer holds :class:`~ttfg.files.OneWriter` on
 its file from creation until :meth:`ResultsWriter.finish` or :meth:`ResultsWriter.close`,
-and a second writer of the same file is refused (:class:`~harness.errors.UsageError`,
+and a second writer of the same file is refused (:class:`~ttfg.errors.UsageError`,
 exit 2) before it measures anything.
 """
 

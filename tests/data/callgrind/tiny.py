@@ -2,7 +2,7 @@
 import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository
-from harness.measure.instructions import Window
+from ttfg.measure.instructions import Window
 
 def work(n):
     return sorted(str(i * 7919 % 1009) for i in range(n))

@@ -1,10 +1,10 @@
 """Entries that break the contract on purpose (see pyproject.toml for which is which)."""
 
-from harness.engines import Backend
+from ttfg.engines import Backend
 
 
 class NotABackend:
-    """Has the right name, but is not a harness.engines.Backend."""
+    """Has the right name, but is not a ttfg.engines.Backend."""
 
     name = "broken.not_a_backend"
 

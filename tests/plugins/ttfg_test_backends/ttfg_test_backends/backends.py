@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from harness.engines.autograd_numpy import AutogradBackend, AutogradEngine
+from ttfg.engines.autograd_numpy import AutogradBackend, AutogradEngine
 
 
 class PluginAutogradBackend(AutogradBackend):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models.spec import GELU, Chain, Dense, ModelSpec
+from ttfg.models.spec import GELU, Chain, Dense, ModelSpec
 
 
 def build(width: int = 8) -> ModelSpec:
