@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..files import atomic_write_text
 from .format import ResultsError
+from .jsonfile import parse
 from .migrate import upgrade
 from .model import Results
 from .validate import results_from_json
@@ -27,17 +28,10 @@ def from_json(data, path: str | os.PathLike = "<results>") -> Results:
 
 
 def loads(text: str, path: str | os.PathLike = "<results>") -> Results:
-    """Parse, migrate, validate. NaN and Infinity are refused, except in a version-1 file (which allowed them)."""
+    """Parse, migrate, validate. NaN and Infinity are refused, except in a version-1 file (which allowed them);
+    so are numbers beyond a float and nesting no results file has (``jsonfile``)."""
     seen: list[str] = []
-
-    def constant(name: str) -> float:
-        seen.append(name)
-        return float(name)
-
-    try:
-        data = json.loads(text, parse_constant=constant)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    data = parse(text, path, ResultsError, constants=seen)
     if seen and not (isinstance(data, dict) and data.get("version") == 1):
         raise ResultsError(f"{path}: not strict JSON: {seen[0]} is not a JSON number "
                            "(a value that could not be measured is written as null)")
