@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..results.model import MAX_SHARDS
+
 #: Upper bounds that keep a typo from becoming hours of work or a plan that fills memory.
 MAX_REPEAT = 10_000
 MAX_THREADS = 1024
@@ -95,8 +97,8 @@ min_effect = fraction(0.0, 10.0, low_open=True, what="the minimum effect")
 threshold = fraction(0.0, 10.0, what="the threshold")
 tolerance = fraction(0.0, 1.0, what="the tolerance")
 
-#: ``ttfg shards N``: how many shards (a CI matrix beyond 256 jobs is refused by GitHub Actions anyway).
-shard_count = count(1, 256, "the number of shards")
+#: ``ttfg shards N``: how many shards; the bound is ``--shard I/N``'s and a file's (``results.model.MAX_SHARDS``).
+shard_count = count(1, MAX_SHARDS, "the number of shards")
 
 __all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "shard", "shard_count", "threads",
            "threshold", "timeout", "tolerance"]

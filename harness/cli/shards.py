@@ -68,7 +68,7 @@ def cmd_shards(args) -> int:
         sys.stdout.write(json.dumps(plan.matrix(), separators=(",", ":")) + "\n")
         return 0
     if args.format == "json":
-        sys.stdout.write(json.dumps(plan.to_json(), indent=None if args.compact else 1) + "\n")
+        sys.stdout.write(json.dumps(plan.to_json(), indent=None if args.compact else 1, allow_nan=False) + "\n")
         return 0
     console = make_console()
     console.print(partition_table(plan, args.repeat))

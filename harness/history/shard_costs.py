@@ -11,11 +11,13 @@ numbers. Three sources are read, whichever ``--costs`` names:
   ``track_process_ttfg_seconds`` over every commit stored.
 
 A case the source does not know keeps the built-in estimate; the partition says which.
+A cost beyond :data:`MAX_COST_S` is no measurement (a results file may hold 1e308 s, which
+is valid JSON; summed, it made ``ttfg shards --format json`` print ``Infinity``): the
+file is refused, naming the case.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from pathlib import Path
@@ -26,6 +28,8 @@ __all__ = ["load_costs"]
 
 #: The asv benchmark whose values are the cost of one process.
 ASV_BENCHMARK = "ttfg.track_process_ttfg_seconds"
+#: The longest a process may be said to cost: a week, the longest ``--timeout`` a sample may have.
+MAX_COST_S = 7 * 24 * 3600.0
 
 
 def _from_results(path: Path) -> dict[str, float]:
@@ -66,10 +70,12 @@ def load_costs(path: str | os.PathLike | None) -> dict[str, float]:
     if p.is_dir():
         costs = _from_asv(asv_results.load(p, dropna=True))
     elif p.is_file():
+        from ..results import jsonfile
+
         try:
-            head = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"--costs {p}: not a JSON results file ({exc})") from None
+            head = jsonfile.read(p, UsageError, constants=[])  # asv writes NaN for n/a
+        except UsageError as exc:
+            raise UsageError(f"--costs {exc}") from None
         if isinstance(head, dict) and head.get("format") == "ttfg-results":
             costs = _from_results(p)
         elif isinstance(head, dict) and "result_columns" in head:
@@ -80,4 +86,8 @@ def load_costs(path: str | os.PathLike | None) -> dict[str, float]:
         raise UsageError(f"--costs {p}: no such file or folder")
     if not costs:
         raise UsageError(f"--costs {p}: holds no measured process time for any case")
+    for case, seconds in costs.items():
+        if not 0 < seconds <= MAX_COST_S:
+            raise UsageError(f"--costs {p}: {case} costs {seconds:g} s per process, not a time a process takes "
+                             f"(at most {MAX_COST_S:g} s)")
     return costs

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from ..errors import UsageError
+from ..results.model import MAX_SHARDS
 
 __all__ = ["PROCESS_S", "FIRST_GRAD_S", "Partition", "ShardPlan", "ShardSpec", "estimate_s", "parse_spec",
            "partition", "select_shard"]
@@ -76,8 +77,8 @@ def parse_spec(text: str) -> ShardSpec:
         raise UsageError(f"shard {text!r} is not I/N (the I-th of N shards, e.g. 2/4)") from None
     if not slash:
         raise UsageError(f"shard {text!r} is not I/N (the I-th of N shards, e.g. 2/4)")
-    if n < 1:
-        raise UsageError(f"shard {text!r}: the number of shards must be at least 1, got {n}")
+    if not 1 <= n <= MAX_SHARDS:
+        raise UsageError(f"shard {text!r}: the number of shards must be at least 1 and at most {MAX_SHARDS}, got {n}")
     if not 1 <= i <= n:
         raise UsageError(f"shard {text!r}: the index must lie between 1 and {n}, got {i}")
     return ShardSpec(i, n)
@@ -195,8 +196,8 @@ def partition(case_ids: Iterable[str], count: int, costs: Mapping[str, float] | 
     Partition
         Each shard's cases in the order of ``case_ids``.
     """
-    if count < 1:
-        raise UsageError(f"the number of shards must be at least 1, got {count}")
+    if not 1 <= count <= MAX_SHARDS:
+        raise UsageError(f"the number of shards must be at least 1 and at most {MAX_SHARDS}, got {count}")
     ids = list(dict.fromkeys(case_ids))
     measured = dict(costs or {})
     cost, sources = {}, {}

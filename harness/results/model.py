@@ -300,6 +300,12 @@ class Fingerprint:
         return [d for d in (self._differs(other, n) for n in names) if d]
 
 
+#: The most shards a selection is split into, everywhere (``--shard I/N``, ``ttfg shards N``, a file's
+#: ``shard.count``): a CI matrix beyond 256 jobs is refused by GitHub Actions anyway, and an unbounded N
+#: built a partition of 10**9 empty shards (3.7 GB, then MemoryError) before any check.
+MAX_SHARDS = 256
+
+
 @dataclass
 class ShardSection:
     """What a shard's output adds: which shard of how many, its cases, and the partition it belongs to.

@@ -15,7 +15,7 @@ from typing import Any
 
 from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
                      STUDY_KINDS, VERSION, ZERO_ALLOWED, ResultsError, describe, is_number)
-from .model import (NOISE_SOURCES, CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection,
+from .model import (MAX_SHARDS, NOISE_SOURCES, CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection,
                     NoiseEntry, NoiseFloor, Results, Sample, ShardSection, StudySection)
 
 __all__ = ["fingerprint_from_json", "noise_from_json", "results_from_json", "sample_problem", "shard_from_json",
@@ -247,8 +247,8 @@ class _Reader:
         get = lambda k: self.key(raw, k, f"{where}.")  # noqa: E731
         count = self.value(get("count"), f"{where}.count", "count", optional=False)
         index = self.value(get("index"), f"{where}.index", "count", optional=False)
-        if count < 1:
-            raise self.expect(f"{where}.count", "a number of shards >= 1", count)
+        if not 1 <= count <= MAX_SHARDS:
+            raise self.expect(f"{where}.count", f"a number of shards from 1 to {MAX_SHARDS}", count)
         if not 1 <= index <= count:
             raise self.expect(f"{where}.index", f"a shard index from 1 to {count}", index)
         texts = lambda key, raw_list: [self.text(c, f"{where}.{key}[{i}]")  # noqa: E731
