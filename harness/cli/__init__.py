@@ -15,6 +15,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from rich.text import Text
+
 from ..errors import TtfgError
 from . import options
 
@@ -68,7 +70,7 @@ def runnable_selection(args, console, what: str):
     if not cases:
         for s in skipped:
             console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-        console.print(f"[red]nothing to {what}[/red]: every selected case was skipped")
+        console.print(Text.assemble((f"nothing to {what}", "red"), ": every selected case was skipped"))
     return cases, skipped
 
 
@@ -93,14 +95,14 @@ def cmd_list(args) -> int:
         except UsageError as exc:  # a plugin builder that rejects its own defaults
             problem = f"{models.entry(name).describe()}: {exc}"
         if problem:
-            mt.add_row(name, "", "", "[red]broken plugin, skipped[/] (below)", origin)
+            mt.add_row(name, "", "", Text.assemble(("broken plugin, skipped", "red"), " (below)"), origin)
             broken.append(problem)
             continue
         spec = models.load(name)
         mt.add_row(name, f"{spec.parameter_count():,}", "x".join(map(str, spec.input_shape)), models.description(name),
                    origin)
     for entry in models.shadowed():
-        mt.add_row(entry.name, "", "", "[red]ignored plugin[/] (below)", entry.origin)
+        mt.add_row(entry.name, "", "", Text.assemble(("ignored plugin", "red"), " (below)"), entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(mt)
     # The descriptions go below the table, one line each: the table keeps to what fits a row.
@@ -112,7 +114,8 @@ def cmd_list(args) -> int:
         try:
             cls = engines.get(name)
         except BrokenPlugin as exc:
-            bt.add_row(name, "[red]no: broken plugin, skipped[/] (below)", *("" for _ in variants.AXES), origin)
+            bt.add_row(name, Text.assemble(("no: broken plugin, skipped", "red"), " (below)"),
+                       *("" for _ in variants.AXES), origin)
             broken.append(str(exc))
             continue
         why = cls.availability()
@@ -125,7 +128,8 @@ def cmd_list(args) -> int:
         if combo and all(v in cls.supports[a] for a, v in (("params", "closure"), ("chain", "scan"))):
             notes.append(f"{name} params=closure,chain=scan: {combo}")
     for entry in engines.shadowed():
-        bt.add_row(entry.name, "[red]no: ignored plugin[/] (below)", *("" for _ in variants.AXES), entry.origin)
+        bt.add_row(entry.name, Text.assemble(("no: ignored plugin", "red"), " (below)"), *("" for _ in variants.AXES),
+                   entry.origin)
         broken.append(f"{entry.describe()}: {entry.problem}")
     console.print(bt)
     console.print("what each backend does:")
@@ -138,7 +142,8 @@ def cmd_list(args) -> int:
         for note in notes:
             console.print(f"  {note}", highlight=False)
     if broken:
-        console.print("[red]plugins that cannot be used[/] (their cases are skipped; everything else runs):")
+        console.print(Text.assemble(("plugins that cannot be used", "red"),
+                                    " (their cases are skipped; everything else runs):"))
         for reason in broken:
             console.print(f"  {reason}", highlight=False, soft_wrap=True)
     return 0
@@ -165,9 +170,9 @@ def cmd_check(args) -> int:
     console.print(check_table(results, args.tolerance))
     code = exit_code(results)
     if code == 2:
-        console.print("[red]nothing could run[/red]: every selected case was skipped")
+        console.print(Text.assemble(("nothing could run", "red"), ": every selected case was skipped"))
     elif code == 1:
-        console.print("[red]gradient check failed[/red]")
+        console.print(Text("gradient check failed", style="red"))
     return code
 
 
@@ -198,7 +203,7 @@ def cmd_run(args) -> int:
 
         usable, why = instructions.availability()
         if not usable:  # said once, not once per case
-            console.print(f"[yellow]no instruction samples[/yellow]: {why}", highlight=False)
+            console.print(Text.assemble(("no instruction samples", "yellow"), f": {why}"), highlight=False)
             args.instructions = False
     settings = RunSettings(
         repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, caches=caches,
@@ -213,14 +218,15 @@ def cmd_run(args) -> int:
     steps = len(runner.steps)
     console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
 
     def on_sample(done, total, case, sample):
         progress.update(task, completed=done, description=f"{case.id} [{sample.kind}]")
         if not sample.ok:
-            progress.console.print(f"[red]failed[/red] {case.id} {sample.kind} #{sample.index}: "
-                                   f"{sample.error}", highlight=False)
+            progress.console.print(Text.assemble(("failed", "red"), f" {case.id} {sample.kind} #{sample.index}: "
+                                                 f"{sample.error}"), highlight=False)
 
     interrupted = False
     write_error: OSError | None = None
@@ -258,24 +264,27 @@ def cmd_run(args) -> int:
     code = 0
     bad = failed_cases(results)
     if interrupted:
-        console.print("[yellow]interrupted[/yellow]: finished samples are kept in the results file")
+        console.print(Text.assemble(("interrupted", "yellow"), ": finished samples are kept in the results file"))
         code = EXIT_BROKEN
     elif write_error is not None:
-        console.print(f"[red]stopped[/red]: cannot write {write_error.filename}: {write_error.strerror}; "
-                      "every sample saved before this is kept in it", highlight=False)
+        console.print(Text.assemble(("stopped", "red"), f": cannot write {write_error.filename}: "
+                                    f"{write_error.strerror}; every sample saved before this is kept in it"),
+                      highlight=False)
         code = EXIT_BROKEN
     elif shard is not None and not shard.cases:
         console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
                       highlight=False)
     elif not cases:
-        console.print(f"[red]nothing measured[/red]: every case of shard {shard.label} was skipped here",
-                      highlight=False)
+        console.print(Text.assemble(("nothing measured", "red"), f": every case of shard {shard.label} was skipped "
+                                    "here"), highlight=False)
         code = EXIT_BROKEN
     elif bad and len(bad) == len(results.cases) - sum(1 for c in results.cases if c.skipped):
-        console.print(f"[red]nothing measured[/red]: no case has a good sample ({', '.join(bad)})", highlight=False)
+        console.print(Text.assemble(("nothing measured", "red"), f": no case has a good sample ({', '.join(bad)})"),
+                      highlight=False)
         code = EXIT_BROKEN
     elif bad:
-        console.print(f"[red]{len(bad)} case(s) have no good sample[/red]: {', '.join(bad)}", highlight=False)
+        console.print(Text.assemble((f"{len(bad)} case(s) have no good sample", "red"), f": {', '.join(bad)}"),
+                      highlight=False)
         code = 1
     if as_json:
         print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
@@ -308,31 +317,32 @@ def cmd_study(args) -> int:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")
     from ..measure.cases import normalize_model
 
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     args.model = normalize_model(args.model)
     console = make_console()
     out = output_file(args.out or f"runs/study-{args.study}.json", "--out", create_parents=True)
     output_file(args.json, "--json")
+    not_an_input(args.json, "--json", [out])
     settings = RunSettings(repeat=args.repeat, timeout_s=args.timeout, threads=args.threads)
     console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
 
     def on_sample(done, total, case, sample):
-        status = "ok" if sample.ok else f"[red]failed[/red]: {sample.error}"
+        status = Text("ok") if sample.ok else Text.assemble(("failed", "red"), f": {sample.error}")
         first = sample.first_grad_s
-        console.print(f"  [{done}/{total}] {case.id} "
-                      f"{'' if first is None else fmt.seconds(first) + ' '}{status}", highlight=False)
+        console.print(Text.assemble(f"  [{done}/{total}] {case.id} ",
+                                    "" if first is None else fmt.seconds(first) + " ", status), highlight=False)
 
     try:
         result = run_study(args.study, args.model, args.backend, settings, out, on_sample)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: finished samples are kept in {out}")
+        console.print(Text.assemble(("interrupted", "yellow"), f": finished samples are kept in {out}"))
         return EXIT_BROKEN
     for note in result.notes:
         console.print(f"skipped {note}", highlight=False)
     if not any(c.good() for c in result.results.cases):
-        console.print(f"[red]nothing measured[/red]: every process of the {args.study} study failed; "
-                      f"the samples and their errors are in {out}", highlight=False)
+        console.print(Text.assemble(("nothing measured", "red"), f": every process of the {args.study} study "
+                                    f"failed; the samples and their errors are in {out}"), highlight=False)
         return EXIT_BROKEN
     console.print(depth_table(result) if args.study == "depth" else effects_table(result))
     if args.json:

@@ -43,7 +43,7 @@ def cmd_doctor(args) -> int:
     budget_s = parse_budget(args.budget)
     as_json = args.format == "json"
     out = view.console()
-    progress = view.Console(stderr=True) if as_json else out
+    progress = view.console(stderr=True) if as_json else out
     findings = examine()
     missing = required_missing(findings)
     if not as_json:

@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.text import Text
+
 from . import options
 
 DEFAULT_RESULTS = "results"
@@ -120,15 +122,9 @@ OTHER_OUTPUTS = {"ttfg-gate": "a gate outcome", "ttfg-comparison": "a comparison
 
 def _output_kind(path: Path) -> str | None:
     """The kind of a ttfg output that is not a results file, read from its first bytes."""
-    import re
+    from ..results.jsonfile import sniff_format
 
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
-        return None
-    match = re.search(r'"format"\s*:\s*"([^"]+)"', head)
-    return OTHER_OUTPUTS.get(match.group(1)) if match else None
+    return OTHER_OUTPUTS.get(sniff_format(path))
 
 
 def _run_files(paths: list[str], notes: list[str] | None = None) -> list[Path]:
@@ -239,9 +235,10 @@ def cmd_report(args) -> int:
 
     if args.back < 1:
         raise UsageError(f"--back must be >= 1, got {args.back}")
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     out = output_file(args.out, "--out", create_parents=True)
+    not_an_input(out, "--out", [*args.runs, args.confirmations])
     url = commit_url(args)
     notes: list[str] = []
     history, runs, gap = load_inputs(args, notes)
@@ -266,8 +263,6 @@ def _counts(trends) -> str:
 
 def regressions_table(prepared, only_regressions: bool = False, candidates: bool = False):
     """Steps as a rich table: the counted ones (deterministic, confirmed), or the timing candidates."""
-    from rich.markup import escape
-
     from .. import fmt
     from ..present.tables import case_cells, case_layout, fitted
     from ..history.points import metric
@@ -288,10 +283,9 @@ def regressions_table(prepared, only_regressions: bool = False, candidates: bool
         info = metric(r.metric)
         style = ("red" if r.kind == "regression" else "green") if not candidates else "yellow"
         date = r.date_after.strftime("%Y-%m-%d") if hasattr(r.date_after, "strftime") and r.date_after == r.date_after else ""
-        table.add_row(f"[{style}]{r.kind}[/]", escape(r.status), *(escape(c) for c in case_cells(r.case, varying)),
-                      escape(info.brief),
-                      escape(f"{r.label_before} → {r.label_after}"), date,
-                      fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), f"[{style}]{fmt.change(r.change)}[/]",
+        table.add_row(Text(r.kind, style=style), r.status, *case_cells(r.case, varying), info.brief,
+                      f"{r.label_before} → {r.label_after}", date,
+                      fmt.value(r.before, info.unit), fmt.value(r.after, info.unit), Text(fmt.change(r.change), style=style),
                       fmt.p_value(r.p_value) if r.p_value == r.p_value else "")
     return table
 
@@ -401,8 +395,9 @@ def _confirm(args, prepared, stored: dict, stored_path: Path, budget: float, con
     console.print(f"confirm: {len(found)} step(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + f"; saved in {path}", highlight=False)
     if missing:
-        console.print(f"[red]confirm[/]: {len(missing)} gate run(s) could not start because a commit is missing "
-                      "from the repository (exit 2); every other step was re-measured and saved", highlight=False)
+        console.print(Text.assemble(("confirm", "red"), f": {len(missing)} gate run(s) could not start because a "
+                                    "commit is missing from the repository (exit 2); every other step was re-measured "
+                                    "and saved"), highlight=False)
         return 2
     return 0
 

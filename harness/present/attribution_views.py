@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 
 from rich.table import Table
+from rich.text import Text
 
 from .. import fmt
 from ..fmt import _finite
 from .. import metrics
 from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
-from .markdown import _cell, _table
+from .markdown import _table
+from .untrusted import md, md_code
 
 
 def _signed(text: str, v) -> str:
@@ -162,7 +164,7 @@ def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
 
 def print_attribution(console, a: Attribution) -> None:
     """The headline, then phase, counter and function tables, on a rich console."""
-    console.print(f"[bold]where it went[/bold] {headline(a)}", highlight=False)
+    console.print(Text.assemble(("where it went", "bold"), f" {headline(a)}"), highlight=False)
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
@@ -177,7 +179,7 @@ def print_attribution(console, a: Attribution) -> None:
         console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
                                   ["function", "incl. change", "self change", "incl. head"], rows))
     for note in a.function_notes + a.notes:
-        console.print(f"[yellow]note[/]: {note}", highlight=False)
+        console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
 # ---------------------------------------------------------------------------- Markdown
@@ -188,8 +190,8 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
-    lines = [f"**Where it went**: {_cell(headline(a))}", "",
-             f"<details{' open' if open_ else ''}><summary>{a.case}: phases, counters, functions</summary>", ""]
+    lines = [f"**Where it went**: {md(headline(a))}", "",
+             f"<details{' open' if open_ else ''}><summary>{md(a.case)}: phases, counters, functions</summary>", ""]
     lines += _table(header, rows) + [""]
     changed = counter_rows(a, changed_only=True)
     if changed:
@@ -199,8 +201,8 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
     for unit in a.units():
         title = function_title(a, unit)
         lines += [f"{title[0].upper()}{title[1:]}:", ""]
-        lines += _table(FUNCTION_HEADER, [[f"`{r[0]}`", f"`{r[1]}`", *r[2:]] for r in function_rows(a, unit)]) + [""]
-    lines += [f"> {note}" for note in a.function_notes + a.notes]
+        lines += _table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in function_rows(a, unit)]) + [""]
+    lines += [f"> {md(note)}" for note in a.function_notes + a.notes]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 

@@ -27,9 +27,14 @@ MEANING = (
 )
 
 
-def console() -> Console:
-    """Rich's own width: the terminal's, ``COLUMNS`` when set, 80 when piped."""
-    return Console()
+def console(stderr: bool = False) -> Console:
+    """Rich's own width: the terminal's, ``COLUMNS`` when set (and usable), 80 when piped; markup off
+    (``untrusted.py``: findings and errors carry text from outside ttfg)."""
+    import sys
+
+    from .untrusted import console_width
+
+    return Console(stderr=stderr, width=console_width(sys.stderr if stderr else sys.stdout, 80), markup=False)
 
 
 def findings_tables(findings) -> list[Table]:
@@ -118,13 +123,13 @@ def print_calibration(out: Console, calibration) -> None:
         if case.failed_pairs:
             out.print(f"{case.case.id}: {case.failed_pairs} pair(s) failed ({case.first_error})", highlight=False)
     if any(c.noise(TABLE_METRIC).pairs < FEW_PAIRS for c in calibration.cases):
-        out.print(f"[yellow]few pairs[/yellow]: under {FEW_PAIRS} the SD is barely known (see its interval); "
-                  "a longer --budget, such as 5m, gives a firmer number", highlight=False)
+        out.print(Text.assemble(("few pairs", "yellow"), f": under {FEW_PAIRS} the SD is barely known (see its "
+                                "interval); a longer --budget, such as 5m, gives a firmer number"), highlight=False)
     for note in calibration.notes:
         out.print(f"not calibrated: {note}", highlight=False)
     out.print(Text(MEANING, style="dim"))
     if calibration.interrupted:
-        out.print("[yellow]interrupted[/yellow]: the numbers above use the pairs finished so far")
+        out.print(Text.assemble(("interrupted", "yellow"), ": the numbers above use the pairs finished so far"))
 
 
 def pair_line(case, a: dict, b: dict) -> str:

@@ -8,12 +8,12 @@ ellipsis. The run's counters have their own table (``ttfg run --wide``: one wide
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .. import fmt
 from .. import metrics
@@ -24,11 +24,14 @@ PIPED_WIDTH = 100
 
 
 def console(stderr: bool = False, width: int | None = None) -> Console:
-    """The terminal's width on a terminal; ``COLUMNS`` when set; else :data:`PIPED_WIDTH` when piped."""
+    """The terminal's width on a terminal; ``COLUMNS`` when set; else :data:`PIPED_WIDTH` when piped.
+
+    Console markup is off (``untrusted.py`` says why): styled text is built as ``rich.text.Text``.
+    """
+    from .untrusted import console_width
+
     stream = sys.stderr if stderr else sys.stdout
-    if width is None and not stream.isatty() and not os.environ.get("COLUMNS", "").strip().isdigit():
-        width = PIPED_WIDTH
-    return Console(stderr=stderr, width=width)
+    return Console(stderr=stderr, width=width or console_width(stream, PIPED_WIDTH), markup=False)
 
 
 CASE_PARTS = ("model", "backend", "variant")
@@ -136,11 +139,8 @@ class Fitted:
 
     def records(self):
         """The rows as paragraphs: ``name: column value, column value, ...``."""
-        from rich.text import Text
-
         def text(cell) -> Text:
-            t = Text.from_markup(cell) if isinstance(cell, str) else cell.copy() if isinstance(cell, Text) else Text(
-                str(cell))
+            t = cell.copy() if isinstance(cell, Text) else Text(str(cell))
             return Text(" ").join(t.split("\n"))
 
         columns = self.table.columns
@@ -191,10 +191,10 @@ def check_table(results, tolerance: float) -> Table:
     for r in results:
         cells = case_cells(r.case_id, varying)
         if r.status == "skipped" or r.status == "error" and r.worst_error is None:
-            table.add_row(*cells, f"[{style[r.status]}]{r.status}[/]", "", "", "", r.detail, "")
+            table.add_row(*cells, Text(r.status, style=style[r.status]), "", "", "", r.detail, "")
             continue
         table.add_row(
-            *cells, f"[{style[r.status]}]{r.status}[/]", f"{r.loss:.6g}", f"{r.loss_error:.1e}",
+            *cells, Text(r.status, style=style[r.status]), f"{r.loss:.6g}", f"{r.loss_error:.1e}",
             f"{r.worst_error:.1e}", r.worst_tensor, fmt.seconds(r.seconds),
         )
     return table
@@ -237,7 +237,7 @@ def _run_rows(results):
                                 "(whole process) " + counter_text)
             status = f"{len(good)}/{len(timing)}"
             if len(good) < len(timing):
-                status = f"[red]{status}[/]"
+                status = Text(status, style="red")
             med_of = lambda m: fmt.seconds(_median(metrics.case_values(case, m, cache)))  # noqa: E731
             yield {
                 "case": case.id, "cache": cache, "ok": status, "first grad": fmt.seconds(med),
@@ -349,7 +349,7 @@ VERDICT_STYLE = {"regressed": "red", "improved": "green", "unchanged": "dim", "i
 def _styled(word: str, label: str | None = None) -> str:
     style = VERDICT_STYLE.get(word)
     text = label or word
-    return f"[{style}]{text}[/]" if style else text
+    return Text(text, style=style or "")
 
 
 def styled_verdict(v) -> str:

@@ -104,6 +104,22 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+#: A sample's ``error`` is kept to this many characters (its ``stderr_tail`` is the last 2,000 already).
+MAX_ERROR_CHARS = 2000
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters plus a note of how many were cut; unchanged when shorter.
+
+    Why: an error text comes from the measured code (a pull request controls its head's
+    exceptions), and a 2 MB exception was copied into every sample, the results files
+    (6 MB) and the gate's summary (over a PR comment's size limit).
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
+
+
 def differing(a: dict, b: dict) -> list[str]:
     """The keys whose values differ between two dicts, each as ``"key A vs B"`` (sorted by key).
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..files import FileBusy, OneWriter
+from .format import MAX_ERROR_CHARS, clip
 from .model import Results, Sample
 
 __all__ = ["ResultsWriter"]
@@ -39,9 +40,12 @@ class ResultsWriter:
             self.results.save(self.out)
 
     def append(self, case_id: str, sample: Sample) -> None:
+        """Add ``sample`` (its error text clipped to ``MAX_ERROR_CHARS``: the measured code writes it) and save."""
         case = self.results.case(case_id)
         if case is None:
             raise KeyError(f"no case {case_id!r} in these results")
+        if sample.error:
+            sample.error = clip(sample.error, MAX_ERROR_CHARS)
         case.samples.append(sample)
         self.save()
 
