@@ -194,9 +194,11 @@ def test_failures_after_good_samples_stop_the_case_and_drop_incomplete_pairs(gat
     head = lambda i: noisy(1.0, shift=3)(i) if i < 3 else "flaky"  # noqa: E731
     outcome, _ = gate_with(noisy(1.0), head, max_failures=2)
     (case,) = outcome.cases
-    assert case.stop == gate.FAILING and case.attempted == 5 and case.pairs == 3
+    assert case.attempted == 5 and case.pairs == 3
     assert case.failed == {"base": 0, "head": 2}
     assert "sampling stopped after repeated failures after 3 of at most" in case.verdict.reason
+    # 3 complete pairs are fewer than --min-pairs (5), and only head failed: not a pass (issue 25, class 4).
+    assert case.stop == gate.HEAD_FAILING and case.verdict.verdict == "inconclusive" and outcome.exit_code() == 2
 
 
 def test_a_metric_the_backend_does_not_report_stops_at_once(gate_with):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from pathlib import Path
+
+from rich.text import Text
 
 from . import options
 from ..files import atomic_write_text
@@ -111,7 +112,7 @@ def print_expectations(console, check, suggested_path, not_run_what: str) -> Non
 
     console.print(expectations_table(check))
     for r in check.failures():
-        console.print(f"[red]{r.status}[/]: {r.case} {r.metric}: {expectation_line(r)}", highlight=False)
+        console.print(Text.assemble((r.status, "red"), f": {r.case} {r.metric}: {expectation_line(r)}"), highlight=False)
     if check.not_run:
         console.print(f"{check.not_run} expectation row(s) are for {not_run_what} (not checked)", highlight=False)
     if suggested_path:
@@ -135,9 +136,10 @@ def cmd_compare(args) -> int:
     from ..present.tables import compare_table, console as make_console, row_change
     from ..present.attribution_views import print_attribution
 
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     output_file(args.output, "--output")
+    not_an_input(args.output, "--output", [args.base, args.head])
     base = record.load(args.base)
     head = record.load(args.head)
     cmp = compare_results(base, head, metrics=args.metric,
@@ -161,10 +163,10 @@ def cmd_compare(args) -> int:
         for a in cmp.attributions:
             print_attribution(console, a)
         for note in cmp.notes:
-            console.print(f"[yellow]note[/]: {note}", highlight=False)
+            console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
         counts = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
-        console.print({0: f"no regression ({counts})", 1: f"[red]regression[/] ({counts})",
-                       2: "[red]nothing comparable[/]: no case and metric has values in both files"}[code],
+        console.print({0: Text(f"no regression ({counts})"), 1: Text.assemble(("regression", "red"), f" ({counts})"),
+                       2: Text.assemble(("nothing comparable", "red"), ": no case and metric has values in both files")}[code],
                       highlight=False)
     return code
 
@@ -209,7 +211,8 @@ def _raise_interrupt(signum, frame):
 def cmd_gate(args) -> int:
     from . import runnable_selection
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, gate_document, parse_duration, revisions, run_gate
+    from ..decide.gate import (COUNT_BROKEN, HEAD_FAILING, GateSettings, gate_document, parse_duration, revisions,
+                               run_gate)
     from ..present.markdown import gate_markdown
     from ..measure.runner import RunSettings
     from ..present.tables import console as make_console, gate_table
@@ -218,14 +221,17 @@ def cmd_gate(args) -> int:
     from ..measure.sides import check_distinct, locate, prepared
     from ..measure.worktrees import repo_root
 
-    from .outputs import output_dir, output_file
+    from .outputs import append_step_summary, not_an_input, output_dir, output_file
+    from ..files import replace_together
+    from ..results.format import strict_json
 
     as_data = args.format != "table"
     console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
         raise UsageError("--write-suggested needs --expectations FILE")
-    output_dir(args.out_dir, "--out-dir")
+    output_dir(args.out_dir, "--out-dir", files=("base.json", "head.json", "gate.json", "summary.md"))
     output_file(args.write_suggested, "--write-suggested")
+    not_an_input(args.write_suggested, "--write-suggested", [args.expectations])
     settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                             max_failures=args.max_failures, allocations=args.allocations,
@@ -248,7 +254,7 @@ def cmd_gate(args) -> int:
     if shard is not None and shard.cases and not cases:
         for s in skipped:
             console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-        console.print(f"[red]nothing to gate[/red]: every case of shard {shard.label} is skipped here",
+        console.print(Text.assemble(("nothing to gate", "red"), f": every case of shard {shard.label} is skipped here"),
                       highlight=False)
         return 2
     repo = repo_root(args.repo)
@@ -276,8 +282,8 @@ def cmd_gate(args) -> int:
                                on_pair=lambda e: console.print(_progress_line(e), highlight=False),
                                on_note=note, shard=shard)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
-                      "(marked incomplete)")
+        console.print(Text.assemble(("interrupted", "yellow"), f": worktrees removed; finished samples are in {out_dir} "
+                      "(marked incomplete)"))
         return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -316,22 +322,26 @@ def cmd_gate(args) -> int:
         case["verdict"]["label"] = verdict_label(decided.verdict)
         if decided.attribution is not None:
             case["attribution"]["headline"] = headline(decided.attribution)
-    atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
-    atomic_write_text(out_dir / "summary.md", summary)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(summary + "\n")
+    document = strict_json(document)  # strict JSON: a NaN here made gate.json unreadable to a merge
+    replace_together({out_dir / "gate.json": json.dumps(document, indent=1, allow_nan=False) + "\n",
+                      out_dir / "summary.md": summary})
+    step_warning = append_step_summary(summary)
+    if step_warning:
+        console.print(Text.assemble(("note", "yellow"), f": {step_warning}"), highlight=False)
     console.print(f"results: {outcome.files['base']}, {outcome.files['head']}, {out_dir / 'gate.json'}, "
                   f"{out_dir / 'summary.md'}", highlight=False)
     if outcome.base_broken():
         names = ", ".join(c.case for c in outcome.base_broken())
-        console.print(f"[red]base cannot run[/red] {names}: nothing to compare against", highlight=False)
+        console.print(Text.assemble(("base cannot run", "red"), f" {names}: nothing to compare against"), highlight=False)
     if code == 1:
         what = [f"{len(outcome.regressions())} regressed case(s)"] if outcome.regressions() else []
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
-        console.print(f"[red]gate failed[/red]: {', '.join(what)}", highlight=False)
+        console.print(Text.assemble(("gate failed", "red"), f": {', '.join(what)}"), highlight=False)
+    elif code == 2 and not outcome.base_broken():
+        stuck = [f"{c.case} ({c.stop})" for c in outcome.cases if c.stop in (COUNT_BROKEN, HEAD_FAILING)]
+        console.print(Text.assemble(("gate could not compare", "red"), f": {', '.join(stuck) or 'no case'}"),
+                      highlight=False)
     elif code == 0 and shard is not None and not shard.cases:
         console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
@@ -355,7 +365,7 @@ def _warn_if_budget_too_small(console, cases: list[str], settings):
     warnings = noise.budget_warning(cases, settings.metric, settings.min_effect, settings.budget_s,
                                     settings.max_pairs, floor, why_not)
     for line in budget_warning_lines(warnings, settings.metric, settings.min_effect, settings.budget_s):
-        console.print(f"[yellow]{line}[/yellow]", highlight=False)
+        console.print(Text(line, style="yellow"), highlight=False)
     return floor, why_not, warnings
 
 
@@ -391,9 +401,10 @@ def cmd_expect_check(args) -> int:
     from ..present.markdown import expectations_markdown
     from ..present.tables import console as make_console
 
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     output_file(args.write_suggested, "--write-suggested")
+    not_an_input(args.write_suggested, "--write-suggested", [args.file, *args.runs])
     expectations = expect.load(args.file)
     check = expect.check(expectations, _load_runs(args.runs), path=args.file)
     if args.write_suggested:
@@ -406,8 +417,8 @@ def cmd_expect_check(args) -> int:
     else:
         console = make_console()
         print_expectations(console, check, args.write_suggested, "cases not in these results")
-        console.print({0: "expectations hold", 1: "[red]expectations violated[/red]",
-                       2: "[red]nothing comparable[/red]: no expectation matches a measured case and metric"}[code],
+        console.print({0: Text("expectations hold"), 1: Text("expectations violated", style="red"),
+                       2: Text.assemble(("nothing comparable", "red"), ": no expectation matches a measured case and metric")}[code],
                       highlight=False)
     return code
 
@@ -416,9 +427,10 @@ def cmd_expect_update(args) -> int:
     from ..decide import expect
     from ..decide.compare import parse_fraction
 
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     output_file(args.out, "--out")
+    not_an_input(args.out, "--out", args.runs)
     existing = expect.load(args.out) if Path(args.out).exists() and not args.fresh else []
     margins = {}
     for text in args.margin or ():

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .. import metrics
+from . import head_failures
 from . import tiers as tiering
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
@@ -67,6 +68,10 @@ if TYPE_CHECKING:
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
 NOT_SETTLED, COUNT_BROKEN = "not settled", "counting failed"
+#: A head that failed with too few complete pairs left (``head_failures.py``): exit 2, never a pass.
+HEAD_FAILING = head_failures.HEAD_FAILING
+#: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
+GATE_OUTPUTS = ("gate.json", "summary.md")
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
@@ -224,6 +229,8 @@ class CaseOutcome:
     #: The tier that decided (``tiers.py``: structural, instructions, time) and every tier's finding.
     tier: str = tiering.TIME
     trail: "list[tiering.TierStep]" = field(default_factory=list)
+    #: The first error of each side that failed (for the summary's row).
+    first_error: dict[str, str] = field(default_factory=dict)
 
     def regressed_anything(self) -> bool:
         """The gated verdict or a compared counter regressed: what attribution is computed for."""
@@ -235,6 +242,7 @@ class CaseOutcome:
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
                 "failures": None if self.failures is None else self.failures.to_json(),
+                "first_error": self.first_error,
                 "attribution": None if self.attribution is None else self.attribution.to_json()}
 
 
@@ -269,7 +277,7 @@ class GateOutcome:
         """
         if self.regressions():
             return 1
-        if self.base_broken() or any(c.stop == COUNT_BROKEN for c in self.cases) \
+        if self.base_broken() or any(c.stop in (COUNT_BROKEN, HEAD_FAILING) for c in self.cases) \
                 or not self.cases and not (self.shard is not None and not self.shard.cases):
             return 2
         return 0
@@ -523,6 +531,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                for role, side in sides.items()}
     for writer in writers.values():
         writer.save()
+    for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
+        (out_dir / stale).unlink(missing_ok=True)
     states = [_CaseState(case, _new_test(settings)) for case in cases]
     by_id = {st.case.id: st for st in states}
     start = began = time.monotonic()
@@ -621,9 +631,14 @@ def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], setti
         else:
             verdict, tier = _final_verdict(st, settings), tiering.TIME
         verdict = _with_failures(verdict, failures, st)
+        stop = st.stop or BUDGET
+        held = head_failures.held_for_head_failures(verdict, st.failed, st.attempted, len(b), settings.min_pairs,
+                                                    st.first_error)
+        if held is not None:
+            verdict, stop = held, HEAD_FAILING
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
-                                    st.stop or BUDGET, summarize(b), summarize(h), changes, failures,
-                                    tier=tier, trail=trail.steps))
+                                    stop, summarize(b), summarize(h), changes, failures,
+                                    tier=tier, trail=trail.steps, first_error=dict(st.first_error)))
     return outcomes
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import fmt
 from .tables import counter_changes, row_change, row_values
+from .untrusted import md, md_code
 from ..decide.compare import Comparison
 
 ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2, "unchanged": 3}
@@ -53,19 +54,19 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
     code = cmp.exit_code()
     decision = {0: "no regression", 1: f"{counts['regressed']} regression(s)", 2: "nothing comparable"}[code]
     lines = [f"### {title}: {decision}", "",
-             f"base `{cmp.base_label}` vs head `{cmp.head_label}`: "
+             f"base {md_code(cmp.base_label)} vs head {md_code(cmp.head_label)}: "
              + ", ".join(f"{n} {v}" for v, n in counts.items() if n) if cmp.rows else "no rows", ""]
     header = ["case", "metric", "base", "head", "ratio", "interval", "verdict"]
 
     def row(r):
-        return [r.case, r.metric, *row_values(r), fmt.factor(r.verdict.ratio),
+        return [md(r.case), md(r.metric), *row_values(r), fmt.factor(r.verdict.ratio),
                 fmt.interval(r.verdict.ci_low, r.verdict.ci_high), _labelled(r.verdict)]
 
     notable = sorted((r for r in cmp.rows if r.verdict.verdict != "unchanged"), key=lambda r: ORDER[r.verdict.verdict])
     same = [r for r in cmp.rows if r.verdict.verdict == "unchanged"]
     if notable:
         lines += _table(header, [row(r) for r in notable]) + [""]
-        lines += [f"- `{r.case}` {r.metric}{row_change(r)}: {r.verdict.reason}"
+        lines += [f"- {md_code(r.case)} {md(r.metric)}{row_change(r)}: {md(r.verdict.reason)}"
                   for r in notable if r.verdict.verdict != "inconclusive"]
         detect = [r for r in notable if r.verdict.verdict == "inconclusive" and r.compared_as == "timing"]
         if detect:
@@ -79,7 +80,7 @@ def comparison_markdown(cmp: Comparison, title: str = "ttfg compare") -> str:
     if same:
         lines += ["<details><summary>" + f"{len(same)} unchanged</summary>", ""]
         lines += _table(header, [row(r) for r in same]) + ["", "</details>", ""]
-    lines += [f"> {note}" for note in cmp.notes]
+    lines += [f"> {md(note)}" for note in cmp.notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -137,7 +138,7 @@ def gate_markdown(outcome, check=None, attributions=None) -> str:
         one sentence saying what passing means.
     """
     from .attribution_views import attribution_markdown
-    from .verdicts import passing_means
+    from .verdicts import failures_note, passing_means
 
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
@@ -147,24 +148,25 @@ def gate_markdown(outcome, check=None, attributions=None) -> str:
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
     lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", "",
-             f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
+             f"base {md_code(outcome.base.name)} ({outcome.base.short}) vs head {md_code(outcome.head.name)} "
              f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
              f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget; "
              f"tiers {', '.join(s.tiers)}", "",
              f"_{passing_means(outcome, check)}_", ""]
     rows = []
     for c in outcome.cases:
-        rows.append([c.case, fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
+        rows.append([md(c.case), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
                      fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                     _labelled(c.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s), c.stop,
+                     _labelled(c.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s),
+                     c.stop + failures_note(c.failed, c.attempted, c.first_error),
                      counter_changes(c.changes)])
     lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall", "stopped",
                      "counters changed"], rows) + [""]
     for c in outcome.cases:
-        lines.append(f"- `{c.case}` (decided by the {c.tier} tier): {c.verdict.reason}")
-        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {t.reason}"
+        lines.append(f"- {md_code(c.case)} (decided by the {c.tier} tier): {md(c.verdict.reason)}")
+        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {md(t.reason)}"
                   for t in c.trail if not t.settled]
-    lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
+    lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
     lines.append("")
     if attributions is None:
         attributions = [c.attribution for c in outcome.cases if c.attribution is not None]

@@ -69,6 +69,25 @@ def passing_means(outcome, check=None) -> str:
     return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None)
 
 
+def failures_note(failed: dict | None, attempted: int | None, first_error: dict | None) -> str:
+    """`` (failed: base 0 of 3, head 2 of 3; head: timed out after 4 s)`` for a case whose processes
+    failed, escaped for Markdown (the error is the measured code's text); empty when none failed.
+
+    Why in the row: a head that times out in 2 of 3 processes passed with "no regression
+    shown", and the summary mentioned only the budget.
+    """
+    from .untrusted import md
+
+    failed = failed or {}
+    if not any(failed.get(side) for side in ("base", "head")):
+        return ""
+    of = f" of {attempted}" if attempted else ""
+    errors = first_error or {}
+    first = next(((side, errors[side]) for side in ("head", "base") if errors.get(side)), None)
+    return (f" (failed: base {failed.get('base', 0)}{of}, head {failed.get('head', 0)}{of}"
+            + (f"; {first[0]}: {md(first[1], 160)}" if first else "") + ")")
+
+
 def verdict_label_of(data: dict) -> str:
     """:func:`verdict_label` of a verdict as ``gate.json`` stores it (null for NaN); its stored label wins."""
     from types import SimpleNamespace
@@ -83,4 +102,4 @@ def verdict_label_of(data: dict) -> str:
         detectable=nan if data.get("detectable") is None else data["detectable"]))
 
 
-__all__ = ["passing_means", "passing_sentence", "verdict_label", "verdict_label_of"]
+__all__ = ["failures_note", "passing_means", "passing_sentence", "verdict_label", "verdict_label_of"]
