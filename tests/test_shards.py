@@ -21,7 +21,7 @@ import pytest
 from ttfg.decide import gate
 from ttfg.decide.gate import GateSettings, Side, gate_document, run_gate
 from ttfg.decide.merge_gate import load_shard, merge_gates
-from ttfg.errors import UsageError
+from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import metadata
 from ttfg.measure import sides as sides_module
 from ttfg.measure.cases import select
@@ -417,13 +417,16 @@ def test_the_merged_summary_states_each_shards_noise_floor(sharded_gates, tmp_pa
     for d in dirs[:2]:
         floor = noise.in_gate(record.load(d / "base.json"), record.load(d / "head.json"), "first_grad_s", 20)
         _edit(d / "gate.json", lambda doc, floor=floor: doc.update(noise=floor.to_json()))
-    _edit(dirs[1] / "gate.json", lambda doc: doc["noise"].update(entries="not a list"))
     summary = merged_gate_markdown(merge_gates([load_shard(d) for d in dirs]).doc)
     lines = {line.split(":")[0]: line for line in summary.splitlines() if line.startswith("> shard ")}
     assert set(lines) == {"> shard 1/3", "> shard 2/3", "> shard 3/3"}, summary
-    assert "gate sees" in lines["> shard 1/3"] and "first_grad_s" in lines["> shard 1/3"]
-    assert "noise floor: unreadable" in lines["> shard 2/3"] and "entries" in lines["> shard 2/3"]
+    assert "gate sees" in lines["> shard 1/3"] and "first\\_grad\\_s" in lines["> shard 1/3"]
+    assert "gate sees" in lines["> shard 2/3"]
     assert lines["> shard 3/3"].endswith("noise floor: not recorded")
+    # A noise floor that is not one is refused like any other bad field of gate.json, naming it.
+    _edit(dirs[1] / "gate.json", lambda doc: doc["noise"].update(entries="not a list"))
+    with pytest.raises(TtfgError, match=r"g2/gate.json: noise.entries: expected a list"):
+        load_shard(dirs[1])
 
 
 def test_a_missing_or_unfinished_shard_fails_the_merged_gate_with_exit_2(sharded_gates, cli, tmp_path):
@@ -439,6 +442,10 @@ def test_a_missing_or_unfinished_shard_fails_the_merged_gate_with_exit_2(sharded
 def test_gate_merge_refuses_contradicting_shards(sharded_gates, cli, tmp_path):
     _, dirs, _ = sharded_gates
     _edit(dirs[1] / "gate.json", lambda d: d["head"].update(commit="f" * 40))
+    # gate.json alone edited: its head.json is not the one it gated (a stale or swapped file).
+    out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
+    assert out.returncode == 2 and f"so it is not the head.json of {dirs[1] / 'gate.json'}" in out.stderr, out.stderr
+    _edit(dirs[1] / "head.json", lambda d: d["gate"].update(commit="f" * 40))
     out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
     assert out.returncode == 2 and "shards of different revisions" in out.stderr and str(dirs[1]) in out.stderr
     assert not (tmp_path / "m").exists()

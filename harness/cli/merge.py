@@ -9,7 +9,6 @@ anything is written: a bad input exits 2 naming the files and leaves nothing beh
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from ..files import atomic_write_text
@@ -27,36 +26,49 @@ the work.
 
 Refused, naming the files, exit 2, nothing written: a file that is not a shard's
 output, shards of different partitions (selection, N or --costs), the same shard
-twice, a case in two files, a missing shard (results), files of different
-revisions, settings or machine fingerprints (--force merges different machines
-and says so), conflicting asv values.
+twice, a case in two files, a missing shard or a case of its shard that a shard
+lost (results), a gate.json without a verdict for a case of its shard, files of
+different revisions, settings or machine fingerprints (--force merges different
+machines and says so), conflicting asv values, an output that is also an input,
+and an output folder that a running gate is writing.
 """
 
 GATE_EXIT = """\
-exit codes (merge gate):
-  0  every shard present, no regression
-  1  a regression (or violated expectation) in any shard
-  2  a shard is missing or did not finish (reported by name, never a pass), a
-     base that cannot run, nothing gated, or inputs that cannot be merged
+exit codes (merge gate): the worst of every shard's own exit code and of the
+merged verdicts, 2 over 1 over 0
+  0  every shard present and exited 0, no regression
+  1  a regression (or violated expectation) in any shard, or a shard that
+     exited 1
+  2  a shard is missing, did not finish or exited 2 (reported by name, never a
+     pass), a base that cannot run, nothing gated, or inputs that cannot be
+     merged (then nothing is written)
 """
 
 
+#: What ``ttfg merge gate`` writes in its ``--out-dir``, as one set.
+GATE_OUTPUTS = ("base.json", "head.json", "gate.json", "summary.md")
+
+
 def _print_notes(console, notes) -> None:
+    from rich.text import Text
+
     for note in notes:
-        console.print(f"[yellow]note[/]: {note}", highlight=False)
+        console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
 def cmd_merge_results(args) -> int:
-    from ..results.io import load, save
+    from ..results.io import dumps, load
     from ..results.merge import merge_results
     from ..present.tables import console as make_console
 
-    from .outputs import output_file
+    from .outputs import holding, not_an_input, output_file
 
     output_file(args.out, "--out", create_parents=True)
-    merged, notes = merge_results([load(p) for p in args.files], force=args.force)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    save(merged, args.out)
+    not_an_input(args.out, "--out", args.files)
+    with holding([args.out], "--out"):
+        merged, notes = merge_results([load(p) for p in args.files], force=args.force)
+        text = dumps(merged, args.out)
+        atomic_write_text(args.out, text)
     console = make_console()
     _print_notes(console, notes)
     measured = sum(1 for c in merged.cases if not c.skipped)
@@ -70,33 +82,38 @@ def cmd_merge_gate(args) -> int:
     from ..present.shard_views import merged_gate_markdown
     from ..present.verdicts import passing_sentence
     from ..present.tables import console as make_console
+    from ..results.format import strict_json
     from ..results.io import dumps
 
-    from .outputs import output_dir
+    from ..files import replace_together
+    from .outputs import append_step_summary, holding, not_an_input_dir, output_dir
 
-    out_dir = output_dir(args.out_dir, "--out-dir")
-    merged = merge_gates([load_shard(p) for p in args.dirs], force=args.force)
-    texts = {name: dumps(res, out_dir / f"{name}.json") for name, res in merged.sides.items()}
-    merged.doc["files"] = {name: str(out_dir / f"{name}.json") for name in texts}
-    settings = merged.doc.get("settings") or {}
-    if settings.get("min_effect") is not None and settings.get("alpha") is not None:
-        merged.doc["passing_means"] = passing_sentence(
-            settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
-            [c["verdict"].get("detectable") for c in merged.doc["cases"] if c["verdict"].get("verdict") == "inconclusive"])
-    summary = merged_gate_markdown(merged.doc)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in texts.items():
-        atomic_write_text(out_dir / f"{name}.json", text)
-    atomic_write_text(out_dir / "gate.json", json.dumps(merged.doc, indent=1, allow_nan=False) + "\n")
-    atomic_write_text(out_dir / "summary.md", summary)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(summary + "\n")
+    out_dir = output_dir(args.out_dir, "--out-dir", files=GATE_OUTPUTS)
+    not_an_input_dir(out_dir, "--out-dir", args.dirs, GATE_OUTPUTS)
+    # A running gate holds its base.json and head.json: a merge into its folder is refused, not interleaved.
+    with holding([out_dir / name for name in GATE_OUTPUTS if name.endswith(".json")], "--out-dir"):
+        merged = merge_gates([load_shard(p) for p in args.dirs], force=args.force)
+        texts = {name: dumps(res, out_dir / f"{name}.json") for name, res in merged.sides.items()}
+        merged.doc["files"] = {name: str(out_dir / f"{name}.json") for name in texts}
+        settings = merged.doc.get("settings") or {}
+        if settings.get("min_effect") is not None and settings.get("alpha") is not None:
+            merged.doc["passing_means"] = passing_sentence(
+                settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
+                [c["verdict"].get("detectable") for c in merged.doc["cases"]
+                 if c["verdict"].get("verdict") == "inconclusive"])
+        summary = merged_gate_markdown(merged.doc)
+        document = json.dumps(strict_json(merged.doc), indent=1, allow_nan=False) + "\n"
+        # Every output is built before any is written; then the set replaces the old one as a whole
+        # (a results file this merge has none for is removed: it belonged to an older outcome).
+        replace_together({out_dir / "base.json": texts.get("base"), out_dir / "head.json": texts.get("head"),
+                          out_dir / "gate.json": document, out_dir / "summary.md": summary})
     console = make_console()
-    console.print(summary, highlight=False, markup=False)
+    warning = append_step_summary(summary)
+    console.print(summary, highlight=False)
     console.print(f"results: {', '.join([*merged.doc['files'].values(), str(out_dir / 'gate.json')])}, "
                   f"{out_dir / 'summary.md'}", highlight=False)
+    if warning:
+        _print_notes(console, [warning])
     return merged.exit_code
 
 
@@ -104,14 +121,15 @@ def cmd_merge_asv(args) -> int:
     from ..history.asv_merge import merge_asv_files
     from ..present.tables import console as make_console
 
-    from .outputs import output_dir, output_file
+    from .outputs import not_an_input, output_dir, output_file
 
-    output_file(args.out, "--out", create_parents=True)
-    output_dir(args.results_dir, "--results-dir")
     if (args.out is None) == (args.results_dir is None):
         from ..errors import UsageError
 
         raise UsageError("give exactly one of --out FILE and --results-dir DIR")
+    output_file(args.out, "--out", create_parents=True)
+    not_an_input(args.out, "--out", args.files)
+    output_dir(args.results_dir, "--results-dir")
     out, notes = merge_asv_files(args.files, Path(args.out) if args.out else None,
                                  Path(args.results_dir) if args.results_dir else None)
     console = make_console()

@@ -2,21 +2,29 @@
 
 Why it can be merged at all: the gate decides each case on its own (its own
 sequential test on pairs measured back to back on one runner), so a case's verdict
-does not depend on which other cases shared its runner. The merged verdict is the
-one an unsharded gate would give, with the unsharded rule: a regression in any shard
-(or a violated expectation) fails (1); otherwise a base that could not run, or no case
-at all, is broken (2); otherwise pass (0).
+does not depend on which other cases shared its runner.
+
+The merged exit code is the worst of every shard's own exit code and of the merged
+verdicts (a regression or a violated expectation: 1; a base that could not run, or no
+case at all: 2), where 2 is worse than 1: a part of the matrix that could not be
+decided can hide a regression. So a shard shown as failed never produces a pass, and
+a shard that exited 1 fails the merge even when none of its case rows says
+"regressed". This differs from one unsharded gate in one way: a regression in one
+shard and a broken case in another give 2 here (one gate gives 1); both fail CI.
 
 What it must never do is pass on missing evidence: a shard whose output is absent or
 unfinished is reported by name and the merged exit code is 2, whatever the other
-shards found. Inputs that contradict each other (another partition, the same shard
-twice, a case twice, other revisions or settings, other machines) are refused
-(:class:`~ttfg.results.merge.MergeError`, exit 2) before anything is written.
+shards found. Each ``gate.json`` is checked like a results file
+(``results.gate_file``: version, types, an exit code of 0, 1 or 2), must hold a verdict
+or a skip for every case of its shard, and its ``base.json``/``head.json`` must be
+the ones it gated (role and commit). Inputs that contradict each other (another
+partition, the same shard twice, a case twice, other revisions or settings, other
+machines) are refused (:class:`~ttfg.results.merge.MergeError`, exit 2) before
+anything is written.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +33,9 @@ from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
 from ..results.model import Results
 from ..results.validate import fingerprint_from_json, shard_from_json
-from .gate import BASE_BROKEN
+from .gate import BASE_BROKEN, COUNT_BROKEN
 
-__all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates"]
+__all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_exit_code", "side_mismatch"]
 
 #: What a gate's output folder holds.
 GATE_FILE, SIDES = "gate.json", ("base", "head")
@@ -56,9 +64,13 @@ def load_shard(path: str | Path) -> GateShard:
     Raises
     ------
     MergeError
-        When the input is no gate output at all, or a file in it cannot be read.
+        When the input is no gate output at all, or a file in it cannot be read, or a
+        results file beside ``gate.json`` is not one it gated.
+    ResultsError
+        A ``gate.json`` that is not a valid gate outcome (file and field named).
     """
     from ..results.format import ResultsError
+    from ..results.gate_file import load_gate
     from ..results.io import load
 
     path = Path(path)
@@ -73,18 +85,16 @@ def load_shard(path: str | Path) -> GateShard:
             except ResultsError as exc:
                 raise MergeError(str(exc)) from None
     if gate_file.is_file():
-        try:
-            doc = json.loads(gate_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MergeError(f"{gate_file}: not a readable gate.json ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate":
-            raise MergeError(f"{gate_file}: not a ttfg gate outcome (format {doc.get('format')!r})"
-                             if isinstance(doc, dict) else f"{gate_file}: not a ttfg gate outcome")
+        doc = load_gate(gate_file)
         try:
             out.shard = shard_from_json(doc.get("shard"), gate_file)
             out.fingerprint = fingerprint_from_json(doc.get("fingerprint"), gate_file)
         except ResultsError as exc:
             raise MergeError(str(exc)) from None
+        for role, res in out.sides.items():
+            problem = side_mismatch(doc, role, res)
+            if problem:
+                raise MergeError(f"{res.path}: {problem}, so it is not the {role}.json of {gate_file}")
         out.doc = doc
         out.where = str(gate_file)
         return out
@@ -95,6 +105,20 @@ def load_shard(path: str | Path) -> GateShard:
     out.unfinished = (f"the gate did not finish: no {GATE_FILE} in {folder}"
                       + ("" if any_side.complete else f", and {any_side.path} is marked incomplete"))
     return out
+
+
+def side_mismatch(doc: dict, role: str, res: Results) -> str | None:
+    """Why ``res`` is not the ``role`` results file that the gate of ``doc`` wrote, or None."""
+    if res.gate is None:
+        return "it is no gate's results file (no gate section)"
+    commit = (doc.get(role) or {}).get("commit")
+    if res.gate.role != role or res.gate.commit != commit:
+        return (f"it holds the {res.gate.role} side of commit {res.gate.commit[:12]}, while the gate's {role} was "
+                f"{str(commit)[:12]}")
+    shard = doc.get("shard")
+    if (res.shard.to_json() if res.shard else None) != shard:
+        return "its shard differs from the gate's"
+    return None
 
 
 @dataclass
@@ -158,7 +182,8 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
             entry.update(status="failed", detail=s.unfinished, exit_code=None)
             table.append(entry)
             continue
-        for c in s.doc.get("cases") or []:
+        _check_every_case(s)
+        for c in s.doc["cases"]:
             if c["case"] in owner:
                 raise MergeError(f"case {c['case']} is in both {owner[c['case']]} and {s.where}")
             if c["case"] not in s.shard.cases:
@@ -170,10 +195,12 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
         expectations = s.doc.get("expectations") or {}
         rows = expectations.get("rows") or []
         expectation_rows += rows
-        code = s.doc.get("exit_code")
+        code = s.doc["exit_code"]
         status = "ok" if code in (0, 1) else "failed"
-        broken = [c["case"] for c in s.doc.get("cases") or [] if c.get("stop") == BASE_BROKEN]
-        detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else "")
+        broken = [c["case"] for c in s.doc["cases"] if c.get("stop") == BASE_BROKEN]
+        stops = sorted({c["stop"] for c in s.doc["cases"] if c.get("stop") in BROKEN_STOPS})
+        detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else
+                                   f": {', '.join(stops)}" if stops and code == 2 else "")
         entry.update(status=status, detail=detail, exit_code=code, elapsed_s=s.doc.get("elapsed_s"),
                      expectation_failures=[r for r in rows if _failing(r)], noise=s.doc.get("noise"))
         table.append(entry)
@@ -184,17 +211,8 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
     table.sort(key=lambda e: int(e["shard"].split("/")[0]))
     place = {cid: i for i, cid in enumerate(shards[0].shard.all_cases)}
     cases.sort(key=lambda c: place.get(c["case"], len(place)))  # the selection's order
-    regressed = [c for c in cases if c["verdict"]["verdict"] == "regressed"]
-    expectation_failures = [r for e in table for r in e.get("expectation_failures") or []]
     incomplete = [e for e in table if e.get("exit_code") is None]  # missing, or did not finish
-    if incomplete:
-        code = 2
-    elif regressed or expectation_failures:
-        code = 1
-    elif not cases or any(c.get("stop") == BASE_BROKEN for c in cases):
-        code = 2
-    else:
-        code = 0
+    code = merged_exit_code(table, cases)
     first_doc = finished[0].doc if finished else {}
     merged_sides: dict[str, Results] = {}
     if not incomplete and all(set(s.sides) == set(SIDES) for s in shards):
@@ -207,12 +225,39 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
            "settings": first_doc.get("settings"), "exit_code": code,
            "elapsed_s": max((e.get("elapsed_s") or 0.0 for e in table), default=0.0),
            "shards": table, "cases": cases, "skipped": skipped,
-           "expectations": {"rows": expectation_rows, "failures": len(expectation_failures)} if expectation_rows
-           else None,
+           "expectations": {"rows": expectation_rows, "failures": sum(1 for r in expectation_rows if _failing(r))}
+           if expectation_rows else None,
            "fingerprint": None if any(n.startswith("--force") for n in notes) or not finished
            else first_doc.get("fingerprint"),
            "notes": notes, "files": {}}
     return MergedGate(doc, merged_sides, notes)
+
+
+#: Why a shard's cases stopped, when that makes the shard's own exit code 2 (``decide.gate``).
+BROKEN_STOPS = (BASE_BROKEN, COUNT_BROKEN)
+
+
+def merged_exit_code(shards: list[dict], cases: list[dict]) -> int:
+    """The worst of every shard's exit code (a missing or unfinished one counts as 2) and of the merged verdicts.
+
+    Worst means 2 over 1 over 0 (see the module docstring).
+    """
+    codes = [2 if e.get("exit_code") is None else e["exit_code"] for e in shards]
+    if any(c["verdict"]["verdict"] == "regressed" for c in cases) or any(e.get("expectation_failures")
+                                                                        for e in shards):
+        codes.append(1)
+    if not cases or any(c.get("stop") == BASE_BROKEN for c in cases):
+        codes.append(2)
+    return max(codes, default=2)
+
+
+def _check_every_case(s: GateShard) -> None:
+    """A finished shard's gate.json must hold a verdict or a skip for every case of its shard."""
+    have = {c["case"] for c in s.doc["cases"]} | {sk["case"] for sk in s.doc.get("skipped") or []}
+    lost = [cid for cid in s.shard.cases if cid not in have]
+    if lost:
+        raise MergeError(f"{s.where} (shard {s.shard.label}) has no verdict and no skip for {len(lost)} case(s) of "
+                         f"its shard: {', '.join(lost)}; a gate that finished decides every case it was given")
 
 
 def _failing(row: dict) -> bool:

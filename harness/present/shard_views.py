@@ -33,58 +33,63 @@ def partition_table(plan, repeat: int) -> Fitted:
 
 
 def _noise_headline(shard: dict, metric: str) -> str:
-    """What the shard's runner could detect (its gate.json's noise floor): runners differ."""
-    from ..results.format import ResultsError
+    """What the shard's runner could detect (its gate.json's noise floor, checked when it was read): runners differ."""
     from ..results.validate import noise_from_json
     from .noise import headline
 
-    try:
-        floor = noise_from_json(shard.get("noise"), shard.get("file") or "gate.json")
-    except ResultsError as exc:
-        return f"noise floor: unreadable ({exc})"
-    return headline(floor, metric)
+    return headline(noise_from_json(shard.get("noise"), shard.get("file") or "gate.json"), metric)
 
 
 def merged_gate_markdown(merged: dict) -> str:
-    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
+    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
+
+    Every text that came from a shard's files (case ids, revisions, reasons, errors,
+    notes, paths) is escaped or fenced and clipped (``untrusted``): a pull request's code
+    wrote some of it, and this summary is posted as the pull-request comment.
+    """
     from .markdown import GATE_MARKER
-    from .verdicts import passing_sentence, verdict_label_of
+    from .untrusted import md, md_code
+    from .verdicts import failures_note, verdict_label_of
 
     code = merged["exit_code"]
-    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
+    regressed = any(c["verdict"]["verdict"] == "regressed" for c in merged["cases"])
+    decision = {0: "no regression shown", 1: "regression",
+                2: "regression, and not every case could be compared" if regressed else "could not compare"}[code]
     settings = merged.get("settings") or {}
     metric = settings.get("metric", "first_grad_s")
     base, head = merged.get("base") or {}, merged.get("head") or {}
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
     lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
-             f"base `{base.get('rev', '?')}` ({(base.get('commit') or '?')[:8]}) vs head `{head.get('rev', '?')}` "
-             f"({(head.get('commit') or '?')[:8]}); metric `{metric}`, minimum effect {fmt.percent(settings.get('min_effect'))},"
-             f" alpha {settings.get('alpha', '?')}, each case paired and interleaved on its shard's runner", ""]
+             f"base {md_code(base.get('rev', '?'))} ({md((base.get('commit') or '?')[:8])}) vs head "
+             f"{md_code(head.get('rev', '?'))} ({md((head.get('commit') or '?')[:8])}); metric {md_code(metric)}, "
+             f"minimum effect {fmt.percent(settings.get('min_effect'))}, alpha {md(settings.get('alpha', '?'))}, "
+             "each case paired and interleaved on its shard's runner", ""]
     if merged.get("passing_means"):
-        lines += [f"_{merged['passing_means']}_", ""]
+        lines += [f"_{md(merged['passing_means'], 2000)}_", ""]
     problems = [s for s in shards if s["status"] in ("missing", "failed")]
     if problems:
-        lines += [f"- **shard {s['shard']} {s['status']}**: {s['detail']}" for s in problems] + [""]
+        lines += [f"- **shard {s['shard']} {s['status']}**: {md(s['detail'])}" for s in problems] + [""]
     rows = []
     for c in merged["cases"]:
         v = c["verdict"]
-        rows.append([c["case"], c["shard"], fmt.metric_value(metric, c["base"].get("median")),
+        rows.append([md(c["case"]), c["shard"], fmt.metric_value(metric, c["base"].get("median")),
                      fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
-                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], verdict_label_of(v)),
-                     c.get("tier", "time"), str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
+                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], md(verdict_label_of(v))),
+                     md(c.get("tier", "time")), str(c["pairs"]), fmt.seconds(c.get("wall_s")),
+                     md(c["stop"]) + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error"))])
     lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
                      "stopped"], rows) + [""]
-    lines += [f"- `{c['case']}` (decided by the {c.get('tier', 'time')} tier): {c['verdict'].get('reason', '')}"
-              for c in merged["cases"]]
+    lines += [f"- {md_code(c['case'])} (decided by the {md(c.get('tier', 'time'))} tier): "
+              f"{md(c['verdict'].get('reason', ''))}" for c in merged["cases"]]
     where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in merged["cases"] if c.get("attribution")]
-    lines += [f"- **Where it went**: {text or case} (tables: `ttfg explain` on the merged gate folder)"
+    lines += [f"- **Where it went**: {md(text or case)} (tables: `ttfg explain` on the merged gate folder)"
               for case, text in where]
-    lines += [f"- skipped `{s['case']}`: {s['reason']}" for s in merged.get("skipped", [])]
+    lines += [f"- skipped {md_code(s['case'])}: {md(s['reason'])}" for s in merged.get("skipped", [])]
     failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
     if failed_expectations:
         lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
-        lines += [f"- `{f['case']}` {f['metric']}: {f['status']}" for f in failed_expectations]
-    lines += [f"> {note}" for note in merged.get("notes", [])]
-    lines += [f"> shard {s['shard']}: {_noise_headline(s, metric)}" for s in present if s["status"] == "ok"]
+        lines += [f"- {md_code(f['case'])} {md(f['metric'])}: {md(f['status'])}" for f in failed_expectations]
+    lines += [f"> {md(note)}" for note in merged.get("notes", [])]
+    lines += [f"> shard {s['shard']}: {md(_noise_headline(s, metric))}" for s in present if s["status"] == "ok"]
     return "\n".join(lines).rstrip() + "\n"
