@@ -58,7 +58,10 @@ def gate_files(tmp_path, role_times, trace_growth=0.0, tops=(BASE_TOP, HEAD_TOP)
         res.gate = GateSection(role, "main" if role == "base" else "HEAD", ("a" if role == "base" else "b") * 40,
                                "subject", {"metric": "first_grad_s"})
         paths[role] = res.save(tmp_path / f"{role}.json")
-    doc = {"format": "ttfg-gate", "version": 1, "settings": {"metric": "first_grad_s"},
+    doc = {"format": "ttfg-gate", "version": 1, "exit_code": 0,
+           "base": {"rev": "main", "commit": "a" * 40, "subject": "subject"},
+           "head": {"rev": "HEAD", "commit": "b" * 40, "subject": "subject"},
+           "settings": {"metric": "first_grad_s", "min_effect": 0.05, "alpha": 0.01},
            "files": {"base": str(paths["base"]), "head": str(paths["head"])}, "cases": []}
     (tmp_path / "gate.json").write_text(json.dumps(doc))
     return paths

@@ -23,9 +23,9 @@ sampled Python stacks (ttfg run --profiles N; a gate profiles regressed cases).
 
 BASE HEAD [CASE]  two results files, and optionally a case id or a glob
                   ('*jax.jit*')
-GATE [CASE]       a gate's output folder (runs/gate) or its gate.json: its
-                  base.json and head.json are read (at the paths gate.json
-                  records, else beside it)
+GATE [CASE]       a gate's output folder (runs/gate) or its gate.json: the
+                  base.json and head.json beside it are read, and must be
+                  the sides that gate measured
 
 It decides nothing (ttfg compare and ttfg gate do): exit 0 when something was
 explained, 2 on bad input (a missing or invalid file, no common case).
@@ -33,9 +33,19 @@ explained, 2 on bad input (a missing or invalid file, no common case).
 
 
 def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
-    """``(base, head, gate.json's document)`` when ``path`` is a gate's folder or gate.json, else None."""
-    from ..decide.attribution import gate_files
+    """``(base, head, gate.json's document)`` when ``path`` is a gate's folder or gate.json, else None.
+
+    The results files are the ones beside ``gate.json``, never the paths it recorded:
+    those are relative to wherever the gate ran, so a downloaded artifact was explained
+    with the local ``runs/gate/`` of another gate. Each must be the side the gate
+    measured (its role and commit), or the folder is refused: an interrupted gate can
+    leave new results files beside an older ``gate.json``.
+    """
+    from ..decide.merge_gate import side_mismatch
     from ..errors import UsageError
+    from ..results.gate_file import load_gate
+    from ..results.jsonfile import sniff_format
+    from ..results.record import load
 
     if path.is_dir():
         doc_path = path / "gate.json"
@@ -45,22 +55,19 @@ def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
             raise UsageError(f"{path}: a folder without gate.json or base.json and head.json")
     else:
         doc_path = path
-        if path.suffix != ".json" or not path.is_file():
+        if path.suffix != ".json" or not path.is_file() or sniff_format(path) != "ttfg-gate":
             return None
-    try:
-        doc = json.loads(doc_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{doc_path}: cannot be read as JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate":
-        return None
-    base, head = gate_files(doc, str(doc_path))
+    doc = load_gate(doc_path)
     found = []
-    for recorded in (base, head):
-        candidate = Path(recorded)
+    for role in ("base", "head"):
+        candidate = doc_path.parent / f"{role}.json"
         if not candidate.is_file():
-            candidate = doc_path.parent / Path(recorded).name  # the artifact was moved or downloaded
-        if not candidate.is_file():
-            raise UsageError(f"{doc_path}: its results file {recorded} is neither there nor beside gate.json")
+            raise UsageError(f"{doc_path}: no {role}.json beside it (a gate writes base.json and head.json in its "
+                             "folder; give BASE HEAD to explain other files)")
+        problem = side_mismatch(doc, role, load(candidate))
+        if problem:
+            raise UsageError(f"{candidate}: {problem}, so it does not belong to {doc_path} (a later gate, "
+                             "interrupted, may have written it); give BASE HEAD to explain it anyway")
         found.append(candidate)
     return found[0], found[1], doc
 
@@ -93,10 +100,11 @@ def cmd_explain(args) -> int:
     from ..present.attribution_views import attribution_markdown, headline, print_attribution
     from ..present.tables import console as make_console
     from ..results import record
-    from .outputs import output_file
+    from .outputs import not_an_input, output_file
 
     output_file(args.output, "--output")
     base_path, head_path, case, gate_doc = resolve_inputs(args.paths)
+    not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
     metric = args.metric or ((gate_doc or {}).get("settings") or {}).get("metric") or "first_grad_s"
     from .. import metrics
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from .. import metrics
 from ..errors import UsageError
@@ -543,21 +542,5 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     return [a for c in chosen if (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
 
 
-def gate_files(gate_json: dict[str, Any], where: str) -> tuple[str, str]:
-    """The base and head results files a ``gate.json`` names (``files.base``, ``files.head``).
-
-    Raises
-    ------
-    UsageError
-        When the document is not a gate's summary or names no files.
-    """
-    if not isinstance(gate_json, dict) or gate_json.get("format") != "ttfg-gate":
-        raise UsageError(f"{where}: not a gate summary (expected \"format\": \"ttfg-gate\")")
-    files = gate_json.get("files")
-    if not isinstance(files, dict) or not all(isinstance(files.get(k), str) for k in ("base", "head")):
-        raise UsageError(f"{where}: names no base and head results files (files.base, files.head)")
-    return files["base"], files["head"]
-
-
 __all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",
-           "attribute_results", "function_deltas", "gate_files"]
+           "attribute_results", "function_deltas"]

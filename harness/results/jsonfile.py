@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import TtfgError
 
-__all__ = ["MAX_INT", "parse", "read"]
+__all__ = ["MAX_INT", "parse", "read", "sniff_format"]
 
 #: The largest integer magnitude read: beyond any count or size ttfg records (instructions of a window:
 #: about 2e10; bytes: below 2**63). An integer beyond it is refused, not rounded.
@@ -95,3 +95,18 @@ def read(path: str | os.PathLike, error: type[TtfgError] = TtfgError, max_bytes:
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
     return parse(text, path, error, constants)
+
+
+def sniff_format(path: str | os.PathLike) -> str | None:
+    """The ``"format"`` a ttfg JSON file names in its first 4 KiB (``ttfg-gate``, ``ttfg-results``...),
+    without reading the rest; None when it names none or cannot be read. A guess for choosing a
+    reader, never a check: the reader then validates the whole file."""
+    import re
+
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = re.search(r'"format"\s*:\s*"([^"]+)"', head)
+    return match.group(1) if match else None
