@@ -12,6 +12,16 @@ commit, machine, environment or benchmark version are refused the same way.
 The file layout is asv 0.6's (pinned): ``result_columns`` names the columns of each
 benchmark's row; the per-combination columns are lists as long as the parameter grid.
 The merged file is read back through asv's own loader in the tests.
+
+Every input is checked before it is used (:func:`_read`): strict JSON bounded like
+any side file (asv's own NaN aside), the fields and types this merge reads, and each
+benchmark's value list as long as its parameter grid. The grid's size comes from the
+benchmark's ``params``, never from a shard's ``result``: asv writes ``"result": null``
+when every combination of a benchmark failed, and taking the size from it (0) dropped
+the other shards' numbers of that benchmark, depending on the order of the files.
+With ``--results-dir`` the machine name from the files becomes a folder name, so it
+must be one plain path component (``../../escaped`` or an absolute path wrote outside
+the folder).
 """
 
 from __future__ import annotations
@@ -37,14 +47,80 @@ class AsvMergeError(TtfgError):
     """asv result files that cannot be merged; the message names the files (exit 2)."""
 
 
+#: An asv result file of one commit: far below this (the repository's are about 60 KB).
+MAX_BYTES = 64 * 1024 * 1024
+
+
 def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AsvMergeError(f"{path}: not a readable asv result file ({exc})") from None
+    """An asv result file, parsed and checked (see the module docstring); AsvMergeError names file and field."""
+    from ..results import jsonfile
+
+    data = jsonfile.read(path, AsvMergeError, MAX_BYTES, constants=[])  # asv writes NaN for n/a
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or "result_columns" not in data:
         raise AsvMergeError(f"{path}: not an asv result file (no results and result_columns)")
+    _check(path, data)
     return data
+
+
+def _bad(path: Path, where: str, expected: str, value) -> AsvMergeError:
+    from ..results.format import describe
+
+    return AsvMergeError(f"{path}: {where}: expected {expected}, got {describe(value)}")
+
+
+def _check(path: Path, data: dict) -> None:
+    """The fields :func:`merge_asv` reads, with their types; each row's lists as long as its grid."""
+    columns = data["result_columns"]
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns) or "result" not in columns:
+        raise _bad(path, "result_columns", "a list of column names with 'result'", columns)
+    for key in ("commit_hash", "env_name"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise _bad(path, key, "text", data.get(key))
+    if not isinstance(data.get("params"), dict):
+        raise _bad(path, "params", "an object", data.get("params"))
+    if not isinstance(data.get("durations", {}), (dict, type(None))):
+        raise _bad(path, "durations", "an object", data.get("durations"))
+    for name, row in data["results"].items():
+        where = f"results.{name}"
+        if not isinstance(row, list):
+            raise _bad(path, where, "a list (one entry per result column)", row)
+        values = {col: (row[i] if i < len(row) else None) for i, col in enumerate(columns)}
+        params = values.get("params")
+        if params is not None and not (isinstance(params, list) and all(
+                isinstance(axis, list) and all(isinstance(v, str) for v in axis) for axis in params)):
+            raise _bad(path, f"{where}.params", "a list of lists of parameter values", params)
+        size = grid_size(params)
+        for col in PER_COMBINATION:
+            column = values.get(col)
+            if column is None:
+                continue
+            if not isinstance(column, list):
+                raise _bad(path, f"{where}.{col}", "a list or null", column)
+            if len(column) != size:
+                raise AsvMergeError(f"{path}: {where}.{col}: {len(column)} value(s) for a parameter grid of {size}")
+            if col == "result" and not all(v is None or _number(v) or v != v for v in column):
+                bad = next(v for v in column if not (v is None or _number(v) or v != v))
+                raise _bad(path, f"{where}.result", "numbers, NaN or null", bad)
+        for col in ("started_at", "duration"):
+            if values.get(col) is not None and not _number(values[col]):
+                raise _bad(path, f"{where}.{col}", "a number or null", values[col])
+
+
+def grid_size(params) -> int:
+    """How many parameter combinations a benchmark's ``params`` (a list of axes) spans; 1 without params."""
+    size = 1
+    for axis in params or []:
+        size *= len(axis)
+    return size
+
+
+def safe_machine_name(name, where: str) -> str:
+    """``name`` as one plain path component (the folder asv keeps a machine's results in), or AsvMergeError."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
+            or "\0" in name or name != name.strip() or len(name) > 255):
+        raise AsvMergeError(f"{where}: the machine name {name!r} is not one plain folder name, so it cannot name a "
+                            "folder under --results-dir (give --out FILE instead)")
+    return name
 
 
 def _number(v) -> bool:
@@ -88,7 +164,7 @@ def merge_asv(docs: list[tuple[str, dict]]) -> tuple[dict, list[str]]:
                 if row.get(col) != out.get(col):
                     raise AsvMergeError(f"{bench}: {col} differs between {base_name} and {name}: the shards ran "
                                         "different benchmark code")
-        size = len(out["result"]) if isinstance(out.get("result"), list) else 0
+        size = grid_size(out.get("params"))  # the grid, never a shard's result list: it may be null
         source = [None] * size
         values = [None] * size
         for name, row in holders:
@@ -164,7 +240,11 @@ def merge_asv_files(paths: list[str | os.PathLike], out: Path | None = None,
     if out is None:
         if results_dir is None or not isinstance(machine, str):
             raise AsvMergeError("give --out FILE or --results-dir DIR (the files name no machine)")
-        out = results_dir / machine / Path(paths[0]).name
+        out = results_dir / safe_machine_name(machine, f"{paths[0]}: params.machine") / Path(paths[0]).name
+        for given in paths:
+            if out.exists() and os.path.samefile(out, given):
+                raise AsvMergeError(f"--results-dir {results_dir}: the merged file {out} would replace the input "
+                                    f"{given}: choose another folder")
         src = Path(paths[0])
         if (src.parent / "machine.json").is_file() and not (out.parent / "machine.json").exists():
             extra.append((src.parent / "machine.json", out.parent / "machine.json"))
