@@ -21,6 +21,15 @@ at the command line), never a quiet gap: asv's own ``iter_results`` logs a warni
 drops it, which made a truncated file look like "fewer commits, fewer regressions".
 ``skip_bad=True`` is the explicit way past that; the files left out are listed in
 ``frame.attrs["skipped_files"]`` for the caller to show.
+
+Impossible values make a file unreadable in the same way (:func:`_impossible`): a
+value or sample that is negative, infinite, zero where the metric cannot be (a first
+gradient of 0 s), or beyond any measurement (1e308 s), and a date outside 1970 to
+2286. One such number used to break the whole report and ``regressions`` with an
+internal error naming no file, whether or not ``--skip-bad-history`` was given. So
+does a second file claiming a commit that another file of the same machine and
+environment holds (a copy or a renamed file): the later one is left out, both named,
+since the two cannot both be that commit's measurement.
 """
 
 from __future__ import annotations
@@ -29,7 +38,6 @@ import ast
 import functools
 import gc
 import itertools
-import json
 import math
 import os
 from pathlib import Path
@@ -59,14 +67,10 @@ class HistoryError(TtfgError):
 
 
 def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise HistoryError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot be read ({exc.strerror})") from None
+    """A history file parsed by the one bounded parser (``results.jsonfile``); asv's NaN is n/a, accepted."""
+    from ..results import jsonfile
+
+    return jsonfile.read(path, HistoryError, constants=[])
 
 
 def _benchmarks_file(results_dir: Path) -> dict:
@@ -162,6 +166,35 @@ def _combinations(stored_params: tuple[tuple[str, ...], ...], names: tuple[str, 
     return out
 
 
+#: Dates asv stores are milliseconds since 1970; beyond 10**13 (the year 2286) no commit was made.
+MAX_DATE_MS = 10 ** 13
+#: The largest value a history may hold, by unit: a week per process in seconds (the longest
+#: ``--timeout``), 2**63 for counts and bytes, and 1e18 for a benchmark of unknown unit.
+MAX_VALUE = {"seconds": 7 * 24 * 3600.0, "count": 2.0 ** 63, "bytes": 2.0 ** 63}
+MAX_OTHER = 1e18
+
+
+def _impossible(values: np.ndarray, name: str, unit: str | None) -> float | None:
+    """The first value no measurement of ``name`` can have (NaN is n/a and allowed), or None."""
+    finite = values[~np.isnan(values)]
+    if not len(finite):
+        return None
+    from .. import metrics
+
+    info = metrics.by_benchmark(name)
+    zero_ok = unit != "seconds" or info is None or info.name in metrics.ZERO_ALLOWED or not info.stored
+    top = MAX_VALUE.get(unit, MAX_OTHER)
+    bad = (finite < 0) | (finite > top) | ~np.isfinite(finite) | ((finite == 0) & (not zero_ok))
+    return float(finite[np.argmax(bad)]) if bad.any() else None
+
+
+def _check_values(values, path: Path, name: str, unit: str | None, what: str) -> None:
+    bad = _impossible(np.asarray(values, dtype=float), name, unit)
+    if bad is not None:
+        raise HistoryError(f"{path}: {name}: {what} {bad!r} is not a measurement of this benchmark"
+                           + (f" (unit {unit})" if unit else ""))
+
+
 def _text(value, path: Path, what: str) -> str:
     if not isinstance(value, str):
         raise HistoryError(f"{path}: {what} should be text, got {type(value).__name__} {value!r:.40}")
@@ -205,8 +238,9 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
     """Add one result file's values to ``out``; every field's type is checked, so a wrong
     shape names this file instead of failing later."""
     date = data.get("date")
-    if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date)):
-        raise HistoryError(f"{path}: date should be milliseconds since 1970, got {date!r:.40}")
+    if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date)
+                             or not 0 <= date <= MAX_DATE_MS):
+        raise HistoryError(f"{path}: date should be milliseconds since 1970 (up to the year 2286), got {date!r:.40}")
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
     commit = _text(data.get("commit_hash"), path, "commit_hash")
     machine = _text(params.get("machine", machine), path, "params.machine")
@@ -257,6 +291,7 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
                 param_columns.append(col)
         unit = meta.get(name, {}).get("unit")
         unit = unit if isinstance(unit, str) else None
+        _check_values(numbers, path, name, unit, "value")
         combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
         keep = np.flatnonzero(np.isfinite(numbers)) if dropna else np.arange(size)
         if not len(keep):
@@ -281,6 +316,8 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
                     set(map(type, itertools.chain.from_iterable(present))) <= {float, int}):
                 bad = next(s for s in present if not (isinstance(s, list) and all(is_number(v) for v in s)))
                 raise HistoryError(f"{path}: {name}: samples should be lists of numbers, got {bad!r:.60}")
+            if present:
+                _check_values(list(itertools.chain.from_iterable(present)), path, name, unit, "a sample")
             out.samples.extend(kept)
 
 
@@ -328,6 +365,7 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
 def _load_into(out: _Columns, results_dir: Path, meta: dict, param_columns: list[str], skipped: list[str],
                dropna: bool, skip_bad: bool) -> None:
     if results_dir.is_dir():
+        claimed: dict[tuple, Path] = {}  # (commit, machine, environment) -> the file that holds it
         for path, machine in _result_files(results_dir):
             try:
                 data = _read_json(path)
@@ -337,6 +375,12 @@ def _load_into(out: _Columns, results_dir: Path, meta: dict, param_columns: list
                         {k: len(v) for k, v in out.per_name.items()})
                 try:
                     _read_v2(path, data, machine, meta, param_columns, dropna, out)
+                    key = (data["commit_hash"], (data.get("params") or {}).get("machine", machine), data["env_name"])
+                    if key in claimed:
+                        raise HistoryError(f"{path}: claims commit {key[0][:12]} on machine {key[1]} (environment "
+                                           f"{key[2]}), which {claimed[key]} holds: two files cannot both be its "
+                                           "measurement")
+                    claimed[key] = path
                 except HistoryError:
                     _rewind(out, mark)
                     raise
