@@ -140,7 +140,9 @@ def test_gate_warns_with_the_budget_it_would_need():
     warnings = noise.budget_warning([CASE_B.id], "first_grad_s", 0.05, 300.0, 60, floor)
     (w,) = warnings
     assert w["pairs"] == int(300 // entry.seconds_per_pair) and w["effect"] > 0.05
-    assert w["needed_pairs"] == noise.pairs_needed(entry.log_ratio_sd, 0.05)
+    # The upper end of the SD's interval decides (a few pairs may show an SD far too low by chance).
+    assert w["sd"] == entry.sd_high > entry.log_ratio_sd and "upper end of the 95 % interval" in w["sd_source"]
+    assert w["needed_pairs"] == noise.pairs_needed(entry.sd_high, 0.05)
     assert w["needed_budget_s"] == pytest.approx(w["needed_pairs"] * entry.seconds_per_pair)
     (line,) = view.budget_warning_lines(warnings, "first_grad_s", 0.05, 300.0)
     assert "calibrated 1 h ago" in line and f"--max-pairs {w['needed_pairs']}" in line and "--budget " in line
@@ -218,7 +220,8 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     assert code == 2 and started  # interrupted at once, after the check
     before = " ".join(started[0].out.split())
     assert "warning: resnet15/jax.jit/params=args,chain=unrolled: at log-ratio SD" in before
-    assert re.search(r"calibrated \d+ s ago\), a 300 s budget buys about \d+ pairs and detects >= ", before)
+    assert re.search(r"calibrated \d+ s ago, the upper end of the 95 % interval of SD [\d.]+ from \d+ pairs\), "
+                     r"a 300 s budget buys about \d+ pairs and detects >= ", before)
     assert re.search(r"Detecting 5 % needs about \d+ pairs: --budget \d+m --max-pairs \d+", before)
 
 

@@ -77,6 +77,10 @@ def _store(calibration, progress):
     if not any(e.log_ratio_sd is not None for e in floor.entries):
         progress.print("calibration not stored: no case has two good pairs", highlight=False)
         return None
+    keep = noise.why_keep_stored(floor, calibration.interrupted)
+    if keep:
+        progress.print(f"calibration not stored: {keep}", highlight=False)
+        return None
     try:
         path = noise.save(floor)
     except OSError as exc:

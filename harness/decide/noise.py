@@ -18,7 +18,15 @@ and ``ttfg gate`` therefore records a :class:`~ttfg.results.model.NoiseFloor` in
 From an SD and the seconds a pair takes, :func:`reach` gives the pairs a gate budget
 buys and the smallest effect it detects (``stats.min_detectable_effect``, alpha 0.01,
 95 % power, at most the gate's ``--max-pairs``). :func:`budget_warning` is the gate's
-check before it starts.
+check before it starts; it takes the upper end of the SD's 95 % interval, so a
+calibration of a few pairs (whose SD may be far too low by chance) cannot quiet it.
+
+The stored calibration is a side file, read as one (``stored``): strict and bounded
+JSON (a deeply nested file blocked every run; a 100 MB note was copied into every
+results file), every field checked, and any problem makes it unusable with a note,
+never an error. A new calibration replaces a usable stored one only when it is no
+worse (:func:`why_keep_stored`): an interrupted ``ttfg doctor --calibrate`` of two pairs
+replaced a good one, and the gate's budget warning went quiet for a day.
 """
 
 from __future__ import annotations
@@ -51,6 +59,10 @@ MIN_VALUES = 3
 DEFAULT_SD = 0.087
 DEFAULT_SD_SOURCE = "the design reference for jax.jit resnet15 single-threaded on a 2-core VM"
 STORE_NAME = "calibration.json"
+#: A stored calibration is a few kilobytes; larger is no calibration ttfg wrote.
+STORE_MAX_BYTES = 1024 * 1024
+#: Its note is copied into every results file: longer is refused.
+STORE_MAX_NOTE = 4000
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -196,13 +208,17 @@ def stored(machine: dict | None = None, now: datetime | None = None, path: Path 
     from ..results.format import ResultsError
     from ..results.validate import noise_from_json
 
+    from ..results import jsonfile
+
     path = path or store_path()
-    try:
-        floor = noise_from_json(json.loads(path.read_text()), path)
-    except FileNotFoundError:
+    if not path.exists():
         return None, "no stored calibration (run `ttfg doctor --calibrate`)"
-    except (OSError, ValueError, ResultsError) as exc:
-        return None, f"stored calibration {path} unreadable ({str(exc)[:120]})"
+    try:
+        floor = noise_from_json(jsonfile.read(path, ResultsError, STORE_MAX_BYTES), path)
+        if floor is not None and len(floor.note) > STORE_MAX_NOTE:
+            raise ResultsError(f"{path}: noise.note: {len(floor.note):,} characters, more than a calibration's note")
+    except ResultsError as exc:
+        return None, f"stored calibration {path} unreadable ({str(exc)[:160]})"
     if floor is None or floor.source != "calibration":
         return None, f"{path} holds no calibration"
     machine = machine or machine_facts()
@@ -220,6 +236,33 @@ def stored(machine: dict | None = None, now: datetime | None = None, path: Path 
     if not any(e.log_ratio_sd is not None for e in floor.entries):
         return None, "stored calibration has no SD (too few pairs)"
     return floor, ""
+
+
+def pairs_of(floor: NoiseFloor) -> int:
+    """All the pairs a floor's entries rest on (one per case and metric; the metrics share their pairs)."""
+    by_case: dict[str, int] = {}
+    for e in floor.entries:
+        by_case[e.case] = max(by_case.get(e.case, 0), e.n)
+    return sum(by_case.values())
+
+
+def why_keep_stored(new: NoiseFloor, interrupted: bool, path: Path | None = None) -> str | None:
+    """Why a usable stored calibration must stay instead of ``new``, or None to store ``new``.
+
+    It stays when ``new`` was interrupted, or rests on fewer pairs: a calibration is only
+    replaced by one at least as good. An unusable stored one (none, unreadable, of
+    another machine, too old) is always replaced.
+    """
+    old, _ = stored(path=path)
+    if old is None:
+        return None
+    age = describe_age(old.age_s)
+    if interrupted:
+        return f"an interrupted calibration is not stored over the usable one from {age} ago"
+    if pairs_of(new) < pairs_of(old):
+        return (f"this calibration rests on {pairs_of(new)} pair(s), the stored one from {age} ago on "
+                f"{pairs_of(old)}; it stays (calibrate with a budget at least as long to replace it)")
+    return None
 
 
 def describe_age(seconds: float | None) -> str:
@@ -267,9 +310,12 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
     for case in cases:
         entry = entries[case]
         if entry is not None:
-            sd = entry.log_ratio_sd
+            # The upper end of the SD's 95 % interval: an SD from few pairs may be far too low by chance.
+            sd = entry.sd_high if entry.sd_high is not None else entry.log_ratio_sd
             source = (f"calibrated {describe_age(floor.age_s)} ago" if floor.source == "calibration"
                       else "in-run estimate")
+            if entry.sd_high is not None:
+                source += f", the upper end of the 95 % interval of SD {entry.log_ratio_sd:.3f} from {entry.n} pairs"
             if entry.case != case:
                 source += f" on {entry.case}, standing in for this case"
         else:
@@ -286,5 +332,5 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
 
 
 __all__ = ["ALPHA", "DEFAULT_SD", "GATE_BUDGETS_S", "MAX_AGE_S", "POWER", "budget_warning", "describe_age",
-           "entry_for", "from_calibration", "in_gate", "in_run", "machine_facts", "pairs_needed", "reach", "save",
-           "store_path", "stored"]
+           "entry_for", "from_calibration", "in_gate", "in_run", "machine_facts", "pairs_needed", "pairs_of", "reach",
+           "save", "store_path", "stored", "why_keep_stored"]
