@@ -342,14 +342,14 @@ def cmd_regressions(args) -> int:
     code = 2 if gap else 0
     if args.format == "json":
         if confirming:
-            code = _confirm(args, prepared, stored, stored_path, budget, make_console(stderr=True))
+            code = _confirm(args, prepared, stored_path, budget, make_console(stderr=True))
         _print_notes(notes + prepared.notes)
         print(json.dumps(regressions_json(prepared, args.only_regressions, notes + prepared.notes, code), indent=1,
                          allow_nan=False))
         return code
     console = make_console()
     if confirming:
-        code = _confirm(args, prepared, stored, stored_path, budget, console)
+        code = _confirm(args, prepared, stored_path, budget, console)
     _print_notes(notes + prepared.notes)
     trends = prepared.trends
     counted, candidates = trends.counted(), trends.candidates()
@@ -365,14 +365,20 @@ def cmd_regressions(args) -> int:
     return code
 
 
-def _confirm(args, prepared, stored: dict, stored_path: Path, budget: float, console) -> int:
-    """Re-measure the candidates, store the outcomes, re-apply them; 2 when a commit was missing."""
+def _confirm(args, prepared, stored_path: Path, budget: float, console) -> int:
+    """Re-measure the candidates, storing the outcomes after each gate run; re-apply them; 2 when a commit was missing.
+
+    The confirmations file has one writer: this run holds its lock from before the first
+    gate run to the last save, so a second ``--confirm`` on the same file is refused
+    (exit 2) before it measures, and reads what this one saved when it runs later.
+    """
     from ..history import confirm
     from ..measure.worktrees import repo_root
 
-    from .outputs import output_dir
+    from .outputs import holding, output_dir, output_file
 
     output_dir(args.confirm_dir, "--confirm-dir")
+    output_file(stored_path, "--confirmations", create_parents=True)
     repo = repo_root(args.repo)
     missing: list[str] = []
 
@@ -381,13 +387,19 @@ def _confirm(args, prepared, stored: dict, stored_path: Path, budget: float, con
         if text.startswith("cannot confirm"):
             missing.append(text)
 
-    found = confirm.confirm(prepared.trends, repo, budget, args.confirm_dir, redo=args.reconfirm,
-                            max_steps=args.max_steps, on_note=note)
+    with holding([stored_path], "--confirmations"):
+        saved = {"entries": confirm.load(stored_path), "path": stored_path}  # under the lock: the latest on disk
+
+        def save(new: list) -> None:
+            saved["entries"] = confirm.merge(saved["entries"], new)
+            saved["path"] = confirm.save(stored_path, saved["entries"])
+
+        found = confirm.confirm(prepared.trends, repo, budget, args.confirm_dir, redo=args.reconfirm,
+                                max_steps=args.max_steps, on_note=note, on_done=save)
     if not found:
         console.print("confirm: no unconfirmed timing step to re-measure", highlight=False)
         return 0
-    merged = confirm.merge(stored, found)
-    path = confirm.save(stored_path, merged)
+    merged, path = saved["entries"], saved["path"]
     confirm.apply(prepared.trends, merged)
     counts: dict[str, int] = {}
     for c in found:

@@ -22,7 +22,16 @@ to do.
 Confirmations are kept beside the history, in ``<results>/confirmations.json``
 (written atomically), keyed by ``trends.step_key``, so the report and later runs show
 them; asv skips the file (it is not in a machine folder), and so does
-``asv_results.load``.
+``asv_results.load``. The file is saved after every gate run, not once at the end
+(``confirm``'s ``on_done``): a Ctrl-C during the second re-run lost the first one's
+outcome. Its one writer is ``ttfg regressions --confirm`` holding its lock
+(``cli/report.py``): two concurrent runs both said "saved" and only one survived.
+
+Reading it back (:func:`load`) checks it like a results file: its version, and each
+entry's fields and types, with the entry's key the ``step_key`` of its own case,
+metric and commits. An entry of only ``{"status": "confirmed"}`` turned a timing
+candidate into a counted regression; a confirmed or not-reproduced outcome must carry
+the verdict and the pairs it rests on.
 """
 
 from __future__ import annotations
@@ -78,29 +87,76 @@ def path_for(results_dir: str | os.PathLike) -> Path:
     return Path(results_dir) / FILE_NAME
 
 
+#: A confirmations file holds a few kilobytes per step; anything near this is no such file.
+MAX_BYTES = 64 * 1024 * 1024
+STATUSES = (CONFIRMED, NOT_REPRODUCED, UNCONFIRMED)
+KINDS = ("regression", "improvement")
+
+
 def load(path: str | os.PathLike) -> dict[str, dict]:
     """The stored confirmations by step key; ``{}`` when the file does not exist.
 
     Raises
     ------
     HistoryError
-        Naming the file, when it exists but is not a confirmations file.
+        Naming the file and the field, when it exists but is not a valid confirmations
+        file (see the module docstring).
     """
+    from ..results import jsonfile
+    from ..results.format import ResultsError
+
     path = Path(path)
     if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HistoryError(f"{path}: not a readable confirmations file ({exc})") from None
+    data = jsonfile.read(path, HistoryError, MAX_BYTES)
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("steps"), dict):
         raise HistoryError(f"{path}: not a ttfg confirmations file (expected format {FORMAT!r} with a 'steps' object)")
-    steps = data["steps"]
-    for key, entry in steps.items():
-        if not isinstance(entry, dict) or entry.get("status") not in (CONFIRMED, NOT_REPRODUCED, UNCONFIRMED):
-            raise HistoryError(f"{path}: steps.{key}: expected an object with a status of "
-                               f"{CONFIRMED!r}, {NOT_REPRODUCED!r} or {UNCONFIRMED!r}")
-    return steps
+    version = data.get("version")
+    if isinstance(version, bool) or version != VERSION:
+        raise HistoryError(f"{path}: version: unsupported version {version!r}; this ttfg reads version {VERSION}")
+    try:
+        for key, entry in data["steps"].items():
+            _check_entry(path, key, entry)
+    except ResultsError as exc:
+        raise HistoryError(str(exc)) from None
+    return data["steps"]
+
+
+def _check_entry(path: Path, key: str, entry) -> None:
+    """One stored outcome: every field of :class:`Confirmation`, typed, and a key that is its own step's."""
+    from ..results.gate_file import VERDICTS
+    from ..results.validate import _Reader
+    from .trends import step_key
+
+    r, where = _Reader(path), f"steps.{key}"
+    entry = r.obj(entry, where)
+    get = lambda k: r.key(entry, k, f"{where}.")  # noqa: E731
+    texts = {k: r.text(get(k), f"{where}.{k}") for k in ("key", "case", "metric", "commit_before",
+                                                          "commit_after", "kind", "status", "reason")}
+    for k in ("measured_at", "host"):
+        r.text(entry.get(k, ""), f"{where}.{k}")
+    if texts["status"] not in STATUSES:
+        raise r.expect(f"{where}.status", "one of " + ", ".join(map(repr, STATUSES)), texts["status"])
+    if texts["kind"] not in KINDS:
+        raise r.expect(f"{where}.kind", "one of " + ", ".join(map(repr, KINDS)), texts["kind"])
+    own = step_key(texts["case"], texts["metric"], texts["commit_before"], texts["commit_after"])
+    if texts["key"] != key or own != key:
+        raise r.fail(f"{where}.key", f"the entry is keyed {key!r}, but its case, metric and commits make "
+                                     f"{own!r}: it belongs to another step")
+    pairs = r.value(get("pairs"), f"{where}.pairs", "count", optional=False)
+    r.value(entry.get("wall_s", 0), f"{where}.wall_s", "nonneg", optional=False)
+    verdict = entry.get("verdict")
+    if verdict is not None:
+        verdict = r.obj(verdict, f"{where}.verdict")
+        if verdict.get("verdict") not in VERDICTS:
+            raise r.expect(f"{where}.verdict.verdict", "one of " + ", ".join(VERDICTS), verdict.get("verdict"))
+        for k in ("ratio", "ci_low", "ci_high", "p_value"):
+            r.value(verdict.get(k), f"{where}.verdict.{k}", "number")
+    if texts["status"] != UNCONFIRMED and (verdict is None or pairs < 1):
+        raise r.fail(where, f"a {texts['status']!r} outcome without the verdict and the pairs it rests on "
+                            "(a re-run's outcome has both)")
+    for k, v in r.obj(entry.get("files", {}), f"{where}.files").items():
+        r.text(v, f"{where}.files.{k}")
 
 
 def save(path: str | os.PathLike, entries: dict[str, dict]) -> Path:
@@ -204,13 +260,16 @@ Checkouts = Callable
 def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: str | os.PathLike, *,
             redo: bool = False, max_steps: int | None = None, alpha: float = 0.01, max_pairs: int = 60,
             sampler=None, checkouts: Checkouts | None = None, clock: Callable[[], float] = time.monotonic,
-            on_note: Callable[[str], None] | None = None, run_settings=None) -> list[Confirmation]:
+            on_note: Callable[[str], None] | None = None, run_settings=None,
+            on_done: Callable[[list[Confirmation]], None] | None = None) -> list[Confirmation]:
     """Re-measure the unconfirmed timing steps of ``trends`` within ``budget_s`` seconds.
 
     Returns one :class:`Confirmation` per planned step, in plan order; steps that could
     not be re-measured are ``unconfirmed`` with the reason (a missing commit names it).
     ``sampler`` and ``checkouts`` default to real cold processes and git worktrees;
-    tests pass in-process ones.
+    tests pass in-process ones. ``on_done`` is called with the new outcomes after each
+    gate run (and each step left aside), before the next run starts: the caller saves
+    them there, so an interruption loses only the run in progress.
     """
     from ..decide.gate import GateSettings, run_gate
     from .. import metrics
@@ -228,8 +287,17 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     out_dir = Path(out_dir)
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []
+    flushed = 0
+
+    def flush() -> None:
+        nonlocal flushed
+        if on_done is not None and len(done) > flushed:
+            on_done(done[flushed:])
+        flushed = len(done)
+
     start = clock()
     for n, p in enumerate(plans):
+        flush()
         rows = list(p.steps.itertuples(index=False))
         left = budget_s - (clock() - start)
         share = left / (len(plans) - n)
@@ -298,6 +366,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             done.append(_entry(r, status, f"{how}: {verdict.verdict}; {verdict.reason}",
                                verdict=strict_json(verdict.to_json()), pairs=verdict.n_base, wall_s=round(c.wall_s, 1),
                                files=dict(outcome.files)))
+    flush()
     return done
 
 
