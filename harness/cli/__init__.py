@@ -445,6 +445,19 @@ def _terminate(signum, frame):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit code (0, 1 or 2). With ``--format json``, an exit 2 that printed no
+    document prints an error document (``json_errors``)."""
+    from . import json_errors
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "ttfg " + next((a for a in argv if not a.startswith("-")), "")
+    watch = json_errors.Watch(json_errors.requested(argv), command.strip())
+    with watch:
+        code = _main(argv)
+    return watch.finish(code)
+
+
+def _main(argv: list[str]) -> int:
     import signal
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
