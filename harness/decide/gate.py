@@ -527,10 +527,16 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
-    writers = {role: _writer(cases, skipped, side, settings, out_dir / f"{role}.json", shard)
-               for role, side in sides.items()}
-    for writer in writers.values():
-        writer.save()
+    writers: dict[str, ResultsWriter] = {}
+    try:  # a second writer refused, or a first save that fails (a full disk), gives up every lock taken
+        for role, side in sides.items():
+            writers[role] = _writer(cases, skipped, side, settings, out_dir / f"{role}.json", shard)
+        for writer in writers.values():
+            writer.save()
+    except BaseException:
+        for writer in writers.values():
+            writer.close()
+        raise
     for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
         (out_dir / stale).unlink(missing_ok=True)
     states = [_CaseState(case, _new_test(settings)) for case in cases]

@@ -285,9 +285,9 @@ class Runner:
 
     def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""
-        self.writer.save()
         warm_dirs: dict[str, Path] = {}
         try:
+            self.writer.save()  # inside: a first save that fails (a full disk) gives the file's lock up too
             if "warm" in self.settings.caches:
                 for case in self.cases:  # populate persistent caches with one unrecorded run
                     warm_dirs[case.id] = Path(tempfile.mkdtemp(prefix="ttfg-warm-"))
