@@ -337,7 +337,7 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    results = new_results(cases, skipped, side.run_settings(settings.run))
+    results = new_results(cases, skipped, side.run_settings(settings.run), env=side.env)
     results.environment["git"] = metadata.git_state(side.tree)
     results.environment["side"] = side.to_json()
     rev = side.revision
