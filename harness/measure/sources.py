@@ -223,10 +223,9 @@ def self_overlay() -> Path:
     ``ttfg``, ``models/`` is ``ttfg.models``), as a folder of symlinks. The key covers the
     folders and their entries, so a module added to the checkout gets a new overlay.
     """
-    import ttfg
     from ttfg import models
 
-    package = Path(ttfg.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # ttfg/ (harness/ in a checkout)
     models_dir = Path(models.__file__).resolve().parent
     entries = sorted(p.name for p in package.iterdir() if p.name not in ("__pycache__", "models"))
     key = hashlib.sha256(json.dumps([str(package), str(models_dir), entries]).encode()).hexdigest()[:16]
