@@ -285,15 +285,9 @@ def cmd_run(args) -> int:
 
 def _save_again(results, out) -> None:
     """Save a finished results file once more (its noise floor), as its one writer again."""
-    from ..results.writer import ResultsWriter
+    from ..results.writer import save_again
 
-    if out is None:
-        return
-    writer = ResultsWriter(results, out)
-    try:
-        writer.save()
-    finally:
-        writer.close()
+    save_again(results, out)
 
 
 def cmd_study(args) -> int:
