@@ -607,7 +607,8 @@ def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], setti
     from .compare import compare_results
     from .stats import summarize
 
-    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS)
+    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
+                              across_envs=True)  # the gate paired its sides on purpose, environments and all
     outcomes = []
     for st in states:
         b, h = st.complete()
