@@ -27,6 +27,7 @@ from .gate import add_gate_commands
 from .explain import add_explain_command
 from .doctor import add_doctor_commands
 from .env import add_env_commands
+from .releases import add_releases_command
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
 
@@ -419,6 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain_command(sub)
     add_doctor_commands(sub)
     add_env_commands(sub)
+    add_releases_command(sub)
     add_shards_command(sub)
     add_merge_commands(sub)
     return parser
