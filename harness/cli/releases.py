@@ -130,3 +130,59 @@ def add_releases_command(sub) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what stdout gets at the end: tables (default) or the sweep document")
     p.set_defaults(func=cmd_releases)
+
+
+def load_sweep(path: str) -> dict:
+    """A ``releases.json`` written by ``ttfg releases``; UsageError naming the file and what is wrong."""
+    from ..app.releases import FORMAT, VERSION
+    from ..errors import UsageError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"--releases {path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--releases {path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"--releases {path}: not a release sweep (field 'format' is not {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        raise UsageError(f"--releases {path}: version {doc.get('version')!r}, this ttfg reads version {VERSION}")
+    for key, kind in (("package", str), ("releases", list), ("pairs", list), ("cases", list)):
+        if not isinstance(doc.get(key), kind):
+            raise UsageError(f"--releases {path}: field {key!r} is missing or not a {kind.__name__}")
+    return doc
+
+
+def report_releases(args) -> int:
+    """``ttfg report --releases FILE``: the sweep's page, drawn again."""
+    from ..files import atomic_write_text
+    from ..present.releases_views import sweep_page
+
+    from .outputs import output_file
+
+    out = output_file(args.out, "--out", create_parents=True)
+    doc = load_sweep(args.releases)
+    atomic_write_text(out, sweep_page(doc))
+    print(out)
+    return 0
+
+
+def list_release_steps(args) -> int:
+    """``ttfg regressions --releases FILE``: the adjacent pairs whose verdict is a step (all pairs with --all)."""
+    from ..present.releases_views import pair_rows
+    from ..present.tables import console as make_console, fitted
+
+    doc = load_sweep(args.releases)
+    rows = [r for r in pair_rows(doc) if r["verdict"] in (("regressed",) if args.only_regressions
+                                                         else ("regressed", "improved"))]
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"package": doc["package"], "steps": rows}, indent=1) + "\n")
+        return 0
+    console = make_console()
+    table = fitted(f"steps between adjacent {doc['package']} releases (paired verdicts)",
+                   [("releases", "left"), ("case", "left"), ("verdict", "left"), ("wall time", "right"),
+                    ("CPU time", "right"), ("instructions", "right"), ("phase that moved most", "left")], label=2)
+    for r in rows:
+        table.add_row(r["releases"], r["case"], r["verdict"], r["wall"], r["cpu"], r["instructions"], r["phase"])
+    console.print(table if rows else f"no step between adjacent {doc['package']} releases")
+    return 0
