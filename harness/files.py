@@ -36,8 +36,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["FileBusy", "OneWriter", "atomic_write_bytes", "atomic_write_text", "not_replaceable",
-           "replace_together"]
+__all__ = ["FileBusy", "OneWriter", "append_step_summary", "atomic_write_bytes", "atomic_write_text",
+           "not_replaceable", "replace_together"]
 
 
 def _umask() -> int:
@@ -157,6 +157,23 @@ def replace_together(files: dict[str | os.PathLike, str | bytes | None]) -> list
         for tmp in written.values():
             Path(tmp).unlink(missing_ok=True)
     return [p for p, d in targets.items() if d is not None]
+
+
+def append_step_summary(path: str | os.PathLike | None, text: str) -> str | None:
+    """Append ``text`` to ``path`` (``$GITHUB_STEP_SUMMARY``) when given; a warning to print when it cannot be.
+
+    Why a warning and not an error: the summary is a copy of ``summary.md``, which is
+    written; a step-summary file that cannot be written (a read-only or vanished path)
+    turned a finished merge or gate into exit 2 and lost its verdict's exit code.
+    """
+    if not path:
+        return None
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    except OSError as exc:
+        return f"$GITHUB_STEP_SUMMARY {path}: cannot append the summary ({exc.strerror or exc}); it is in summary.md"
+    return None
 
 
 class FileBusy(OSError):

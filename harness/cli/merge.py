@@ -9,6 +9,7 @@ anything is written: a bad input exits 2 naming the files and leaves nothing beh
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..files import atomic_write_text
@@ -85,8 +86,8 @@ def cmd_merge_gate(args) -> int:
     from ..results.format import strict_json
     from ..results.io import dumps
 
-    from ..files import replace_together
-    from .outputs import append_step_summary, holding, not_an_input_dir, output_dir
+    from ..files import append_step_summary, replace_together
+    from .outputs import holding, not_an_input_dir, output_dir
 
     out_dir = output_dir(args.out_dir, "--out-dir", files=GATE_OUTPUTS)
     not_an_input_dir(out_dir, "--out-dir", args.dirs, GATE_OUTPUTS)
@@ -108,7 +109,7 @@ def cmd_merge_gate(args) -> int:
         replace_together({out_dir / "base.json": texts.get("base"), out_dir / "head.json": texts.get("head"),
                           out_dir / "gate.json": document, out_dir / "summary.md": summary})
     console = make_console()
-    warning = append_step_summary(summary)
+    warning = append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), summary)
     console.print(summary, highlight=False)
     console.print(f"results: {', '.join([*merged.doc['files'].values(), str(out_dir / 'gate.json')])}, "
                   f"{out_dir / 'summary.md'}", highlight=False)

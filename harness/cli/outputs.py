@@ -163,23 +163,4 @@ def holding(paths, option: str):
 
 
 
-def append_step_summary(text: str) -> str | None:
-    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when that is set; a warning to print when it cannot be.
-
-    Why a warning and not an error: the summary is a copy of ``summary.md``, which is
-    written; a step-summary file that cannot be written (a read-only or vanished path)
-    turned a finished merge or gate into exit 2 and lost its verdict's exit code.
-    """
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path:
-        return None
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    except OSError as exc:
-        return f"$GITHUB_STEP_SUMMARY {path}: cannot append the summary ({exc.strerror or exc}); it is in summary.md"
-    return None
-
-
-__all__ = ["append_step_summary", "holding", "not_an_input", "not_an_input_dir", "not_held", "output_dir",
-           "output_file"]
+__all__ = ["holding", "not_an_input", "not_an_input_dir", "not_held", "output_dir", "output_file"]
