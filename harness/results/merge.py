@@ -11,7 +11,9 @@ What must agree between shards: the partition (count and digest: the same select
 N and costs), the revision (the checkout's commit for ``ttfg run``; role and commit
 for a gate's base.json or head.json), the settings (the checkout's path aside), and
 the machine fingerprint. Each shard must be complete (an interrupted shard has lost
-cases) and hold only cases of its own shard, and together they must hold every case of
+cases), hold every case of its own shard (checked against the shard's own list: the
+partition's ``all_cases`` is optional, and a check against it alone passed a shard
+that lost one of its cases) and only those, and together they must hold every case of
 the partition. The merged cases keep the selection's order.
 """
 
@@ -129,6 +131,12 @@ def merge_results(files: list[Results], force: bool = False) -> tuple[Results, l
         if not res.complete:
             raise MergeError(f"{_name(res)} (shard {res.shard.label}) is incomplete: its run was interrupted or "
                              "is still going, so some of its cases are missing")
+    for res in files:  # each shard's own list of cases is its promise, whether or not all_cases was written
+        held = {c.id for c in res.cases}
+        lost = [cid for cid in res.shard.cases if cid not in held]
+        if lost:
+            raise MergeError(f"{_name(res)} (shard {res.shard.label}) lost {len(lost)} case(s) of its shard: "
+                             f"{', '.join(lost)}")
     notes = check_machines([(_name(r), r.fingerprint) for r in files], "timings", force, action="merge")
     owner: dict[str, str] = {}
     merged_cases = []
@@ -142,7 +150,7 @@ def merge_results(files: list[Results], force: bool = False) -> tuple[Results, l
                                  "of its shard's cases")
             owner[case.id] = _name(res)
             merged_cases.append(case)
-    universe = first.shard.all_cases
+    universe = next((r.shard.all_cases for r in files if r.shard.all_cases), [])
     if universe:
         lost = [cid for cid in universe if cid not in owner]
         if lost:
