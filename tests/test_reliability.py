@@ -35,7 +35,7 @@ from .test_gate_policy import FakeSampler, gate_with, good, noisy, sides  # noqa
 from .synthetic_results import lognormal
 from .test_doctor import CASE_A, CASE_B, FakeClock, fake_sampler
 from .test_noise import MACHINE
-from .test_shards import _asv_shards, _edit, cli, shard_files, sharded_gates  # noqa: F401  (fixtures)
+from .test_shards import _asv_shards, _edit, build_sharded_gates, cli, shard_files  # noqa: F401  (fixtures)
 from .test_trends import CASE as TREND_CASE, MarkerSampler, drifting, history, plain_checkouts, repo  # noqa: F401
 
 
@@ -47,6 +47,27 @@ def a_calibration(sd: float = 0.1, seconds: float = 4.0, pairs: int = 40):
     values = lognormal(1.0, 10 * pairs, sd / math.sqrt(2), seed=5)
     return cal.calibrate([CASE_A, CASE_B], pairs * seconds * 2 + 1, fake_sampler(clock, seconds / 2, values),
                          clock=clock)
+
+
+@pytest.fixture(scope="module")
+def gate_template(tmp_path_factory):
+    """``test_shards.sharded_gates``, built once for this module (four seconds each time otherwise)."""
+    root = tmp_path_factory.mktemp("gates")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gate, "time", SimpleNamespace(monotonic=lambda: 0.0))
+        return root, build_sharded_gates(root)
+
+
+@pytest.fixture
+def sharded_gates(gate_template, tmp_path):
+    """A fresh copy of the template's gate folders: ``(the unsharded outcome, [g1, g2, g3], the slow case)``."""
+    import shutil
+
+    root, (whole, dirs, slow) = gate_template
+    for name in ("whole", "g1", "g2", "g3", "base", "head"):
+        if (root / name).exists():
+            shutil.copytree(root / name, tmp_path / name)
+    return whole, [tmp_path / d.name for d in dirs], slow
 
 
 def _gate_docs(dirs):
@@ -229,11 +250,22 @@ def test_6_two_history_files_claiming_one_commit_are_left_out_and_named(tmp_path
 # --------------------------------------------------------------------------- 7. only regular files are replaced
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/null"), reason="replacing /dev/null needs root")
-def test_7_report_out_dev_null_is_refused_and_the_device_stays(cli, tmp_path):
-    out = cli("report", "--runs", str(ROOT / "tests" / "data" / "results_v1.json"), "--out", "/dev/null")
-    assert out.returncode == 2 and "not a regular file" in out.stderr
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+def _device(tmp_path: Path) -> Path:
+    """A device node like ``/dev/null`` (character device 1, 3) in ``tmp_path``: the system's own is never
+    risked, since the code before the fix replaced it with a regular file."""
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here ({exc}); CI containers run as root")
+    return node
+
+
+def test_7_report_out_on_a_device_is_refused_and_the_device_stays(cli, tmp_path):
+    device = _device(tmp_path)
+    out = cli("report", "--runs", str(ROOT / "tests" / "data" / "results_v1.json"), "--out", str(device))
+    assert out.returncode == 2 and "a device, not a regular file" in out.stderr
+    assert stat.S_ISCHR(os.stat(device).st_mode)
 
 
 def test_7_a_fifo_given_as_output_stays_a_fifo(cli, tmp_path):
@@ -405,14 +437,15 @@ def test_11_a_gate_removes_the_previous_gate_json_and_summary_when_it_starts(gat
 # --------------------------------------------------------------------------- 12. machine names as paths
 
 
-@pytest.mark.parametrize("machine", ["../../escaped", "/tmp/abs", "..", "a/b"])
+@pytest.mark.parametrize("machine", ["../../escaped", "{tmp}/abs", "..", "a/b"])
 def test_12_merge_asv_takes_the_machine_name_as_one_folder_name_only(cli, tmp_path, machine):
+    machine = machine.format(tmp=tmp_path)
     _, paths = _asv_shards(tmp_path)
     for p in paths:
         _edit(p, lambda d: d["params"].update(machine=machine))
     out = cli("merge", "asv", *map(str, paths), "--results-dir", str(tmp_path / "results"))
     assert out.returncode == 2 and "is not one plain folder name" in out.stderr
-    assert not (tmp_path / "results").exists() and not Path("/tmp/abs").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "abs").exists()
     assert not (tmp_path.parent / "escaped").exists()
 
 

@@ -370,6 +370,12 @@ def _gate(tmp_path, cases, skipped, out, shard=None, slow=None):
 def sharded_gates(tmp_path, monkeypatch):
     """An unsharded gate and three shard gates of the same four cases, one of them regressed."""
     monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=lambda: 0.0))
+    return build_sharded_gates(tmp_path)
+
+
+def build_sharded_gates(tmp_path: Path):
+    """:func:`sharded_gates` in ``tmp_path``: ``(the unsharded outcome, [g1, g2, g3], the slow case)``;
+    the caller fixes ``gate.time``."""
     cases, skipped = select(["resnet15:blocks=2"], ["autograd", "jax.jit", "torch.eager", "torch.func"], None,
                             check_availability=False)
     slow = cases[1].id

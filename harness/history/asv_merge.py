@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..errors import TtfgError
 from ..files import atomic_write_text
+from .asv_results import MAX_DATE_MS
 
 __all__ = ["AsvMergeError", "merge_asv_files", "merge_asv"]
 
@@ -80,6 +81,9 @@ def _check(path: Path, data: dict) -> None:
         raise _bad(path, "params", "an object", data.get("params"))
     if not isinstance(data.get("durations", {}), (dict, type(None))):
         raise _bad(path, "durations", "an object", data.get("durations"))
+    date = data.get("date")
+    if date is not None and not (_number(date) and 0 <= date <= MAX_DATE_MS):
+        raise _bad(path, "date", "milliseconds since 1970 (up to the year 2286)", date)
     for name, row in data["results"].items():
         where = f"results.{name}"
         if not isinstance(row, list):
@@ -98,12 +102,32 @@ def _check(path: Path, data: dict) -> None:
                 raise _bad(path, f"{where}.{col}", "a list or null", column)
             if len(column) != size:
                 raise AsvMergeError(f"{path}: {where}.{col}: {len(column)} value(s) for a parameter grid of {size}")
-            if col == "result" and not all(v is None or _number(v) or v != v for v in column):
-                bad = next(v for v in column if not (v is None or _number(v) or v != v))
-                raise _bad(path, f"{where}.result", "numbers, NaN or null", bad)
+            if col == "result":
+                bad = next((v for v in column if not (v is None or _number(v) or isinstance(v, float))), None)
+                if bad is not None:
+                    raise _bad(path, f"{where}.result", "numbers, NaN or null", bad)
+                _plausible(path, name, [math.nan if v is None else v for v in column], "value")
+            if col == "samples":
+                flat = []
+                for each in column:
+                    if each is not None and not (isinstance(each, list) and all(_number(v) or isinstance(v, float)
+                                                                               for v in each)):
+                        raise _bad(path, f"{where}.samples", "a list of numbers per combination", each)
+                    flat += each or []
+                _plausible(path, name, flat, "a sample")
         for col in ("started_at", "duration"):
             if values.get(col) is not None and not _number(values[col]):
                 raise _bad(path, f"{where}.{col}", "a number or null", values[col])
+
+
+def _plausible(path: Path, name: str, values: list, what: str) -> None:
+    """The history's rule for impossible values (``asv_results.check_values``), as a merge error."""
+    from .asv_results import HistoryError, check_values
+
+    try:
+        check_values(values, path, name, None, what)
+    except HistoryError as exc:
+        raise AsvMergeError(str(exc)) from None
 
 
 def grid_size(params) -> int:

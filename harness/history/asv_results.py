@@ -182,13 +182,16 @@ def _impossible(values: np.ndarray, name: str, unit: str | None) -> float | None
     from .. import metrics
 
     info = metrics.by_benchmark(name)
+    if unit is None and info is not None:  # no benchmarks.json at hand: the registry knows the unit
+        unit = {"s": "seconds", "bytes": "bytes", "count": "count"}.get(info.unit)
     zero_ok = unit != "seconds" or info is None or info.name in metrics.ZERO_ALLOWED or not info.stored
     top = MAX_VALUE.get(unit, MAX_OTHER)
     bad = (finite < 0) | (finite > top) | ~np.isfinite(finite) | ((finite == 0) & (not zero_ok))
     return float(finite[np.argmax(bad)]) if bad.any() else None
 
 
-def _check_values(values, path: Path, name: str, unit: str | None, what: str) -> None:
+def check_values(values, path: Path, name: str, unit: str | None, what: str) -> None:
+    """Raise :class:`HistoryError` naming ``path`` when ``values`` (NaN for n/a) hold an impossible one."""
     bad = _impossible(np.asarray(values, dtype=float), name, unit)
     if bad is not None:
         raise HistoryError(f"{path}: {name}: {what} {bad!r} is not a measurement of this benchmark"
@@ -275,11 +278,11 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
             values = [values]
         if len(values) != size:
             raise HistoryError(f"{path}: {name}: {len(values)} results for {size} parameter combinations")
-        try:
-            numbers = np.array([None if isinstance(v, bool) else v for v in values], dtype=float)
-        except (TypeError, ValueError):
-            bad = next(v for v in values if v is not None and not is_number(v))
-            raise HistoryError(f"{path}: {name}: a result should be a number, got {bad!r:.40}") from None
+        bad = next((v for v in values if v is not None and not is_number(v) and not (isinstance(v, float) and v != v)
+                    and not (isinstance(v, float) and math.isinf(v))), None)
+        if bad is not None:  # asv writes a number, NaN or null; never text, a list or true/false
+            raise HistoryError(f"{path}: {name}: a result should be a number, got {bad!r:.40}")
+        numbers = np.array(values, dtype=float)
         samples = field(at_samples)
         if samples is not None and (not isinstance(samples, list) or len(samples) != size):
             raise HistoryError(f"{path}: {name}: samples should be a list per parameter combination")
@@ -291,7 +294,7 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
                 param_columns.append(col)
         unit = meta.get(name, {}).get("unit")
         unit = unit if isinstance(unit, str) else None
-        _check_values(numbers, path, name, unit, "value")
+        check_values(numbers, path, name, unit, "value")
         combos = _combinations(tuple(tuple(axis) for axis in stored_params), tuple(names))
         keep = np.flatnonzero(np.isfinite(numbers)) if dropna else np.arange(size)
         if not len(keep):
@@ -317,7 +320,7 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
                 bad = next(s for s in present if not (isinstance(s, list) and all(is_number(v) for v in s)))
                 raise HistoryError(f"{path}: {name}: samples should be lists of numbers, got {bad!r:.60}")
             if present:
-                _check_values(list(itertools.chain.from_iterable(present)), path, name, unit, "a sample")
+                check_values(list(itertools.chain.from_iterable(present)), path, name, unit, "a sample")
             out.samples.extend(kept)
 
 
@@ -453,4 +456,4 @@ def load_file(path: str | os.PathLike, dropna: bool = False):
     return frame
 
 
-__all__ = ["COLUMNS", "HistoryError", "benchmarks", "load", "load_file"]
+__all__ = ["COLUMNS", "HistoryError", "MAX_DATE_MS", "benchmarks", "check_values", "load", "load_file"]
