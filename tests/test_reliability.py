@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 
 from ttfg.decide import gate, noise
-from ttfg.decide.merge_gate import load_shard, merge_gates
 from ttfg.errors import TtfgError
 from ttfg.files import OneWriter
 from ttfg.history import asv_results, confirm
@@ -31,12 +30,12 @@ from ttfg.history.trends import CONFIRMED, UNCONFIRMED, analyse, step_key
 from ttfg.results import record
 
 from .conftest import ROOT, run_ttfg
-from .test_gate_policy import FakeSampler, gate_with, good, noisy, sides  # noqa: F401  (fixtures)
+from .test_gate_policy import gate_with, noisy, sides  # noqa: F401  (gate_with and sides are fixtures)
 from .synthetic_results import lognormal
 from .test_doctor import CASE_A, CASE_B, FakeClock, fake_sampler
 from .test_noise import MACHINE
-from .test_shards import _asv_shards, _edit, build_sharded_gates, cli, shard_files  # noqa: F401  (fixtures)
-from .test_trends import CASE as TREND_CASE, MarkerSampler, drifting, history, plain_checkouts, repo  # noqa: F401
+from .test_shards import _asv_shards, _edit, build_sharded_gates, cli, shard_files  # noqa: F401  (cli: a fixture)
+from .test_trends import CASE as TREND_CASE, MarkerSampler, drifting, history, plain_checkouts, repo  # noqa: F401  (repo: a fixture)
 
 
 def a_calibration(sd: float = 0.1, seconds: float = 4.0, pairs: int = 40):

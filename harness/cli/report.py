@@ -188,6 +188,9 @@ def load_inputs(args, notes: list[str]):
         notes.append(f"exit 2: {len(skipped)} history file(s) in {folder}/ cannot be read; repair or remove them "
                      "(--skip-bad-history accepts the gap)")
     if not len(history):
+        if skipped and not runs:  # nothing left to report: the files left out are the whole story
+            raise asv_results.HistoryError(f"nothing to report: every history file in {folder}/ was left out: "
+                                           + "; ".join(skipped))
         notes.append(f"asv history in {folder}/ is empty")
         return None, runs, gap
     return history, runs, gap

@@ -244,7 +244,9 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
     if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date)
                              or not 0 <= date <= MAX_DATE_MS):
         raise HistoryError(f"{path}: date should be milliseconds since 1970 (up to the year 2286), got {date!r:.40}")
-    params = data.get("params") if isinstance(data.get("params"), dict) else {}
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise HistoryError(f"{path}: params should be an object (the machine's description), got {params!r:.40}")
     commit = _text(data.get("commit_hash"), path, "commit_hash")
     machine = _text(params.get("machine", machine), path, "params.machine")
     env = _text(data.get("env_name"), path, "env_name")
