@@ -11,25 +11,29 @@ import sys
 from pathlib import Path
 
 RELEASES_HELP = """\
-Measure a case selection in one environment per release of PACKAGE (jax, autograd, torch),
-built with uv and cached, and gate each adjacent pair of releases the way `ttfg gate` gates
-a base and a head: interleaved cold processes, paired, a sequential test, an interval on the
-ratio. For each pair it reports wall time (the deciding verdict), CPU time of the same
-processes, the instruction count of the first-gradient window (callgrind, once per
-release) and the phase that moved most; they are kept apart because they disagree (newer
-XLA compiles in parallel threads). A release that cannot be installed or cannot run a case
-is a failed cell with its error, and the sweep goes on.
+Measure a case selection in one environment per release of PACKAGE (jax,
+autograd, torch), built with uv and cached, and gate each adjacent pair of
+releases the way `ttfg gate` gates a base and a head: interleaved cold
+processes, paired, a sequential test, an interval on the ratio. For each pair
+it reports wall time (the deciding verdict), CPU time of the same processes,
+the instruction count of the first-gradient window (callgrind, once per
+release) and the phase that moved most; they are kept apart because they
+disagree (newer XLA compiles in parallel threads). A release that cannot be
+installed or cannot run a case is a failed cell with its error, and the sweep
+goes on.
 
-Releases: --versions A,B,C, or a range (--from/--to) read from the registry and thinned to
-the last patch of each minor version (--every minor, the default) or every release. jax is
-installed as jax[cpu]==V (the jaxlib each release was made for); autograd with scipy. torch:
-only the CPU wheels in the PIP_FIND_LINKS folders can be had here (registry wheels are
-multi-GB CUDA builds), and the command says so.
+Releases: --versions A,B,C, or a range (--from/--to) read from the registry
+and thinned to the last patch of each minor version (--every minor, the
+default) or every release. jax is installed as jax[cpu]==V (the jaxlib each
+release was made for); autograd with scipy. torch: only the CPU wheels in the
+PIP_FIND_LINKS folders can be had here (registry wheels are multi-GB CUDA
+builds), and the command says so.
 
-Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables and plots with
-the releases on the x axis), OUT/summary.md, and each pair's gate files under OUT/pairs/.
-`ttfg report --releases OUT/releases.json` draws the page again; `ttfg regressions
---releases OUT/releases.json` lists the steps.
+Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables
+and plots with the releases on the x axis), OUT/summary.md, and each pair's
+gate files under OUT/pairs/. `ttfg report --releases OUT/releases.json` draws
+the page again; `ttfg regressions --releases OUT/releases.json` lists the
+steps.
 """
 
 
@@ -98,12 +102,14 @@ def add_releases_command(sub) -> None:
     import argparse
 
     from . import add_selection, options
+    from .gate import exit_codes
     from ..measure.releases import EVERY, REQUIREMENTS
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="exit codes: 0 no adjacent pair regressed; 1 a pair's paired verdict is a regression; "
-                              "2 a release or cell could not be measured (and none regressed), or broken input")
+                       epilog=exit_codes(extra=": an adjacent pair of releases regressed",
+                                         extra2="; also a release or case that could not be measured, when no pair "
+                                                "regressed"))
     p.add_argument("package", choices=sorted(REQUIREMENTS), help="whose releases")
     p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
     p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
