@@ -308,56 +308,22 @@ CALIBRATION_CHANGES = st.one_of(field_changes(CALIBRATION_TARGETS), st.tuples(st
                                 st.just(("size", None)))
 
 
-@hostile(QUICK)
-@given(drawn=GATE_CHANGES)
-def test_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_path_factory, capsys, drawn):
+def _gate_check(gate_shards, tmp_path_factory, capsys, drawn):
     check_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_path_factory, capsys, *drawn)
 
 
-@pytest.mark.full
-@hostile(THOROUGH)
-@given(drawn=GATE_CHANGES)
-def test_a_hostile_gate_json_is_refused_thoroughly(gate_shards, tmp_path_factory, capsys, drawn):
-    check_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_path_factory, capsys, *drawn)
+def _quick_and_thorough(check, **strategy):
+    """The property as two tests: a few draws (``make test``) and every listed change (``full``)."""
+    return hostile(QUICK)(given(**strategy)(check)), pytest.mark.full(hostile(THOROUGH)(given(**strategy)(check)))
 
 
-@hostile(QUICK)
-@given(change=CONFIRMATION_CHANGES)
-def test_a_hostile_confirmations_file_is_refused_by_regressions_and_report(history_copy, tmp_path_factory, capsys,
-                                                                          change):
-    check_a_hostile_confirmations_file_is_refused_by_regressions_and_report(history_copy, tmp_path_factory, capsys,
-                                                                           change)
-
-
-@pytest.mark.full
-@hostile(THOROUGH)
-@given(change=CONFIRMATION_CHANGES)
-def test_a_hostile_confirmations_file_is_refused_thoroughly(history_copy, tmp_path_factory, capsys, change):
-    check_a_hostile_confirmations_file_is_refused_by_regressions_and_report(history_copy, tmp_path_factory, capsys,
-                                                                           change)
-
-
-@hostile(QUICK)
-@given(change=ASV_CHANGES)
-def test_a_hostile_history_file_is_refused_by_regressions_report_and_merge(tmp_path_factory, capsys, change):
-    check_a_hostile_history_file_is_refused_by_regressions_report_and_merge(tmp_path_factory, capsys, change)
-
-
-@pytest.mark.full
-@hostile(THOROUGH)
-@given(change=ASV_CHANGES)
-def test_a_hostile_history_file_is_refused_thoroughly(tmp_path_factory, capsys, change):
-    check_a_hostile_history_file_is_refused_by_regressions_report_and_merge(tmp_path_factory, capsys, change)
-
-
-@hostile(QUICK)
-@given(change=CALIBRATION_CHANGES)
-def test_a_hostile_calibration_is_set_aside_with_a_note_and_never_used(valid_calibration, tmp_path_factory, change):
-    check_a_hostile_calibration_is_set_aside_with_a_note_and_never_used(valid_calibration, tmp_path_factory, change)
-
-
-@pytest.mark.full
-@hostile(THOROUGH)
-@given(change=CALIBRATION_CHANGES)
-def test_a_hostile_calibration_is_set_aside_thoroughly(valid_calibration, tmp_path_factory, change):
-    check_a_hostile_calibration_is_set_aside_with_a_note_and_never_used(valid_calibration, tmp_path_factory, change)
+test_a_hostile_gate_json_is_refused_by_merge_and_explain, test_a_hostile_gate_json_is_refused_thoroughly = \
+    _quick_and_thorough(_gate_check, drawn=GATE_CHANGES)
+test_a_hostile_confirmations_file_is_refused_by_regressions_and_report, \
+    test_a_hostile_confirmations_file_is_refused_thoroughly = _quick_and_thorough(
+        check_a_hostile_confirmations_file_is_refused_by_regressions_and_report, change=CONFIRMATION_CHANGES)
+test_a_hostile_history_file_is_refused_by_regressions_report_and_merge, test_a_hostile_history_file_is_refused_thoroughly = \
+    _quick_and_thorough(check_a_hostile_history_file_is_refused_by_regressions_report_and_merge, change=ASV_CHANGES)
+test_a_hostile_calibration_is_set_aside_with_a_note_and_never_used, test_a_hostile_calibration_is_set_aside_thoroughly = \
+    _quick_and_thorough(check_a_hostile_calibration_is_set_aside_with_a_note_and_never_used,
+                        change=CALIBRATION_CHANGES)
