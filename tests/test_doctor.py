@@ -112,7 +112,7 @@ def test_busy_processes_exclude_ourselves():
     assert [(pid, name) for pid, name, _ in busy] == [(2, "hog")]
     assert busy[0][2] == pytest.approx(90 / hz)
     steal = machine.check_steal(before, after)
-    assert steal.verdict == "warn" and "20.0%" in steal.detail
+    assert steal.verdict == "warn" and "20 % of CPU time" in steal.detail  # the one formatter: "20 %", not "20.0%"
 
 
 def test_perf_answers_are_read_not_assumed(tmp_path, monkeypatch):

@@ -79,7 +79,7 @@ def test_wide_run_table_is_one_table_with_every_column():
     (table,) = [tables.run_table(res)]
     text = render(table, width=400)
     header = next(line for line in text.splitlines() if "backend" in line)
-    for column in ("first grad", "import", "compile", "execute", "allocs", "counters"):
+    for column in ("first gradient", "import", "compile", "execute", "allocations", "counters"):
         assert column in header
     assert all(f"{k}={fmt.count(v)}" in text for k, v in COUNTERS.items())
 

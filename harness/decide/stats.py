@@ -447,9 +447,9 @@ def detectable_effect(sd: float, pairs: int, alpha: float, min_effect: float, po
 def _detectable_reason(detectable: float, high: float, pairs: str, sd: float) -> str:
     if not math.isfinite(detectable):
         return ""
-    upper = f" ({fmt.percent(high)} at the upper end of its noise's 95% interval)" if math.isfinite(high) else ""
+    upper = f" ({fmt.percent(high)} at the upper end of its noise's 95 % interval)" if math.isfinite(high) else ""
     return (f"; with {pairs} at log-ratio SD {sd:.3g} this run could detect a slowdown of {fmt.percent(detectable)} "
-            f"with 95% power{upper}: a smaller one may have passed unseen")
+            f"with 95 % power{upper}: a smaller one may have passed unseen")
 
 
 def _paired_verdict(n: int, mean: float, sd: float, min_effect: float, alpha: float, method: str,
@@ -781,10 +781,10 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
         pairs = max(2, int(2 * nb * nh / (nb + nh)))
         detect, detect_high = detectable_effect(pooled * math.sqrt(2), pairs, alpha, min_effect)
         if math.isfinite(detect):
-            upper = (f" ({fmt.percent(detect_high)} at the upper end of its noise's 95% interval)"
+            upper = (f" ({fmt.percent(detect_high)} at the upper end of its noise's 95 % interval)"
                      if math.isfinite(detect_high) else "")
             reason += (f"; at the log-time SD {pooled:.3g} of these {nb} + {nh} samples this comparison could detect "
-                       f"a slowdown of about {fmt.percent(detect)} with 95% power{upper}: a smaller one may have "
+                       f"a slowdown of about {fmt.percent(detect)} with 95 % power{upper}: a smaller one may have "
                        "passed unseen")
     return Verdict(verdict, ratio, ci_low, ci_high, p, nb, nh, method, reason, min_effect, eq_low, eq_high,
                    tost_p, is_eq, detect, detect_high)

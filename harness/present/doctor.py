@@ -97,7 +97,7 @@ def calibration_table(calibration, metric: str = TABLE_METRIC) -> Table:
     state = "interrupted, " if calibration.interrupted else ""
     table = Table(title=f"A/A noise calibration: {model}, {metric} ({state}{calibration.elapsed_s:.0f} s)",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for col in ("backend", "pairs", "s/pair", "log-ratio SD", "95% CI", *(f"{b / 60:g}-min gate" for b in budgets)):
+    for col in ("backend", "pairs", "s/pair", "log-ratio SD", "95 % CI", *(f"{b / 60:g}-min gate" for b in budgets)):
         table.add_column(col, justify="left" if col == "backend" else "right", overflow="fold")
     for case, noise in noises:
         per_pair = case.seconds_per_pair

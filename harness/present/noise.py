@@ -68,7 +68,7 @@ def table(floor, metric: str = "first_grad_s") -> Fitted | None:
     title = f"noise floor ({floor.source}), {metric}"
     t = fitted(f"{title}: {fixed}" if fixed else title,
                [(c, "left") for c in varying]
-               + [(c, "right") for c in ("n", "log-ratio SD", "95% CI", "s/pair",
+               + [(c, "right") for c in ("n", "log-ratio SD", "95 % CI", "s/pair",
                                          *(f"{b / 60:g}-min gate" for b in budgets))], label=len(varying))
     for e in entries:
         ci = (f"{e.sd_low:.2f}-{e.sd_high:.2f}" if e.sd_low is not None and e.sd_high is not None else fmt.MISSING)
@@ -90,7 +90,7 @@ def report_rows(floor, metric: str = "first_grad_s") -> list[dict]:
                      "ci": fmt.MISSING if e.sd_low is None or e.sd_high is None
                      else f"{e.sd_low:.2f}–{e.sd_high:.2f}",
                      "per_pair": fmt.seconds(e.seconds_per_pair),
-                     "gates": [f"{_effect(ef)} ({p} pairs)" for _, p, ef in sorted(e.gates)]})
+                     "gates": [f"{_effect(ef)} ({fmt.plural(p, 'pair')})" for _, p, ef in sorted(e.gates)]})
     return rows
 
 
