@@ -163,15 +163,29 @@ def count(v: float | None) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
 
 
-def percent(v: float | None) -> str:
-    """A share or a margin (0.015 -> ``1.5 %``)."""
+def percent(v: float | None, digits: int = 3) -> str:
+    """A share or a margin (0.015 -> ``1.5 %``); ``digits``: significant digits (see :func:`supported_digits`)."""
     if not _finite(v):
         return MISSING
     if v == 0:
         return "0 %"
     if (bound := _floor_of(v, "ratio")) is not None:
         return bound
-    return f"{_sig(_percent_of(v))} %"
+    return f"{_sig(_percent_of(v), digits)} %"
+
+
+def supported_digits(n: int | None) -> int:
+    """Significant digits a spread estimated from ``n`` values (pairs) supports: 1, 2 or 3.
+
+    Why: an SD from n values has a relative standard error of about 1 / sqrt(2 (n - 1)): 41 %
+    from 4 pairs, 9 % from 60, 1 % from 5,000. A digit is worth printing only where the
+    error is below its place, so 4 pairs give ``0.9`` and ``7 %``, not ``0.904`` and ``7.66 %``;
+    the same goes for everything computed from that SD (the effect a gate detects).
+    """
+    if not n or n < 2:
+        return 1
+    relative_error = 1 / math.sqrt(2 * (n - 1))
+    return max(1, min(3, 1 + math.floor(-math.log10(relative_error))))
 
 
 #: The ``ratio`` unit of the registry is a share of a whole.
@@ -306,4 +320,5 @@ def column(values, unit: str) -> list[str]:
 AXIS_UNITS = {"s": "seconds", "bytes": "bytes (binary: KiB, MiB, GiB)", "count": "count", "ratio": "share"}
 
 __all__ = ["AXIS_UNITS", "MISSING", "bytes_", "change", "column", "count", "exponent", "factor", "interval",
-           "metric_unit", "metric_value", "number", "p_value", "percent", "plural", "ratio", "seconds", "value"]
+           "metric_unit", "metric_value", "number", "p_value", "percent", "plural", "ratio", "seconds", "supported_digits",
+           "value"]
