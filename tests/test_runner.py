@@ -111,6 +111,10 @@ def test_cli_run_exit_codes(broken, tmp_path, ttfg):
     ok = ttfg("run", "--model", TINY, "--backend", "autograd", "--repeat", "2", "--out", str(tmp_path / "ok.json"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "time to first gradient" in ok.stdout
+    # Not a terminal (a CI log): a progress line per finished sample, not minutes of silence.
+    progress = [line for line in ok.stdout.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in progress] == ["[1/2]", "[2/2]"], ok.stdout
+    assert all("timing #" in line and "first gradient" in line for line in progress), progress
     bad = ttfg("run", "--model", TINY, "--repeat", "0")
     assert bad.returncode == 2 and "argument --repeat" in bad.stderr
 
