@@ -24,7 +24,7 @@ unit ladder moves up before the mantissa reaches 1000. Where a ladder ends (hour
 yobibytes) the digits grow, grouped; below a ladder's floor the text says so (``< 0.001 ns``).
 Quantities without units that span decades (a gradient's relative error, a loss) are written
 ``2.9 × 10⁻⁷`` (:func:`number`). A table column gets one precision for all its rows
-(:func:`column`): ``1.40 s`` above ``1.47 s``, never ``1.4 s``.
+(:func:`column`: three significant digits, zeros kept): ``1.40 s`` above ``1.47 s``, never ``1.4 s``.
 
 It sits beside the registry, below every stage, so that the verdict sentences that
 ``decide/`` writes print their numbers by the same rules as the tables of ``present/``.
@@ -282,38 +282,27 @@ def plural(n: int | float, word: str, many: str | None = None) -> str:
 
 
 def column(values, unit: str) -> list[str]:
-    """One table column: every value in its own unit, all with one number of decimals.
+    """One table column: every value in its own unit, each to three significant digits with its zeros kept.
 
-    Why: ``1.4 s`` above ``1.47 s`` reads as two precisions. The decimals are the fewest
-    that give every value at least two significant digits, and at least as many as give
-    one of them three: ``[1.4, 1.47]`` s -> ``1.40 s``, ``1.47 s``; ``[153, 1.47]`` s ->
-    ``153.0 s``, ``1.5 s``. ``unit``: ``s``, ``bytes``, ``ratio``, ``count`` or ``factor``;
-    counts stay exact (one decimal for all when any is a fraction); missing values are ``–``.
+    Why: ``1.4 s`` above ``1.47 s`` reads as two precisions; the single-value functions drop
+    trailing zeros (``1.4 s``, ``5 %``: right for a sentence), a column keeps them, so every
+    cell shows the same precision: ``1.40 s``, ``1.47 s``, ``26.0 s``, ``4.24 ms``. ``unit``:
+    ``s``, ``bytes``, ``ratio``, ``count`` or ``factor``; counts stay exact (one decimal for all
+    when any is a fraction), whole bytes stay whole; missing values are ``–``.
     """
     values = list(values)
     finite = [v for v in values if _finite(v)]
     if unit not in ("s", "bytes", "ratio", "factor"):
         decimals = 0 if all(float(v).is_integer() for v in finite) else 1
         return [f"{v:,.{decimals}f}" if _finite(v) else MISSING for v in values]
-    parts = {}
-    for i, v in enumerate(values):
-        if not _finite(v) or v == 0 or _floor_of(v, unit) is not None:
+    out = []
+    for v in values:
+        if not _finite(v) or v == 0 or _floor_of(v, unit) is not None or unit == "factor" and 0.1 <= abs(v) < 10:
+            out.append(factor(v) if unit == "factor" else value(v, unit))
             continue
         m, suffix = _split(v, unit)
         whole = unit == "bytes" and suffix == " B" and abs(v) >= 1
-        parts[i] = (m, suffix, whole)
-    scaled = [m for m, _, whole in parts.values() if not whole]
-    if scaled:
-        three = min(_decimals(m, 3) for m in scaled)
-        two = max(_decimals(m, 2) for m in scaled)
-        decimals = max(three, two)
-    out = []
-    for i, v in enumerate(values):
-        if i in parts:
-            m, suffix, whole = parts[i]
-            out.append(f"{_fixed(m, 0 if whole else decimals, trim=False)}{suffix}")
-        else:
-            out.append(value(v, unit) if unit != "factor" else factor(v))
+        out.append(f"{_fixed(m, 0 if whole else _decimals(m, 3), trim=False)}{suffix}")
     return out
 
 

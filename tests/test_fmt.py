@@ -121,9 +121,9 @@ def test_factors_percents_changes_and_counts_read_back_to_their_value(v):
 @given(st.lists(st.one_of(FINITE, st.none()), min_size=1, max_size=8),
        st.sampled_from(["s", "bytes", "ratio", "count", "factor"]))
 def test_a_column_has_one_precision(values, unit):
+    """Every cell of a column shows three significant digits, its zeros kept (``1.40 s`` above ``1.47 s``)."""
     cells = fmt.column(values, unit)
     assert len(cells) == len(values)
-    decimals = set()
     for v, cell in zip(values, cells):
         assert not EXPONENT.search(cell) and grouped(cell), (v, cell)
         if v is None:
@@ -132,16 +132,21 @@ def test_a_column_has_one_precision(values, unit):
         if cell.startswith(("<", ">")) or v == 0:
             continue
         shown, suffix = parse(cell)
-        if unit == "bytes" and suffix == "B" and abs(v) >= 1:
-            continue  # whole bytes
-        decimals.add(len(cell.split(" ")[0].rstrip("×").partition(".")[2]))
-        scale = {"s": SECONDS, "bytes": BYTES}.get(unit, {}).get(suffix, 1)
-        true = Decimal(v) * 100 if unit == "ratio" else Decimal(v) / Decimal(scale)
+        digits = cell.split(" ")[0].rstrip("×").lstrip("+-").replace(",", "").replace(".", "").lstrip("0")
         if unit == "count":
             assert abs(shown - Decimal(v)) <= Decimal("0.0500001") + abs(Decimal(v)) * Decimal("1e-15"), (v, cell)
-        else:
-            assert close(shown, true, digits=2), (values, v, cell)  # at least two significant digits
-    assert len(decimals) <= 1, (values, cells)
+            continue
+        if unit == "bytes" and suffix == "B" and abs(v) >= 1:
+            continue  # whole bytes
+        if unit == "factor" and 0.1 <= abs(v) < 10:
+            assert cell == fmt.factor(v)  # factors near 1 keep their three decimals
+            continue
+        assert len(digits) >= 3, (v, cell)  # three significant digits, zeros kept (more: a whole integer part)
+        if "." in cell.split(" ")[0]:
+            assert len(digits) == 3, (v, cell)
+        scale = {"s": SECONDS, "bytes": BYTES}.get(unit, {}).get(suffix, 1)
+        true = Decimal(v) * 100 if unit == "ratio" else Decimal(v) / Decimal(scale)
+        assert close(shown, true), (values, v, cell)
 
 
 def test_the_cases_the_issue_found():
@@ -159,11 +164,12 @@ def test_the_cases_the_issue_found():
 
 
 @pytest.mark.parametrize("values, unit, cells", [
-    ([153, 1.47], "s", ["153.0 s", "1.5 s"]),
-    ([0.0051, 0.0694, 1.78, 19.11], "s", ["5.1 ms", "69.4 ms", "1.8 s", "19.1 s"]),
+    ([153, 1.47], "s", ["153 s", "1.47 s"]),
+    ([0.0051, 0.0694, 1.78, 19.11, 26.0], "s", ["5.10 ms", "69.4 ms", "1.78 s", "19.1 s", "26.0 s"]),
     ([0.153, 0.3, None], "ratio", ["15.3 %", "30.0 %", fmt.MISSING]),
     ([4027, 4027.5], "count", ["4,027.0", "4,027.5"]),
     ([512, 2e6], "bytes", ["512 B", "1.91 MiB"]),
+    ([1.234, 12.5, 0.05], "factor", ["1.234×", "12.5×", "0.0500×"]),
 ])
 def test_column_examples(values, unit, cells):
     assert fmt.column(values, unit) == cells
