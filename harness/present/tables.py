@@ -268,8 +268,6 @@ def _run_rows(results):
     cvs, allocs = col("cv", "ratio"), col("allocs", "count")
     for i, r in enumerate(rows):
         status = f"{r['good']}/{r['samples']}"
-        if r["good"] < r["samples"]:
-            status = f"[red]{status}[/]"
         phases = {p: cells[p][i] for p in metrics.GRADIENT_PHASES}
         yield {
             "case": r["case"], "cache": r["cache"], OK: status, FIRST: cells["first"][i],
@@ -277,7 +275,13 @@ def _run_rows(results):
             CV: cvs[i], PROCESS: cells["process"][i], IMPORT: cells["import"][i], BUILD: cells["build"][i],
             **{_brief(f"{p}_s"): v for p, v in phases.items()}, PHASES_COLUMN: " / ".join(phases.values()),
             SECOND: cells["second"][i], ALLOCS: allocs[i], "counters": r["counters"],
+            "short": r["good"] < r["samples"],
         }
+
+
+def run_rows(results) -> list[dict]:
+    """The run tables' rows as plain text (no markup), for the HTML report: the terminal's very cells."""
+    return list(_run_rows(results))
 
 
 #: The run's tables: title and columns (besides the case's parts). ``ttfg run --wide`` shows one table.
@@ -312,7 +316,8 @@ def run_tables(results, wide: bool = False) -> list[Table]:
         table = fitted(_title(title, fixed), [(c, "left") for c in (*varying, *cache)]
                        + [(c, "left" if c in LEFT else "right") for c in columns], label=len(varying) + len(cache))
         for r in shown:
-            table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *(r[c] for c in columns))
+            cells = [f"[red]{r[c]}[/]" if c == OK and r["short"] else r[c] for c in columns]
+            table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *cells)
         tables.append(table)
     return tables
 
