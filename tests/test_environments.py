@@ -1,0 +1,273 @@
+"""Environments built with uv and cached, the build cache's rules, and what revisions declare.
+
+One real environment is built (HIPS autograd 1.7.0 and numpy, plus ttfg's probe tools:
+a few seconds from a warm uv cache) and a real probe runs in it; the cache's rules
+(half-built entries, one builder at a time, interruptions, unwritable folders) are tested
+on the cache itself with builders that fail on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ttfg.errors import UsageError
+from ttfg.measure import cache, environments
+from ttfg.measure.cases import select
+from ttfg.measure.dependencies import buildable, declared
+from ttfg.measure.runner import RunSettings, run_sample
+from ttfg.measure.sources import self_overlay
+
+from .conftest import run_ttfg
+
+
+@pytest.fixture
+def ttfg_cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TTFG_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def shared_folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("env-cache")
+
+
+@pytest.fixture
+def shared_cache(shared_folder, monkeypatch) -> Path:
+    """One cache for the tests that use the real autograd 1.7.0 environment: it is built once here."""
+    monkeypatch.setenv("TTFG_CACHE_DIR", str(shared_folder))
+    return shared_folder
+
+
+OLD = "old=autograd==1.7.0 scipy"  # ttfg's autograd backend uses autograd.scipy
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+@pytest.mark.parametrize("text, name, requirements", [
+    ("current", "current", None),
+    ("jax==0.4.38 jaxlib==0.4.38", "jax-0.4.38", ("jax==0.4.38", "jaxlib==0.4.38")),
+    ("old=jax==0.4.38 jaxlib==0.4.38", "old", ("jax==0.4.38", "jaxlib==0.4.38")),
+    ("autograd>=1.7,<1.8", "autograd", ("autograd>=1.7,<1.8",)),
+])
+def test_requests_parse(text, name, requirements):
+    request = environments.parse(text)
+    assert (request.name, request.requirements) == (name, requirements)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "no requirement"), ("x=", "no requirement"), ("-r reqs.txt", "pip option"), ("jax=0.4", "is a version"),
+    ("current=jax==1", "choose another name"), ("jax===", "not a requirement"), ("old=@/no/such/file", "cannot read"),
+])
+def test_bad_requests_are_refused_naming_the_problem(text, says):
+    with pytest.raises(UsageError, match=says):
+        environments.parse(text)
+
+
+def test_a_request_from_a_requirements_file(tmp_path):
+    path = tmp_path / "reqs.txt"
+    path.write_text("# pinned\nautograd==1.7.0  # the old one\n\nnumpy==2.4.6\n")
+    request = environments.parse(f"old=@{path}")
+    assert request.name == "old" and request.requirements == ("autograd==1.7.0", "numpy==2.4.6")
+    assert request.origin == str(path)
+
+
+# ---------------------------------------------------------------------------- the cache's rules
+
+
+def test_a_half_built_entry_is_never_used_and_is_rebuilt(ttfg_cache):
+    calls = []
+
+    def build(folder):
+        calls.append(folder)
+        (folder / "made").write_text("ok")
+
+    leftover = ttfg_cache / "things" / "k1"
+    leftover.mkdir(parents=True)
+    (leftover / "half").write_text("a build that was killed")  # no marker: not finished
+    entry = cache.get("things", "k1", build)
+    assert not entry.cached and len(calls) == 1 and (entry.path / "made").exists()
+    assert not (entry.path / "half").exists()
+    assert cache.get("things", "k1", build).cached and len(calls) == 1
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_or_interrupted_build_leaves_nothing(ttfg_cache, error):
+    def build(folder):
+        (folder / "partial").write_text("x" * 1000)
+        raise error
+
+    with pytest.raises(type(error)):
+        cache.get("things", "k2", build)
+    assert not (ttfg_cache / "things" / "k2").exists()
+    assert cache.entries("things") == []
+
+
+def test_two_builders_of_one_key_build_once(ttfg_cache):
+    calls, seen = [], []
+
+    def build(folder):
+        calls.append(1)
+        time.sleep(0.5)
+        (folder / "made").write_text("ok")
+
+    def use():
+        seen.append(cache.get("things", "k3", build))
+
+    threads = [threading.Thread(target=use) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sorted(e.cached for e in seen) == [False, True]
+
+
+def test_an_unwritable_cache_folder_is_named(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        blocked = tmp_path / "file"  # root writes anywhere: a file where the folder should be
+        blocked.write_text("")
+        monkeypatch.setenv("TTFG_CACHE_DIR", str(blocked / "sub"))
+    else:
+        blocked = tmp_path / "ro"
+        blocked.mkdir(mode=0o500)
+        monkeypatch.setenv("TTFG_CACHE_DIR", str(blocked))
+    with pytest.raises(cache.CacheError, match="cannot be written.*TTFG_CACHE_DIR"):
+        cache.get("things", "k4", lambda folder: None)
+
+
+# ---------------------------------------------------------------------------- real environments
+
+
+@pytest.mark.slow
+def test_an_environment_is_built_once_reused_and_runs_a_probe(shared_cache):
+    request = environments.parse(OLD)
+    env = environments.build(request)
+    assert env.version("autograd") == "1.7.0" and env.version("numpy") and env.version("scipy")
+    assert Path(env.python).is_file() and env.version("memray")  # the probe tools are in
+    again = environments.build(request)
+    assert again.cached and again.key == env.key and again.seconds < 1.0
+    assert [e.key for e in environments.cached()] == [env.key]
+    # A real probe in it: numpy, autograd 1.7.0 and the running ttfg (from its overlay), nothing else.
+    case = select(["resnet15:blocks=2"], ["autograd"], None)[0][0]
+    run = RunSettings(repeat=1, timeout_s=120, python=env.python,
+                      extra_env={"PYTHONPATH": str(self_overlay())})
+    sample = run_sample(case, "timing", "cold", 0, run)
+    assert sample.ok, sample.error
+    assert sample.counters["autograd_primitives"] > 0
+
+
+def test_prune_removes_by_name_or_age_and_lists_what_it_removed(ttfg_cache):
+    import json
+
+    for key, name in (("k-a", "a"), ("k-b", "b")):
+        cache.get("envs", key, lambda folder, name=name: (folder / "ttfg-env.json").write_text(
+            json.dumps({"name": name, "packages": {"autograd": "1.7.0"}, "interpreter": "3.11"})))
+    assert sorted(e.name for e in environments.cached(sizes=False)) == ["a", "b"]
+    assert [e.name for e in environments.prune(["a"])] == ["a"]
+    assert environments.prune(older_than_s=3600) == []  # b is seconds old
+    assert [e.name for e in environments.prune()] == ["b"] and environments.cached() == []
+
+
+@pytest.mark.slow
+def test_resolver_refusals_quote_the_resolver(ttfg_cache):
+    with pytest.raises(environments.EnvError, match=r"cannot resolve autograd==99\.0(.|\n)*no version of autograd"):
+        environments.build(environments.parse("autograd==99.0"))
+    with pytest.raises(environments.EnvError, match="conflicts with ttfg's own needs"):
+        environments.build(environments.parse("pyinstrument==4.6.0"))
+    assert environments.cached() == []
+
+
+@pytest.mark.slow
+def test_an_environment_that_cannot_import_its_framework_is_not_kept(ttfg_cache, monkeypatch):
+    monkeypatch.setitem(environments.FRAMEWORK_MODULES, "autograd", "autograd_is_not_a_module")
+    with pytest.raises(environments.EnvError, match="builds but cannot import autograd_is_not_a_module"):
+        environments.build(environments.parse("autograd==1.7.0"))
+    assert environments.cached() == []
+
+
+@pytest.mark.slow
+def test_env_command_lists_builds_and_prunes(shared_cache):
+    env = {"TTFG_CACHE_DIR": str(shared_cache)}
+    out = run_ttfg("env", "build", OLD, env=env)
+    assert out.returncode == 0 and "autograd 1.7.0" in out.stdout, out.stderr
+    out = run_ttfg("env", "list", env=env)
+    assert out.returncode == 0 and "old" in out.stdout and "autograd 1.7.0" in out.stdout
+    out = run_ttfg("env", "build", "autograd==99.0", env=env)
+    assert out.returncode == 2 and "cannot resolve autograd==99.0" in out.stderr
+    out = run_ttfg("env", "prune", "no-such-env", env=env)
+    assert out.returncode == 0 and "nothing matched" in out.stdout
+    assert run_ttfg("env", "prune", env=env).returncode == 2  # says what to remove
+
+
+# ---------------------------------------------------------------------------- declared dependencies
+
+
+def test_what_a_revision_declares(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for tree in (a, b):
+        tree.mkdir()
+        (tree / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["autograd>=1.7"]\n'
+                                             '[tool.other]\nx = 1\n')
+    assert declared(a).requirements == ("autograd>=1.7",) and declared(a).source == "pyproject.toml"
+    (b / "pyproject.toml").write_text((b / "pyproject.toml").read_text().replace("x = 1", "x = 2"))
+    assert declared(a).differs(declared(b)) == []  # other tables are not dependencies
+    (b / "requirements.txt").write_text("-e .\nautograd==1.7.0\n")
+    assert declared(b).requirements == ("autograd==1.7.0",) and declared(a).differs(declared(b)) == ["requirements.txt"]
+    (b / "constraints.txt").write_text("autograd==1.7.0\nnumpy==2.4.6\n# a comment\nscipy>=1\n")
+    assert declared(b).requirements == ("autograd==1.7.0", "numpy==2.4.6") and declared(b).source == "constraints.txt"
+    (b / "uv.lock").write_text("version = 1\n")
+    assert "uv.lock" in buildable(declared(b), declared(a).differs(declared(b)))
+    assert buildable(declared(b), ["constraints.txt"]) is None
+
+
+# ---------------------------------------------------------------------------- the environment axis
+
+
+def test_a_case_names_its_environment_in_its_id():
+    from ttfg.measure.cases import Case
+    from ttfg.present.tables import case_cells, case_layout
+
+    case = Case("resnet15", "jax.jit", (("params", "args"), ("chain", "unrolled")))
+    assert case.id == "resnet15/jax.jit/params=args,chain=unrolled" and case.env is None
+    old = case.in_env("jax-0.4.38")
+    assert old.id == case.id + "/jax-0.4.38" and old.plain_id == case.id
+    assert Case.from_id(old.id) == old and Case.from_json(old.to_json()) == old
+    assert "env" not in case.to_json()  # an old probe reads a case without an environment unchanged
+    varying, fixed = case_layout([old.id, case.in_env("current").id])
+    assert varying == ("env",) and "model resnet15" in fixed
+    assert case_cells(old.id, varying) == ["jax-0.4.38"]
+    assert "env jax-0.4.38" in case_layout([old.id])[1]
+
+
+@pytest.mark.slow
+def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tmp_path):
+    env = {"TTFG_CACHE_DIR": str(shared_cache)}
+    selection = ("--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "2")
+    out = run_ttfg("run", *selection, "--env", "current", "--env", OLD,
+                   "--out", str(tmp_path / "both.json"), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    from ttfg.results import record
+
+    both = record.load(tmp_path / "both.json")
+    ids = sorted(c.id for c in both.cases)
+    assert ids == ["resnet15:blocks=2/autograd/params=args,chain=unrolled/current",
+                   "resnet15:blocks=2/autograd/params=args,chain=unrolled/old"]
+    assert both.environment["envs"]["old"]["versions"]["autograd"] == "1.7.0"
+    assert "current" in out.stdout and "old" in out.stdout  # the env column
+    for name in ("old", "current"):
+        spec = OLD if name == "old" else "current"
+        assert run_ttfg("run", *selection, "--env", spec, "--out", str(tmp_path / f"{name}.json"),
+                        env=env).returncode == 0
+    refused = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), env=env)
+    assert refused.returncode == 2 and "--across-envs" in refused.stdout + refused.stderr
+    paired = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), "--across-envs",
+                      "--metric", "counters.*", env=env)
+    assert paired.returncode == 0 and "autograd_primitives" in paired.stdout, paired.stdout + paired.stderr
