@@ -97,6 +97,9 @@ def _ladder(v: float, ladder, start: int) -> tuple[float, str, bool]:
     for i in range(start, len(ladder)):
         unit, size = ladder[i]
         m = v / size
+        if i > start and abs(m) < 1 and math.isclose(ladder[i - 1][1] * 1000, size):
+            # Climbed because the rung below rounded to 1000 (999.5 µs): that is 1 here, never 0.999.
+            m = math.copysign(1.0, m)
         if abs(_value_of(_sig(m))) < 1000:
             return m, unit, False
     unit, size = ladder[-1]

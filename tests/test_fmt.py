@@ -150,7 +150,8 @@ def test_a_column_has_one_precision(values, unit):
 
 
 def test_the_cases_the_issue_found():
-    assert fmt.seconds(0.0009995) in ("1 ms", "0.999 ms")  # was "1e+03 µs"
+    assert fmt.seconds(0.0009995) in ("1 ms", "999 µs")  # was "1e+03 µs"
+    assert fmt.seconds(0.00099951) == "1 ms" and fmt.seconds(0.0009994) == "999 µs"
     assert fmt.seconds(-0.0009996) == "-1 ms"
     assert fmt.factor(1234.5) == "1,234×"  # was "1.23e+03×"
     assert fmt.change(220.84) == "+22,084 %"  # was "+22084 %"
