@@ -1,15 +1,19 @@
-"""``ttfg report``: one static HTML file with the history's trends and the latest run's anatomy.
+"""``ttfg report``: one static HTML file: the run just measured first, then the history's trends.
 
-Inputs: an asv history frame (``ttfg.history.asv_results.load``'s schema, optional) and ttfg
-results files. Without history, the results files are the commits. Output: a single
-self-contained file (figures embedded as PNG data URIs, no script, nothing fetched),
-written atomically so a failed build never leaves half a report behind.
+Inputs: ttfg results files and, optionally, an asv history frame (``ttfg.history.asv_results.load``'s
+schema). The page leads with the run (a gate's head, else the newest results file:
+``run_section``) or, for a gate's folder, the gate's verdict; history across commits, which is
+often another machine's (the shipped ``results/``), follows in a part of its own that names the
+machine that recorded it. Without asv history, results files that span two or more commits are
+the history. Output: a single self-contained file (figures embedded as PNG data URIs, each with a
+narrow rendition a phone picks, one small inline script for pointer and tap answers, nothing
+fetched), written atomically so a failed build never leaves half a report behind.
 
 The pieces, one job each: ``report_data`` (inputs -> points), ``steps`` (change
-detection), ``trends`` (series, steps table, summary), ``run_views`` (one run's phases
-and cache effect), ``study_views`` (``ttfg study`` files' stored analyses), ``plots``
-(figures), ``fmt`` (numbers), and the Jinja template ``templates/report.html.j2``
-(autoescaped: case names are user input).
+detection), ``trends`` (series, steps table, summary), ``run_section`` (the run's table, the
+gate's verdict, the host), ``run_views`` (one run's phases and cache effect), ``study_views``
+(``ttfg study`` files' stored analyses), ``plots`` (figures), ``fmt`` (numbers), and the Jinja
+template ``templates/report.html.j2`` (autoescaped: case names are user input).
 """
 
 from __future__ import annotations
