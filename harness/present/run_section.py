@@ -16,10 +16,9 @@ from .. import fmt, metrics
 from ..history import points as report_data
 from . import tables, verdicts
 
-#: Columns of the run table, in order (besides the case's parts); empty ones are left out.
-RUN_COLUMNS = (tables.OK, tables.FIRST, tables.RANGE, tables.CV, tables.PROCESS, tables.IMPORT, tables.BUILD,
-               *(metrics.get(f"{p}_s").brief for p in metrics.GRADIENT_PHASES), tables.SECOND,
-               tables.ALLOCS)
+#: Columns of the run table, in order (besides the case's parts); empty ones are left out. Import,
+#: build and the phases are the phase breakdown's, right below (its figure and its numbers).
+RUN_COLUMNS = (tables.OK, tables.FIRST, tables.RANGE, tables.CV, tables.PROCESS, tables.SECOND, tables.ALLOCS)
 #: The gate's decision by its exit code, for the page's header.
 GATE_DECISION = {0: "passed: no regression shown", 1: "failed: regression", 2: "could not compare"}
 
