@@ -273,7 +273,17 @@ class TrendCanvas:
             for artist in drawn:
                 ax.draw_artist(artist)
             ax.draw_artist(self.title)
+            if self.narrow:  # a phone's rendition shares the points of the wide one: only its geometry differs
+                return _encode(self.canvas), aggregated, self.geometry()
             return _encode(self.canvas), aggregated, self.hover(lines, unit, scale, log)
+
+    def geometry(self) -> dict:
+        """The image's size, its axes box in pixels from the top left, and the y limits (:meth:`hover`'s first part)."""
+        width, height = self.canvas.get_width_height()
+        box = self.ax.get_window_extent()
+        return {"size": [width, height],
+                "box": [round(box.x0, 1), round(height - box.y1, 1), round(box.width, 1), round(box.height, 1)],
+                "y": [float(v) for v in self.ax.get_ylim()]}
 
     def hover(self, lines: list[Line], unit: str, scale: float, log: bool) -> dict:
         """The image's data coordinates and its points, for the page's small pointer script.
@@ -282,15 +292,11 @@ class TrendCanvas:
         ``x``/``y``: the axis limits; ``log``: a log y axis; ``lines``: label, colour and
         :func:`hover_points` per line; ``steps``: ``[pos, y, anchor, text]`` per step marker.
         """
-        width, height = self.canvas.get_width_height()
-        box = self.ax.get_window_extent()
         steps = []
         for ln in lines:
             for (pos, value, _), (anchor, text) in zip(ln.steps, ln.step_info):
                 steps.append([int(pos), float(f"{value / scale:.4g}"), anchor, text])
-        return {"size": [width, height],
-                "box": [round(box.x0, 1), round(height - box.y1, 1), round(box.width, 1), round(box.height, 1)],
-                "x": [float(v) for v in self.ax.get_xlim()], "y": [float(v) for v in self.ax.get_ylim()], "log": bool(log),
+        return {**self.geometry(), "x": [float(v) for v in self.ax.get_xlim()], "log": bool(log),
                 "lines": [{"label": ln.label, "color": ln.color, "points": hover_points(ln, unit, scale)}
                           for ln in lines],
                 "steps": steps}

@@ -210,7 +210,7 @@ def trend_sections(trends: Trends, hover: dict | None = None) -> tuple[list[dict
                 narrow, _, small = phone.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
                 if hover is not None:
                     hover[slug] = where
-                    hover[f"{slug}~narrow"] = {"size": small["size"], "box": small["box"], "y": small["y"]}
+                    hover[f"{slug}~narrow"] = small
                 aggregated = max(aggregated, agg)
                 figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
                                 "narrow": narrow,
