@@ -6,7 +6,8 @@ The figures of issue 23's goals, measured on this machine (nothing is simulated)
   is, so "first time" means ttfg's first build, downloads included when uv lacks them);
 * reusing it (a second ``environments.build`` of the same request);
 * the disk that N jax releases take: each environment counted alone (what ``du`` says of
-  one folder), and all of them with uv's cache, each hard-linked file counted once;
+  one folder), and all of them together, each hard-linked file counted once (their files
+  are hard links into uv's cache, which holds other packages too and is given apart);
 * an upgrade gate jax 0.4.38 -> 0.10.2 on jax.jit resnet15 (``ttfg gate --base-env ...
   --head-env ...``), environments cached: the wall time to its verdict, its tier, ratio and
   interval.
@@ -80,8 +81,8 @@ def measure_disk(versions: list[str]) -> dict:
 
     uv_dir = subprocess.run([uv_binary(), "cache", "dir"], capture_output=True, text=True).stdout.strip()
     apart = sum(_du([e.path]) for e in envs)
-    together = _du([e.path for e in envs] + ([uv_dir] if uv_dir else []))
-    return {"releases": versions, "apart_bytes": apart, "with_uv_cache_bytes": together,
+    together = _du([e.path for e in envs])  # every file once: what deleting uv's cache would leave
+    return {"releases": versions, "apart_bytes": apart, "together_bytes": together,
             "uv_cache_bytes": _du([uv_dir]) if uv_dir else None}
 
 
