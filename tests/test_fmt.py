@@ -63,37 +63,28 @@ def test_no_formatter_prints_an_exponent_or_ungrouped_thousands(v):
             assert not re.search(r"\d", text.replace("10", "")), (f, v, text)  # –, ∞×, [–, –]: no number
 
 
+@pytest.mark.parametrize("f, ladder, floor, whole", [(fmt.seconds, SECONDS, 1e-12, None), (fmt.bytes_, BYTES, 1e-3, "B")],
+                         ids=["seconds", "bytes"])
 @settings(max_examples=400, deadline=None)
-@given(FINITE)
-def test_seconds_pick_the_unit_that_keeps_the_number_below_1000(v):
-    text = fmt.seconds(v)
+@given(v=FINITE)
+def test_units_climb_before_the_number_reaches_1000(f, ladder, floor, whole, v):
+    """Seconds (ns ... h) and bytes (B ... YiB) pick the unit that keeps the number below 1000,
+    to where the ladder ends (then the digits grow, grouped); the text reads back to the value."""
+    text = f(v)
     if text.startswith(("<", ">")):
-        assert 0 < abs(v) < 1e-12, (v, text)
+        assert 0 < abs(v) < floor, (v, text)
         return
     shown, unit = parse(text)
-    assert unit in SECONDS, text
-    if abs(v) < 1000 * 3600:  # the ladder ends with hours: above 1000 h the digits grow, grouped
+    assert unit in ladder, text
+    top = max(ladder.values())
+    if abs(v) < 1000 * top:
         assert abs(shown) < 1000, (v, text)
-    if unit not in ("s", "ns") and v != 0:
-        assert abs(shown) >= 1 or unit == "ns", (v, text)  # never 0.5 ms where 500 µs reads
-    assert close(shown * Decimal(SECONDS[unit]), v) or v == 0, (v, text)
-
-
-@settings(max_examples=400, deadline=None)
-@given(FINITE)
-def test_bytes_pick_the_binary_unit_that_keeps_the_number_below_1000(v):
-    text = fmt.bytes_(v)
-    if text.startswith(("<", ">")):
-        assert 0 < abs(v) < 1e-3, (v, text)
-        return
-    shown, unit = parse(text)
-    assert unit in BYTES, text
-    if abs(v) < 1000 * BYTES["YiB"]:
-        assert abs(shown) < 1000, (v, text)
-    if unit == "B" and abs(v) >= 1:
-        assert shown == round(v) or abs(shown - v) <= 0.5, (v, text)  # whole bytes
+    if unit == whole and abs(v) >= 1:
+        assert abs(shown - Decimal(v)) <= Decimal("0.5000001"), (v, text)  # whole bytes
     elif v != 0:
-        assert close(shown * Decimal(BYTES[unit]), v), (v, text)
+        assert close(shown * Decimal(ladder[unit]), v), (v, text)
+    if f is fmt.seconds and unit not in ("s", "ns") and v != 0:
+        assert abs(shown) >= 1, (v, text)  # never 0.5 ms where 500 µs reads
 
 
 @settings(max_examples=300, deadline=None)
