@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates every figure quoted in README.md, in one quiet sitting (about 35 minutes
+# Regenerates the figures of docs/measurements.md ("Time to first gradient", "Studies"), in one quiet sitting (about 35 minutes
 # on a 2-core VM). Run from the repository root after `make install`; outputs go to runs/.
 set -euo pipefail
 T="${TTFG:-.venv/bin/ttfg}"

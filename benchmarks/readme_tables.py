@@ -1,8 +1,8 @@
-"""Markdown tables for README.md from the results files of ``measure_readme.sh``.
+"""Markdown tables for docs/measurements.md from the results files of ``measure_readme.sh``.
 
     python benchmarks/readme_tables.py runs/
 
-Prints every table the README quotes, so its figures are copied from measured files,
+Prints every table docs/measurements.md quotes, so its figures are copied from measured files,
 never typed by hand, and formatted by ``ttfg.fmt`` like every other table.
 """
 

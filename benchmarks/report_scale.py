@@ -1,6 +1,6 @@
 """How long ``ttfg report`` takes, and how big its file gets, on a long history.
 
-Not a test: a measurement to run by hand and quote (README, "Reports"). It writes a
+Not a test: a measurement to run by hand and quote (docs/measurements.md, "Report scale"). It writes a
 synthetic history as real asv result files (``ttfg.history.synthetic``: one file per
 commit, the suite's real benchmark names and parameter grid), then times the path a
 real history takes: ``ttfg.history.asv_results.load`` on the folder, then

@@ -1,4 +1,4 @@
-"""The README's table of the matrix's wall time on 1, 2, 4 and 8 runners, from the partitioner.
+"""The table in docs/measurements.md of the matrix's wall time on 1, 2, 4 and 8 runners, from the partitioner.
 
     .venv/bin/python benchmarks/shard_table.py [--costs FILE] [--repeat 5]
 
@@ -7,7 +7,7 @@ every backend, each backend's default variant. Each case costs its seconds per c
 process times ``--repeat``; the wall time on N runners is the busiest shard of
 ``ttfg.measure.shard.partition`` (the runners' setup, installing the frameworks, is
 not included). Without ``--costs`` the seconds are the built-in ones: the process-TTFG
-medians measured on the 2-core VM and printed in the README's "Measured on this machine"
+medians measured on the 2-core VM and printed in docs/measurements.md's "Time to first gradient"
 tables. With ``--costs`` they come from that results file or asv history.
 """
 
@@ -38,7 +38,7 @@ def main() -> None:
         cases, _ = select(["resnet15", "convnext_tiny"], ["all"], [variants], check_availability=False)
         matrices[variants] = [c.id for c in cases]
     print(f"cold processes per case: {args.repeat}; seconds per process: "
-          + ("built-in (README medians)" if not args.costs else args.costs) + "\n")
+          + ("built-in (the medians of docs/measurements.md)" if not args.costs else args.costs) + "\n")
     print(f"| runners | default variants ({len(matrices['default'])} cases) | all variants "
           f"({len(matrices['all'])} cases) |")
     print("| --- | --- | --- |")

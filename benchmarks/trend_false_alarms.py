@@ -1,6 +1,6 @@
 """Does the trend report cry wolf, and does it find real steps? Measured, on this machine.
 
-Not a test: a measurement to run by hand and quote (README, "Does it cry wolf?"). It works
+Not a test: a measurement to run by hand and quote (docs/measurements.md, "Does the trend report cry wolf?"). It works
 in a throwaway clone of this repository (committed HEAD), so nothing here is touched:
 
 1. **A/A**: ``--aa`` commits of identical code (each only appends a line to a text file),
@@ -21,7 +21,7 @@ in a throwaway clone of this repository (committed HEAD), so nothing here is tou
 
 ``--busy-aa 8-14`` records those A/A commits beside processes that keep CPUs busy (load that
 rises and comes back), ``--busy-trials N`` every N-th trial. Measured on this 2-core VM
-(README, runs 4 and 5): one or two such processes raised the load to 1.6-2.2 but moved none
+(docs/measurements.md, runs 4 and 5): one or two such processes raised the load to 1.6-2.2 but moved none
 of the first gradient's CPU time; the drift that hid steps in run 3 came at load 2.7-4.8
 from other cold-process benchmarks.
 
@@ -358,7 +358,7 @@ def reanalyse(work: Path, path: Path, budget: str, aa_budget: str) -> int:
 
 
 def summary(out: dict) -> str:
-    """The README's table, from an ``--out`` document."""
+    """The table for docs/measurements.md, from an ``--out`` document."""
     loads = [r["load_before"] for r in out["recorded"]]
     aa = out.get("aa", {})
     lines = [f"recorded {len(out['recorded'])} commits, {out['repeat']} cold processes each; load average "

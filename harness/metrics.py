@@ -140,6 +140,12 @@ class Metric:
         return self.short or self.label
 
     @property
+    def heading(self) -> str:
+        """The label as a heading: its first letter raised, the rest as written ("CPU time ...", "Peak RSS ...";
+        a template's ``capitalize`` would lower the rest: "Cpu time", "Peak rss")."""
+        return self.label[:1].upper() + self.label[1:]
+
+    @property
     def asv_unit(self) -> str:
         return _ASV_UNIT[self.unit]
 
@@ -167,9 +173,9 @@ def _counter(name, label, short="", *, asv=True, **kw) -> Metric:
 #: Measured spreads (see ``Metric.spread``). Instructions of the first-gradient window, in total and
 #: per phase: the worst backend is jax.jit resnet15 (the only one split into phases), 30 samples
 #: under valgrind's fair scheduler on this VM, 2026-12-03 (ten for the cost table, twenty in ten
-#: A/A gates of benchmarks/gate_power.py); every other backend spreads 0.13 % or less (README,
+#: A/A gates of benchmarks/gate_power.py); every other backend spreads 0.13 % or less (docs/measurements.md,
 #: "Instruction counts"). Allocation counts of the first gradient, jax.jit resnet15, three memray
-#: processes (README, "Allocations and warm caches").
+#: processes (docs/measurements.md, "Allocations and warm caches").
 INSTRUCTION_SPREADS = {"instructions": 0.0066, "trace": 0.0025, "lower": 0.0076, "compile": 0.0069,
                        "execute": 0.0121}
 ALLOC_COUNT_SPREAD = 0.0118
@@ -184,7 +190,7 @@ _ENTRIES = (
     _timing("first_grad_s", "first gradient", asv_benchmark="track_first_grad_seconds", trend=True,
             compared_by_default=True),
     # CPU time does not count the time the probe waits for a core, so a machine that gets busier
-    # between two recordings moves it less than the wall time (README, "Does it cry wolf?").
+    # between two recordings moves it less than the wall time (docs/measurements.md, "Does the trend report cry wolf?").
     _timing("first_grad_cpu_s", "CPU time of the first gradient (every thread of the probe)", "first gradient CPU",
             asv_benchmark="track_first_grad_cpu_seconds", trend=True),
     _timing("process_ttfg_s", "process TTFG (spawn to first gradient)", "process TTFG",

@@ -45,12 +45,18 @@ def ttfg():
     return run_ttfg
 
 
-def default_sigint() -> None:
-    """``preexec_fn`` for children that a test interrupts: a shell's background job starts
-    with SIGINT ignored, and Python then never raises KeyboardInterrupt; restore it."""
-    import signal
+def interruptible(*args: str) -> list[str]:
+    """The command line of ``python -m ttfg ARGS`` for a child that a test interrupts.
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    A shell's background job starts with SIGINT ignored, and Python then never raises
+    KeyboardInterrupt; the child restores Ctrl-C itself, first thing. (A ``preexec_fn`` did
+    it before, but a ``preexec_fn`` makes subprocess run Python's at-fork hooks, and with JAX
+    imported in the test process JAX's hook warned "os.fork() was called ... will likely
+    lead to a deadlock" in every ``make test``.)
+    """
+    code = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "sys.argv[0] = 'ttfg'; runpy.run_module('ttfg', run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", code, *args]
 
 
 #: Installable plugin packages that add backends and models through entry points.

@@ -27,6 +27,19 @@ def test_check_passes_and_prints_a_table(ttfg):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "resnet15:blocks=2/torch.eager/params=closure,chain=unrolled" in out.stdout
     assert "worst rel err" in out.stdout
+    # Piped: one progress line per case as it finishes, then each result once, in the table (it was
+    # printed twice: a result line per case, then the table again).
+    lines = out.stdout.splitlines()
+    assert [line.split()[0] for line in lines if line.startswith("[")] == ["[1/2]", "[2/2]"]
+    assert sum(" ok " in f" {line} " for line in lines) == 2, out.stdout
+    assert "e-0" not in out.stdout and "× 10⁻" in out.stdout  # relative errors without an exponent's e
+
+
+def test_version_names_the_installed_distribution(ttfg):
+    from importlib.metadata import version
+
+    out = ttfg("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"ttfg {version('ttfg')}"
 
 
 def test_check_exit_2_when_nothing_runs(ttfg):

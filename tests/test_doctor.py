@@ -112,7 +112,7 @@ def test_busy_processes_exclude_ourselves():
     assert [(pid, name) for pid, name, _ in busy] == [(2, "hog")]
     assert busy[0][2] == pytest.approx(90 / hz)
     steal = machine.check_steal(before, after)
-    assert steal.verdict == "warn" and "20.0%" in steal.detail
+    assert steal.verdict == "warn" and "20 % of CPU time" in steal.detail  # the one formatter: "20 %", not "20.0%"
 
 
 def test_perf_answers_are_read_not_assumed(tmp_path, monkeypatch):
@@ -350,4 +350,19 @@ def test_ctrl_c_during_calibration_prints_the_table_so_far(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 2
     assert "A/A noise calibration" in out and "interrupted" in out
-    assert "pair 1: first grad A 1.000 s, B 1.100 s" in out  # progress lines of the finished pairs
+    assert "pair 1: first gradient A 1 s, B 1.1 s" in out  # progress lines of the finished pairs
+
+
+def test_a_calibration_is_quoted_to_the_digits_its_pairs_support():
+    """4 pairs know an SD to about 41 %: one digit (0.9, 8 %), not three (0.904, 7.66 %); 60 pairs, two."""
+    from types import SimpleNamespace
+
+    from ttfg import fmt
+    from ttfg.present import doctor as view
+
+    few = SimpleNamespace(pairs=4, sd=0.9043, sd_low=0.4712, sd_high=5.68)
+    assert view._sd_text(few) == "0.9" and view._ci_text(few) == "0.5-6"
+    assert view.effect_text(0.0766, 60, fmt.supported_digits(few.pairs)) == "8 % (60)"
+    many = SimpleNamespace(pairs=60, sd=0.08712, sd_low=0.0741, sd_high=0.1057)
+    assert view._sd_text(many) == "0.087" and view._ci_text(many) == "0.074-0.11"
+    assert view.effect_text(0.0612, 60, fmt.supported_digits(many.pairs)) == "6.1 % (60)"

@@ -27,7 +27,7 @@ from ttfg.results import record
 from ttfg.decide.gate import parse_duration
 from ttfg.errors import UsageError
 
-from .conftest import ROOT, default_sigint
+from .conftest import ROOT, interruptible
 
 JIT = "resnet15/jax.jit/params=args,chain=unrolled"
 AUTOGRAD = "resnet15/autograd/params=args,chain=unrolled"
@@ -124,10 +124,10 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     out_dir = tmp_path / "out"
     env = dict(os.environ)
     env.pop("GITHUB_STEP_SUMMARY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ttfg", "gate", "--base", repo.first, "--head", repo.second,
-                             "--backend", "autograd", "--budget", "10m", "--tiers", "time", "--out-dir", str(out_dir)],
-                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(interruptible("gate", "--base", repo.first, "--head", repo.second,
+                                          "--backend", "autograd", "--budget", "10m", "--tiers", "time",
+                                          "--out-dir", str(out_dir)),
+                            cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if (out_dir / "head.json").exists() and record.load(out_dir / "head.json").cases[0].samples:

@@ -115,11 +115,14 @@ def test_gate_floor_is_the_sd_of_its_pair_log_ratios():
 
 def test_headline_states_what_a_ten_minute_gate_sees():
     floor = noise.from_calibration(a_calibration(), MACHINE)
-    by_backend = {e.case.split("/")[1]: e.effect_at(600.0) for e in floor.entries if e.metric == "first_grad_s"}
+    entries = {e.case.split("/")[1]: e for e in floor.entries if e.metric == "first_grad_s"}
+    by_backend = {b: e.effect_at(600.0) for b, e in entries.items()}
     text = view.headline(floor)
     best, worst = sorted(by_backend, key=by_backend.get)
-    assert text.startswith(f"on this machine a 10-minute gate sees >= {fmt.percent(by_backend[best])} on {best}, "
-                           f">= {fmt.percent(by_backend[worst])} on {worst} (first_grad_s; from `ttfg doctor")
+    # Quoted to the digits the calibration's pairs support (fmt.supported_digits), not three.
+    shown = {b: fmt.percent(by_backend[b], fmt.supported_digits(entries[b].n)) for b in (best, worst)}
+    assert text.startswith(f"on this machine a 10-minute gate sees >= {shown[best]} on {best}, "
+                           f">= {shown[worst]} on {worst} (first_grad_s; from `ttfg doctor")
     assert view.headline(None) == "noise floor: not recorded"
     empty = noise.in_run(results({CASE: timing_run([1.0])}))
     assert view.headline(empty).startswith("noise floor: not estimated (no case has 3 good cold samples")
@@ -187,7 +190,8 @@ def test_report_states_the_noise_floor(tmp_path):
     res.save(tmp_path / "r.json")
     html = build_report(None, [record.load(tmp_path / "r.json")], out=tmp_path / "index.html").read_text()
     assert "Noise floor" in html and "on this machine a 10-minute gate sees &gt;= " in html
-    assert f"{res.noise.entries[0].log_ratio_sd:.3f}" in html
+    entry = res.noise.entries[0]
+    assert f"<td class=\"num\">{fmt.number(entry.log_ratio_sd, fmt.supported_digits(entry.n))}</td>" in html
 
 
 def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):

@@ -79,7 +79,7 @@ def test_wide_run_table_is_one_table_with_every_column():
     (table,) = [tables.run_table(res)]
     text = render(table, width=400)
     header = next(line for line in text.splitlines() if "backend" in line)
-    for column in ("first grad", "import", "compile", "execute", "allocs", "counters"):
+    for column in ("first gradient", "import", "compile", "execute", "allocations", "counters"):
         assert column in header
     assert all(f"{k}={fmt.count(v)}" in text for k, v in COUNTERS.items())
 
@@ -140,7 +140,7 @@ def test_regressions_table_and_json(tmp_path, monkeypatch, capsys):
     # Every step is listed; the counts split findings (deterministic, confirmed) from timing candidates.
     assert data["regressions"] + data["improvements"] + data["candidates"] == len(data["steps"]) > 0
     assert {s["status"] for s in data["steps"]} <= {"deterministic", "confirmed", "not reproduced", "unconfirmed"}
-    assert f"{data['regressions']} regression(s), {data['improvements']} improvement(s)" in text
+    assert f"{fmt.plural(data['regressions'], 'regression')}, {fmt.plural(data['improvements'], 'improvement')}" in text
     step = data["steps"][0]
     assert {"case", "model", "backend", "variant", "metric", "before", "after", "change", "kind", "unit"} <= set(step)
     assert step["after"] == pytest.approx(step["before"] * (1 + step["change"]), rel=1e-6)

@@ -142,19 +142,54 @@ def parse(html: str) -> Page:
     return page
 
 
-def screenshot(html_path: Path, tmp_path: Path, height: int = 2000) -> tuple[Path, str]:
-    """Render in headless Chromium; return the PNG and the browser's log."""
-    png = tmp_path / "shot.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-             "--enable-logging=stderr", "--v=0"]
-    shot = subprocess.run([CHROMIUM, *flags, f"--screenshot={png}", f"--window-size=1280,{height}", html_path.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+def chromium_flags(tmp_path: Path, profile: str = "profile") -> list[str]:
+    return ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--hide-scrollbars", f"--user-data-dir={tmp_path / profile}",
+            "--enable-logging=stderr", "--v=0"]
+
+
+def screenshot(html_path: Path, tmp_path: Path, height: int = 2000, expect=("Summary", 'id="regressions"'),
+               width: int = 1280) -> tuple[Path, str]:
+    """Render in headless Chromium; return the PNG and the browser's log.
+
+    Headless windows are at least 500 px wide, so a phone's width is a frame of that width
+    in a page of its own (:func:`framed`); the PNG is cut to it.
+    """
+    png = tmp_path / f"shot-{width}.png"
+    flags = chromium_flags(tmp_path)
+    target = framed(html_path, width, height, tmp_path) if width < 500 else html_path
+    shot = subprocess.run([CHROMIUM, *flags, f"--screenshot={png}", f"--window-size={max(width, 500)},{height}",
+                           target.as_uri()], capture_output=True, text=True, timeout=120)
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", html_path.as_uri()], capture_output=True, text=True,
                          timeout=120)
     assert png.exists(), shot.stderr[-2000:]
-    assert "Summary" in dom.stdout and 'id="regressions"' in dom.stdout, dom.stderr[-2000:]
+    assert all(e in dom.stdout for e in expect), dom.stderr[-2000:]
+    if width < 500:
+        from PIL import Image
+
+        Image.open(png).crop((0, 0, width, height)).save(png)
     return png, shot.stderr + dom.stderr
+
+
+def framed(html_path: Path, width: int, height: int, tmp_path: Path, fragment: str = "") -> Path:
+    """A page holding the report in a frame ``width`` CSS px wide: the report's viewport is the phone's."""
+    page = tmp_path / f"frame-{width}.html"
+    page.write_text(f'<!doctype html><html><body style="margin:0"><iframe src="{html_path.as_uri()}{fragment}" '
+                    f'style="width:{width}px;height:{height}px;border:0;display:block"></iframe><script>'
+                    'window.addEventListener("message", function (e) { document.body.setAttribute("data-selftest", e.data); });'
+                    '</script></body></html>')
+    return page
+
+
+def selftest(html_path: Path, width: int, tmp_path: Path) -> dict:
+    """What the page's ``#selftest`` saw at ``width``: its scroll width, the images shown, a tap's answer."""
+    target = framed(html_path, width, 2400, tmp_path, "#selftest") if width < 500 else None
+    uri = target.as_uri() if target else html_path.as_uri() + "#selftest"
+    dom = subprocess.run([CHROMIUM, *chromium_flags(tmp_path, f"p{width}"), f"--window-size={max(width, 500)},2400",
+                          "--virtual-time-budget=5000", "--dump-dom", uri], capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-selftest="([^"]*)"', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
 # ---------------------------------------------------------------------------- steps
@@ -285,7 +320,8 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
     # One small inline script answers a pointer over the plots from an inline JSON block.
     assert "link" not in page.tags and page.scripts == [{"type": "application/octet-stream", "id": "hover-data",
                                                           "data-encoding": "gzip+base64"}, {}]
-    assert len(html.split("<script>")[1].split("</script>")[0]) < 6000
+    # Small: pointer and tap answers, a phone's plot geometry, and the #selftest hook a test reads.
+    assert len(html.split("<script>")[1].split("</script>")[0]) < 8000
     assert all(u.startswith(("data:image/png;base64,", "#")) or u == "./asv/index.html" for u in page.urls), page.urls
     assert 'href="./asv/index.html"' in html
     # Names are escaped, never markup.
@@ -299,7 +335,7 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
     assert len(trends.counted()) and len(trends.candidates())
     assert len(page.rows["regressions"]) == len(trends.counted())
     assert len(page.rows["candidates"]) == len(trends.candidates())
-    assert f"{trends.n_regressions()} regression(s)" in html and f"{len(trends.candidates())} unconfirmed" in html
+    assert fmt.plural(trends.n_regressions(), "regression") in html and f"{len(trends.candidates())} unconfirmed" in html
     # A trend plot per model and metric, in the section of its group.
     by_group: dict[str, set] = {}
     for s in prepared.trends.series.values():
@@ -347,6 +383,82 @@ def test_report_from_results_files_alone(real_run, second_run, tmp_path):
     assert "ffffffff" in out.read_text() and "later.json" in out.read_text()
 
 
+def test_the_report_leads_with_the_run_and_keeps_history_apart(real_run, history, tmp_path):
+    """After ``make bench``: the first screen is the run just measured; asv history (often another
+    machine's) only when given, below it, headed by the machine that recorded it."""
+    run = load(real_run)
+    alone = build_report(None, [run], out=tmp_path / "run.html").read_text()
+    sections = re.findall(r'<section id="([^"]+)"', alone)
+    assert sections[:2] == ["run", "phases"] and "history" not in alone.split("<main>")[1][:200]
+    assert "<h1>Your run: run.json</h1>" in alone and 'id="history"' not in alone and "asv machine" not in alone
+    host = run.environment["hostname"]
+    assert f"measured on {host}" in alone.split("</header>")[0]
+    # The run's table holds the terminal's very cells (one precision per column).
+    from ttfg.present.tables import run_rows
+
+    page = parse(alone)
+    for row in run_rows(run):
+        cells = page.cells[f"run/{row['case']}/{row['cache']}"]
+        assert row["first gradient"] in cells and row["process TTFG"] in cells, (row, cells)
+
+    both = build_report(history, [run], out=tmp_path / "both.html").read_text()
+    assert both.index('id="run"') < both.index('id="history"') < both.index('id="summary"')
+    machine = history["machine"].iloc[-1]
+    assert f"recorded on asv machine {machine}" in both
+    assert f"not by the run above (host {host})" in both
+    environment = both.split('id="environment"')[1].split("</section>")[0]
+    assert "asv machine" not in environment and host in environment  # the asv machine is not this host
+
+
+def test_a_gate_page_states_its_verdict_in_the_header(tmp_path):
+    """``ttfg report --runs runs/gate/``: the decision in the header, never "0 regression(s)"."""
+    from ttfg.cli import main
+
+    gate = tmp_path / "gate"
+    shutil.copytree(ROOT / "tests" / "data" / "gate_v1", gate)
+    assert main(["report", "--runs", str(gate), "--out", str(tmp_path / "pass.html")]) == 0
+    html = (tmp_path / "pass.html").read_text()
+    assert "<h1>ttfg gate passed: no regression shown (1 case)</h1>" in html
+    assert "regression(s)" not in html and 'id="history"' not in html
+    assert re.findall(r'<section id="([^"]+)"', html)[:2] == ["gate", "run"]
+    doc = json.loads((gate / "gate.json").read_text())
+    case = doc["cases"][0]
+    row = parse(html).cells[f"gate/{case['case']}"]
+    assert row[1] == case["verdict"]["verdict"] + row[1][len(case["verdict"]["verdict"]):]  # the verdict's label
+    assert row[5] == fmt.factor(case["verdict"]["ratio"])
+    doc["exit_code"] = 1
+    doc["cases"][0]["verdict"].update(verdict="regressed", label="regressed")
+    (gate / "gate.json").write_text(json.dumps(doc))
+    assert main(["report", "--runs", str(gate), "--out", str(tmp_path / "fail.html")]) == 0
+    assert "<h1>ttfg gate failed: regression in 1 case of 1</h1>" in (tmp_path / "fail.html").read_text()
+
+
+def test_the_report_reads_at_1280_and_390_px(real_run, history, tmp_path):
+    """Headless Chromium at a desktop's and a phone's width: nothing wider than the screen, the
+    phone's narrow plot renditions shown there, and a tap on a trend plot answers like a pointer."""
+    out = build_report(history, [load(real_run)], out=tmp_path / "index.html")
+    html = out.read_text()
+    assert html.count("<picture><source") == html.count('<source media="(max-width: 640px)"') > 3  # phone renditions
+    if not CHROMIUM:
+        pytest.skip("Chromium is not installed (apt-get install -y chromium); structure checked, rendering not")
+    from PIL import Image
+
+    for width in (1280, 390):
+        png, log = screenshot(out, tmp_path, width=width)
+        image = Image.open(png).convert("RGB")
+        assert image.size == (width, 2000)
+        pixels = np.asarray(image)
+        assert float((pixels.min(axis=2) < 235).mean()) > 0.05
+        assert not [line for line in log.splitlines() if "Uncaught" in line]
+        seen = selftest(out, width, tmp_path)
+        assert seen["viewport"] == width and seen["width"] <= width, seen  # no sideways scrolling of the page
+        if width == 390:
+            assert max(seen["images"]) <= 400, seen  # every plot in its phone rendition, text at its own size
+        else:
+            assert min(seen["images"]) > 1000, seen
+        assert re.search(r"commit \w{8}, \d{4}-\d\d-\d\d", seen.get("tap", "")), seen  # a tap answers
+
+
 def test_cli_report_regressions_and_bad_input(real_run, tmp_path):
     """Run from an empty folder (no results/ there), as a user with only results files would."""
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -358,11 +470,11 @@ def test_cli_report_regressions_and_bad_input(real_run, tmp_path):
     proc = ttfg("report", "--runs", str(real_run), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(out) and out.exists()
-    assert "no asv history" in proc.stderr
+    assert "Your run: run.json" in out.read_text() and 'id="history"' not in out.read_text()
     before = out.read_bytes()
 
     proc = ttfg("regressions", "--runs", str(real_run))
-    assert proc.returncode == 0 and "0 regression(s)" in proc.stdout
+    assert proc.returncode == 0 and "0 regressions" in proc.stdout
 
     missing = tmp_path / "nope.json"
     proc = ttfg("report", "--runs", str(missing), "--out", str(out))
@@ -388,11 +500,15 @@ def test_cli_reads_asv_history_through_the_loader(asv_history, history, real_run
     text = capsys.readouterr().out
     trends = prepare(history, [load(real_run)]).trends
     n_reg = trends.n_regressions()
-    assert n_reg and f"{n_reg} regression(s)" in text
-    assert f"{len(trends.candidates())} unconfirmed timing candidate(s)" in text
-    assert main(["report", "--runs", str(real_run), "--last", "20", "--out", "out/index.html"]) == 0
-    assert "20 commit(s)" in capsys.readouterr().err
-    assert (tmp_path / "out" / "index.html").exists()
+    assert n_reg and fmt.plural(n_reg, "regression") in text
+    assert fmt.plural(len(trends.candidates()), "unconfirmed timing candidate") in text
+    # The report with --runs leads with the run; results/ (perhaps another machine's) only when asked.
+    assert main(["report", "--runs", str(real_run), "--out", "out/run.html"]) == 0
+    assert "is not shown" in capsys.readouterr().err
+    assert 'id="history"' not in (tmp_path / "out" / "run.html").read_text()
+    assert main(["report", "--runs", str(real_run), "--results", "results", "--last", "20", "--out", "out/index.html"]) == 0
+    assert "history: 20 commits" in capsys.readouterr().err
+    assert 'id="history"' in (tmp_path / "out" / "index.html").read_text()
 
 
 def test_report_code_imports_no_framework(real_run, tmp_path):
@@ -426,20 +542,20 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
     out = build_report(None, [chain, run, depth], out=tmp_path / "studies.html")
     html = out.read_text()
     page = parse(html)
-    assert 'href="#studies"' in html and "2 study(ies)" in html
+    assert 'href="#studies"' in html and "2 studies" in html
     # One effect chart and one depth figure (a panel per phase inside).
     assert len(page.imgs["studies"]) == 2
     assert all(i["src"].startswith("data:image/png;base64,") for i in page.imgs["studies"])
 
     effects = chain.study.to_json()["effects"]
     fits = depth.study.to_json()["depth"]
-    assert set(page.cells) == ({f"{e['backend']}/{e['metric']}" for e in effects}
-                               | {f"{d['backend']}/{d['metric']}" for d in fits})
-    assert len(page.cells) == len(effects) + len(fits) == 7
+    study_rows = {k for k in page.cells if not k.startswith("run/")}
+    assert study_rows == ({f"{e['backend']}/{e['metric']}" for e in effects} | {f"{d['backend']}/{d['metric']}" for d in fits})
+    assert len(study_rows) == len(effects) + len(fits) == 7
     for e in effects:  # backend, metric, control -> treatment, ratio, interval, reading, pairs, p
         cells, eff = page.cells[f"{e['backend']}/{e['metric']}"], e["effect"]
         assert cells[3] == _x(eff["ratio"]) and cells[4] == f"[{_x(eff['ci_low'])}, {_x(eff['ci_high'])}]"
-        assert cells[6] == str(eff["n"]) and cells[7] == f"{eff['p_value']:.2g}"
+        assert cells[6] == str(eff["n"]) and cells[7] == fmt.p_value(eff["p_value"])
         assert cells[2].startswith("unrolled ") and " → scan " in cells[2]
     first = page.cells["jax.jit/first_grad_s"]
     # The arms' medians come from the paired samples of the same file.
@@ -457,8 +573,8 @@ def test_studies_section_shows_the_stored_analysis(real_run, tmp_path):
     # Skipped backends are listed.
     assert "autograd: does not support both chain=unrolled and chain=scan" in html
 
-    # Study files stay out of the trends and the latest-run sections, and are listed as files.
-    assert sorted(page.rows["summary"]) == sorted(c.id for c in run.cases)
+    # Study files stay out of the trends and the run's sections, and are listed as files.
+    assert {k.split("/", 1)[1].rsplit("/", 1)[0] for k in page.cells if k.startswith("run/")} == {c.id for c in run.cases}
     assert len(page.imgs["phases"]) == 1 and "blocks=60" not in "".join(page.rows.get("phases", []))
     assert "study-depth.json" in html and "shown under Studies only" in html
 
@@ -505,7 +621,7 @@ def test_study_report_renders_in_a_browser(tmp_path):
     assert len(page.imgs["studies"]) == 2 and not page.rows.get("summary")
     if not CHROMIUM:
         pytest.skip("Chromium is not installed (apt-get install -y chromium); structure checked, rendering not")
-    png, log = screenshot(out, tmp_path, height=3000)
+    png, log = screenshot(out, tmp_path, height=3000, expect=('id="studies"',))
     from PIL import Image
 
     pixels = np.asarray(Image.open(png).convert("RGB"))

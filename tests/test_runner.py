@@ -13,7 +13,7 @@ from ttfg.measure.cases import select
 from ttfg.results.record import ResultsError
 from ttfg.measure.runner import RunSettings, Runner, failed_cases, run_sample
 
-from .conftest import ROOT, default_sigint
+from .conftest import ROOT, interruptible
 
 TINY = "resnet15:blocks=2"
 #: The backends this repository ships (plugins may add more).
@@ -111,6 +111,10 @@ def test_cli_run_exit_codes(broken, tmp_path, ttfg):
     ok = ttfg("run", "--model", TINY, "--backend", "autograd", "--repeat", "2", "--out", str(tmp_path / "ok.json"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "time to first gradient" in ok.stdout
+    # Not a terminal (a CI log): a progress line per finished sample, not minutes of silence.
+    progress = [line for line in ok.stdout.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in progress] == ["[1/2]", "[2/2]"], ok.stdout
+    assert all("timing #" in line and "first gradient" in line for line in progress), progress
     bad = ttfg("run", "--model", TINY, "--repeat", "0")
     assert bad.returncode == 2 and "argument --repeat" in bad.stderr
 
@@ -118,10 +122,9 @@ def test_cli_run_exit_codes(broken, tmp_path, ttfg):
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_keeps_finished_samples(tmp_path, stop):
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "ttfg", "run", "--model", TINY, "--backend", "autograd",
-                             "--repeat", "50", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(interruptible("run", "--model", TINY, "--backend", "autograd", "--repeat", "50",
+                                          "--out", str(out)), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if out.exists() and record.load(out).cases[0].samples:

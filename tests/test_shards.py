@@ -136,7 +136,7 @@ def test_shards_command_prints_the_partition_as_table_and_json(cli):
 def test_check_and_run_take_their_shard_and_an_empty_shard_passes(cli, tmp_path):
     selection = ["--model", "resnet15:blocks=2", "--backend", "autograd", "--backend", "torch.eager"]
     check = cli("check", *selection, "--shard", "2/2")
-    assert check.returncode == 0 and "checking 1 case(s)" in check.stdout, check.stdout + check.stderr
+    assert check.returncode == 0 and "checking 1 case " in check.stdout, check.stdout + check.stderr
     empty = cli("check", *selection, "--shard", "3/3")
     assert empty.returncode == 0 and "shard 3/3 has no case" in empty.stdout
     run = cli("run", *selection, "--shard", "3/3", "--out", str(tmp_path / "empty.json"))

@@ -304,7 +304,7 @@ def test_cli_confirm_with_history_commits_missing_from_the_repository(repo, tmp_
     monkeypatch.chdir(root)
     assert main(["regressions"]) == 0
     listed = capsys.readouterr().out
-    assert "unconfirmed timing candidate(s), not counted" in listed and "candidates" in listed
+    assert "unconfirmed timing candidates, not counted" in listed and "candidates" in listed
     assert main(["regressions", "--confirm", "--budget", "5m", "--max-steps", "3"]) == 2
     out = capsys.readouterr().out
     assert "not found" in out and "could not start because a commit is missing" in out

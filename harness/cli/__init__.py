@@ -12,6 +12,7 @@ shows the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Sequence
 
@@ -163,14 +164,24 @@ def cmd_check(args) -> int:
     if shard is not None and not shard.cases:
         console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
         return 0
-    console.print(f"checking {len(cases)} case(s) against the float64 reference "
-                  f"(tolerance {args.tolerance:g}); {len(skipped)} skipped", highlight=False)
+    from .. import fmt
+
+    console.print(f"checking {fmt.plural(len(cases), 'case')} against the float64 reference "
+                  f"(tolerance {fmt.number(args.tolerance)}); {len(skipped)} skipped", highlight=False)
+    # Each result is printed once, in the table. Before it, progress says what is done: a line that
+    # replaces itself on a terminal, one line per case in a log (a torch.compile case takes 25 s).
+    done = []
 
     def progress(result):
-        worst = f"{result.worst_error:.2e}" if result.worst_error is not None else "-"
-        console.print(f"  {result.status:8s} {result.case_id}  worst {worst}", highlight=False)
+        done.append(result)
+        line = f"[{len(done)}/{len(cases)}] checked {result.case_id} in {fmt.seconds(result.seconds)}"
+        if console.is_terminal:
+            status.update(line)
+        else:
+            console.print(line, highlight=False)
 
-    results = run_check(cases, skipped, args.tolerance, on_result=progress)
+    with console.status("checking", spinner="dots") if console.is_terminal else contextlib.nullcontext() as status:
+        results = run_check(cases, skipped, args.tolerance, on_result=progress)
     console.print(check_table(results, args.tolerance))
     code = exit_code(results)
     if code == 2:
@@ -186,6 +197,7 @@ def cmd_run(args) -> int:
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from .. import fmt
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
     from ..present import noise as noise_view
@@ -209,7 +221,7 @@ def cmd_run(args) -> int:
         if not cases:
             for s in skipped:
                 console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-            console.print("[red]nothing to run[/red]: no environment has the selected backends' frameworks")
+            console.print(Text.assemble(("nothing to run", "red"), ": no environment has the selected backends' frameworks"))
             return 2
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     if args.instructions:
@@ -230,17 +242,22 @@ def cmd_run(args) -> int:
     calibration, why_not = noise.stored()
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     steps = len(runner.steps)
-    console.print(f"{len(cases)} case(s), {steps} cold process(es), {len(skipped)} skipped"
+    console.print(f"{fmt.plural(len(cases), 'case')}, {fmt.plural(steps, 'cold process', 'cold processes')}, "
+                  f"{len(skipped)} skipped"
                   + (f"; results -> {out}" if out else ""), highlight=False)
     progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+
+    logged = not console.is_terminal  # a CI log or a pipe: rich's bar draws nothing there
 
     def on_sample(done, total, case, sample):
         progress.update(task, completed=done, description=f"{case.id} [{sample.kind}]")
         if not sample.ok:
             progress.console.print(Text.assemble(("failed", "red"), f" {case.id} {sample.kind} #{sample.index}: "
                                                  f"{sample.error}"), highlight=False)
+        elif logged:
+            console.print(sample_line(done, total, case, sample), highlight=False)
 
     interrupted = False
     write_error: OSError | None = None
@@ -303,6 +320,17 @@ def cmd_run(args) -> int:
     if as_json:
         print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
     return code
+
+
+def sample_line(done: int, total: int, case, sample) -> str:
+    """One progress line per finished sample, for output that is not a terminal (CI logs, pipes)."""
+    from .. import fmt
+
+    what = {"timing": ("first_grad_s", "first gradient"), "allocations": ("alloc_count", "allocations"),
+            "instructions": ("instructions", "instructions")}.get(sample.kind)
+    value = getattr(sample, what[0], None) if what else None
+    shown = f": {what[1]} {fmt.metric_value(what[0], value)}" if what and value is not None else ""
+    return f"[{done}/{total}] {case.id} {sample.kind} #{sample.index}{shown}"
 
 
 def _environments(args, console) -> dict:
@@ -377,6 +405,16 @@ def cmd_study(args) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed distribution's version (``pyproject.toml``), read from its metadata: imports nothing."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("ttfg")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed: pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ttfg",
@@ -386,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error, print the whole traceback (it still exits 2)")
+    parser.add_argument("--version", action="version", version=f"ttfg {version()}",
+                        help="print ttfg's version (the installed distribution's) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="show models, backends and variants, with availability")

@@ -21,7 +21,7 @@ def add_asv_commands(sub) -> None:
     import textwrap
 
     asv = sub.add_parser("asv", help="asv history helpers (the plain asv commands work too)",
-                         description="Helpers around airspeed velocity; see README.md, 'History with asv'.")
+                         description="Helpers around airspeed velocity; see docs/how-to/history-with-asv.md.")
     asv_sub = asv.add_subparsers(dest="asv_command", metavar="ASV_COMMAND", required=True)
     p = asv_sub.add_parser(
         "record", help="measure commits in clean worktrees with the current interpreter, then asv publish",

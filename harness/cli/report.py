@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.text import Text
 
 from . import options
+from .. import fmt
 
 DEFAULT_RESULTS = "results"
 DEFAULT_OUT = "reports/index.html"
@@ -26,7 +27,8 @@ DEFAULT_OUT = "reports/index.html"
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", metavar="DIR",
                    help=f"asv results folder with the history across commits (default: {DEFAULT_RESULTS}/ when it "
-                        "exists; without it, trends come from --runs)")
+                        "exists, for `ttfg regressions` always and for `ttfg report` when no --runs are given; "
+                        "without history, trends come from --runs)")
     p.add_argument("--runs", nargs="+", action="extend", default=[], metavar="FILE",
                    help="ttfg results files (from `ttfg run --out FILE`) or folders of them; without history each "
                         "file is one commit")
@@ -73,13 +75,14 @@ def add_report_commands(sub) -> None:
     """Register ``report`` and ``regressions`` on the ``ttfg`` subparsers."""
     p = sub.add_parser(
         "report", help="write an HTML trend report with plots",
-        description="Write one self-contained HTML file (plots embedded, no scripts, nothing fetched): environment, "
-                    "a summary per case, detected steps, trend plots per model and metric across commits, the "
-                    "latest run's phase breakdown, allocation and counter trends, cold versus warm compile "
-                    "cache, and the studies among the results files (`ttfg study`: effect charts, depth growth fits; "
-                    "study files feed only that section). Prints the path written. Exit 2 on bad input (nothing "
-                    "is written then), and when asv result files in the history cannot be read: the report is "
-                    "built without them, naming each (--skip-bad-history: exit 0).")
+        description="Write one self-contained HTML file (plots embedded, nothing fetched, one small inline script for "
+                    "answers on pointer or tap). It leads with the run given by --runs (its table, phase breakdown, "
+                    "cold versus warm cache, where it ran) or, for a gate's folder (runs/gate/), the gate's verdict "
+                    "and where the change went. History across commits (asv results: --results DIR; without --runs, "
+                    "results/ by default) follows in a part of its own: summary, detected steps, trend plots per "
+                    "model and metric. Study files (`ttfg study`) feed the Studies section. Prints the path written. "
+                    "Exit 2 on bad input (nothing is written then), and when asv result files in the history cannot "
+                    "be read: the report is built without them, naming each (--skip-bad-history: exit 0).")
     _common(p)
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE", help=f"HTML file to write (default: {DEFAULT_OUT})")
     p.add_argument("--back", type=options.count(1, 10**7, "--back"), default=10, metavar="N",
@@ -131,9 +134,13 @@ def _output_kind(path: Path) -> str | None:
     return OTHER_OUTPUTS.get(sniff_format(path))
 
 
-def _run_files(paths: list[str], notes: list[str] | None = None) -> list[Path]:
+GATE_KIND = OTHER_OUTPUTS["ttfg-gate"]
+
+
+def _run_files(paths: list[str], notes: list[str] | None = None, gates: list[Path] | None = None) -> list[Path]:
     """Results files named directly or found in folders; a folder's other ttfg outputs
-    (gate.json and the like) are skipped by kind, with a note."""
+    (gate.json and the like) are skipped by kind, with a note. A gate's outcome goes to
+    ``gates`` when given (the report states its verdict), else it is skipped like the others."""
     from ..errors import UsageError
 
     files: list[Path] = []
@@ -143,24 +150,49 @@ def _run_files(paths: list[str], notes: list[str] | None = None) -> list[Path]:
             found = []
             for candidate in sorted(path.glob("*.json")):
                 kind = _output_kind(candidate)
-                if kind:
+                if kind == GATE_KIND and gates is not None:
+                    gates.append(candidate)
+                elif kind:
                     if notes is not None:
                         notes.append(f"{candidate}: {kind}, not a results file; skipped")
                     continue
-                found.append(candidate)
+                else:
+                    found.append(candidate)
             if not found:
                 raise UsageError(f"{path}: folder holds no results files (*.json)")
             files += found
+        elif gates is not None and path.is_file() and _output_kind(path) == GATE_KIND:
+            gates.append(path)
         else:
             files.append(path)  # a missing file is reported by record.load, by name
     return files
 
 
-def load_inputs(args, notes: list[str]):
+def load_gate(paths: list[Path]) -> dict | None:
+    """The newest gate outcome among ``paths`` (``gate.json``), read as JSON; bad input names the file."""
+    import json
+
+    from ..errors import UsageError
+
+    docs = []
+    for path in paths:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: cannot read the gate's outcome: {exc}") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+            raise UsageError(f"{path}: cases: expected a list of gated cases")
+        docs.append((path.stat().st_mtime, doc))
+    return max(docs, key=lambda d: d[0])[1] if docs else None
+
+
+def load_inputs(args, notes: list[str], gates: list[Path] | None = None, history_with_runs: bool = True):
     """``(history frame or None, [Results], gap)`` from the command's arguments; notes say what was skipped.
 
     ``gap``: asv result files that could not be read were left out without ``--skip-bad-history``;
-    the caller still reports the rest and exits 2.
+    the caller still reports the rest and exits 2. ``gates``: receives the gate outcomes found
+    among ``--runs``. ``history_with_runs``: read the default ``results/`` even when ``--runs``
+    were given (``ttfg regressions``); the report reads it then only when ``--results`` asks.
     """
     from ..errors import UsageError
     from ..history import asv_results
@@ -168,12 +200,17 @@ def load_inputs(args, notes: list[str]):
 
     from ..results.machines import check_machines
 
-    runs = [load(path) for path in _run_files(args.runs, notes)]
+    runs = [load(path) for path in _run_files(args.runs, notes, gates)]
     measured = [r for r in runs if r.study is None]  # a study's file only feeds its own section
     if len(measured) > 1:
         notes += check_machines([(str(r.path), r.fingerprint) for r in measured], "timings",
                                 getattr(args, "force", False), action="report")
     folder = Path(args.results or DEFAULT_RESULTS)
+    if not args.results and args.runs and not history_with_runs:
+        if folder.is_dir():
+            notes.append(f"the asv history in {folder}/ is not shown (it may come from another machine): "
+                         f"--results {folder} adds it, in a part of its own below the run")
+        return None, runs, False
     if not folder.is_dir():
         if args.results:
             raise UsageError(f"--results {folder}: no such folder")
@@ -185,7 +222,7 @@ def load_inputs(args, notes: list[str]):
         notes.append(f"left out an unreadable history file, its commit missing from these trends: {bad}")
     gap = bool(skipped) and not args.skip_bad_history
     if gap:
-        notes.append(f"exit 2: {len(skipped)} history file(s) in {folder}/ cannot be read; repair or remove them "
+        notes.append(f"exit 2: {fmt.plural(len(skipped), 'history file')} in {folder}/ cannot be read; repair or remove them "
                      "(--skip-bad-history accepts the gap)")
     if not len(history):
         if skipped and not runs:  # nothing left to report: the files left out are the whole story
@@ -252,24 +289,45 @@ def cmd_report(args) -> int:
     not_an_input(out, "--out", [*args.runs, args.confirmations])
     url = commit_url(args)
     notes: list[str] = []
-    history, runs, gap = load_inputs(args, notes)
+    gates: list[Path] = []
+    history, runs, gap = load_inputs(args, notes, gates, history_with_runs=False)
+    gate = load_gate(gates)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
-                       confirmations=load_confirmations(args))
+                       confirmations=load_confirmations(args), gate=gate)
     prepared.notes[:0] = notes
     html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold,
                   commit_url=url)
     path = atomic_write_text(out, html)
     _print_notes(prepared.notes)
-    print(f"{prepared.trends.n_commits} commit(s), {len(prepared.trends.cases())} case(s), {_counts(prepared.trends)}",
-          file=sys.stderr)
+    print(report_line(prepared, history is not None), file=sys.stderr)
     print(path)
     return 2 if gap else 0
 
 
+def report_line(prepared, with_history: bool) -> str:
+    """What the page leads with, in one line: the gate's decision, or the run; then the history's counts."""
+    from .. import fmt
+    from ..present.run_section import gate_section, the_run
+
+    parts = []
+    if prepared.gate:
+        parts.append(gate_section(prepared.gate)["decision"])
+    elif (run := the_run(prepared.runs)) is not None:
+        parts.append(f"the run: {run.path.name if run.path else 'results'}, "
+                     f"{fmt.plural(sum(1 for c in run.cases if not c.skipped), 'case')}")
+    trends = prepared.trends
+    if with_history or trends.n_commits >= 2 or not parts:
+        parts.append(f"history: {fmt.plural(trends.n_commits, 'commit')}, {fmt.plural(len(trends.cases()), 'case')}, "
+                     f"{_counts(trends)}")
+    return "; ".join(parts)
+
+
 def _counts(trends) -> str:
-    text = f"{trends.n_regressions()} regression(s), {trends.n_improvements()} improvement(s)"
+    from .. import fmt
+
+    text = f"{fmt.plural(trends.n_regressions(), 'regression')}, {fmt.plural(trends.n_improvements(), 'improvement')}"
     n_cand = len(trends.candidates())
-    return text + (f"; {n_cand} unconfirmed timing candidate(s), not counted" if n_cand else "")
+    return text + (f"; {fmt.plural(n_cand, 'unconfirmed timing candidate')}, not counted" if n_cand else "")
 
 
 def regressions_table(prepared, only_regressions: bool = False, candidates: bool = False):
@@ -285,7 +343,7 @@ def regressions_table(prepared, only_regressions: bool = False, candidates: bool
     rows = list(steps.itertuples(index=False))
     varying, fixed = case_layout([r.case for r in rows])
     what = "candidates: timing steps not confirmed (not counted)" if candidates else "detected steps"
-    title = f"{what} over {trends.n_commits} commit(s) ({prepared.source})"
+    title = f"{what} over {fmt.plural(trends.n_commits, 'commit')} ({prepared.source})"
     table = fitted(f"{title}: {fixed}" if fixed else title,
                    [("kind", "left"), ("status", "left"), *((c, "left") for c in varying), ("metric", "left"),
                     ("between commits", "left"), ("date", "left"), ("before", "right"), ("after", "right"),
@@ -375,7 +433,7 @@ def cmd_regressions(args) -> int:
         candidates = candidates[candidates["kind"] == "regression"]
     if len(candidates):
         console.print(regressions_table(prepared, args.only_regressions, candidates=True))
-    console.print(f"{_counts(trends)} in {len(trends.series)} series over {trends.n_commits} commit(s)",
+    console.print(f"{_counts(trends)} in {len(trends.series)} series over {fmt.plural(trends.n_commits, 'commit')}",
                   highlight=False)
     return code
 
@@ -419,12 +477,12 @@ def _confirm(args, prepared, stored_path: Path, budget: float, console) -> int:
     counts: dict[str, int] = {}
     for c in found:
         counts[c.status] = counts.get(c.status, 0) + 1
-    console.print(f"confirm: {len(found)} step(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    console.print(f"confirm: {fmt.plural(len(found), 'step')}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + f"; saved in {path}", highlight=False)
     if missing:
-        console.print(Text.assemble(("confirm", "red"), f": {len(missing)} gate run(s) could not start because a "
-                                    "commit is missing from the repository (exit 2); every other step was re-measured "
-                                    "and saved"), highlight=False)
+        console.print(Text.assemble(("confirm", "red"), f": {fmt.plural(len(missing), 'gate run')} could not start "
+                                    "because a commit is missing from the repository (exit 2); every other step was "
+                                    "re-measured and saved"), highlight=False)
         return 2
     return 0
 

@@ -35,7 +35,7 @@ from ..measure.runner import RunSettings, run_sample
 
 DEFAULT_BUDGET_S = 60.0
 #: The cheap case's backend: the first available of these. autograd first: its whole process
-#: (1.6 s on the 2-core VM, README) is cheaper than torch.eager's (2.5 s, mostly importing torch),
+#: (1.6 s on the 2-core VM, docs/measurements.md) is cheaper than torch.eager's (2.5 s, mostly importing torch),
 #: so a minute buys more pairs.
 CHEAP_BACKENDS = ("autograd", "torch.eager")
 MODEL = "resnet15"

@@ -48,7 +48,7 @@ from .. import metrics
 #: candidate, not a regression: ``ttfg regressions --confirm`` decides with the paired gate at
 #: 0.01. In benchmarks/trend_false_alarms.py (20 A/A commits, 20 injected 10 % steps of the first
 #: gradient's CPU time), 11 of the 20 steps were proposed at 0.01 and 17 at 0.05 (every one then
-#: confirmed), with the same 6 candidates in the A/A commits and none confirmed (README). That was
+#: confirmed), with the same 6 candidates in the A/A commits and none confirmed (docs/measurements.md). That was
 #: with every sample of a commit counted; with the faster half (:func:`timing_levels`) runs 1 and 2
 #: propose all 20 at either level, and their A/A histories the same candidates (8 and 4).
 STEP_ALPHA = 0.05
@@ -243,7 +243,7 @@ def timing_levels(values, samples) -> tuple[np.ndarray, list]:
     against 119 of 150; every sample: 39). A third run, recorded after this rule was
     fixed, found 13 of 20 (every sample: 12): the identical commits' CPU time rose 7 % under
     load and came back, which hid the step from binary segmentation, the detector then; the
-    optimal fit (:func:`detect_steps`) proposes 19 of them from the same samples (README).
+    optimal fit (:func:`detect_steps`) proposes 19 of them from the same samples (docs/measurements.md).
     ``values[i]`` stands where ``samples[i]`` is None, empty or all failed (only the
     median was kept).
     """

@@ -14,7 +14,7 @@ history goes: ``ttfg.history.asv_results.load`` -> points -> trends -> report. T
 planted steps come back in the return value, never in the folder (asv would try to
 read any other JSON file there as a result).
 
-Levels follow the medians in the README's "Measured on this machine" tables (resnet15
+Levels follow the medians in docs/measurements.md's "Time to first gradient" tables (resnet15
 and convnext_tiny, every backend: first gradient, compile share, second gradient,
 process TTFG about 2 s more than the first gradient); the sized models are scaled from
 those by hand (x2 for 30 blocks, x0.4 for depths 1x1x3x1), and memory levels are
@@ -41,7 +41,7 @@ from ..engines import variants
 from . import asv_suite
 
 #: backend -> (first gradient s on resnet15, on convnext_tiny, compile share, second gradient s on resnet15,
-#: structural counters it reports); README, "Measured on this machine".
+#: structural counters it reports); docs/measurements.md, "Time to first gradient".
 BACKENDS = {
     "jax.jit": (1.78, 8.87, 0.98, 0.0012, ("jaxpr_eqns", "hlo_ops", "backend_compiles")),
     "jax.eager": (1.30, 21.75, 0.80, 0.16, ("jaxpr_eqns", "backend_compiles")),

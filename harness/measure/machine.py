@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import engines
+from .. import engines, fmt
 
 OK, WARN, MISSING, UNKNOWN = "ok", "warn", "missing", "unknown"
 VERDICTS = (OK, WARN, MISSING, UNKNOWN)
@@ -303,10 +303,10 @@ def check_busy(before: CpuSnapshot, after: CpuSnapshot, exclude: set[int]) -> Fi
     if not before.processes and not after.processes:
         return Finding(NOISE, "busy processes", UNKNOWN, "/proc/<pid>/stat unreadable")
     busy = [b for b in busy_processes(before, after, exclude) if b[2] >= BUSY_SHARE]
-    window = f"over {after.at - before.at:.1f} s"
+    window = f"over {fmt.seconds(after.at - before.at)}"
     if not busy:
-        return Finding(NOISE, "busy processes", OK, f"none above {BUSY_SHARE:.0%} of a core {window}")
-    shown = ", ".join(f"{name} ({pid}) {share:.0%}" for pid, name, share in busy[:4])
+        return Finding(NOISE, "busy processes", OK, f"none above {fmt.percent(BUSY_SHARE)} of a core {window}")
+    shown = ", ".join(f"{name} ({pid}) {fmt.percent(round(share, 2))}" for pid, name, share in busy[:4])
     return Finding(NOISE, "busy processes", WARN, f"{shown} of a core {window}",
                    "stop them or wait: each steals CPU from the cold processes")
 
@@ -318,7 +318,7 @@ def check_steal(before: CpuSnapshot, after: CpuSnapshot) -> Finding:
     if elapsed <= 0:
         return Finding(NOISE, "cpu steal", UNKNOWN, "/proc/stat did not advance")
     share = (after.steal - before.steal) / elapsed
-    detail = f"{share:.1%} of CPU time taken by the hypervisor over {after.at - before.at:.1f} s"
+    detail = f"{fmt.percent(share)} of CPU time taken by the hypervisor over {fmt.seconds(after.at - before.at)}"
     if share > 0.02:
         return Finding(NOISE, "cpu steal", WARN, detail, "neighbouring VMs are busy: expect drift, gate with pairs")
     return Finding(NOISE, "cpu steal", OK, detail)

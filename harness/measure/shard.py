@@ -15,7 +15,7 @@ partition can finish sooner than the most expensive case alone.
 Costs are seconds per cold process, per case id: measured (``--costs FILE``, read by
 ``ttfg.history.shard_costs``) or, for a case without a measurement, the built-in
 estimate :func:`estimate_s`, from the medians measured on the 2-core VM this project
-was built on (README, "Measured on this machine"). Only their ratios matter for the
+was built on (docs/measurements.md, "Time to first gradient"). Only their ratios matter for the
 partition; the absolute numbers only feed the printed expectation.
 """
 
@@ -34,7 +34,7 @@ __all__ = ["PROCESS_S", "FIRST_GRAD_S", "Partition", "ShardPlan", "ShardSpec", "
            "partition", "select_shard"]
 
 #: Process TTFG medians (seconds from spawn to the first gradient) of each model's default size
-#: on the 2-core VM, torch 2.13.0+cpu, jax 0.10.2 (README, "Measured on this machine").
+#: on the 2-core VM, torch 2.13.0+cpu, jax 0.10.2 (docs/measurements.md, "Time to first gradient").
 PROCESS_S = {
     "resnet15": {"jax.jit": 3.81, "jax.eager": 3.27, "torch.eager": 2.45, "torch.func": 3.57,
                  "torch.compile": 23.17, "torch.compile.aot_eager": 7.56, "autograd": 1.56},

@@ -73,7 +73,7 @@ def headline(a: Attribution) -> str:
     t = a.total
     if t is not None and t.delta is not None:
         label = metrics.get(a.metric).brief
-        how = f"{t.n} pairs" if t.paired else f"{t.n} samples each"
+        how = fmt.plural(t.n, "pair") if t.paired else f"{fmt.plural(t.n, 'sample')} each"
         parts.append(f"{label} {seconds_delta(t.delta)} ({_ratio(t)}, {how})")
     big = a.largest_phase()
     if big is not None:

@@ -65,27 +65,30 @@ def summary_line(findings, missing_required) -> Text:
     return text
 
 
-def effect_text(effect: float | None, pairs: int) -> str:
+def effect_text(effect: float | None, pairs: int, digits: int = 3) -> str:
     """``5.2 % (56)``: the detectable effect and the pairs bought; ``? (21)`` when the SD is unknown.
 
-    Printed by the one formatter (``fmt.percent``), as the noise floor and the gate print it.
+    Printed by the one formatter (``fmt.percent``), as the noise floor and the gate print it, to the
+    ``digits`` the calibration's pairs support (``fmt.supported_digits``: 4 pairs give one).
     """
     if effect is None:
         return f"? ({pairs})"
-    shown = "> 100 %" if effect > 1 else fmt.percent(effect)
+    shown = "> 100 %" if effect > 1 else fmt.percent(effect, digits)
     return f"{shown} ({pairs})"
 
 
 def _sd_text(noise) -> str:
     if noise.sd is None:
         return "-"
-    return f"{noise.sd:.3f}"
+    return fmt.number(noise.sd, fmt.supported_digits(noise.pairs))
 
 
 def _ci_text(noise) -> str:
     if noise.sd is None or noise.sd_low is None or not math.isfinite(noise.sd_low):
         return "-"
-    return f"{noise.sd_low:.2f}-{noise.sd_high:.2f}" if noise.sd_high < 10 else f"{noise.sd_low:.2f}-{noise.sd_high:.0f}"
+    digits = fmt.supported_digits(noise.pairs)
+    high = fmt.number(noise.sd_high, digits) if math.isfinite(noise.sd_high) else "∞"
+    return f"{fmt.number(noise.sd_low, digits)}-{high}"
 
 
 #: The metric the table shows (the gate's default); JSON has every calibrated metric.
@@ -100,15 +103,16 @@ def calibration_table(calibration, metric: str = TABLE_METRIC) -> Table:
     budgets = sorted({b for _, n in noises for b in n.gates})
     model = calibration.cases[0].case.model if calibration.cases else ""
     state = "interrupted, " if calibration.interrupted else ""
-    table = Table(title=f"A/A noise calibration: {model}, {metric} ({state}{calibration.elapsed_s:.0f} s)",
+    table = Table(title=f"A/A noise calibration: {model}, {metric} ({state}{fmt.seconds(calibration.elapsed_s)})",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for col in ("backend", "pairs", "s/pair", "log-ratio SD", "95% CI", *(f"{b / 60:g}-min gate" for b in budgets)):
+    for col in ("backend", "pairs", "s/pair", "log-ratio SD", "95 % CI", *(f"{b / 60:g}-min gate" for b in budgets)):
         table.add_column(col, justify="left" if col == "backend" else "right", overflow="fold")
     for case, noise in noises:
         per_pair = case.seconds_per_pair
-        table.add_row(case.case.backend, str(noise.pairs), "-" if per_pair is None else f"{per_pair:.1f}",
+        table.add_row(case.case.backend, str(noise.pairs), "-" if per_pair is None else fmt.seconds(per_pair),
                       _sd_text(noise), _ci_text(noise),
-                      *(effect_text(*reversed(noise.gates.get(b, (0, None)))) for b in budgets))
+                      *(effect_text(*reversed(noise.gates.get(b, (0, None))), fmt.supported_digits(noise.pairs))
+                        for b in budgets))
     return table
 
 
@@ -139,8 +143,8 @@ def pair_line(case, a: dict, b: dict) -> str:
         bad = a if not a.get("ok") else b
         return f"  {case.case.backend} pair {n}: failed ({bad.get('error')})"
     fa, fb = a.get("first_grad_s"), b.get("first_grad_s")
-    return (f"  {case.case.backend} pair {n}: first grad A {fa:.3f} s, B {fb:.3f} s, "
-            f"log(B/A) {math.log(fb / fa):+.3f}; {case.pair_wall_s[-1]:.1f} s")
+    return (f"  {case.case.backend} pair {n}: first gradient A {fmt.seconds(fa)}, B {fmt.seconds(fb)}, "
+            f"log(B/A) {math.log(fb / fa):+.3f}; {fmt.seconds(case.pair_wall_s[-1])}")
 
 
 def doctor_json(findings, missing_required, calibration, exit_code: int) -> dict:

@@ -27,10 +27,22 @@ def source_text(floor) -> str:
     return f"in-run estimate: {floor.method}"
 
 
-def _effect(effect: float | None) -> str:
+def _effect(effect: float | None, digits: int = 3) -> str:
     if effect is None:
         return "?"
-    return "> 100 %" if effect > 1 else fmt.percent(effect)
+    return "> 100 %" if effect > 1 else fmt.percent(effect, digits)
+
+
+def _sd(e) -> str:
+    """The log-ratio SD to the digits its pairs support (``fmt.supported_digits``)."""
+    return fmt.MISSING if e.log_ratio_sd is None else fmt.number(e.log_ratio_sd, fmt.supported_digits(e.n))
+
+
+def _sd_interval(e, dash: str = "–") -> str:
+    if e.sd_low is None or e.sd_high is None:
+        return fmt.MISSING
+    digits = fmt.supported_digits(e.n)
+    return f"{fmt.number(e.sd_low, digits)}{dash}{fmt.number(e.sd_high, digits)}"
 
 
 def headline(floor, metric: str = "first_grad_s", budget_s: float = HEADLINE_BUDGET_S) -> str:
@@ -50,12 +62,12 @@ def headline(floor, metric: str = "first_grad_s", budget_s: float = HEADLINE_BUD
         return " ".join(filter(None, [model if len(models) > 1 else "", backend,
                                       f"({variant})" if backends.count(backend) > 1 else ""]))
 
-    reach = ", ".join(f"{_at_least(e.effect_at(budget_s))} on {label(e)}" for e in entries)
+    reach = ", ".join(f"{_at_least(e.effect_at(budget_s), fmt.supported_digits(e.n))} on {label(e)}" for e in entries)
     return f"on this machine a {_minutes(budget_s)} gate sees {reach} ({metric}; {source_text(floor)})"
 
 
-def _at_least(effect: float) -> str:
-    return "nothing below 100 %" if effect > 1 else f">= {fmt.percent(effect)}"
+def _at_least(effect: float, digits: int = 3) -> str:
+    return "nothing below 100 %" if effect > 1 else f">= {fmt.percent(effect, digits)}"
 
 
 def table(floor, metric: str = "first_grad_s") -> Fitted | None:
@@ -68,13 +80,13 @@ def table(floor, metric: str = "first_grad_s") -> Fitted | None:
     title = f"noise floor ({floor.source}), {metric}"
     t = fitted(f"{title}: {fixed}" if fixed else title,
                [(c, "left") for c in varying]
-               + [(c, "right") for c in ("n", "log-ratio SD", "95% CI", "s/pair",
+               + [(c, "right") for c in ("n", "log-ratio SD", "95 % CI", "s/pair",
                                          *(f"{b / 60:g}-min gate" for b in budgets))], label=len(varying))
     for e in entries:
-        ci = (f"{e.sd_low:.2f}-{e.sd_high:.2f}" if e.sd_low is not None and e.sd_high is not None else fmt.MISSING)
-        t.add_row(*case_cells(e.case, varying), str(e.n), fmt.MISSING if e.log_ratio_sd is None else f"{e.log_ratio_sd:.3f}", ci,
+        digits = fmt.supported_digits(e.n)
+        t.add_row(*case_cells(e.case, varying), str(e.n), _sd(e), _sd_interval(e, "-"),
                   fmt.seconds(e.seconds_per_pair),
-                  *(f"{_effect(ef)} ({p})" for b in budgets for bb, p, ef in e.gates if bb == b))
+                  *(f"{_effect(ef, digits)} ({p})" for b in budgets for bb, p, ef in e.gates if bb == b))
     return t
 
 
@@ -85,12 +97,10 @@ def report_rows(floor, metric: str = "first_grad_s") -> list[dict]:
         if e.metric != metric:
             continue
         model, backend, variant = case_parts(e.case)
-        rows.append({"model": model, "backend": backend, "variant": variant, "n": e.n,
-                     "sd": fmt.MISSING if e.log_ratio_sd is None else f"{e.log_ratio_sd:.3f}",
-                     "ci": fmt.MISSING if e.sd_low is None or e.sd_high is None
-                     else f"{e.sd_low:.2f}–{e.sd_high:.2f}",
-                     "per_pair": fmt.seconds(e.seconds_per_pair),
-                     "gates": [f"{_effect(ef)} ({p} pairs)" for _, p, ef in sorted(e.gates)]})
+        digits = fmt.supported_digits(e.n)
+        rows.append({"model": model, "backend": backend, "variant": variant, "n": e.n, "sd": _sd(e),
+                     "ci": _sd_interval(e), "per_pair": fmt.seconds(e.seconds_per_pair),
+                     "gates": [f"{_effect(ef, digits)} ({fmt.plural(p, 'pair')})" for _, p, ef in sorted(e.gates)]})
     return rows
 
 

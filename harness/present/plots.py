@@ -48,6 +48,9 @@ MAX_POINTS = 200
 #: 11.45 in x 100 dpi = the report column's 1145 px, so images are shown 1:1, never scaled.
 DPI = 100
 WIDTH_IN = 11.45
+#: A phone's rendition (the page picks it below 640 px): the 340 px a 390 px screen leaves
+#: for a plot, so its 8-9 pt text is shown 1:1 instead of at a third of its size.
+NARROW_IN = 3.4
 
 STYLE = {
     "font.size": 9, "axes.titlesize": 10, "axes.titleweight": "bold", "axes.titlelocation": "left",
@@ -186,20 +189,25 @@ class TrendCanvas:
     whole report, so the HTML shows one legend per section.
     """
 
-    def __init__(self, ticks: list[tuple[int, str]], n_commits: int):
+    def __init__(self, ticks: list[tuple[int, str]], n_commits: int, width_in: float = WIDTH_IN):
+        narrow = width_in < 6
+        if narrow and len(ticks) > 3:  # three labels fit a phone's width
+            keep = sorted({round(i * (len(ticks) - 1) / 2) for i in range(3)})
+            ticks = [ticks[i] for i in keep]
         with rc_context(STYLE):
-            self.fig = Figure(figsize=(WIDTH_IN, 3.2), dpi=DPI)
+            self.fig = Figure(figsize=(width_in, 3.4 if narrow else 3.2), dpi=DPI)
             self.canvas = FigureCanvasAgg(self.fig)
-            self.ax = ax = self.fig.add_axes((0.075, 0.19, 0.895, 0.72))
+            self.ax = ax = self.fig.add_axes((0.22, 0.2, 0.75, 0.68) if narrow else (0.075, 0.19, 0.895, 0.72))
             ax.set_xlim(-0.5, max(n_commits - 0.5, 0.5))
             ax.set_xticks([t[0] for t in ticks], [t[1] for t in ticks], fontsize=7.5)
-            self.title = ax.text(0, 1.04, "", transform=ax.transAxes, fontsize=10, fontweight="bold",
-                                 va="bottom", ha="left")
+            self.title = ax.text(-0.25 if narrow else 0, 1.04, "", transform=ax.transAxes, fontsize=9 if narrow else 10,
+                                 fontweight="bold", va="bottom", ha="left", wrap=False)
             ax.yaxis.set_visible(False)
             self.canvas.draw()
             self.background = self.canvas.copy_from_bbox(self.fig.bbox)
             ax.yaxis.set_visible(True)
         self.n_commits = n_commits
+        self.narrow = narrow
 
     def plot(self, lines: list[Line], title: str, unit: str, ylabel: str) -> tuple[str, int, dict]:
         """Lines across commits (x = commit order); steps marked ▲ (worse) / ▼ (better).
@@ -256,8 +264,8 @@ class TrendCanvas:
             ax.set_xlim(-0.5, max(self.n_commits - 0.5, 0.5))  # set_yscale may touch autoscaling
             ax.yaxis.set_minor_locator(NullLocator())
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt.value(v * scale, unit)))
-            ax.set_ylabel(ylabel + (", log scale" if log else ""))
-            self.title.set_text(title)
+            ax.set_ylabel("" if self.narrow else ylabel + (", log scale" if log else ""))
+            self.title.set_text(title if not self.narrow else _shorten(title, 44))
             self.canvas.restore_region(self.background)
             ax.draw_artist(ax.yaxis)
             if bands is not None:
@@ -265,7 +273,17 @@ class TrendCanvas:
             for artist in drawn:
                 ax.draw_artist(artist)
             ax.draw_artist(self.title)
+            if self.narrow:  # a phone's rendition shares the points of the wide one: only its geometry differs
+                return _encode(self.canvas), aggregated, self.geometry()
             return _encode(self.canvas), aggregated, self.hover(lines, unit, scale, log)
+
+    def geometry(self) -> dict:
+        """The image's size, its axes box in pixels from the top left, and the y limits (:meth:`hover`'s first part)."""
+        width, height = self.canvas.get_width_height()
+        box = self.ax.get_window_extent()
+        return {"size": [width, height],
+                "box": [round(box.x0, 1), round(height - box.y1, 1), round(box.width, 1), round(box.height, 1)],
+                "y": [float(v) for v in self.ax.get_ylim()]}
 
     def hover(self, lines: list[Line], unit: str, scale: float, log: bool) -> dict:
         """The image's data coordinates and its points, for the page's small pointer script.
@@ -274,18 +292,21 @@ class TrendCanvas:
         ``x``/``y``: the axis limits; ``log``: a log y axis; ``lines``: label, colour and
         :func:`hover_points` per line; ``steps``: ``[pos, y, anchor, text]`` per step marker.
         """
-        width, height = self.canvas.get_width_height()
-        box = self.ax.get_window_extent()
         steps = []
         for ln in lines:
             for (pos, value, _), (anchor, text) in zip(ln.steps, ln.step_info):
                 steps.append([int(pos), float(f"{value / scale:.4g}"), anchor, text])
-        return {"size": [width, height],
-                "box": [round(box.x0, 1), round(height - box.y1, 1), round(box.width, 1), round(box.height, 1)],
-                "x": [float(v) for v in self.ax.get_xlim()], "y": [float(v) for v in self.ax.get_ylim()], "log": bool(log),
+        return {**self.geometry(), "x": [float(v) for v in self.ax.get_xlim()], "log": bool(log),
                 "lines": [{"label": ln.label, "color": ln.color, "points": hover_points(ln, unit, scale)}
                           for ln in lines],
                 "steps": steps}
+
+
+def _shorten(text: str, width: int) -> str:
+    """A title cut at a word to fit a phone's plot, marked with an ellipsis (the page's heading says it whole)."""
+    if len(text) <= width:
+        return text
+    return text[:width].rsplit(" ", 1)[0].rstrip(" —(") + " …"
 
 
 @dataclass
@@ -296,16 +317,20 @@ class Bar:
     total: float
 
 
-def phase_plot(bars: list[Bar], names: dict[str, str], title: str) -> str:
+def phase_plot(bars: list[Bar], names: dict[str, str], title: str, width_in: float = WIDTH_IN - 0.3) -> str:
     """Horizontal stacked bars: where one cold process's time goes, phase by phase.
 
     ``names`` maps each segment key to its display name, in time order; colours follow that order.
+    ``width_in``: the figure's width (``NARROW_IN`` for a phone: the legend wraps, labels shorten).
     """
     order = list(names)
     colors = {k: PHASE_PALETTE[i % len(PHASE_PALETTE)] for i, k in enumerate(order)}
+    narrow = width_in < 6
     with rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH_IN - 0.3, 0.9 + 0.5 * len(bars)))
+        fig = Figure(figsize=(width_in, 0.9 + 0.5 * len(bars)))
         ax = fig.add_subplot()
+        if narrow:
+            fig.subplots_adjust(left=0.42, right=0.86)
         ypos = np.arange(len(bars))[::-1]
         used = []
         for key in order:
@@ -323,13 +348,25 @@ def phase_plot(bars: list[Bar], names: dict[str, str], title: str) -> str:
         for tick, b in zip(ax.get_yticklabels(), bars):
             tick.set_color(b.color)
             tick.set_fontweight("bold")
-        ax.set_xlim(0, top * 1.1)
+        ax.set_xlim(0, top * (1.3 if narrow else 1.1))
         ax.xaxis.set_major_formatter(_formatter("s"))
-        ax.set_xlabel("seconds from process spawn to first gradient (median of cold samples)")
+        ax.xaxis.set_major_locator(MaxNLocator(3 if narrow else 8))
+        ax.set_xlabel("seconds from spawn (medians)" if narrow else
+                      "seconds from process spawn to first gradient (median of cold samples)")
         ax.grid(axis="y", visible=False)
-        ax.set_title(title, loc="left", pad=30)
-        ax.legend([Patch(color=colors[k]) for k in used], [names[k] for k in used], loc="lower left",
-                  bbox_to_anchor=(0, 1.0), ncol=len(used), fontsize=8, handlelength=1.2, borderaxespad=0.3)
+        handles, labels = [Patch(color=colors[k]) for k in used], [names[k] for k in used]
+        if narrow:  # title and a two-column legend across the whole figure, above the axes: nothing wider than it
+            rows = -(-len(used) // 2)
+            top_in = 0.35 + 0.19 * rows + 0.15
+            fig.set_figheight(fig.get_figheight() + top_in)
+            fig.subplots_adjust(top=1 - top_in / fig.get_figheight())
+            fig.suptitle(title, x=0.01, y=0.995, ha="left", va="top", fontsize=10, fontweight="bold")
+            fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.0, 1 - 0.3 / fig.get_figheight()), ncol=2,
+                       fontsize=8, handlelength=1.2, borderaxespad=0.3, columnspacing=1.0)
+        else:
+            ax.set_title(title, loc="left", pad=30)
+            ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(used), fontsize=8,
+                      handlelength=1.2, borderaxespad=0.3)
         return _png(fig)
 
 
@@ -341,13 +378,19 @@ class CacheBar:
     warm: float | None
 
 
-def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str) -> str:
-    """Cold versus warm compile cache, side by side per case, one panel per metric."""
+def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str, width_in: float = WIDTH_IN - 0.3) -> str:
+    """Cold versus warm compile cache, side by side per case, one panel per metric (stacked on a phone)."""
+    narrow = width_in < 6
     with rc_context(STYLE):
         n = len(panels[0][1]) if panels else 0
-        fig = Figure(figsize=(WIDTH_IN - 0.3, 1.2 + 0.62 * n))
-        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-        fig.subplots_adjust(wspace=0.35)
+        if narrow:  # panels stacked; room on the right for "2.1× faster warm"
+            fig = Figure(figsize=(width_in, (1.2 + 0.62 * n) * len(panels)))
+            axes = fig.subplots(len(panels), 1, sharey=True, squeeze=False)[:, 0]
+            fig.subplots_adjust(hspace=0.55, left=0.36, right=0.7)
+        else:
+            fig = Figure(figsize=(width_in, 1.2 + 0.62 * n))
+            axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+            fig.subplots_adjust(wspace=0.35)
         for i, (ax, (metric_label, rows)) in enumerate(zip(axes, panels)):
             ypos = np.arange(len(rows))[::-1]
             cold = np.array([r.cold if r.cold else np.nan for r in rows], dtype=float)
@@ -363,7 +406,8 @@ def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str) -> str:
                 if r.cold and r.warm:
                     text = (f"{fmt.factor(r.cold / r.warm)} faster warm" if r.cold >= r.warm
                             else f"{fmt.factor(r.warm / r.cold)} slower warm")
-                    ax.text(1.01, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="#333333")
+                    ax.text(1.01, y, text.replace(" warm", "\nwarm") if narrow else text, transform=ax.get_yaxis_transform(),
+                            va="center", fontsize=8, color="#333333")
             ax.set_yticks(ypos, [r.label for r in rows])
             for tick, r in zip(ax.get_yticklabels(), rows):
                 tick.set_color(r.color)
@@ -373,8 +417,10 @@ def cache_plot(panels: list[tuple[str, list[CacheBar]]], title: str) -> str:
             ax.set_title(metric_label, loc="left", pad=8)
         axes[0].legend([Patch(facecolor="#777777"), Patch(facecolor="#777777", alpha=0.35, hatch="///", edgecolor="#777777")],
                        ["cold cache (fresh, empty)", "warm cache (populated beforehand)"], loc="lower left",
-                       bbox_to_anchor=(0, 1.08), ncol=2, fontsize=8)
-        fig.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold", y=1.0 + 0.35 / (1.2 + 0.62 * n))
+                       bbox_to_anchor=(0, 1.08), ncol=1 if narrow else 2, fontsize=8)
+        height = fig.get_figheight()
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold",
+                     y=1.0 + (0.45 if narrow else 0.35) / height)
         return _png(fig)
 
 

@@ -1,15 +1,19 @@
-"""``ttfg report``: one static HTML file with the history's trends and the latest run's anatomy.
+"""``ttfg report``: one static HTML file: the run just measured first, then the history's trends.
 
-Inputs: an asv history frame (``ttfg.history.asv_results.load``'s schema, optional) and ttfg
-results files. Without history, the results files are the commits. Output: a single
-self-contained file (figures embedded as PNG data URIs, no script, nothing fetched),
-written atomically so a failed build never leaves half a report behind.
+Inputs: ttfg results files and, optionally, an asv history frame (``ttfg.history.asv_results.load``'s
+schema). The page leads with the run (a gate's head, else the newest results file:
+``run_section``) or, for a gate's folder, the gate's verdict; history across commits, which is
+often another machine's (the shipped ``results/``), follows in a part of its own that names the
+machine that recorded it. Without asv history, results files that span two or more commits are
+the history. Output: a single self-contained file (figures embedded as PNG data URIs, each with a
+narrow rendition a phone picks, one small inline script for pointer and tap answers, nothing
+fetched), written atomically so a failed build never leaves half a report behind.
 
 The pieces, one job each: ``report_data`` (inputs -> points), ``steps`` (change
-detection), ``trends`` (series, steps table, summary), ``run_views`` (one run's phases
-and cache effect), ``study_views`` (``ttfg study`` files' stored analyses), ``plots``
-(figures), ``fmt`` (numbers), and the Jinja template ``templates/report.html.j2``
-(autoescaped: case names are user input).
+detection), ``trends`` (series, steps table, summary), ``run_section`` (the run's table, the
+gate's verdict, the host), ``run_views`` (one run's phases and cache effect), ``study_views``
+(``ttfg study`` files' stored analyses), ``plots`` (figures), ``fmt`` (numbers), and the Jinja
+template ``templates/report.html.j2`` (autoescaped: case names are user input).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .. import fmt
-from . import plots, run_views, study_views
+from . import plots, run_section, run_views, study_views
+from .tables import case_cells, case_layout
 from .. import metrics
 from . import noise as noise_view
 from ..files import atomic_write_text
@@ -62,11 +67,12 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     source: str = "results files"
     studies: list = field(default_factory=list)  # results files of `ttfg study`: the Studies section
+    gate: dict | None = None     # a gate's gate.json, when the results files are a gate's folder: the verdict first
 
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
             threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-            confirmations: dict | None = None) -> Prepared:
+            confirmations: dict | None = None, gate: dict | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
 
     ``confirmations``: stored re-measurements of timing steps (``ttfg.history.confirm``),
@@ -89,12 +95,12 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
     if history is not None and len(history.points):
         points, source = history.points, "asv history"
         if runs:
-            notes.append("trends come from the asv history; the results files feed the latest-run sections")
+            notes.append("trends come from the asv history, shown apart below this run")
     else:
         if history_df is not None:
             notes.append("the asv history holds no results; trends come from the results files")
         points, source = report_data.from_runs(runs), "results files"
-    if not len(points) and not runs and not studies:
+    if not len(points) and not runs and not studies and not gate:
         raise ReportInputError("nothing to report: no asv history and no results files "
                                "(pass --runs FILE from `ttfg run --out FILE`, or point --results at asv results)")
     if last is not None and last < 1:
@@ -108,7 +114,7 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
     if trends.dismissed:
         notes.append(f"{trends.dismissed} timing step(s) proposed by the commits' levels were left out: the samples on "
                      "their two sides do not differ significantly")
-    return Prepared(points, trends, history, runs, notes, source, studies)
+    return Prepared(points, trends, history, runs, notes, source, studies, gate)
 
 
 # ---------------------------------------------------------------------------- sections
@@ -169,6 +175,7 @@ def trend_sections(trends: Trends, hover: dict | None = None) -> tuple[list[dict
     without scrolling past the others. ``hover``, when given, receives each figure's
     pointer data by figure id (``plots.TrendCanvas.hover``)."""
     canvas = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits)
+    phone = plots.TrendCanvas(_ticks(trends.commits), trends.n_commits, plots.NARROW_IN)
     shas = trends.commits["commit"].astype(str).to_numpy() if trends.n_commits else []
     info_of = _step_info(trends)
     backends = sorted({s.backend for s in trends.series.values()})
@@ -200,12 +207,15 @@ def trend_sections(trends: Trends, hover: dict | None = None) -> tuple[list[dict
                 slug = _slug(len(anchors) + 1)
                 anchors[(model, name)] = slug
                 uri, agg, where = canvas.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
+                narrow, _, small = phone.plot(lines, f"{model} — {info.label}", info.unit, fmt.AXIS_UNITS[info.unit])
                 if hover is not None:
                     hover[slug] = where
+                    hover[f"{slug}~narrow"] = small
                 aggregated = max(aggregated, agg)
                 figures.append({"id": slug, "model": model, "metric": name, "label": info.label, "uri": uri,
+                                "narrow": narrow,
                                 "lines": len(lines), "steps": sum(len(s.steps) for s in series)})
-            blocks.append({"metric": name, "label": info.label, "figures": figures})
+            blocks.append({"metric": name, "label": info.label, "heading": info.heading, "figures": figures})
         if blocks:
             axis = f"x axis: {trends.n_commits} commit(s) in order, oldest left, labelled with short hash and date"
             if aggregated > 1:
@@ -238,7 +248,8 @@ def summary_section(trends: Trends, back: int, threshold: float) -> dict:
             "process": fmt.seconds(r.process), "allocations": fmt.count(r.allocations),
             "regressions": r.regressions,
         })
-    return {"rows": out, "back": back, "threshold": fmt.ratio(threshold)}
+    return {"rows": out, "back": back, "threshold": fmt.ratio(threshold),
+            "headings": {"process": metrics.get("process_ttfg_s").brief, "allocations": metrics.get("alloc_count").brief}}
 
 
 def _step_rows(steps: pd.DataFrame, anchors: dict[tuple[str, str], str], backends: list[str],
@@ -302,15 +313,14 @@ def commit_link(template: str | None, sha: str) -> str | None:
     return template.replace("{sha}", sha) if "{sha}" in template else template + sha
 
 
-def _run_title(res) -> str:
-    git = res.environment.get("git") or {}
-    commit = report_data.short_commit(git.get("commit")) + (" (dirty)" if git.get("dirty") else "")
-    name = Path(res.path).name if res.path else "results"
-    return f"{name}, commit {commit}, {res.created}"
+def _the_run_if(runs: list, need):
+    """The page's run (``run_section.the_run``) when it has what a section needs, else the newest that has."""
+    res = run_section.the_run(runs)
+    return res if res is not None and need(res) else run_views.latest(runs, need=need)
 
 
 def phase_section(runs: list) -> dict:
-    res = run_views.latest(runs, need=lambda r: any(c.good("timing", "cold") for c in r.cases))
+    res = _the_run_if(runs, lambda r: any(c.good("timing", "cold") for c in r.cases))
     if res is None:
         return {"figures": [], "note": "needs a results file with cold timing samples (ttfg run --out FILE)"}
     bars = run_views.phase_bars(res)
@@ -322,18 +332,25 @@ def phase_section(runs: list) -> dict:
         drawn = [plots.Bar(f"{b.backend}\n{b.variant}" if b.variant else b.backend,
                            plots.backend_color(b.backend, backends),
                            b.segments, b.total) for b in mine]
-        figures.append({"model": model, "uri": plots.phase_plot(drawn, names, f"{model} — one cold process, phase by phase")})
-        for b in mine:
-            table.append({"case": b.case, "color": plots.backend_color(b.backend, backends), "samples": b.samples,
-                          "cells": [fmt.seconds(b.segments.get(k)) if k in b.segments else fmt.MISSING
-                                    for k, _ in run_views.segments()],
-                          "total": fmt.seconds(b.total)})
-    return {"figures": figures, "run": _run_title(res), "columns": [n for _, n in run_views.segments()],
+        # A phone's labels: the backend, and the variant's values only where they differ between bars.
+        varying, _ = case_layout([b.case for b in mine])
+        short = [plots.Bar("\n".join(filter(None, case_cells(b.case, tuple(c for c in varying if c != "model")))),
+                           d.color, d.segments, d.total) for b, d in zip(mine, drawn)]
+        title = f"{model} — one cold process, phase by phase"
+        figures.append({"model": model, "uri": plots.phase_plot(drawn, names, title),
+                        "narrow": plots.phase_plot(short, names, f"{model}: phase by phase", plots.NARROW_IN)})
+        keys = [k for k, _ in run_views.segments()]
+        columns = {k: fmt.column([b.segments.get(k) for b in mine], "s") for k in keys}
+        totals = fmt.column([b.total for b in mine], "s")
+        for i, b in enumerate(mine):
+            table.append({"case": b.case, "color": plots.backend_color(b.backend, backends),
+                          "samples": fmt.count(b.samples), "cells": [columns[k][i] for k in keys], "total": totals[i]})
+    return {"figures": figures, "run": run_section.run_title(res), "columns": [n for _, n in run_views.segments()],
             "table": table, "note": None}
 
 
 def cache_section(runs: list) -> dict:
-    res = run_views.latest(runs, need=lambda r: bool(run_views.cache_pairs(r)))
+    res = _the_run_if(runs, lambda r: bool(run_views.cache_pairs(r)))
     if res is None:
         return {"uri": None, "note": "no run measured both caches (ttfg run --cache both)"}
     pairs = sorted(run_views.cache_pairs(res), key=lambda p: (p.model, p.backend, p.variant))
@@ -342,12 +359,21 @@ def cache_section(runs: list) -> dict:
     first = [plots.CacheBar(label(p), plots.backend_color(p.backend, backends), p.cold_first, p.warm_first) for p in pairs]
     proc = [plots.CacheBar(label(p), plots.backend_color(p.backend, backends), p.cold_process, p.warm_process)
             for p in pairs]
-    uri = plots.cache_plot([("first gradient", first), ("process TTFG", proc)], "cold versus warm compile cache")
+    panels = [(metrics.get("first_grad_s").brief, first), (metrics.get("process_ttfg_s").brief, proc)]
+    uri = plots.cache_plot(panels, "cold versus warm compile cache")
+    # A phone's labels: only the case parts that differ between the bars.
+    varying, _ = case_layout([p.case for p in pairs])
+    short = {p.case: "\n".join(filter(None, case_cells(p.case, varying))) for p in pairs}
+    phone = [(name, [plots.CacheBar(short[p.case], bar.color, bar.cold, bar.warm) for p, bar in zip(pairs, bars)])
+             for name, bars in panels]
+    narrow = plots.cache_plot(phone, "cold versus warm cache", plots.NARROW_IN)
+    cells = {k: fmt.column([getattr(p, k) for p in pairs], "s")
+             for k in ("cold_first", "warm_first", "cold_process", "warm_process")}
+    speedups = fmt.column([p.speedup for p in pairs], "factor")
     rows = [{"case": p.case, "color": plots.backend_color(p.backend, backends),
-             "cold_first": fmt.seconds(p.cold_first), "warm_first": fmt.seconds(p.warm_first),
-             "cold_process": fmt.seconds(p.cold_process), "warm_process": fmt.seconds(p.warm_process),
-             "speedup": fmt.factor(p.speedup)} for p in pairs]
-    return {"uri": uri, "rows": rows, "run": _run_title(res), "note": None}
+             **{k: cells[k][i] for k in cells}, "speedup": speedups[i]} for i, p in enumerate(pairs)]
+    return {"uri": uri, "narrow": narrow, "rows": rows, "run": run_section.run_title(res), "note": None,
+            "first": metrics.get("first_grad_s").brief, "process": metrics.get("process_ttfg_s").brief}
 
 
 def gate_pair(runs: list):
@@ -472,9 +498,30 @@ def studies_section(studies: list) -> dict:
 
 
 def environment_section(prepared: Prepared) -> dict:
-    rows: list[tuple[str, str]] = []
+    """Where the run was measured (this host), apart from where the history was recorded (an asv machine)."""
+    res = run_section.the_run(prepared.runs) or run_views.latest(prepared.studies)
+    packages = []
+    if res is not None:
+        packages = [f"{k} {v}" for k, v in sorted((res.environment.get("packages") or {}).items()) if v]
+    files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
+              "commit": report_data.short_commit(report_data.run_commit(r)),
+              "cases": sum(1 for c in r.cases if not c.skipped),
+              "study": r.study.study if r.study else ""}
+             for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
+    return {"rows": run_section.host_rows(res), "packages": packages, "files": files,
+            "noise": noise_section(prepared.runs)}
+
+
+def history_section(prepared: Prepared, run) -> dict:
+    """The history part's heading and facts: what it was recorded on, and whether that is this run's machine.
+
+    Shown when asv history was given, or when the results files span two or more commits;
+    one results file is the run itself, not a history.
+    """
     trends = prepared.trends
-    if prepared.history is not None and len(prepared.history.points):
+    rows: list[tuple[str, str]] = []
+    asv = prepared.history is not None and len(prepared.history.points)
+    if asv:
         rows.append(("asv machine", prepared.history.machine or "–"))
         rows.append(("asv environment", prepared.history.environment or "–"))
     if trends.n_commits:
@@ -486,27 +533,19 @@ def environment_section(prepared: Prepared) -> dict:
 
         rows.append(("commits", f"{trends.n_commits}: {when(first)} … {when(last)}"))
     rows.append(("cases", str(len(trends.cases()))))
-    packages = []
-    res = run_views.latest([*prepared.runs, *prepared.studies])
-    if res is not None:
-        env = res.environment
-        git = env.get("git") or {}
-        rows += [
-            ("host", f"{env.get('hostname', '?')} — {env.get('cpu', '?')}, {env.get('cpu_count', '?')} CPUs"),
-            ("platform", str(env.get("platform", "?"))),
-            ("python", str(env.get("python", "?"))),
-            ("latest run", f"{_run_title(res)}" + (f", branch {git['branch']}" if git.get("branch") else "")),
-        ]
-        threads = env.get("probe_env") or {}
-        if threads:
-            rows.append(("probe environment", ", ".join(f"{k}={v}" for k, v in sorted(threads.items()))))
-        packages = [f"{k} {v}" for k, v in sorted((env.get("packages") or {}).items()) if v]
-    files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
-              "commit": report_data.short_commit(report_data.run_commit(r)),
-              "cases": sum(1 for c in r.cases if not c.skipped),
-              "study": r.study.study if r.study else ""}
-             for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
-    return {"rows": rows, "packages": packages, "files": files, "noise": noise_section(prepared.runs)}
+    # A gate's base and head are two "commits" of results files, but the gate compares them itself, paired.
+    shown = asv or (trends.n_commits >= 2 and not prepared.gate) or (run is None and trends.n_commits >= 1)
+    commits = fmt.plural(trends.n_commits, "commit")
+    if asv:
+        title = f"History: {commits} recorded on asv machine {prepared.history.machine or '?'}"
+    else:
+        title = f"History: {commits} across the results files"
+    apart = ""
+    if asv and run is not None:
+        host = run.environment.get("hostname", "?")
+        apart = (f"Recorded by asv on machine {prepared.history.machine or '?'}, not by the run above (host {host}): "
+                 "compare its trends with each other, not with this run's numbers.")
+    return {"shown": shown, "title": title, "rows": rows, "apart": apart, "asv": asv}
 
 
 def noise_section(runs: list) -> dict:
@@ -536,25 +575,40 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
     """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None."""
     from markupsafe import Markup
 
+    run = run_section.the_run(prepared.runs)
+    history = history_section(prepared, run)
     hover: dict[str, dict] = {}
-    trend, anchors = trend_sections(prepared.trends, hover)
+    trend, anchors = trend_sections(prepared.trends, hover) if history["shown"] else ([], {})
     summ = summary_section(prepared.trends, back, threshold)
     for row in summ["rows"]:
         row["spark"] = Markup(row["spark"])  # built from numbers and a checked colour only
     steps = steps_section(prepared.trends, anchors, commit_url)
-    glance = [f"{prepared.trends.n_commits} commit(s)", f"{len(summ['rows'])} case(s)",
-              f"{steps['regressions']} regression(s)", f"{steps['improvements']} improvement(s)",
-              f"{steps['n_candidates']} unconfirmed candidate(s)"]
+    history["glance"] = [fmt.plural(prepared.trends.n_commits, "commit"), fmt.plural(len(summ["rows"]), "case"),
+                         fmt.plural(steps["regressions"], "regression"),
+                         fmt.plural(steps["improvements"], "improvement"),
+                         fmt.plural(steps["n_candidates"], "unconfirmed candidate")]
     studies = studies_section(prepared.studies)
+    gate = run_section.gate_section(prepared.gate)
+    this_run = run_section.run_section(run)
+    if gate["shown"]:
+        headline, glance, source = gate["decision"], gate["glance"], "a gate's results files"
+    elif this_run["shown"]:
+        headline, glance = f"Your run: {this_run['name']}", this_run["glance"]
+        source = f"{run.path if run.path else 'a results file'}, measured on {this_run['host']}"
+    else:
+        headline, glance, source = "ttfg report — time to first gradient", history["glance"], prepared.source
     if studies["blocks"]:
-        glance.append(f"{len(studies['blocks'])} study(ies)")
+        glance = [*glance, fmt.plural(len(studies["blocks"]), "study", "studies")]
     context = {
-        "title": "ttfg report — time to first gradient",
+        "title": headline,
         "glance": glance,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "source": prepared.source,
+        "source": source,
         "notes": prepared.notes,
+        "gate": gate,
+        "run": this_run,
         "environment": environment_section(prepared),
+        "history": history,
         "summary": summ,
         "steps": steps,
         "trend_sections": trend,

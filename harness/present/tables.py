@@ -194,7 +194,7 @@ def _title(text: str, fixed: str) -> str:
 
 def check_table(results, tolerance: float) -> Table:
     varying, fixed = case_layout([r.case_id for r in results])
-    table = fitted(_title(f"gradient check vs float64 reference (tolerance {tolerance:g})", fixed),
+    table = fitted(_title(f"gradient check vs float64 reference (tolerance {fmt.number(tolerance)})", fixed),
                    [(c, "left") for c in varying]
                    + [("status", "left"), ("loss", "right"), ("loss rel err", "right"), ("worst rel err", "right"),
                       ("worst tensor", "left"), ("time", "right")], label=len(varying))
@@ -205,8 +205,8 @@ def check_table(results, tolerance: float) -> Table:
             table.add_row(*cells, Text(r.status, style=style[r.status]), "", "", "", r.detail, "")
             continue
         table.add_row(
-            *cells, Text(r.status, style=style[r.status]), f"{r.loss:.6g}", f"{r.loss_error:.1e}",
-            f"{r.worst_error:.1e}", r.worst_tensor, fmt.seconds(r.seconds),
+            *cells, Text(r.status, style=style[r.status]), fmt.number(r.loss, 6), fmt.number(r.loss_error, 2),
+            fmt.number(r.worst_error, 2), r.worst_tensor, fmt.seconds(r.seconds),
         )
     return table
 
@@ -226,8 +226,24 @@ def _cv(values):
     return statistics.stdev(values) / mean if mean else None
 
 
-def _run_rows(results):
-    """Per case and cache mode: everything the run tables show, as formatted cells."""
+def _brief(name: str) -> str:
+    """A column's heading: the registry's short label of the metric."""
+    return metrics.get(name).brief
+
+
+#: Column headings of the run's tables, from the registry's labels.
+FIRST = _brief("first_grad_s")
+PROCESS = _brief("process_ttfg_s")
+SECOND = _brief("second_grad_s")
+ALLOCS = _brief("alloc_count")
+IMPORT = _brief("import_s")
+BUILD = _brief("build_s")
+RANGE, CV, OK = "min–max", "CV", "ok"
+PHASES_COLUMN = " / ".join(_brief(f"{p}_s") for p in metrics.GRADIENT_PHASES)
+
+
+def _run_values(results):
+    """Per case and cache mode: the medians and spreads the run tables show, unformatted."""
     for case in results.cases:
         if case.skipped:
             continue
@@ -236,9 +252,7 @@ def _run_rows(results):
             timing = [s for s in case.samples if s.kind == "timing" and s.cache == cache]
             good = case.good("timing", cache)
             first = metrics.case_values(case, "first_grad_s", cache)
-            med = _median(first)
-            phases = {phase: fmt.seconds(_median(metrics.case_values(case, f"{phase}_s", cache)))
-                      for phase in metrics.GRADIENT_PHASES}
+            med = lambda m: _median(metrics.case_values(case, m, cache))  # noqa: E731
             counters = good[-1].get("counters", {}) if good else {}
             counter_text = " ".join(f"{k}={fmt.metric_value(f'counters.{k}', v)}" for k, v in counters.items()
                                     if v is not None)
@@ -246,30 +260,50 @@ def _run_rows(results):
             if instructions:
                 counter_text = (f"instructions={fmt.metric_value('instructions', _median(instructions))} "
                                 "(whole process) " + counter_text)
-            status = f"{len(good)}/{len(timing)}"
-            if len(good) < len(timing):
-                status = Text(status, style="red")
-            med_of = lambda m: fmt.seconds(_median(metrics.case_values(case, m, cache)))  # noqa: E731
-            yield {
-                "case": case.id, "cache": cache, "ok": status, "first grad": fmt.seconds(med),
-                "min–max": f"{fmt.seconds(min(first))} – {fmt.seconds(max(first))}" if first else fmt.MISSING,
-                "CV": fmt.percent(_cv(first)), "process": med_of("process_ttfg_s"), "import": med_of("import_s"),
-                "build": med_of("build_s"), **phases, PHASES_COLUMN: " / ".join(phases.values()),
-                "second": med_of("second_grad_s"),
-                "allocs": fmt.count(_median(metrics.case_values(case, "alloc_count"))), "counters": counter_text,
-            }
+            yield {"case": case.id, "cache": cache, "good": len(good), "samples": len(timing),
+                   "first": _median(first), "min": min(first) if first else None, "max": max(first) if first else None,
+                   "cv": _cv(first), "process": med("process_ttfg_s"), "import": med("import_s"),
+                   "build": med("build_s"), **{p: med(f"{p}_s") for p in metrics.GRADIENT_PHASES},
+                   "second": med("second_grad_s"), "allocs": _median(metrics.case_values(case, "alloc_count")),
+                   "counters": counter_text}
+
+
+def _run_rows(results):
+    """Per case and cache mode: every run table's cells, each column formatted with one precision
+    (``fmt.column``), so the terminal and the report print the same text."""
+    rows = list(_run_values(results))
+    col = lambda key, unit="s": fmt.column([r[key] for r in rows], unit)  # noqa: E731
+    ranges = fmt.column([r["min"] for r in rows] + [r["max"] for r in rows], "s")
+    lows, highs = ranges[:len(rows)], ranges[len(rows):]
+    cells = {key: col(key) for key in ("first", "process", "import", "build", "second", *metrics.GRADIENT_PHASES)}
+    cvs, allocs = col("cv", "ratio"), col("allocs", "count")
+    for i, r in enumerate(rows):
+        status = f"{r['good']}/{r['samples']}"
+        phases = {p: cells[p][i] for p in metrics.GRADIENT_PHASES}
+        yield {
+            "case": r["case"], "cache": r["cache"], OK: status, FIRST: cells["first"][i],
+            RANGE: f"{lows[i]} – {highs[i]}" if r["min"] is not None else fmt.MISSING,
+            CV: cvs[i], PROCESS: cells["process"][i], IMPORT: cells["import"][i], BUILD: cells["build"][i],
+            **{_brief(f"{p}_s"): v for p, v in phases.items()}, PHASES_COLUMN: " / ".join(phases.values()),
+            SECOND: cells["second"][i], ALLOCS: allocs[i], "counters": r["counters"],
+            "short": r["good"] < r["samples"],
+        }
+
+
+def run_rows(results) -> list[dict]:
+    """The run tables' rows as plain text (no markup), for the HTML report: the terminal's very cells."""
+    return list(_run_rows(results))
 
 
 #: The run's tables: title and columns (besides the case's parts). ``ttfg run --wide`` shows one table.
-PHASES_COLUMN = " / ".join(metrics.GRADIENT_PHASES)
 RUN_TABLES = (
-    ("time to first gradient (median over fresh processes)", ("ok", "first grad", "min–max", "CV", "process")),
-    ("where a cold process spends its time (medians)", ("import", "build", PHASES_COLUMN, "second")),
-    ("allocations and structural counters (counters: last good sample)", ("allocs", "counters")),
+    ("time to first gradient (median over fresh processes)", (OK, FIRST, RANGE, CV, PROCESS)),
+    ("where a cold process spends its time (medians)", (IMPORT, BUILD, PHASES_COLUMN, SECOND)),
+    ("allocations and structural counters (counters: last good sample)", (ALLOCS, "counters")),
 )
 #: ``--wide``: one table, the phases in columns of their own.
-WIDE_COLUMNS = ("ok", "first grad", "min–max", "CV", "process", "import", "build", *metrics.GRADIENT_PHASES, "second",
-                "allocs", "counters")
+WIDE_COLUMNS = (OK, FIRST, RANGE, CV, PROCESS, IMPORT, BUILD, *(_brief(f"{p}_s") for p in metrics.GRADIENT_PHASES),
+                SECOND, ALLOCS, "counters")
 LEFT = {"counters", "cache"}
 
 
@@ -293,7 +327,8 @@ def run_tables(results, wide: bool = False) -> list[Table]:
         table = fitted(_title(title, fixed), [(c, "left") for c in (*varying, *cache)]
                        + [(c, "left" if c in LEFT else "right") for c in columns], label=len(varying) + len(cache))
         for r in shown:
-            table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *(r[c] for c in columns))
+            cells = [Text(r[c], style="red") if c == OK and r["short"] else r[c] for c in columns]
+            table.add_row(*case_cells(r["case"], varying), *(r[c] for c in cache), *cells)
         tables.append(table)
     return tables
 
