@@ -188,8 +188,8 @@ def _budget_check(request: GateRequest, events: GateEvents):
     s = request.settings
     floor, why_not = noise.stored()
     warnings = noise.budget_warning([c.id for c in request.cases], s.metric, s.min_effect, s.budget_s,
-                                    s.max_pairs, floor, why_not)
-    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s):
+                                    s.max_pairs, floor, why_not, alpha=s.guard_alpha)
+    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s, s.tiers):
         events.warning(line)
     return floor, why_not, warnings
 
@@ -223,7 +223,7 @@ def _write_outputs(report: GateReport, request: GateRequest) -> None:
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
     report.passing_means = passing_means(outcome, check)
-    report.summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, metric)}\n"
+    report.summary = gate_markdown(outcome, check, noise=noise_view.headline(floor, metric))
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
                 "budget_warnings": report.budget_warnings, "passing_means": report.passing_means}
     for case, decided in zip(document["cases"], outcome.cases):

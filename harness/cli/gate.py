@@ -202,10 +202,18 @@ def _tiers(text: str) -> tuple[str, ...]:
 
 
 class _PrintedEvents:
-    """The gate's events, printed as they come (``app.gate.GateEvents``)."""
+    """The gate's events, printed as they come (``app.gate.GateEvents``): one line each, cut at the
+    terminal's width, unless ``verbose`` (then whole, wrapped). The result repeats what matters."""
 
-    def __init__(self, console):
+    def __init__(self, console, verbose: bool = False):
         self.console = console
+        self.verbose = verbose
+
+    def _line(self, text: str, style: str | None = None) -> None:
+        if self.verbose:
+            self.console.print(text, style=style, highlight=False, markup=False)
+        else:
+            self.console.print(text, style=style, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
 
     def started(self, request, base, head) -> None:
         s = request.settings
@@ -216,13 +224,16 @@ class _PrintedEvents:
             f"{request.out_dir}", highlight=False)
 
     def warning(self, text: str) -> None:
-        self.console.print(f"[yellow]{text}[/yellow]", highlight=False)
+        from ..present.gate_views import wrapped
+
+        for line in wrapped(text, self.console.width):  # a warning is read whole
+            self.console.print(line, style="yellow", highlight=False, markup=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        self._line(text)
 
     def pair(self, event) -> None:
-        self.console.print(_progress_line(event), highlight=False)
+        self._line(_progress_line(event))
 
 
 def cmd_gate(args) -> int:
@@ -264,7 +275,7 @@ def cmd_gate(args) -> int:
         repo=Path(args.repo), base=args.base, head=args.head, cases=cases, skipped=skipped, settings=settings,
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
-    report = use_case.run(request, _PrintedEvents(console))
+    report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
         console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
                       f"({report.base.short}), so they hold the same code; nothing was measured", highlight=False)
@@ -273,7 +284,7 @@ def cmd_gate(args) -> int:
         console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {request.out_dir} "
                       "(marked incomplete)")
         return report.code
-    _print_gate(console, report, args.write_suggested)
+    _print_gate(console, report, args.write_suggested, args.verbose)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.document, indent=1) + "\n")
     elif args.format == "markdown":
@@ -281,29 +292,44 @@ def cmd_gate(args) -> int:
     return report.code
 
 
-def _print_gate(console, report, write_suggested) -> None:
-    """The gate's tables, verdict lines, attributions, expectations and closing line."""
+def _print_gate(console, report, write_suggested, verbose: bool = False) -> None:
+    """The gate's result: by default what a person reads in ten seconds (at most 25 lines for a regressed case
+    at 80 columns: the verdict table, the deciding numbers, the top phase changes and functions); ``verbose``
+    adds every tier's finding, the sampling table and the full attribution (as ``ttfg explain`` shows it)."""
     from ..present import noise as noise_view
     from ..present.attribution_views import print_attribution
-    from ..present.tables import gate_table
-    from ..present.verdicts import verdict_label
+    from ..present.gate_views import case_lines, verdict_rows, wrapped
+    from ..present.tables import gate_detail_table, gate_table
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
+    width = console.width
+    say = lambda text, indent="": [console.print(line, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
+                                   for line in wrapped(text, width, indent)]
     console.print(gate_table(outcome))
-    for c in outcome.cases:
-        console.print(f"{verdict_label(c.verdict)} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
-                      highlight=False)
+    cases = report.document["cases"]
+    for data, row in zip(cases, verdict_rows(cases)):
+        if verbose:
+            say(f"{row.label} (decided by the {row.tier} tier, {row.metric}): {row.case}: {row.reason}")
+            for step in data.get("tiers") or []:
+                if not step["settled"]:
+                    say(f"{step['tier']} tier: {step['verdict']}: {step['reason']}", "  ")
+        elif row.word != "unchanged":
+            for line in case_lines(data, row, width):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     for s in outcome.skipped:
-        console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-    for c in outcome.cases:
-        if c.attribution is not None:
-            print_attribution(console, c.attribution)
-    if check is not None:
+        say(f"skipped {s.id}: {s.reason}")
+    if verbose:
+        console.print(gate_detail_table(outcome))
+        for c in outcome.cases:
+            if c.attribution is not None:
+                print_attribution(console, c.attribution)
+    if check is not None and (verbose or check.failures()):
         print_expectations(console, check, write_suggested, "cases not gated")
-    console.print(report.passing_means, highlight=False)
-    console.print(noise_view.headline(report.floor, outcome.settings.metric), highlight=False)
+    say(report.passing_means)
+    say(noise_view.headline(report.floor, outcome.settings.metric))
     files = report.files
-    console.print(f"results: {files['base']}, {files['head']}, {files['gate']}, {files['summary']}", highlight=False)
+    say(f"results: {files['gate'].parent}/ (base.json, head.json, gate.json, summary.md)"
+        + ("" if verbose else f"; every detail: ttfg explain {files['gate'].parent} or --verbose"))
     if outcome.base_broken():
         names = ", ".join(c.case for c in outcome.base_broken())
         console.print(f"[red]base cannot run[/red] {names}: nothing to compare against", highlight=False)
@@ -456,6 +482,10 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
                    help="what stdout gets at the end: tables (default), the Markdown summary, or gate.json's document "
                         "(progress then goes to stderr)")
+    p.add_argument("--verbose", action="store_true",
+                   help="every tier's finding, how each case was sampled and the full attribution, interpreter "
+                        "internals included (by default: the verdicts, their numbers, the top phase changes and "
+                        "functions; ttfg explain OUT-DIR shows the rest afterwards)")
     from .shards import add_shard_options
 
     add_shard_options(p)

@@ -82,7 +82,8 @@ def cmd_merge_gate(args) -> int:
     if settings.get("min_effect") is not None and settings.get("alpha") is not None:
         merged.doc["passing_means"] = passing_sentence(
             settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
-            [c["verdict"].get("detectable") for c in merged.doc["cases"] if c["verdict"].get("verdict") == "inconclusive"])
+            [c["verdict"].get("detectable") for c in merged.doc["cases"] if c["verdict"].get("verdict") == "inconclusive"],
+            guard=settings.get("guard"), tiers=settings.get("tiers"))
     summary = merged_gate_markdown(merged.doc)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():

@@ -141,7 +141,8 @@ def function_title(a: Attribution, unit: str) -> str:
     """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
     n = a.function_samples.get(unit, {})
     source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
-    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
+    window = "build and first gradient" if unit == "instructions" else "first-gradient window"
+    return (f"{window}, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
             f"{n.get('head', 0)} head samples")
 
 

@@ -36,7 +36,7 @@ def verdict_label(v) -> str:
 
 
 def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: list[float],
-                     expectations: str | None = None) -> str:
+                     expectations: str | None = None, guard=None, tiers=None) -> str:
     """One sentence: what a passing gate of these settings has shown, and what it has not.
 
     Parameters
@@ -44,29 +44,44 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
     metric : str
         The gated timing.
     min_effect, alpha : float
-        The gate's minimum effect and level.
+        The gate's minimum effect and overall level.
     detectable : list of float
         The inconclusive cases' detectable slowdowns (the smallest is quoted).
     expectations : str or None
         The expectations file checked, if any.
+    guard : sequence of str or None
+        The guarded timings (default: ``metric`` alone, as gates before the guard recorded).
+    tiers : sequence of str or None
+        The tiers that could decide (default: the time tier alone).
     """
-    label = metrics.get(metric).brief if metric in metrics.METRICS else metric
+    def label(name: str) -> str:
+        return metrics.get(name).brief if name in metrics.METRICS else name
+
+    guard = list(guard or [metric])
     detect = [d for d in detectable if _finite(d)]
     inconclusive = (f"; an inconclusive case only rules out slowdowns it could detect (here down to "
                     f"{fmt.percent(min(detect))} at best)" if detect else
                     "; an inconclusive case only rules out slowdowns as large as it states it could detect")
-    checked = f", and head's counters stayed within {expectations}" if expectations else ""
-    return (f"Passing means: no case's {label} got slower by {fmt.percent(min_effect)} or more with significance "
-            f"at alpha {alpha:g} (paired base/head processes, sequential test), no head failed significantly more "
-            f"often than its base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown "
-            f"by two one-sided tests to lie inside that band{inconclusive}.")
+    checked = f", head's counters stayed within {expectations}" if expectations else ""
+    timings = (f"no case's {label(guard[0])}" if len(guard) == 1 else
+               f"no guarded timing ({', '.join(label(g) for g in guard)})")
+    over = f"alpha {alpha:g}" if len(guard) == 1 else f"alpha {alpha:g} over all {len(guard)}"
+    counts = [t for t in (tiers or ()) if t in ("structural", "instructions")]
+    grew = (", no structural counter grew" if counts == ["structural"] else
+            ", no instruction or allocation count grew beyond its margin" if counts == ["instructions"] else
+            ", no structural counter and no instruction or allocation count grew beyond its margin" if counts else "")
+    return (f"Passing means: {timings} got slower by {fmt.percent(min_effect)} or more with significance at {over} "
+            f"(paired base/head processes, sequential test){grew}, no head failed significantly more often than its "
+            f"base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown by two "
+            f"one-sided tests to lie inside that band{inconclusive}.")
 
 
 def passing_means(outcome, check=None) -> str:
     """:func:`passing_sentence` for a gate's outcome (and its expectations check, when it ran one)."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
-    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None)
+    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None,
+                            getattr(s, "guard", None), getattr(s, "tiers", None))
 
 
 def verdict_label_of(data: dict) -> str:
