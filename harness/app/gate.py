@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..decide.gate import GateOutcome, GateSettings, PairEvent, gate_document, revisions, run_gate
 from ..files import atomic_write_text
-from ..measure.sides import Side, check_distinct, locate, prepared
+from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
 from ..measure.worktrees import Revision, repo_root
 
 if TYPE_CHECKING:
@@ -48,7 +48,8 @@ class GateRequest:
     """
 
     repo: Path
-    base: str
+    #: The base revision; None for an upgrade gate (one revision, two environments): base is head.
+    base: str | None
     cases: "list[Case]"
     settings: GateSettings
     out_dir: Path
@@ -62,6 +63,11 @@ class GateRequest:
     write_suggested: str | None = None
     #: Append ``summary.md`` here (``$GITHUB_STEP_SUMMARY``), when set.
     step_summary: str | None = None
+    #: Each side's environment (``--base-env``/``--head-env``: requirement lines, NAME=REQS, NAME=@FILE,
+    #: ``current``), or how to choose them from the revisions (``--envs``: auto, declared, current).
+    base_env: str | None = None
+    head_env: str | None = None
+    envs: str = "auto"
 
 
 class GateEvents:
@@ -88,6 +94,8 @@ class GateReport:
     status: str
     base: Revision | None = None
     head: Revision | None = None
+    #: Each side's environment, and what the choice leaves unmeasured.
+    plan: "EnvPlan | None" = None
     outcome: GateOutcome | None = None
     check: "ExpectationCheck | None" = None
     floor: "NoiseFloor | None" = None
@@ -101,7 +109,8 @@ class GateReport:
 
 
 @contextmanager
-def build_sides(request: GateRequest, base: Revision, head: Revision, events: GateEvents) -> Iterator[dict[str, Side]]:
+def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "EnvPlan",
+                events: GateEvents) -> Iterator[dict[str, Side]]:
     """Both sides of the gate, checked out, installed, located and shown to import different code.
 
     The one place sides are built: a side that gains an environment gets it here, from the request.
@@ -111,7 +120,7 @@ def build_sides(request: GateRequest, base: Revision, head: Revision, events: Ga
     SameCode, InstallError
         Before any sample, naming the files or the build log.
     """
-    with prepared(request.repo, {"base": base, "head": head}, on_note=events.note) as sides:
+    with prepared(request.repo, {"base": base, "head": head}, plan.requests, on_note=events.note) as sides:
         locate(sides, request.cases, request.settings.run)
         check_distinct(sides, request.cases)
         yield sides
@@ -148,19 +157,23 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     events = events or GateEvents()
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
     repo = repo_root(request.repo)
-    base_rev, head_rev = revisions(repo, request.base, request.head, request.allow_dirty)
-    if base_rev.commit == head_rev.commit:
-        return GateReport(0, SAME_COMMIT, base_rev, head_rev)
+    base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
+    plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs)
+    if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:
+        return GateReport(0, SAME_COMMIT, base_rev, head_rev, plan)
     request.repo = repo
     events.started(request, base_rev, head_rev)
+    events.note(f"environments: {plan.describe()}")
+    if plan.unmeasured:
+        events.warning(plan.unmeasured)
     settings = request.settings
     floor, why_no_floor, budget_warnings = _budget_check(request, events)
     try:
-        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, events) as sides:
+        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events) as sides:
             outcome = run_gate(request.cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
     except KeyboardInterrupt:
-        return GateReport(2, INTERRUPTED, base_rev, head_rev, budget_warnings=budget_warnings)
+        return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
     check = None
     if expectations is not None:
         from ..results import record
@@ -172,7 +185,7 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     if check is not None and check.failures() and code == 0:
         code = 1
     floor = _record_noise(outcome, settings, floor, why_no_floor)
-    report = GateReport(code, DECIDED, base_rev, head_rev, outcome, check, floor, budget_warnings)
+    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings)
     _write_outputs(report, request)
     return report
 
@@ -214,6 +227,20 @@ def _record_noise(outcome: GateOutcome, settings: GateSettings, floor, why_no_fl
     return floor
 
 
+def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
+    """``gate.json``'s ``environments``: each side's, as its results file recorded it (name, versions),
+    and the files whose declared dependencies differ between base and head."""
+    from ..results import record
+
+    sides = {}
+    for role in ("base", "head"):
+        path = outcome.files.get(role)
+        if path and Path(path).is_file():
+            env = record.load(path).environment.get("env") or {}
+            sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
+    return {**sides, "changed": plan.changed if plan else []}
+
+
 def _write_outputs(report: GateReport, request: GateRequest) -> None:
     """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields)."""
     from ..present import noise as noise_view
@@ -223,9 +250,13 @@ def _write_outputs(report: GateReport, request: GateRequest) -> None:
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
     report.passing_means = passing_means(outcome, check)
-    report.summary = gate_markdown(outcome, check, noise=noise_view.headline(floor, metric))
+    unmeasured = [f"**Not measured:** {report.plan.unmeasured}"] if report.plan is not None and report.plan.unmeasured \
+        else []
+    report.summary = gate_markdown(outcome, check, noise=noise_view.headline(floor, metric), notes=unmeasured)
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
-                "budget_warnings": report.budget_warnings, "passing_means": report.passing_means}
+                "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
+                "environments": _environments(report.plan, outcome),
+                "unmeasured": report.plan.unmeasured if report.plan else None}
     for case, decided in zip(document["cases"], outcome.cases):
         case["verdict"]["label"] = verdict_label(decided.verdict)
         if decided.attribution is not None:

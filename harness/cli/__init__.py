@@ -26,6 +26,7 @@ from .report import add_report_commands
 from .gate import add_gate_commands
 from .explain import add_explain_command
 from .doctor import add_doctor_commands
+from .env import add_env_commands
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
 
@@ -417,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_commands(sub)
     add_explain_command(sub)
     add_doctor_commands(sub)
+    add_env_commands(sub)
     add_shards_command(sub)
     add_merge_commands(sub)
     return parser

@@ -143,7 +143,7 @@ def cmd_compare(args) -> int:
                           min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
                           threshold=Thresholds.parse(args.threshold, None, "--threshold"),
                           alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
-                          force=args.force)
+                          force=args.force, across_envs=args.across_envs)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -247,6 +247,8 @@ def cmd_gate(args) -> int:
     from .outputs import output_dir, output_file
     from .shards import shard_selection
 
+    if args.base is None and not (args.base_env or args.head_env):
+        raise UsageError("--base REV is required (or --base-env/--head-env for an upgrade gate of one revision)")
     as_data = args.format != "table"
     console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
@@ -274,7 +276,8 @@ def cmd_gate(args) -> int:
     request = use_case.GateRequest(
         repo=Path(args.repo), base=args.base, head=args.head, cases=cases, skipped=skipped, settings=settings,
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
-        write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+        write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+        base_env=args.base_env, head_env=args.head_env, envs=args.envs)
     report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
         console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
@@ -326,6 +329,8 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     if check is not None and (verbose or check.failures()):
         print_expectations(console, check, write_suggested, "cases not gated")
     say(report.passing_means)
+    if report.plan is not None and report.plan.unmeasured:
+        say(f"not measured: {report.plan.unmeasured}")
     say(noise_view.headline(report.floor, outcome.settings.metric))
     files = report.files
     say(f"results: {files['gate'].parent}/ (base.json, head.json, gate.json, summary.md)"
@@ -434,6 +439,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="compare timings although the two files were measured on different machines "
                         "(refused by default, naming the differing fingerprint fields); the output says so")
+    p.add_argument("--across-envs", action="store_true",
+                   help="compare files measured in different environments (package versions differ; refused by "
+                        "default, naming them); the output names the versions")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
@@ -443,11 +451,24 @@ def add_gate_commands(sub) -> None:
                                                       "violated",
                                                 extra2="; also a missing revision, a dirty tree (see --allow-dirty) "
                                                        "or a base that cannot run"))
-    p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
+    p.add_argument("--base", metavar="REV", help="base revision: branch, tag, SHA, origin/main (required unless "
+                                                  "--base-env/--head-env make an upgrade gate of one revision)")
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
     p.add_argument("--allow-dirty", action="store_true",
                    help="measure the committed head although tracked files have uncommitted changes")
     p.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
+    envs = p.add_argument_group("environments (each side's interpreter and packages)")
+    envs.add_argument("--base-env", metavar="REQS",
+                      help="the base side's environment: requirement lines ('jax==0.10.1 jaxlib==0.10.1'), NAME=REQS, "
+                           "NAME=@requirements.txt, or 'current'; with --head-env and no --base: an upgrade gate of "
+                           "one revision in two environments")
+    envs.add_argument("--head-env", metavar="REQS", help="the head side's environment (as --base-env)")
+    envs.add_argument("--envs", choices=("auto", "declared", "current"), default="auto",
+                      help="without --base-env/--head-env: 'auto' (default) runs both sides in this interpreter "
+                           "when base and head declare the same dependencies (constraints.txt, requirements.txt, "
+                           "pyproject dependencies) and each in its own revision's declared environment when they "
+                           "differ; 'declared' always builds them; 'current' forces this interpreter, and every "
+                           "verdict then says the dependency change was not measured")
     add_selection(p, default_model="resnet15")
     for action in p._actions:
         if action.dest == "backend":

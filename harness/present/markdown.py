@@ -149,7 +149,8 @@ def gate_footer(outcome) -> str:
             f"head {outcome.head.short}.")
 
 
-def gate_markdown(outcome, check=None, attributions=None, noise: str | None = None) -> str:
+def gate_markdown(outcome, check=None, attributions=None, noise: str | None = None,
+                  notes: list[str] | None = None) -> str:
     """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
 
     Parameters
@@ -161,6 +162,8 @@ def gate_markdown(outcome, check=None, attributions=None, noise: str | None = No
         Default: those the gate made for its regressed cases.
     noise : str or None
         The noise floor's sentence, for the details.
+    notes : list of str or None
+        What a reader must see whatever the verdict (a dependency change not measured), above the fold.
 
     Returns
     -------
@@ -196,6 +199,7 @@ def gate_markdown(outcome, check=None, attributions=None, noise: str | None = No
     if len(visible) < len(rows):
         lines.append(f"{len(rows) - len(visible)} more case(s) in the details.")
     lines += ["", f"_{passing_means(outcome, check)}_", ""]
+    lines += [f"> {note}" for note in notes or ()]
     if attributions is None:
         attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}

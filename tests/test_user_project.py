@@ -1,0 +1,131 @@
+"""The gate on a user's own project: each revision's code is measured, whatever its layout.
+
+The last round's experiment, redone: ``mylab`` (``tests/user_project.py``) has a ``src/``
+layout, is installed editable into its own environment, and has its own top-level
+``models`` package. Before, the gate measured the editable install (the working tree) on
+both sides and said "unchanged"; now each side installs its own revision, reports where it
+imports mylab from, and the gate decides on what each revision really does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ttfg.results import record
+
+from .user_project import dependency_bump, git, make_mylab
+
+CASE = "mylab_mlp/mylab.autograd/params=args,chain=unrolled"
+
+
+@pytest.fixture(scope="module")
+def mylab(tmp_path_factory):
+    return make_mylab(tmp_path_factory.mktemp("user"))
+
+
+def gate(mylab, *args, timeout=600):
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
+    return subprocess.run([str(mylab["python"]), "-m", "ttfg", "gate", *args], cwd=mylab["repo"], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_a_slower_revision_of_a_src_layout_editable_project_is_flagged_and_named(mylab, tmp_path):
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["slow"], "--model", "mylab_mlp",
+               "--backend", "mylab.autograd", "--out-dir", str(tmp_path))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "regressed" in out.stdout and "_mylab_slow_scale_work" in out.stdout
+    doc = json.loads((tmp_path / "gate.json").read_text())
+    case = doc["cases"][0]
+    assert case["case"] == CASE and case["verdict"]["verdict"] == "regressed" and case["tier"] == "structural"
+    assert "_mylab_slow_scale_work" in json.dumps(case["attribution"])
+    # Each side measured its own revision: 4 hidden layers against 8, imported from its own install.
+    base, head = record.load(tmp_path / "base.json"), record.load(tmp_path / "head.json")
+    primitives = [r.case(CASE).good()[0].counters["autograd_primitives"] for r in (base, head)]
+    assert primitives[1] > primitives[0]
+    for results, commit in ((base, mylab["first"]), (head, mylab["slow"])):
+        side = results.environment["side"]
+        assert side["install"]["project"] == "mylab" and side["install"]["commit"] == commit
+        assert set(side["install"]["packages"]) == {"models", "mylab"}
+        plugin = side["imports"]["modules"]["mylab.ttfg_plugin"]
+        assert plugin.startswith(side["install"]["root"]) and not plugin.startswith(str(mylab["repo"]))
+
+
+@pytest.mark.slow
+def test_a_comment_only_change_is_unchanged(mylab, tmp_path):
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["comment"], "--model", "mylab_mlp",
+               "--backend", "mylab.autograd", "--out-dir", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    case = json.loads((tmp_path / "gate.json").read_text())["cases"][0]
+    assert case["verdict"]["verdict"] == "unchanged", case
+
+
+def test_uncommitted_edits_anywhere_in_the_project_are_refused(mylab, tmp_path):
+    ops = mylab["repo"] / "src" / "mylab" / "ops.py"
+    original = ops.read_text()
+    try:
+        ops.write_text(original + "\n# an edit not committed\n")
+        out = gate(mylab, "--base", mylab["first"], "--model", "mylab_mlp", "--backend", "mylab.autograd",
+                   "--out-dir", str(tmp_path))
+    finally:
+        ops.write_text(original)
+    assert out.returncode == 2 and "uncommitted changes" in out.stderr and "src/mylab/ops.py" in out.stderr
+    assert not (tmp_path / "gate.json").exists()
+
+
+def test_cases_that_run_none_of_the_projects_code_are_refused(mylab, tmp_path):
+    """Gating ttfg's built-in model and backend from mylab's repository would time the same
+    installed code on both sides: refused, naming why, before any sample."""
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["slow"], "--model", "resnet15:blocks=2",
+               "--backend", "autograd", "--out-dir", str(tmp_path))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "run none of mylab's code" in out.stderr
+    assert not (tmp_path / "head.json").exists()
+
+
+@pytest.mark.slow
+def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab, tmp_path):
+    repo = mylab["repo"]
+    git(repo, "checkout", "-q", "-b", "broken", mylab["first"])
+    plugin = repo / "src" / "mylab" / "ttfg_plugin.py"
+    plugin.write_text(plugin.read_text().replace("import numpy as np\n", "import numpy as np\n\n"
+                                                 'raise ImportError("mylab needs widgets 2, found 1")\n'))
+    git(repo, "commit", "-q", "-am", "a plugin that cannot be imported")
+    broken = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    out = gate(mylab, "--base", broken, "--head", mylab["first"], "--model", "mylab_mlp", "--backend",
+               "mylab.autograd", "--tiers", "time", "--max-failures", "2", "--out-dir", str(tmp_path))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "mylab needs widgets 2, found 1" in out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_a_dependency_bump_is_measured_in_the_environments_each_revision_declares(mylab, tmp_path):
+    """Only requirements.txt changes (autograd 1.7.0 -> 1.9.1): with defaults, each side runs in the
+    environment its own revision declares, built with uv, and the records say which."""
+    old, new = dependency_bump(mylab["repo"], mylab["first"], "autograd==1.7.0", "autograd==1.9.1")
+    out = gate(mylab, "--base", old, "--head", new, "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--out-dir", str(tmp_path / "auto"))
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert "environments: base in base-" in out.stdout and "requirements.txt at" in out.stdout
+    doc = json.loads((tmp_path / "auto" / "gate.json").read_text())
+    envs = doc["environments"]
+    assert envs["changed"] == ["requirements.txt"] and doc["unmeasured"] is None
+    assert (envs["base"]["versions"]["autograd"], envs["head"]["versions"]["autograd"]) == ("1.7.0", "1.9.1")
+    case = doc["cases"][0]
+    assert case["tier"] in ("structural", "instructions"), case  # counts, not noise, decided it
+    base, head = (record.load(tmp_path / "auto" / f"{role}.json") for role in ("base", "head"))
+    assert base.environment["packages"]["autograd"] == "1.7.0" and head.environment["packages"]["autograd"] == "1.9.1"
+    instructions = [r.case(CASE).good("instructions")[0].instructions for r in (base, head)]
+    assert instructions[0] != instructions[1]  # different code ran: not one interpreter measured twice
+    # Forcing this interpreter measures the code alone, and every output says the bump was not measured.
+    out = gate(mylab, "--base", old, "--head", new, "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--envs", "current", "--tiers", "structural", "--out-dir", str(tmp_path / "current"))
+    assert "not measured" in out.stdout and "requirements.txt" in out.stdout, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "current" / "gate.json").read_text())
+    assert "was not measured" in doc["unmeasured"]
+    assert "Not measured" in (tmp_path / "current" / "summary.md").read_text()
