@@ -245,7 +245,7 @@ def _write_outputs(report: GateReport, request: GateRequest) -> None:
     """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields)."""
     from ..present import noise as noise_view
     from ..present.attribution_views import headline
-    from ..present.markdown import gate_markdown
+    from ..present.markdown import gate_footer, gate_markdown
     from ..present.verdicts import passing_means, verdict_label
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
@@ -255,6 +255,7 @@ def _write_outputs(report: GateReport, request: GateRequest) -> None:
     report.summary = gate_markdown(outcome, check, noise=noise_view.headline(floor, metric), notes=unmeasured)
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
                 "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
+                "footer": gate_footer(outcome),
                 "environments": _environments(report.plan, outcome),
                 "unmeasured": report.plan.unmeasured if report.plan else None}
     for case, decided in zip(document["cases"], outcome.cases):

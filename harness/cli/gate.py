@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import options
 from ..files import atomic_write_text
-from .. import metrics
+from .. import fmt, metrics
 
 
 def _fill(text: str) -> str:
@@ -216,12 +216,14 @@ class _PrintedEvents:
             self.console.print(text, style=style, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
 
     def started(self, request, base, head) -> None:
+        from ..present.gate_views import revision_label, wrapped
+
         s = request.settings
-        self.console.print(
-            f"gate: base {base.name} ({base.short} {base.subject[:60]}) vs head {head.name} "
-            f"({head.short} {head.subject[:60]}); {len(request.cases)} case(s), tiers {','.join(s.tiers)}, "
-            f"metric {s.metric}, budget {s.budget_s:.0f} s, up to {s.max_pairs} pairs per case; results -> "
-            f"{request.out_dir}", highlight=False)
+        text = (f"gate: base {revision_label(base)} \"{base.subject[:40]}\" vs head {revision_label(head)} "
+                f"\"{head.subject[:40]}\"; {len(request.cases)} case(s), tiers {', '.join(s.tiers)}, time budget "
+                f"{fmt.seconds(s.budget_s)}; results in {request.out_dir}")
+        for line in wrapped(text, self.console.width):
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def warning(self, text: str) -> None:
         from ..present.gate_views import wrapped
@@ -328,13 +330,13 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
                 print_attribution(console, c.attribution)
     if check is not None and (verbose or check.failures()):
         print_expectations(console, check, write_suggested, "cases not gated")
-    say(report.passing_means)
+    if verbose or code != 1:  # what passing means, and what this machine lets a gate see: for a pass
+        say(report.passing_means)
+        say(noise_view.headline(report.floor, outcome.settings.metric))
     if report.plan is not None and report.plan.unmeasured:
         say(f"not measured: {report.plan.unmeasured}")
-    say(noise_view.headline(report.floor, outcome.settings.metric))
-    files = report.files
-    say(f"results: {files['gate'].parent}/ (base.json, head.json, gate.json, summary.md)"
-        + ("" if verbose else f"; every detail: ttfg explain {files['gate'].parent} or --verbose"))
+    folder = report.files["gate"].parent
+    say(f"results in {folder}/" + ("" if verbose else f"; all of it: ttfg explain {folder}, or --verbose"))
     if outcome.base_broken():
         names = ", ".join(c.case for c in outcome.base_broken())
         console.print(f"[red]base cannot run[/red] {names}: nothing to compare against", highlight=False)

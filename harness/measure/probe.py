@@ -91,8 +91,8 @@ def _built_engine(case: Case, out: dict, window=None):
     """Import the framework and build the case's engine, untimed (``out["phase"]`` says where a failure was).
 
     The counting probes (allocations, profile) measure the first gradient alone; the
-    timing probe times import and build itself. ``window`` (the instruction probe's):
-    switched on for the build and dumped at its end, so the build is counted too.
+    timing probe times import and build itself. ``window`` (the instruction probe's, or the
+    profile's): switched on for the build and told its end, so the build is counted too.
     """
     spec = case.spec
     weights, x = spec.init(0), spec.example_input(0)
@@ -193,15 +193,23 @@ def profile(case: Case, out: dict) -> dict:
     time, so these are separate processes, like allocations. Each function (name, file,
     first line) gets its inclusive time (counted once where it recurses) and its self time;
     the ``PROFILE_TOP_INCLUSIVE`` largest by inclusive time and the ``PROFILE_TOP_SELF``
-    largest by self time are kept.
+    largest by self time are kept. The build is sampled too (the profiler starts before it), so
+    that a build that grew is named by its functions like a first gradient that did.
     """
-    engine = _built_engine(case, out)
-    out["phase"] = "profile"
     import pyinstrument
     from pyinstrument import Profiler
 
     profiler = Profiler(interval=PROFILE_INTERVAL_S)
-    profiler.start()
+
+    class Sampled:  # the window _built_engine switches on for the build; sampling goes on through the gradient
+        start = profiler.start
+
+        @staticmethod
+        def phase_end(name: str) -> None:
+            pass
+
+    engine = _built_engine(case, out, Sampled)
+    out["phase"] = "profile"
     engine.first_gradient()
     profiler.stop()
     out["phase"] = "read_profile"

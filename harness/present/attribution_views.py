@@ -71,7 +71,8 @@ def headline(a: Attribution) -> str:
     t = a.total
     if t is not None and t.delta is not None:
         label = metrics.get(a.metric).brief
-        how = f"{t.n} pairs" if t.paired else f"{t.n} samples each"
+        how = (f"{t.n} pair{'s' if t.n != 1 else ''}" if t.paired else
+               f"{t.n} sample{'s' if t.n != 1 else ''} each")
         parts.append(f"{label} {seconds_delta(t.delta)} ({_ratio(t)}, {how})")
     big = a.largest_phase()
     if big is not None:
@@ -141,8 +142,7 @@ def function_title(a: Attribution, unit: str) -> str:
     """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
     n = a.function_samples.get(unit, {})
     source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
-    window = "build and first gradient" if unit == "instructions" else "first-gradient window"
-    return (f"{window}, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
+    return (f"build and first gradient, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
             f"{n.get('head', 0)} head samples")
 
 

@@ -29,6 +29,11 @@ from .. import fmt, metrics
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
 
 
+def revision_label(rev) -> str:
+    """``main (3223193a1b)``, or the short commit alone when the revision was named by its hash."""
+    return rev.short if rev.commit.startswith(rev.name) else f"{rev.name} ({rev.short})"
+
+
 def metric_label(metric: str | None) -> str:
     """``build``, ``instructions``, ``build instructions``, ``autograd primitives``: the registry's brief label."""
     if not metric:
@@ -81,7 +86,11 @@ class VerdictRow:
 
     @property
     def decided_by(self) -> str:
-        return f"{self.tier}: {self.metric}"
+        """``time: build``, ``instructions: build``, ``structural: autograd primitives``."""
+        what = self.metric
+        if self.tier == "instructions":
+            what = "first gradient" if what == "instructions" else what.removesuffix(" instructions")
+        return f"{self.tier}: {what}"
 
 
 def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
@@ -100,6 +109,8 @@ def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
 
 
 ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
+#: The gate's decision by its exit code, as every output words it.
+DECISIONS = {0: "no regression shown", 1: "regression", 2: "could not compare"}
 
 
 def row_cells(r: VerdictRow) -> list[str]:
@@ -122,10 +133,35 @@ def verdict_table(rows: list[VerdictRow], title: str):
     return table
 
 
+def gate_page(head_results_path) -> dict | None:
+    """What the report page shows of a gate whose head results file is ``head_results_path``: the decision,
+    the verdict rows and the sentence on passing, read from the ``gate.json`` beside it (None when there is none:
+    results files copied without it)."""
+    import json
+    from pathlib import Path
+
+    if not head_results_path:
+        return None
+    path = Path(head_results_path).parent / "gate.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate" or not isinstance(doc.get("cases"), list):
+        return None
+    code = doc.get("exit_code")
+    rows = verdict_rows(doc["cases"])
+    return {"decision": DECISIONS.get(code, "unknown"), "failed": code == 1, "file": str(path),
+            "header": ["case", *ROW_HEADER, "base and head are"],
+            "rows": [{"word": r.word, "cells": [r.case, *row_cells(r), r.statistic or fmt.MISSING],
+                      "context": r.context} for r in rows],
+            "passing_means": doc.get("passing_means") or "", "footer": doc.get("footer") or ""}
+
+
 # ---------------------------------------------------------------------------- which functions a person sees
 
 #: CPython's own source folders (callgrind names C files by their path in the build tree).
-_CPYTHON = re.compile(r"(^|/)(Python|Objects|Modules|Parser|Include|Programs)/[^/]+\.[ch]$")
+_CPYTHON = re.compile(r"(^|/)(Python|Objects|Modules|Parser|Include|Programs)/.*\.[ch]$|(^|/)Python-3\.[^/]*/")
 _SYSTEM = re.compile(r"(^|/)(glibc[^/]*|libc|libpthread|ld-linux|libm|elf|malloc|nptl|string|sysdeps)(/|\.|-)"
                      r"|^\?\?\?$|^$")
 _STDLIB = re.compile(r"(^|/)lib/python3\.\d+/(?!site-packages/)")
@@ -145,11 +181,24 @@ def interpreter_internal(fn: str, where: str) -> bool:
     return top in sys.stdlib_module_names
 
 
+#: ttfg's own measuring code (the probe and the runner): it holds every sampled stack, so its inclusive
+#: change is the whole change, and it is neither the user's code nor the framework's.
+_HARNESS = re.compile(r"(^|/)(ttfg|harness)/measure/")
+
+
+def _grew(f: dict) -> float:
+    """What a function's own cost grew by (its self change), else its inclusive change."""
+    own = f.get("delta_self")
+    return own if own is not None else (f.get("delta_incl") or 0)
+
+
 def shown_functions(functions: list[dict], unit: str, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[dict]:
-    """The ``top`` functions of one unit whose inclusive cost grew most, the interpreter's left out unless asked."""
-    mine = [f for f in functions if f.get("unit") == unit and (f.get("delta_incl") or 0) > 0
-            and (internals or not interpreter_internal(f.get("fn", ""), f.get("where", "")))]
-    return sorted(mine, key=lambda f: -(f.get("delta_incl") or 0))[:top]
+    """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
+    callee's); the interpreter's and ttfg's measuring code left out unless asked."""
+    mine = [f for f in functions if f.get("unit") == unit and _grew(f) > 0
+            and (internals or not (interpreter_internal(f.get("fn", ""), f.get("where", ""))
+                                   or _HARNESS.search(f.get("where", ""))))]
+    return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
 def _signed(metric_unit: str, v) -> str:
@@ -182,10 +231,10 @@ def function_lines(attribution: dict, top: int = TOP_FUNCTIONS, internals: bool 
         if not shown:
             continue
         bound = {"head only": "≥ ", "base only": "≤ "}
-        lines = [f"{bound.get(f.get('presence'), '')}{_signed(unit, f['delta_incl'])}  {f['fn']} ({f['where']})"
+        lines = [f"{bound.get(f.get('presence'), '')}{_signed(unit, _grew(f))}  {f['fn']} ({f['where']})"
                  for f in shown]
-        out.append((f"functions by {UNIT_WORDS[unit][1]}" + ("" if internals else ", your and the framework's code"),
-                    lines))
+        out.append((f"functions whose own {UNIT_WORDS[unit][0]} grew most"
+                    + ("" if internals else ", your and the framework's code"), lines))
     return out
 
 
@@ -216,7 +265,10 @@ def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = F
         return lines
     phases = phase_lines(a)
     if phases:
-        lines.append("  largest phase changes (paired medians):")
+        n = max((p.get("n") or 0 for p in a.get("phases") or []), default=0)
+        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.get("paired") else
+               f"medians, {n} sample{'s' if n != 1 else ''} a side")
+        lines.append(f"  largest phase changes ({how}):")
         for text in phases:
             lines += wrapped(text, width, "    ")
     for title, found in function_lines(a, internals=internals)[:1]:
@@ -226,6 +278,6 @@ def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = F
     return lines
 
 
-__all__ = ["ROW_HEADER", "VerdictRow", "case_lines", "verdict_table", "context_text", "figure_cells", "function_lines",
+__all__ = ["DECISIONS", "ROW_HEADER", "VerdictRow", "gate_page", "revision_label", "case_lines", "verdict_table", "context_text", "figure_cells", "function_lines",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
            "verdict_rows", "wrapped"]

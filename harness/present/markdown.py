@@ -123,6 +123,18 @@ GATE_MARKER = "<!-- ttfg-perf-gate -->"
 VISIBLE_ROWS = 8
 
 
+def where_it_went(a) -> str:
+    """One visible line for a regressed case: its largest phase change and the functions of the user's and the
+    framework's code whose own cost grew most (the full attribution is in the details)."""
+    from .gate_views import function_lines, phase_lines
+
+    data = a.to_json()
+    parts = phase_lines(data, top=1)
+    for title, found in function_lines(data, top=3)[:1]:
+        parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
+    return f"**Where it went**, `{a.case}`: " + _cell("; ".join(parts) or "no phase or function data")
+
+
 def gate_footer(outcome) -> str:
     """One line on the gate that actually ran: its tiers (and whether instructions were counted), the guarded
     timings and their level, the pairs and time it took, the revisions."""
@@ -142,11 +154,12 @@ def gate_footer(outcome) -> str:
     guard = list(getattr(s, "guard", None) or [s.metric])
     labels = ", ".join(metrics.get(g).brief for g in guard)
     level = f"alpha {s.alpha:g}" + (f" over all {len(guard)} (Bonferroni)" if len(guard) > 1 else "")
+    timed = (f"the time tier guarded {labels} at {level}, minimum effect {fmt.percent(s.min_effect)}" if "time" in order
+             else "the counts decided every case, so no timing was tested (one pair was taken for the counters)")
     pairs = sum(c.attempted for c in outcome.cases)
-    return (f"Gate that ran: {' → '.join(names) or 'no tier'}; guarded {labels} at {level}, minimum effect "
-            f"{fmt.percent(s.min_effect)}; {len(outcome.cases)} case(s), {pairs} pair(s), "
-            f"{fmt.seconds(outcome.elapsed_s)} (time budget {fmt.seconds(s.budget_s)}); base {outcome.base.short}, "
-            f"head {outcome.head.short}.")
+    return (f"Gate that ran: {' → '.join(names) or 'no tier'}; {timed}; {len(outcome.cases)} case(s), {pairs} "
+            f"pair(s) of processes, {fmt.seconds(outcome.elapsed_s)} (time budget {fmt.seconds(s.budget_s)}); "
+            f"base {outcome.base.short}, head {outcome.head.short}.")
 
 
 def gate_markdown(outcome, check=None, attributions=None, noise: str | None = None,
@@ -174,14 +187,14 @@ def gate_markdown(outcome, check=None, attributions=None, noise: str | None = No
         details folded away, and a footer on the gate that ran: at most 15 visible lines
         on a failure with up to a few regressed cases.
     """
-    from .attribution_views import attribution_markdown, headline
-    from .gate_views import verdict_rows
+    from .attribution_views import attribution_markdown
+    from .gate_views import DECISIONS, revision_label, verdict_rows
     from .verdicts import passing_means
 
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
-    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
+    decision = DECISIONS[code]
     s = outcome.settings
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
@@ -204,12 +217,12 @@ def gate_markdown(outcome, check=None, attributions=None, noise: str | None = No
         attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
     for a in [a for a in attributions if a.case in regressed][:3]:
-        lines.append(f"**Where it went**: {_cell(headline(a))}")
+        lines.append(where_it_went(a))
     if check is not None and check.failures():
         lines.append(f"**{len(check.failures())} expectation(s) violated** (details below).")
     lines += ["", "<details><summary>Details: each case's numbers and tiers, where changes went, noise</summary>",
-              "", f"base `{outcome.base.name}` ({outcome.base.short}) vs head `{outcome.head.name}` "
-              f"({outcome.head.short}); gated metric `{s.metric}`, paired and interleaved.", ""]
+              "", f"base {revision_label(outcome.base)} vs head {revision_label(outcome.head)}; gated metric "
+              f"`{s.metric}`, paired and interleaved.", ""]
     lines += _table(["case", *header[1:], "base and head are", "pairs", "wall", "stopped"],
                     [[*cells(r), r.statistic or fmt.MISSING, f"{c.pairs}/{c.attempted}", fmt.seconds(c.wall_s),
                       c.stop] for r, c in zip(rows, outcome.cases)]) + [""]

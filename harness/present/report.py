@@ -383,6 +383,14 @@ def attribution_section(runs: list) -> dict:
             "head": f"{head.gate.rev} ({head.gate.commit[:10]})", "paired": any(a.paired for a in found)}
 
 
+def gate_section(runs: list) -> dict | None:
+    """The newest gate's verdict table (``gate_views.gate_page``), when the results include its base and head."""
+    from .gate_views import gate_page
+
+    pair = gate_pair(runs)
+    return gate_page(pair[1].path) if pair is not None else None
+
+
 def effect_reading(row: study_views.EffectRow) -> str:
     """What the interval says, in words: faster, slower, or no clear difference."""
     if row.ratio is None or row.ci_low is None or row.ci_high is None:
@@ -561,6 +569,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
         "attribution": attribution_section(prepared.runs),
+        "gate": gate_section(prepared.runs),
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),

@@ -409,11 +409,11 @@ def compare_table(cmp) -> Table:
 
 def gate_table(outcome) -> Table:
     """Per case: the verdict, the tier and metric that decided it, and that metric's base, head, ratio and interval."""
-    from .gate_views import verdict_rows, verdict_table
+    from .gate_views import revision_label, verdict_rows, verdict_table
 
     rows = verdict_rows([c.to_json() for c in outcome.cases])
-    return verdict_table(rows, f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
-                               f"({outcome.head.short})")
+    return verdict_table(rows, f"gate verdicts, base {revision_label(outcome.base)} vs head "
+                               f"{revision_label(outcome.head)}")
 
 
 def gate_detail_table(outcome) -> Table:
