@@ -278,7 +278,7 @@ def test_the_summary_and_table_name_the_tier(gate_with):
 
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))
     text = gate_markdown(outcome)
-    assert "| decided by |" in text and "| instructions: instructions |" in text
+    assert "| decided by |" in text and "| instructions: first gradient |" in text
     assert "decided by the instructions tier on instructions" in text
     assert "structural tier: unchanged" in text
     con = Console(width=200, record=True)

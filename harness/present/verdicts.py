@@ -59,9 +59,9 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
 
     guard = list(guard or [metric])
     detect = [d for d in detectable if _finite(d)]
-    inconclusive = (f"; an inconclusive case only rules out slowdowns it could detect (here down to "
+    inconclusive = (f", and an inconclusive case only rules out slowdowns it could detect (here down to "
                     f"{fmt.percent(min(detect))} at best)" if detect else
-                    "; an inconclusive case only rules out slowdowns as large as it states it could detect")
+                    ", and an inconclusive case only rules out slowdowns as large as it states it could detect")
     checked = f", head's counters stayed within {expectations}" if expectations else ""
     timings = (f"no case's {label(guard[0])}" if len(guard) == 1 else
                f"no guarded timing ({', '.join(label(g) for g in guard)})")
@@ -69,11 +69,10 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
     counts = [t for t in (tiers or ()) if t in ("structural", "instructions")]
     grew = (", no structural counter grew" if counts == ["structural"] else
             ", no instruction or allocation count grew beyond its margin" if counts == ["instructions"] else
-            ", no structural counter and no instruction or allocation count grew beyond its margin" if counts else "")
-    return (f"Passing means: {timings} got slower by {fmt.percent(min_effect)} or more with significance at {over} "
-            f"(paired base/head processes, sequential test){grew}, no head failed significantly more often than its "
-            f"base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown by two "
-            f"one-sided tests to lie inside that band{inconclusive}.")
+            ", no structural counter, instruction or allocation count grew beyond its margin" if counts else "")
+    return (f"Passing means: {timings} was shown {fmt.percent(min_effect)} or more slower at {over} (paired "
+            f"processes){grew}, no head failed significantly more often than its base{checked}; 'unchanged (within "
+            f"±{fmt.percent(min_effect)})' was shown by two one-sided tests{inconclusive}.")
 
 
 def passing_means(outcome, check=None) -> str:
