@@ -68,13 +68,20 @@ round-robin, until --budget runs out or --max-pairs is reached. A case still
 undecided when the budget ends gets one final look at the level the test reserved for
 it, and is reported inconclusive if that does not decide either.
 
+Every phase a cold start pays is guarded (--guard, default first_grad_s,
+process_ttfg_s, import_s, build_s): each gets its own paired sequential test, at
+--alpha divided among them (Bonferroni), so a 38x slower build fails the gate like a
+slower first gradient; every verdict names the metric that decided it.
+
 Tiers (--tiers, default structural,instructions,time): a case is settled by the
 first tier that can: (a) structural counters of one timing pair, exactly (a counter
-that grew is a regression); (b) instructions of the first-gradient window (callgrind)
-and allocation counts (memray), base and head at once, within margins derived from
-their measured repeatability; (c) wall time as above, spending the budget only on
-the cases (a) and (b) left. Every verdict names its tier. Without valgrind the
-instructions tier says so once and wall time decides.
+that grew is a regression); (b) instructions of the build and of the first-gradient
+window (callgrind) and allocation counts (memray), base and head at once, within
+margins derived from their measured repeatability; (c) wall time as above, spending
+the budget only on the cases (a) and (b) left. When (b) settles a case, the timings
+no count covers (the import, the whole process) are still screened by (c) for gross
+regressions, in one look at --min-pairs pairs. Without valgrind the instructions
+tier says so once and wall time decides.
 
 Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests
 put the ratio inside ±--min-effect; "inconclusive (could detect ≥ X %)" with the
@@ -190,6 +197,24 @@ def _progress_line(event) -> str:
             + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
+def _guard(text: str) -> tuple[str, ...]:
+    """``--guard``: timings, comma-separated; an unknown name is refused by argparse (exit 2), naming the known."""
+    from ..errors import UsageError
+
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("expected timings such as first_grad_s,build_s")
+    for name in names:
+        try:
+            info = metrics.get(name)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if info.deterministic or info.sample != "timing":
+            raise argparse.ArgumentTypeError(f"{name} is not a timing of the probe (counters are compared by the "
+                                             "structural and instructions tiers)")
+    return names
+
+
 def _tiers(text: str) -> tuple[str, ...]:
     """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when unknown."""
     from ..decide.tiers import parse_tiers
@@ -262,7 +287,7 @@ def cmd_gate(args) -> int:
                             max_failures=args.max_failures, allocations=args.allocations,
                             alloc_repeat=args.alloc_repeat, profiles=args.profiles,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
-                            tiers=args.tiers, count_repeat=args.count_repeat)
+                            tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
@@ -477,7 +502,11 @@ def add_gate_commands(sub) -> None:
             action.help = "backend name (default: jax.jit)"
     p.add_argument("--budget", default="10m", metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
-    p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
+    p.add_argument("--metric", default="first_grad_s",
+                   help="the timing shown in progress lines and the noise floor, always guarded (default: first_grad_s)")
+    p.add_argument("--guard", type=_guard, default=None, metavar="LIST",
+                   help="the timings the time tier guards, comma-separated, alpha divided among them (default: "
+                        "first_grad_s,process_ttfg_s,import_s,build_s, with --metric in first_grad_s's place)")
     p.add_argument("--min-effect", type=options.min_effect, default=None, metavar="FRACTION",
                    help="minimum relative effect, 0.05 or 5%% (default: the metric's, 0.05 for timings); the gate "
                         "warns before it starts when its budget cannot detect it here")

@@ -14,6 +14,20 @@ that keeps the overall false-alarm rate at ``alpha``, so the gate stops as soon 
 case is decided and spends the rest of the budget on the cases still inconclusive
 (cases are sampled round-robin, one pair each per round).
 
+Why every phase a cold start pays: a user waits for the import, the build and the first
+gradient, and a process pays them all (``process_ttfg_s``). A gate that decided on the
+first gradient alone passed a build made 38 times slower (0.82 ms -> 30.9 ms, issue 24).
+So each timing of ``GateSettings.guard`` (the registry's ``Metric.guarded``: first
+gradient, process TTFG, import, build) gets its own sequential test, each at
+``alpha / k`` (Bonferroni: the chance that any of the k tests raises a false alarm stays at
+most ``alpha``; it is Holm's first step, and Holm's later steps would only tell which
+further timings regressed once one already has). A case regresses when any guarded
+timing does, and its verdict names that timing; it is unchanged only when every one is;
+else inconclusive, quoting the guard that could see least. When the count tier settled
+a case (its counts cover the build and the first gradient), the timings no count covers
+(``Metric.counted_by``: the import and the whole process) are screened by one look at
+``min_pairs`` pairs, which catches gross regressions at the cost of a few pairs.
+
 Why a final look at the budget: the test reserves most of ``alpha``,
 ``(1 - interim_share) * alpha``, for its last look at ``max_pairs``. When the time
 budget runs out first, that last look has not happened and its level is unspent, so

@@ -151,7 +151,11 @@ def _has_instructions(a: Attribution) -> bool:
 
 
 def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title, title_justify="left")
+    """A table in the one style every terminal table has (``tables.fitted``'s: a rule under the header)."""
+    from rich import box
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
     for i, col in enumerate(header):
         names = col in ("function", "file:line", "phase", "counter")  # long identifiers fold, never cut
         table.add_column(col, justify="left" if i == 0 or col in ("file:line", "verdict") else "right",

@@ -255,9 +255,12 @@ def wrapped(text: str, width: int, indent: str = "") -> list[str]:
 def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = False) -> list[str]:
     """The ten-second view of one case that did not pass unchanged: verdict and numbers, context, and for a
     regression the top phase changes and functions."""
-    lines = wrapped(f"{row.label}: {row.case}: {row.metric} {row.base} -> {row.head}, {row.ratio}"
-                    + (f" {row.interval}" if row.interval != fmt.MISSING else "")
-                    + f" ({row.tier} tier, {row.statistic or 'no numbers'})", width)
+    if row.statistic:
+        lines = wrapped(f"{row.label}: {row.case}: {row.metric} {row.base} -> {row.head}, {row.ratio}"
+                        + (f" {row.interval}" if row.interval != fmt.MISSING else "")
+                        + f" ({row.tier} tier, {row.statistic})", width)
+    else:  # decided by failures, or nothing measured: the reason is the finding
+        lines = wrapped(f"{row.label}: {row.case}: {row.reason}", width)
     for text in row.context:
         lines += wrapped(f"context, not decided on: {text}", width, "  ")
     a = case.get("attribution")

@@ -46,45 +46,55 @@ def _noise_headline(shard: dict, metric: str) -> str:
 
 
 def merged_gate_markdown(merged: dict) -> str:
-    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``."""
+    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
+
+    Like ``markdown.gate_markdown``: the verdict table first (each case's deciding numbers, from
+    ``gate_views.verdict_rows``, and its shard), one sentence on passing, the shards that are missing or
+    failed, and the rest folded into details.
+    """
+    from .gate_views import DECISIONS, verdict_rows
     from .markdown import GATE_MARKER
-    from .verdicts import passing_sentence, verdict_label_of
 
     code = merged["exit_code"]
-    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
+    decision = DECISIONS[code]
     settings = merged.get("settings") or {}
     metric = settings.get("metric", "first_grad_s")
     base, head = merged.get("base") or {}, merged.get("head") or {}
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
-    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
-             f"base `{base.get('rev', '?')}` ({(base.get('commit') or '?')[:8]}) vs head `{head.get('rev', '?')}` "
-             f"({(head.get('commit') or '?')[:8]}); metric `{metric}`, minimum effect {fmt.percent(settings.get('min_effect'))},"
-             f" alpha {settings.get('alpha', '?')}, each case paired and interleaved on its shard's runner", ""]
+    cases = merged["cases"]
+    rows = verdict_rows(cases)
+    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
+    lines += _table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
+                    [[f"`{r.case}`", c["shard"], _verdict(r.word, r.label), r.decided_by, r.base, r.head, r.ratio,
+                      r.interval] for r, c in zip(rows, cases)]) + [""]
     if merged.get("passing_means"):
         lines += [f"_{merged['passing_means']}_", ""]
     problems = [s for s in shards if s["status"] in ("missing", "failed")]
     if problems:
         lines += [f"- **shard {s['shard']} {s['status']}**: {s['detail']}" for s in problems] + [""]
-    rows = []
-    for c in merged["cases"]:
-        v = c["verdict"]
-        rows.append([c["case"], c["shard"], fmt.metric_value(metric, c["base"].get("median")),
-                     fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
-                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], verdict_label_of(v)),
-                     c.get("tier", "time"), str(c["pairs"]), fmt.seconds(c.get("wall_s")), c["stop"]])
-    lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
-                     "stopped"], rows) + [""]
-    lines += [f"- `{c['case']}` (decided by the {c.get('tier', 'time')} tier): {c['verdict'].get('reason', '')}"
-              for c in merged["cases"]]
-    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in merged["cases"] if c.get("attribution")]
+    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
+    if failed_expectations:
+        lines += [f"**{len(failed_expectations)} expectation(s) violated** (details below).", ""]
+    lines += ["<details><summary>Details: each case's tiers and reasons, shards, noise</summary>", "",
+              f"base `{base.get('rev', '?')}` ({(base.get('commit') or '?')[:10]}) vs head `{head.get('rev', '?')}` "
+              f"({(head.get('commit') or '?')[:10]}); gated metric `{metric}`, minimum effect "
+              f"{fmt.percent(settings.get('min_effect'))}, alpha {settings.get('alpha', '?')}, each case paired and "
+              "interleaved on its shard's runner", ""]
+    lines += _table(["case", "base and head are", "pairs", "wall", "stopped"],
+                    [[f"`{r.case}`", r.statistic or fmt.MISSING, str(c["pairs"]), fmt.seconds(c.get("wall_s")),
+                      c["stop"]] for r, c in zip(rows, cases)]) + [""]
+    for r, c in zip(rows, cases):
+        lines.append(f"- `{r.case}` (decided by the {r.tier} tier on {r.metric}): {r.reason}")
+        lines += [f"  - context, not decided on: {text}" for text in r.context]
+    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in cases if c.get("attribution")]
     lines += [f"- **Where it went**: {text or case} (tables: `ttfg explain` on the merged gate folder)"
               for case, text in where]
     lines += [f"- skipped `{s['case']}`: {s['reason']}" for s in merged.get("skipped", [])]
-    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
     if failed_expectations:
         lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
         lines += [f"- `{f['case']}` {f['metric']}: {f['status']}" for f in failed_expectations]
-    lines += [f"> {note}" for note in merged.get("notes", [])]
+    lines += [""] + [f"> {note}" for note in merged.get("notes", [])]
     lines += [f"> shard {s['shard']}: {_noise_headline(s, metric)}" for s in present if s["status"] == "ok"]
+    lines += ["", "</details>"]
     return "\n".join(lines).rstrip() + "\n"
