@@ -271,6 +271,26 @@ def environments_differ(sides: Mapping[str, Side]) -> bool:
     return len(envs) == 2 and bool(envs[0].differs_from(envs[1]))
 
 
+def check_imports(side: Side, cases: list["Case"]) -> None:
+    """Refuse a side in a built environment that would import a framework from outside that environment.
+
+    Raises
+    ------
+    SameCode
+        Naming the module, the file and the environment.
+    """
+    if not side.built_env or side.env.path is None or side.whence is None:
+        return
+    _, frameworks, _ = _modules_of(cases)
+    for module in frameworks:
+        origin = side.whence.modules.get(module)
+        if origin and origin.startswith("cannot import"):
+            raise InstallError(f"environment {side.env.name}: {module}: {origin}")
+        if origin and not _inside(origin, side.env.path):
+            raise SameCode(f"{side.role} runs in environment {side.env.name} but would import {module} from "
+                           f"{origin}, outside it: the environment would not be what is measured")
+
+
 def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
     """Refuse, before any sample, a comparison whose sides would measure the same thing.
 
@@ -301,12 +321,7 @@ def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
             raise SameCode(f"{side.role} ({side.revision.short}) would import {module} from {origin}, not from its "
                            f"own install of the revision ({side.installed.root}); something on the path shadows it "
                            "(a .pth file or PYTHONPATH), so the gate would not measure that revision")
-        if side.built_env and side.env.path is not None:
-            for module in frameworks:
-                origin = side.whence.modules.get(module)
-                if origin and not _inside(origin, side.env.path):
-                    raise SameCode(f"{side.role} runs in environment {side.env.name} but would import {module} from "
-                                   f"{origin}, outside it: the environment would not be what is measured")
+        check_imports(side, cases)
     if environments_differ(sides):
         return  # the packages differ: that is what this comparison measures
     project = next(iter(sides.values())).installed.project
@@ -328,5 +343,6 @@ def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
                            "the comparison would measure the same files twice")
 
 
-__all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "build_environments", "plan_environments", "check_distinct", "environments_differ", "locate",
+__all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "build_environments", "plan_environments", "check_distinct",
+           "check_imports", "environments_differ", "locate",
            "measured_files", "prepared"]
