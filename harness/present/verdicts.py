@@ -21,10 +21,14 @@ def verdict_label(v) -> str:
 
     * ``unchanged (within ±5 %)``: two one-sided tests showed equivalence;
     * ``unchanged (+2.1 %, under the 5 % minimum)``: a significant change below the minimum effect;
-    * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged.
+    * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged;
+    * ``unchanged (+0.1 %, margin ±1.32 %)``: a count of a gate tier within its margin.
     """
     word = v.verdict
     margin = getattr(v, "margin", math.nan)
+    if str(getattr(v, "method", "")).startswith("tier ") and word == "unchanged" and _finite(margin) \
+            and _finite(v.ratio):  # a count within its tier margin
+        return f"unchanged ({fmt.change(v.ratio - 1)}, margin ±{fmt.percent(margin)})"
     if word == "unchanged" and _finite(margin):
         if getattr(v, "equivalent", False):
             return f"unchanged (within ±{fmt.percent(margin)})"
