@@ -100,7 +100,8 @@ def test_a_real_window_count_of_autograd():
     # autograd does not split its first gradient; its build is counted in a dump of its own, not in the total
     assert list(sample.instructions_phases) == ["build"] and 0 < sample.instructions_phases["build"]
     assert 0 < len(sample.instructions_top) <= instructions.TOP_FUNCTIONS
-    assert sample.instructions_top[0]["incl"] <= sample.instructions + sample.instructions_phases["build"]
+    # Frames that span the build's dump (the probe's own) carry call costs across it: 0.16 % over was seen.
+    assert sample.instructions_top[0]["incl"] <= 1.01 * (sample.instructions + sample.instructions_phases["build"])
     assert "child processes" in sample.instructions_note
     assert sample_problem(sample.to_json()) is None
 
