@@ -317,3 +317,52 @@ def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
     (case,) = outcome.cases
     assert case.verdict.verdict == "regressed" and outcome.exit_code() == 1
     assert case.attribution.functions == [] and case.failed == {"base": 0, "head": 0}
+
+
+# --------------------------------------------------------------------------- every phase a cold start pays
+
+
+def built_in(build_s: float, first: float = 1.0, shift: int = 0):
+    """Samples whose build takes ``build_s`` (with 10 % noise) and whose first gradient does not change."""
+    def answer(i: int) -> Sample:
+        s = good(i, noisy(first, shift=shift)(i))
+        s.build_s = noisy(build_s, 0.1, shift=shift)(i)
+        return s
+
+    return answer
+
+
+def test_a_build_38_times_slower_fails_the_gate_and_is_named(gate_with):
+    """The experiment of issue 24: 0.8 ms -> 30.9 ms of build, the first gradient unchanged."""
+    outcome, _ = gate_with(built_in(0.0008), built_in(0.0309, shift=3), profiles=0)
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed" and outcome.exit_code() == 1
+    assert case.metric == "build_s" and case.tier == "time" and case.verdict.reason.startswith("build: ")
+    assert case.figure.ratio == pytest.approx(38.6, rel=0.1)
+    assert case.figure.head / case.figure.base == pytest.approx(case.figure.ratio)  # its own ratio, nothing else's
+    assert [g.metric for g in case.guards] == ["first_grad_s", "process_ttfg_s", "import_s", "build_s"]
+    assert {g.metric: g.verdict.verdict for g in case.guards}["build_s"] == "regressed"
+    data = outcome.to_json()["cases"][0]
+    assert data["metric"] == "build_s" and data["figure"]["tier"] == "time" and len(data["guards"]) == 4
+
+
+def test_the_guarded_timings_share_one_alpha(gate_with):
+    """Bonferroni over the guard: each timing's test runs at alpha / 4, so the case's false-alarm rate stays
+    at most alpha; a guard of one timing is the old gate, at the whole alpha."""
+    settings = GateSettings()
+    assert settings.guard == gate.GUARDED and settings.guard_alpha == pytest.approx(0.01 / 4)
+    assert GateSettings(metric="first_grad_cpu_s").guard == ("first_grad_cpu_s", "process_ttfg_s", "import_s",
+                                                               "build_s")
+    assert GateSettings(guard=("first_grad_s",)).guard_alpha == 0.01
+    assert GateSettings(guard=("build_s",)).guard == ("first_grad_s", "build_s")  # the gated metric is always in
+    outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    tests = gate._new_tests(GateSettings(), gate.GUARDED)
+    assert {t.alpha for t in tests.values()} == {0.0025}
+    assert outcome.cases[0].verdict.verdict == "unchanged" and len(outcome.cases[0].guards) == 4
+
+
+def test_a_guard_that_is_not_a_timing_is_refused():
+    from ttfg.errors import UsageError
+
+    with pytest.raises(UsageError, match="--guard alloc_count is not a timing"):
+        GateSettings(guard=("alloc_count",))

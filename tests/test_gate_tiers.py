@@ -27,16 +27,18 @@ MODEL = "resnet15:blocks=2"
 STARTED = "2026-12-03T00:00:00+00:00"
 
 
-def timing(index: int, seconds: float, counters: dict) -> Sample:
-    return Sample(kind="timing", ok=True, index=index, started_at=STARTED, process_wall_s=1.0, import_s=0.5,
+def timing(index: int, seconds: float, counters: dict, import_s: float = 0.5) -> Sample:
+    return Sample(kind="timing", ok=True, index=index, started_at=STARTED, process_wall_s=1.0, import_s=import_s,
                   build_s=0.01, first_grad_s=seconds, second_grad_s=0.001, execute_s=seconds, process_ttfg_s=1.0,
                   cpu_s=1.0, peak_rss_bytes=10**8, compile_share=0.0, loss=1.0, counters=dict(counters))
 
 
-def count(kind: str, index: int, value: int | str, phases: dict | None = None) -> Sample:
+def count(kind: str, index: int, value: int | str, phases: dict | None = None, build: int | None = None) -> Sample:
+    """A count sample; an instruction sample counts the build apart (phase ``build``) when ``build`` is given."""
     if isinstance(value, str):
         return Sample(kind=kind, ok=False, index=index, started_at=STARTED, error=value, process_wall_s=1.0)
     if kind == "instructions":
+        phases = {**({"build": build} if build is not None else {}), **(phases or {})} or None
         return Sample(kind=kind, ok=True, index=index, started_at=STARTED, process_wall_s=30.0, instructions=value,
                       instructions_tool="callgrind", instructions_scope="first-gradient window",
                       instructions_phases=phases, instructions_note=counting.NOT_COUNTED,
@@ -49,9 +51,11 @@ def count(kind: str, index: int, value: int | str, phases: dict | None = None) -
 class Side_:
     """One side's script: a timing level, counters, an instruction and an allocation count."""
 
-    def __init__(self, seconds=1.0, counters=None, instructions=10_000_000, allocs=5_000, spread=0.02, phases=None):
+    def __init__(self, seconds=1.0, counters=None, instructions=10_000_000, allocs=5_000, spread=0.02, phases=None,
+                 build=5_000_000, import_s=0.5):
         self.seconds, self.counters, self.phases = seconds, counters or {"autograd_nodes": 100}, phases
-        self.instructions, self.allocs, self.spread = instructions, allocs, spread
+        self.instructions, self.allocs, self.spread, self.build = instructions, allocs, spread, build
+        self.import_s = import_s
 
     def timing(self, i: int) -> float:
         pattern = (0.0, 1.0, -1.0, 0.5, -0.5, 0.8, -0.8, 0.2)
@@ -81,8 +85,9 @@ class FakeSampler:
             self.now += self.wall_s
         if kind == "timing":
             shift = 3 if role == "head" else 0
-            return timing(index, script.timing(index + shift), script.counters)
-        return count(kind, index, script.instructions if kind == "instructions" else script.allocs, script.phases)
+            return timing(index, script.timing(index + shift), script.counters, script.import_s)
+        return count(kind, index, script.instructions if kind == "instructions" else script.allocs, script.phases,
+                     script.build)
 
 
 @pytest.fixture
@@ -122,14 +127,49 @@ def test_a_grown_structural_counter_settles_the_case_with_one_pair(gate_with):
     assert case.to_json()["tier"] == "structural" and case.to_json()["tiers"][0]["settled"] is True
 
 
-def test_counts_within_their_margins_settle_unchanged_without_wall_time(gate_with):
+def test_counts_within_their_margins_settle_unchanged_and_time_screens_only_what_they_miss(gate_with):
+    """Build and first gradient are counted; the import and the whole process are not, so the time
+    tier screens those two for gross regressions, in one look at --min-pairs pairs (the structural
+    pair is the first), and the case stays the instructions tier's."""
     outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_050_000, allocs=5_010))  # +0.5 %, +0.2 %
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
-    assert kinds(fake) == {"timing": 2, "instructions": 2, "allocations": 2}
-    assert [t.tier for t in case.trail] == ["structural", "instructions"]
+    assert kinds(fake) == {"timing": 10, "instructions": 2, "allocations": 2}
+    assert [t.tier for t in case.trail] == ["structural", "instructions", "time"]
     assert case.trail[0].verdict == "unchanged" and not case.trail[0].settled
+    screen = case.trail[2]
+    assert not screen.settled and "import" in screen.reason and "process TTFG" in screen.reason
+    assert "build" not in screen.reason and [g.metric for g in case.guards] == ["process_ttfg_s", "import_s"]
+    assert case.metric == "instructions" and case.figure.ratio == pytest.approx(1.005)
+    assert case.figure.base == 10_000_000 and case.figure.head == 10_050_000
+    assert [f.metric for f in case.context] == ["first_grad_s"] and case.context[0].tier == "time"
     assert outcome.exit_code() == 0
+
+
+def test_a_build_that_grew_is_settled_by_its_instructions_and_named(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(build=190_000_000))  # the build 38 times its instructions
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed" and outcome.exit_code() == 1
+    assert case.metric == "instructions_build" and case.figure.ratio == pytest.approx(38)
+    assert case.verdict.reason.startswith("beyond the margin: build instructions +")
+    assert kinds(fake)["timing"] == 2  # a regression settles: no screen
+
+
+def test_the_screen_catches_an_import_that_doubled(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(import_s=1.0))
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed" and case.tier == "time" and case.metric == "import_s"
+    assert case.verdict.reason.startswith("import: ") and case.figure.ratio == pytest.approx(2.0)
+    assert [f.metric for f in case.context] == ["instructions"]  # what the counts said, as context
+
+
+def test_a_base_without_build_counts_leaves_the_build_to_wall_time(gate_with):
+    """A base measured by an older probe (no build dump): the build is not covered, so it is screened."""
+    outcome, _, _ = gate_with(Side_(build=None), Side_(), max_pairs=20)
+    (case,) = outcome.cases
+    assert case.tier == "time" and not case.trail[1].settled
+    assert "instructions_build: measured on one side only" in case.trail[1].reason
+    assert [g.metric for g in case.guards] == ["first_grad_s", "process_ttfg_s", "import_s", "build_s"]
 
 
 def test_two_percent_more_instructions_is_a_regression(gate_with):
@@ -191,7 +231,7 @@ def test_the_budget_goes_to_the_cases_the_counts_left(gate_with):
                                  max_pairs=60)
     settled = [c for c in outcome.cases if c.tier == "instructions"]
     timed = [c for c in outcome.cases if c.tier == "time"]
-    assert len(settled) == len(timed) == 1 and settled[0].attempted == 1 and timed[0].attempted > 1
+    assert len(settled) == len(timed) == 1 and settled[0].attempted == 5 and timed[0].attempted > 5
     pairs = [case for case, role, kind in fake.calls if kind == "timing" and role == "base"]
     assert pairs.count(timed[0].case) == timed[0].attempted
     assert timed[0].stop == gate.BUDGET
@@ -223,11 +263,11 @@ def test_files_hold_every_tier_sample_and_validate(gate_with, tmp_path):
     outcome, _, _ = gate_with(Side_(), Side_())
     for role in ("base", "head"):
         res = record.load(outcome.files[role])
-        kinds_in_file = sorted(s.kind for s in res.cases[0].samples)
+        kinds_in_file = sorted({s.kind for s in res.cases[0].samples})
         assert kinds_in_file == ["allocations", "instructions", "timing"]
     data = json.loads(json.dumps(outcome.to_json()))
     assert data["cases"][0]["tier"] == "instructions"
-    assert [t["tier"] for t in data["cases"][0]["tiers"]] == ["structural", "instructions"]
+    assert [t["tier"] for t in data["cases"][0]["tiers"]] == ["structural", "instructions", "time"]
 
 
 def test_the_summary_and_table_name_the_tier(gate_with):
@@ -238,7 +278,8 @@ def test_the_summary_and_table_name_the_tier(gate_with):
 
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))
     text = gate_markdown(outcome)
-    assert "decided by" in text and "(decided by the instructions tier)" in text
+    assert "| decided by |" in text and "| instructions: first gradient |" in text
+    assert "decided by the instructions tier on instructions" in text
     assert "structural tier: unchanged" in text
     con = Console(width=200, record=True)
     con.print(gate_table(outcome))
@@ -261,7 +302,7 @@ def test_parse_tiers_refuses_unknown_names(text):
 def test_tier_margins_come_from_the_registry():
     from ttfg import metrics
 
-    assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions", "instructions_trace",
+    assert tiers.tier_metrics("instructions") == ("alloc_count", "instructions", "instructions_build", "instructions_trace",
                                                   "instructions_lower", "instructions_compile", "instructions_execute")
     for name in tiers.tier_metrics("instructions"):
         info = metrics.get(name)
@@ -326,3 +367,4 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     assert step.verdict == "unchanged" and step.settled  # instructions agree; the allocations are set aside
     assert "alloc_count: not repeatable for this backend" in step.reason
     assert any(e["metric"] == "alloc_count" for e in step.evidence)
+

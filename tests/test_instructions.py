@@ -94,11 +94,14 @@ def test_a_real_window_count_of_autograd():
     (case,), _ = select(["resnet15:blocks=2"], ["autograd"], None)
     sample = run_sample(case, "instructions", "cold", 0, RunSettings(repeat=1, timeout_s=300))
     assert sample.ok, f"{sample.error}\n{sample.stderr_tail}"
-    assert sample.instructions_tool == "callgrind" and sample.instructions_scope == "first-gradient window"
+    assert sample.instructions_tool == "callgrind"
+    assert sample.instructions_scope == "first-gradient window; the build counted apart"
     assert 1_000_000 < sample.instructions < 2_000_000_000
-    assert sample.instructions_phases is None  # autograd does not split its first gradient
+    # autograd does not split its first gradient; its build is counted in a dump of its own, not in the total
+    assert list(sample.instructions_phases) == ["build"] and 0 < sample.instructions_phases["build"]
     assert 0 < len(sample.instructions_top) <= instructions.TOP_FUNCTIONS
-    assert sample.instructions_top[0]["incl"] <= sample.instructions
+    # Frames that span the build's dump (the probe's own) carry call costs across it: 0.16 % over was seen.
+    assert sample.instructions_top[0]["incl"] <= 1.01 * (sample.instructions + sample.instructions_phases["build"])
     assert "child processes" in sample.instructions_note
     assert sample_problem(sample.to_json()) is None
 

@@ -198,8 +198,8 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     """A stored calibration of a noisy machine: the warning comes before the first pair, with the budget needed."""
     import contextlib
 
+    from ttfg.app import gate as gate_module
     from ttfg.cli import main
-    from ttfg.app import gate as use_case
     from ttfg.measure import sides
     from ttfg.measure.worktrees import Revision
 
@@ -216,16 +216,18 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
         started.append(capsys.readouterr())
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(use_case, "prepared", no_worktrees)
-    monkeypatch.setattr(use_case, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
-                                                             Revision("HEAD", "b" * 40, "head")))
-    monkeypatch.setattr(use_case, "run_gate", run_gate)
+    monkeypatch.setattr(gate_module, "prepared", no_worktrees)
+    monkeypatch.setattr(gate_module, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
+                                                                Revision("HEAD", "b" * 40, "head")))
+    monkeypatch.setattr(gate_module, "run_gate", run_gate)
     code = main(["gate", "--base", "HEAD~1", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
     assert code == 2 and started  # interrupted at once, after the check
     before = " ".join(started[0].out.split())
-    assert "warning: resnet15/jax.jit/params=args,chain=unrolled: at log-ratio SD" in before
+    assert "warning: resnet15/jax.jit/params=args,chain=unrolled: the time tier alone, at log-ratio SD" in before
     assert re.search(r"calibrated \d+ s ago, the upper end of the 95 % interval of SD [\d.]+ from \d+ pairs\), "
-                     r"a 300 s budget buys about \d+ pairs and detects >= ", before)
+                     r"could detect >= \S+ % of first_grad_s in a 300 s budget \(about \d+ pairs\), above "
+                     r"--min-effect 5 %; the structural and instructions tiers before it decide most cases first",
+                     before), before
     assert re.search(r"Detecting 5 % needs about \d+ pairs: --budget \d+m --max-pairs \d+", before)
 
 

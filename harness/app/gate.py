@@ -201,8 +201,8 @@ def _budget_check(request: GateRequest, events: GateEvents):
     s = request.settings
     floor, why_not = noise.stored()
     warnings = noise.budget_warning([c.id for c in request.cases], s.metric, s.min_effect, s.budget_s,
-                                    s.max_pairs, floor, why_not)
-    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s):
+                                    s.max_pairs, floor, why_not, alpha=s.guard_alpha)
+    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s, s.tiers):
         events.warning(line)
     return floor, why_not, warnings
 
@@ -249,18 +249,19 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     appended to is a warning, never a change of the exit code."""
     from ..present import noise as noise_view
     from ..present.attribution_views import headline
-    from ..present.markdown import gate_markdown
+    from ..present.markdown import gate_footer, gate_markdown
     from ..present.untrusted import md
     from ..present.verdicts import passing_means, verdict_label
     from ..results.format import strict_json
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
     report.passing_means = passing_means(outcome, check)
-    report.summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {md(noise_view.headline(floor, metric))}\n"
-    if report.plan is not None and report.plan.unmeasured:
-        report.summary += f"\n> **Not measured:** {report.plan.unmeasured}\n"
+    unmeasured = [f"**Not measured:** {report.plan.unmeasured}"] if report.plan is not None and report.plan.unmeasured \
+        else []
+    report.summary = gate_markdown(outcome, check, noise=md(noise_view.headline(floor, metric)), notes=unmeasured)
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
                 "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
+                "footer": gate_footer(outcome),
                 "environments": _environments(report.plan, outcome),
                 "unmeasured": report.plan.unmeasured if report.plan else None}
     for case, decided in zip(document["cases"], outcome.cases):

@@ -39,7 +39,7 @@ from ..errors import TtfgError
 from ..files import atomic_write_text
 from ..measure import environments
 from ..measure.releases import Release
-from ..measure.runner import RunSettings, run_sample
+from ..measure.runner import run_sample
 from ..measure.sides import Side, check_imports, locate
 from ..measure.sources import self_overlay
 from ..measure.worktrees import Revision

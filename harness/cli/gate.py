@@ -17,7 +17,7 @@ from rich.text import Text
 
 from . import options
 from ..files import atomic_write_text
-from .. import metrics
+from .. import fmt, metrics
 
 
 def _fill(text: str) -> str:
@@ -70,13 +70,20 @@ round-robin, until --budget runs out or --max-pairs is reached. A case still
 undecided when the budget ends gets one final look at the level the test reserved for
 it, and is reported inconclusive if that does not decide either.
 
+Every phase a cold start pays is guarded (--guard, default first_grad_s,
+process_ttfg_s, import_s, build_s): each gets its own paired sequential test, at
+--alpha divided among them (Bonferroni), so a 38x slower build fails the gate like a
+slower first gradient; every verdict names the metric that decided it.
+
 Tiers (--tiers, default structural,instructions,time): a case is settled by the
 first tier that can: (a) structural counters of one timing pair, exactly (a counter
-that grew is a regression); (b) instructions of the first-gradient window (callgrind)
-and allocation counts (memray), base and head at once, within margins derived from
-their measured repeatability; (c) wall time as above, spending the budget only on
-the cases (a) and (b) left. Every verdict names its tier. Without valgrind the
-instructions tier says so once and wall time decides.
+that grew is a regression); (b) instructions of the build and of the first-gradient
+window (callgrind) and allocation counts (memray), base and head at once, within
+margins derived from their measured repeatability; (c) wall time as above, spending
+the budget only on the cases (a) and (b) left. When (b) settles a case, the timings
+no count covers (the import, the whole process) are still screened by (c) for gross
+regressions, in one look at --min-pairs pairs. Without valgrind the instructions
+tier says so once and wall time decides.
 
 Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests
 put the ratio inside ±--min-effect; "inconclusive (could detect ≥ X %)" with the
@@ -193,6 +200,24 @@ def _progress_line(event) -> str:
             + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
+def _guard(text: str) -> tuple[str, ...]:
+    """``--guard``: timings, comma-separated; an unknown name is refused by argparse (exit 2), naming the known."""
+    from ..errors import UsageError
+
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("expected timings such as first_grad_s,build_s")
+    for name in names:
+        try:
+            info = metrics.get(name)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if info.deterministic or info.sample != "timing":
+            raise argparse.ArgumentTypeError(f"{name} is not a timing of the probe (counters are compared by the "
+                                             "structural and instructions tiers)")
+    return names
+
+
 def _tiers(text: str) -> tuple[str, ...]:
     """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when unknown."""
     from ..decide.tiers import parse_tiers
@@ -205,27 +230,40 @@ def _tiers(text: str) -> tuple[str, ...]:
 
 
 class _PrintedEvents:
-    """The gate's events, printed as they come (``app.gate.GateEvents``)."""
+    """The gate's events, printed as they come (``app.gate.GateEvents``): one line each, cut at the
+    terminal's width, unless ``verbose`` (then whole, wrapped). The result repeats what matters."""
 
-    def __init__(self, console):
+    def __init__(self, console, verbose: bool = False):
         self.console = console
+        self.verbose = verbose
+
+    def _line(self, text: str, style: str | None = None) -> None:
+        if self.verbose:
+            self.console.print(text, style=style, highlight=False, markup=False)
+        else:
+            self.console.print(text, style=style, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
 
     def started(self, request, base, head) -> None:
+        from ..present.gate_views import revision_label, wrapped
+
         s = request.settings
-        self.console.print(
-            f"gate: base {base.name} ({base.short} {base.subject[:60]}) vs head {head.name} "
-            f"({head.short} {head.subject[:60]}); {len(request.cases)} case(s), tiers {','.join(s.tiers)}, "
-            f"metric {s.metric}, budget {s.budget_s:.0f} s, up to {s.max_pairs} pairs per case; results -> "
-            f"{request.out_dir}", highlight=False)
+        text = (f"gate: base {revision_label(base)} \"{base.subject[:40]}\" vs head {revision_label(head)} "
+                f"\"{head.subject[:40]}\"; {len(request.cases)} case(s), tiers {', '.join(s.tiers)}, time budget "
+                f"{fmt.seconds(s.budget_s)}; results in {request.out_dir}")
+        for line in wrapped(text, self.console.width):
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def warning(self, text: str) -> None:
-        self.console.print(Text(text, style="yellow"), highlight=False)
+        from ..present.gate_views import wrapped
+
+        for line in wrapped(text, self.console.width):  # a warning is read whole
+            self.console.print(line, style="yellow", highlight=False, markup=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        self._line(text)
 
     def pair(self, event) -> None:
-        self.console.print(_progress_line(event), highlight=False)
+        self._line(_progress_line(event))
 
 
 def cmd_gate(args) -> int:
@@ -253,7 +291,7 @@ def cmd_gate(args) -> int:
                             max_failures=args.max_failures, allocations=args.allocations,
                             alloc_repeat=args.alloc_repeat, profiles=args.profiles,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
-                            tiers=args.tiers, count_repeat=args.count_repeat)
+                            tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
@@ -271,7 +309,7 @@ def cmd_gate(args) -> int:
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
         base_env=args.base_env, head_env=args.head_env, envs=args.envs)
-    report = use_case.run(request, _PrintedEvents(console))
+    report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
         console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
                       f"({report.base.short}), so they hold the same code; nothing was measured", highlight=False)
@@ -280,7 +318,7 @@ def cmd_gate(args) -> int:
         console.print(Text.assemble(("interrupted", "yellow"), f": worktrees removed; finished samples are in "
                                     f"{request.out_dir} (marked incomplete)"))
         return report.code
-    _print_gate(console, report, args.write_suggested)
+    _print_gate(console, report, args.write_suggested, args.verbose)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.document, indent=1) + "\n")
     elif args.format == "markdown":
@@ -288,32 +326,47 @@ def cmd_gate(args) -> int:
     return report.code
 
 
-def _print_gate(console, report, write_suggested) -> None:
-    """The gate's tables, verdict lines, attributions, expectations and closing line."""
+def _print_gate(console, report, write_suggested, verbose: bool = False) -> None:
+    """The gate's result: by default what a person reads in ten seconds (at most 25 lines for a regressed case
+    at 80 columns: the verdict table, the deciding numbers, the top phase changes and functions); ``verbose``
+    adds every tier's finding, the sampling table and the full attribution (as ``ttfg explain`` shows it)."""
     from ..present import noise as noise_view
     from ..present.attribution_views import print_attribution
-    from ..present.tables import gate_table
-    from ..present.verdicts import verdict_label
+    from ..present.gate_views import case_lines, verdict_rows, wrapped
+    from ..present.tables import gate_detail_table, gate_table
     from ..decide.gate import COUNT_BROKEN, HEAD_FAILING
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
+    width = console.width
+    say = lambda text, indent="": [console.print(line, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
+                                   for line in wrapped(text, width, indent)]
     console.print(gate_table(outcome))
-    for c in outcome.cases:
-        console.print(f"{verdict_label(c.verdict)} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
-                      highlight=False)
+    cases = report.document["cases"]
+    for data, row in zip(cases, verdict_rows(cases)):
+        if verbose:
+            say(f"{row.label} (decided by the {row.tier} tier, {row.metric}): {row.case}: {row.reason}")
+            for step in data.get("tiers") or []:
+                if not step["settled"]:
+                    say(f"{step['tier']} tier: {step['verdict']}: {step['reason']}", "  ")
+        elif row.word != "unchanged":
+            for line in case_lines(data, row, width):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     for s in outcome.skipped:
-        console.print(f"skipped {s.id}: {s.reason}", highlight=False)
-    for c in outcome.cases:
-        if c.attribution is not None:
-            print_attribution(console, c.attribution)
-    if check is not None:
+        say(f"skipped {s.id}: {s.reason}")
+    if verbose:
+        console.print(gate_detail_table(outcome))
+        for c in outcome.cases:
+            if c.attribution is not None:
+                print_attribution(console, c.attribution)
+    if check is not None and (verbose or check.failures()):
         print_expectations(console, check, write_suggested, "cases not gated")
-    console.print(report.passing_means, highlight=False)
+    if verbose or code != 1:  # what passing means, and what this machine lets a gate see: for a pass
+        say(report.passing_means)
+        say(noise_view.headline(report.floor, outcome.settings.metric))
     if report.plan is not None and report.plan.unmeasured:
-        console.print(Text.assemble(("not measured", "yellow"), f": {report.plan.unmeasured}"), highlight=False)
-    console.print(noise_view.headline(report.floor, outcome.settings.metric), highlight=False)
-    files = report.files
-    console.print(f"results: {files['base']}, {files['head']}, {files['gate']}, {files['summary']}", highlight=False)
+        say(f"not measured: {report.plan.unmeasured}")
+    folder = report.files["gate"].parent
+    say(f"results in {folder}/" + ("" if verbose else f"; all of it: ttfg explain {folder}, or --verbose"))
     if outcome.base_broken():
         names = ", ".join(c.case for c in outcome.base_broken())
         console.print(Text.assemble(("base cannot run", "red"), f" {names}: nothing to compare against"), highlight=False)
@@ -460,7 +513,11 @@ def add_gate_commands(sub) -> None:
             action.help = "backend name (default: jax.jit)"
     p.add_argument("--budget", default="10m", metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
-    p.add_argument("--metric", default="first_grad_s", help="the timing to decide on (default: first_grad_s)")
+    p.add_argument("--metric", default="first_grad_s",
+                   help="the timing shown in progress lines and the noise floor, always guarded (default: first_grad_s)")
+    p.add_argument("--guard", type=_guard, default=None, metavar="LIST",
+                   help="the timings the time tier guards, comma-separated, alpha divided among them (default: "
+                        "first_grad_s,process_ttfg_s,import_s,build_s, with --metric in first_grad_s's place)")
     p.add_argument("--min-effect", type=options.min_effect, default=None, metavar="FRACTION",
                    help="minimum relative effect, 0.05 or 5%% (default: the metric's, 0.05 for timings); the gate "
                         "warns before it starts when its budget cannot detect it here")
@@ -488,6 +545,10 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
                    help="what stdout gets at the end: tables (default), the Markdown summary, or gate.json's document "
                         "(progress then goes to stderr)")
+    p.add_argument("--verbose", action="store_true",
+                   help="every tier's finding, how each case was sampled and the full attribution, interpreter "
+                        "internals included (by default: the verdicts, their numbers, the top phase changes and "
+                        "functions; ttfg explain OUT-DIR shows the rest afterwards)")
     from .shards import add_shard_options
 
     add_shard_options(p)

@@ -101,7 +101,8 @@ def cmd_merge_gate(args) -> int:
             merged.doc["passing_means"] = passing_sentence(
                 settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
                 [c["verdict"].get("detectable") for c in merged.doc["cases"]
-                 if c["verdict"].get("verdict") == "inconclusive"])
+                 if c["verdict"].get("verdict") == "inconclusive"],
+                guard=settings.get("guard"), tiers=settings.get("tiers"))
         summary = merged_gate_markdown(merged.doc)
         document = json.dumps(strict_json(merged.doc), indent=1, allow_nan=False) + "\n"
         # Every output is built before any is written; then the set replaces the old one as a whole

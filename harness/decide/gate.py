@@ -14,6 +14,20 @@ that keeps the overall false-alarm rate at ``alpha``, so the gate stops as soon 
 case is decided and spends the rest of the budget on the cases still inconclusive
 (cases are sampled round-robin, one pair each per round).
 
+Why every phase a cold start pays: a user waits for the import, the build and the first
+gradient, and a process pays them all (``process_ttfg_s``). A gate that decided on the
+first gradient alone passed a build made 38 times slower (0.82 ms -> 30.9 ms, issue 24).
+So each timing of ``GateSettings.guard`` (the registry's ``Metric.guarded``: first
+gradient, process TTFG, import, build) gets its own sequential test, each at
+``alpha / k`` (Bonferroni: the chance that any of the k tests raises a false alarm stays at
+most ``alpha``; it is Holm's first step, and Holm's later steps would only tell which
+further timings regressed once one already has). A case regresses when any guarded
+timing does, and its verdict names that timing; it is unchanged only when every one is;
+else inconclusive, quoting the guard that could see least. When the count tier settled
+a case (its counts cover the build and the first gradient), the timings no count covers
+(``Metric.counted_by``: the import and the whole process) are screened by one look at
+``min_pairs`` pairs, which catches gross regressions at the cost of a few pairs.
+
 Why a final look at the budget: the test reserves most of ``alpha``,
 ``(1 - interim_share) * alpha``, for its last look at ``max_pairs``. When the time
 budget runs out first, that last look has not happened and its level is unspent, so
@@ -48,7 +62,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import metrics
+from .. import fmt, metrics
 from . import head_failures
 from . import tiers as tiering
 from ..measure.cases import Case, Skipped
@@ -72,6 +86,10 @@ NOT_SETTLED, COUNT_BROKEN = "not settled", "counting failed"
 HEAD_FAILING = head_failures.HEAD_FAILING
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
 GATE_OUTPUTS = ("gate.json", "summary.md")
+#: The phases a cold start pays, each guarded by the time tier (``Metric.guarded``): the first gradient,
+#: the whole process (spawn to first gradient, which also holds the interpreter's start and the
+#: project's own imports), the framework's import and the model's build.
+GUARDED = metrics.names(lambda m: m.guarded)
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
@@ -81,6 +99,11 @@ DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
 #: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
 #: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
 Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
+
+
+def guarded_metrics(metric: str = "first_grad_s") -> tuple[str, ...]:
+    """The default guard: :data:`GUARDED`, with ``metric`` in the first gradient's place."""
+    return tuple(dict.fromkeys(metric if m == "first_grad_s" else m for m in GUARDED))
 
 
 def parse_duration(text: str) -> float:
@@ -128,6 +151,9 @@ class GateSettings:
     tiers: tuple[str, ...] = (tiering.TIME,)
     #: Count-tier processes per side, kind and case.
     count_repeat: int = 1
+    #: The timings the time tier guards, each with its own paired sequential test at ``alpha / len(guard)``;
+    #: None: :func:`guarded_metrics` of ``metric`` (every phase a cold start pays). ``metric`` is always in it.
+    guard: tuple[str, ...] | None = None
 
     def __post_init__(self):
         from .compare import metric_info
@@ -136,6 +162,12 @@ class GateSettings:
         if info.deterministic:
             raise UsageError(f"--metric {self.metric} is a counter; the gate decides on a timing "
                              "(counters are compared alongside, and checked by --expectations)")
+        guard = guarded_metrics(self.metric) if self.guard is None else tuple(self.guard)
+        for name in guard:
+            if metric_info(name).deterministic or metrics.get(name).sample != "timing":
+                raise UsageError(f"--guard {name} is not a timing of the probe; the time tier guards timings such "
+                                 f"as {', '.join(GUARDED)}")
+        self.guard = tuple(dict.fromkeys((self.metric, *guard) if self.metric not in guard else guard))
         if self.min_effect is None:
             self.min_effect = metrics.get(self.metric).threshold
         if not 2 <= self.min_pairs <= self.max_pairs:
@@ -151,6 +183,12 @@ class GateSettings:
             raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
             raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
+
+    @property
+    def guard_alpha(self) -> float:
+        """Each guarded timing's level: Bonferroni over the guard, so that the case's false-alarm rate stays
+        at most ``alpha`` (Holm's first step; its later steps would only matter once a case has regressed)."""
+        return self.alpha / len(self.guard)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -178,23 +216,42 @@ class PairEvent:
 @dataclass
 class _CaseState:
     case: Case
-    test: "SequentialPairedTest"
-    base_values: list[float] = field(default_factory=list)
-    head_values: list[float] = field(default_factory=list)
+    #: The gated metric (progress lines, the noise floor).
+    metric: str
+    #: One sequential test per guarded timing still tested (all of the guard, or the screen's part).
+    tests: "dict[str, SequentialPairedTest]"
+    #: Per guarded timing and side, every attempted pair's value (NaN: failed, or not reported).
+    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     pair_wall_s: list[float] = field(default_factory=list)
     ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
     failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
     streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
     first_error: dict[str, str] = field(default_factory=dict)
     stop: str | None = None
+    #: True when the count tier settled the case and the time tier screens what the counts do not cover.
+    screened: bool = False
 
     @property
     def attempted(self) -> int:
         return len(self.pair_wall_s)
 
-    def complete(self) -> tuple[list[float], list[float]]:
-        pairs = [(b, h) for b, h in zip(self.base_values, self.head_values) if not (math.isnan(b) or math.isnan(h))]
+    @property
+    def test(self) -> "SequentialPairedTest":
+        """The gated metric's test (the first one tested when it is not screened)."""
+        return self.tests.get(self.metric) or next(iter(self.tests.values()))
+
+    def complete(self, metric: str | None = None) -> tuple[list[float], list[float]]:
+        """The complete pairs (both values there) of ``metric`` (default: the gated one)."""
+        found = self.values.get(metric or self.metric, {"base": [], "head": []})
+        pairs = [(b, h) for b, h in zip(found["base"], found["head"]) if not (math.isnan(b) or math.isnan(h))]
         return [b for b, _ in pairs], [h for _, h in pairs]
+
+    def regressed(self) -> bool:
+        return any(t.done() and t.verdict().verdict == "regressed" for t in self.tests.values())
+
+    def decided(self) -> bool:
+        """A guarded timing regressed (that settles the case), or every test is done."""
+        return self.regressed() or all(t.done() for t in self.tests.values())
 
     def fits(self, elapsed: float, budget: float) -> bool:
         """Whether one more pair is expected to end within the budget."""
@@ -203,6 +260,69 @@ class _CaseState:
         recent = sorted(self.pair_wall_s[-5:])
         estimate = recent[len(recent) // 2] if recent else 0.0
         return elapsed + estimate <= budget
+
+
+def _finite_or_none(v):
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+@dataclass
+class Figure:
+    """The numbers a verdict rests on, all of one metric in its one unit: base, head, their ratio, its interval.
+
+    ``ratio`` is ``head / base`` of exactly the two values shown: for paired timings they are
+    the geometric means over the complete pairs (the paired test's ratio is the geometric
+    mean of the pair ratios, which is their quotient), for counts the medians. None where
+    nothing was measured; never a placeholder.
+    """
+
+    metric: str
+    tier: str
+    base: float | None
+    head: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    #: What base and head are: "geometric mean of 12 pairs", "median of 3 samples", "1 sample".
+    statistic: str
+    n: int
+
+    def to_json(self) -> dict:
+        return {k: _finite_or_none(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Figure":
+        return cls(**{k: data.get(k) for k in ("metric", "tier", "base", "head", "ratio", "ci_low", "ci_high",
+                                                "statistic", "n")})
+
+
+@dataclass
+class Guard:
+    """One guarded timing's paired test: its verdict and the geometric means whose quotient is its ratio."""
+
+    metric: str
+    verdict: "Verdict"
+    base: float
+    head: float
+    pairs: int
+
+    def figure(self) -> Figure:
+        v = self.verdict
+        return Figure(self.metric, tiering.TIME, _finite_or_none(self.base), _finite_or_none(self.head),
+                      _finite_or_none(v.ratio), _finite_or_none(v.ci_low), _finite_or_none(v.ci_high),
+                      f"geometric mean of {self.pairs} pair{'s' if self.pairs != 1 else ''}", self.pairs)
+
+    def to_json(self) -> dict:
+        return {"metric": self.metric, "verdict": self.verdict.to_json(), "base": _finite_or_none(self.base),
+                "head": _finite_or_none(self.head), "pairs": self.pairs}
+
+
+def evidence_figure(tier: str, e: dict) -> Figure:
+    """A count tier's evidence for one metric as a :class:`Figure` (medians, their ratio, the samples' range)."""
+    n = max(e.get("n_base") or 0, e.get("n_head") or 0)
+    statistic = "1 sample" if n == 1 else f"median of {n} samples"
+    return Figure(e["metric"], tier, e.get("base"), e.get("head"), e.get("ratio"), e.get("ci_low"), e.get("ci_high"),
+                  statistic, n)
 
 
 @dataclass
@@ -231,13 +351,26 @@ class CaseOutcome:
     trail: "list[tiering.TierStep]" = field(default_factory=list)
     #: The first error of each side that failed (for the summary's row).
     first_error: dict[str, str] = field(default_factory=dict)
+    #: The numbers of the metric that decided (None when a failure decided), in its unit.
+    figure: Figure | None = None
+    #: Numbers of other tiers, shown beside the deciding ones and labelled as context.
+    context: list[Figure] = field(default_factory=list)
+    #: The time tier's test of each guarded timing (empty when the time tier did not run).
+    guards: list[Guard] = field(default_factory=list)
+
+    @property
+    def metric(self) -> str | None:
+        """The metric that decided the verdict (None when a failure did)."""
+        return self.figure.metric if self.figure is not None else None
 
     def regressed_anything(self) -> bool:
         """The gated verdict or a compared counter regressed: what attribution is computed for."""
         return self.verdict.verdict == "regressed" or any(r.verdict.verdict == "regressed" for r in self.changes)
 
     def to_json(self) -> dict:
-        return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier,
+        return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier, "metric": self.metric,
+                "figure": None if self.figure is None else self.figure.to_json(),
+                "context": [f.to_json() for f in self.context], "guards": [g.to_json() for g in self.guards],
                 "tiers": [t.to_json() for t in self.trail], "pairs": self.pairs, "attempted": self.attempted,
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
@@ -333,11 +466,29 @@ def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = Fal
     return base_rev, head_rev
 
 
-def _new_test(settings: GateSettings):
+def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None):
+    """One sequential test per guarded timing, each at the guard's share of alpha."""
     from .stats import SequentialPairedTest
 
-    return SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.alpha, min_pairs=settings.min_pairs,
-                                max_pairs=settings.max_pairs)
+    return {m: SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.guard_alpha,
+                                    min_pairs=min(settings.min_pairs, max_pairs or settings.max_pairs),
+                                    max_pairs=max_pairs or settings.max_pairs) for m in names}
+
+
+def _new_state(case: Case, settings: GateSettings) -> _CaseState:
+    return _CaseState(case, settings.metric, _new_tests(settings, settings.guard),
+                      {m: {"base": [], "head": []} for m in settings.guard})
+
+
+def _screen(st: _CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
+    """After the count tier settled the case: test only ``names`` (what the counts did not cover), in one look
+    at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken."""
+    st.tests = _new_tests(settings, names, max_pairs=settings.min_pairs)
+    st.screened = True
+    for m, test in st.tests.items():
+        for b, h in zip(*st.complete(m)):
+            if not test.done():
+                test.add(b, h)
 
 
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
@@ -369,9 +520,8 @@ def _failure_verdict(verdict: str, reason: str, st: _CaseState):
     return Verdict(verdict, nan, nan, nan, nan, st.ok["base"], st.ok["head"], "failure", reason)
 
 
-def _final_verdict(st: _CaseState, settings: GateSettings):
-    from .stats import compare_paired
-
+def _broken_verdict(st: _CaseState, settings: GateSettings):
+    """The verdict of a case that stopped for a side that cannot run or a metric not reported; else None."""
     if st.stop == BASE_BROKEN:
         return _failure_verdict("inconclusive", f"base cannot run: its first {st.failed['base']} sample(s) failed "
                                 f"({st.first_error.get('base')}); nothing to compare head against", st)
@@ -380,20 +530,70 @@ def _final_verdict(st: _CaseState, settings: GateSettings):
                                 f"({st.first_error.get('head')}) while base ran", st)
     if st.stop == NO_METRIC:
         return _failure_verdict("inconclusive", f"this backend does not report {settings.metric}", st)
-    if st.test.done():
-        return st.test.verdict()
-    base, head = st.complete()
+    return None
+
+
+def _metric_verdict(st: _CaseState, metric: str, settings: GateSettings):
+    """One guarded timing's verdict: its test's, or a final look at the level the test reserved for it."""
+    from .stats import compare_paired
+
+    test = st.tests[metric]
+    if test.done():
+        return test.verdict()
+    base, head = st.complete(metric)
     why = {BUDGET: "the time budget ran out", FAILING: "sampling stopped after repeated failures"}.get(st.stop, st.stop)
-    share = getattr(st.test, "interim_share", DEFAULT_INTERIM_SHARE)
-    level = settings.alpha * (1 - share)
+    level = test.look_alphas[-1] if hasattr(test, "look_alphas") else settings.guard_alpha * (1 - DEFAULT_INTERIM_SHARE)
     if len(base) < 2:
-        verdict = st.test.verdict()
+        verdict = test.verdict()
         return replace(verdict, verdict="inconclusive",
                        reason=f"{why} after {len(base)} complete pair(s); at least 2 are needed")
     verdict = compare_paired(base, head, min_effect=settings.min_effect, alpha=level)
-    return replace(verdict, method=f"{getattr(st.test, 'method', 'sequential')}, final look",
-                   reason=f"{why} after {len(base)} of at most {settings.max_pairs} pairs; final look at the level "
+    return replace(verdict, method=f"{getattr(test, 'method', 'sequential')}, final look",
+                   reason=f"{why} after {len(base)} of at most {test.max_pairs} pairs; final look at the level "
                           f"reserved for it (alpha {level:.3g}): {verdict.reason}")
+
+
+def _geometric_mean(values: list[float]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def _guards(st: _CaseState, settings: GateSettings) -> list[Guard]:
+    out = []
+    for m in st.tests:
+        base, head = st.complete(m)
+        out.append(Guard(m, _metric_verdict(st, m, settings), _geometric_mean(base), _geometric_mean(head), len(base)))
+    return out
+
+
+def _brief(metric: str) -> str:
+    return metrics.get(metric).brief
+
+
+def _leading(guards: list[Guard], metric: str) -> Guard:
+    """The guard whose verdict stands for the case: a regression (the largest), else the weakest
+    inconclusive one (it bounds what the case rules out), else an improvement, else the gated metric."""
+    def worst(values):
+        return max(values, key=lambda v: v if math.isfinite(v) else -math.inf)
+
+    by_word: dict[str, list[Guard]] = {}
+    for g in guards:
+        by_word.setdefault(g.verdict.verdict, []).append(g)
+    if "regressed" in by_word:
+        return max(by_word["regressed"], key=lambda g: worst([g.verdict.ratio]))
+    if "inconclusive" in by_word:
+        return max(by_word["inconclusive"], key=lambda g: worst([g.verdict.detectable]))
+    if "improved" in by_word:
+        return min(by_word["improved"], key=lambda g: g.verdict.ratio)
+    return next((g for g in guards if g.metric == metric), guards[0])
+
+
+def _combined_verdict(guards: list[Guard], metric: str):
+    """The case's verdict over its guarded timings, naming the one that decided and what the others found."""
+    lead = _leading(guards, metric)
+    others = "; ".join(f"{_brief(g.metric)} {g.verdict.verdict} ({fmt.factor(g.verdict.ratio)})"
+                       for g in guards if g is not lead)
+    tail = f" (other guarded timings: {others})" if others else ""
+    return lead, replace(lead.verdict, reason=f"{_brief(lead.metric)}: {lead.verdict.reason}{tail}")
 
 
 def _failure_test(st: _CaseState):
@@ -426,8 +626,11 @@ def _stop_after_pair(st: _CaseState, settings: GateSettings, values: dict[str, f
         if st.streak[role] >= settings.max_failures:
             st.stop = broken if st.ok[role] == 0 else FAILING
             return
-    if st.test.done():
-        st.stop = MAX_PAIRS if len(st.complete()[0]) >= settings.max_pairs else DECIDED
+    if st.decided():
+        ended = not st.regressed() and any(t.verdict().verdict == "inconclusive" for t in st.tests.values())
+        st.stop = MAX_PAIRS if ended else DECIDED
+    elif len(st.complete()[0]) >= max(t.max_pairs for t in st.tests.values()):
+        st.stop = MAX_PAIRS  # a guarded timing missing from some pairs: its test ends here, with a final look
 
 
 def _run_pair(st: _CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
@@ -539,14 +742,13 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         raise
     for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
         (out_dir / stale).unlink(missing_ok=True)
-    states = [_CaseState(case, _new_test(settings)) for case in cases]
+    states = [_new_state(case, settings) for case in cases]
     by_id = {st.case.id: st for st in states}
     start = began = time.monotonic()
     finished = False
 
     def take_pair(st: _CaseState) -> dict[str, Sample]:
         samples = _run_pair(st, sides, writers, settings, sampler)
-        values = {role: _value(samples[role], settings.metric) for role in sides}
         for role in sides:
             if samples[role].ok:
                 st.ok[role] += 1
@@ -555,11 +757,15 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 st.failed[role] += 1
                 st.streak[role] += 1
                 st.first_error.setdefault(role, samples[role].error or "unknown error")
-        st.base_values.append(values["base"] if values["base"] is not None else math.nan)
-        st.head_values.append(values["head"] if values["head"] is not None else math.nan)
-        if values["base"] is not None and values["head"] is not None:
-            st.test.add(values["base"], values["head"])
-        _stop_after_pair(st, settings, values)
+        for m in settings.guard:
+            found = {role: _value(samples[role], m) for role in sides}
+            for role in sides:
+                st.values[m][role].append(math.nan if found[role] is None else found[role])
+            b, h = st.values[m]["base"][-1], st.values[m]["head"][-1]
+            test = st.tests.get(m)
+            if test is not None and not test.done() and not (math.isnan(b) or math.isnan(h)):
+                test.add(b, h)
+        _stop_after_pair(st, settings, {role: _value(samples[role], settings.metric) for role in sides})
         if on_pair:
             on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
                               st.test.verdict(), len(st.complete()[0]), time.monotonic() - start,
@@ -571,8 +777,14 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                    _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
                                    _uncounted, on_note, _unsteady)
         for st in states:
-            if trails[st.case.id].settled:
-                st.stop = st.stop or DECIDED
+            settled = trails[st.case.id].settled
+            if settled:
+                rest = tiering.uncounted_guards(settings.guard, settled.step) if settled.step else ()
+                if (st.stop is None and rest and tiering.TIME in settings.tiers
+                        and settled.verdict.verdict != "regressed"):
+                    _screen(st, settings, rest)
+                else:
+                    st.stop = st.stop or DECIDED
             elif tiering.TIME not in settings.tiers:
                 broken = any(t.broken for t in trails[st.case.id].steps)
                 st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
@@ -631,22 +843,87 @@ def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], setti
         changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         failures = _failure_test(st)
         trail = trails[st.case.id]
+        figure, context, guards = None, [], []
+        broken = _broken_verdict(st, settings)
         if trail.settled:
             verdict, tier = trail.settled.verdict, trail.settled.tier
+            evidence = trail.settled.evidence
+            figure = evidence_figure(tier, evidence) if evidence else None
+            verdict, tier, figure, context, guards = _settled_and_screened(st, settings, trail, verdict, tier, figure)
         elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
             verdict, tier = _not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
+        elif broken is not None:
+            verdict, tier = broken, tiering.TIME
         else:
-            verdict, tier = _final_verdict(st, settings), tiering.TIME
+            guards = _guards(st, settings)
+            lead, verdict = _combined_verdict(guards, settings.metric)
+            tier, figure = tiering.TIME, lead.figure()
+            context = _count_context(trail)
         verdict = _with_failures(verdict, failures, st)
         stop = st.stop or BUDGET
         held = head_failures.held_for_head_failures(verdict, st.failed, st.attempted, len(b), settings.min_pairs,
                                                     st.first_error)
         if held is not None:
             verdict, stop = held, HEAD_FAILING
+        if verdict.method == "fisher-failures" or held is not None:
+            figure = None
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed), sum(st.pair_wall_s),
                                     stop, summarize(b), summarize(h), changes, failures,
-                                    tier=tier, trail=trail.steps, first_error=dict(st.first_error)))
+                                    tier=tier, trail=trail.steps, first_error=dict(st.first_error), figure=figure,
+                                    context=context, guards=guards))
     return outcomes
+
+
+def _time_context(st: _CaseState) -> list[Figure]:
+    """The gated timing over the pairs taken so far, as context for a verdict of a count tier."""
+    base, head = st.complete()
+    if not base:
+        return []
+    gb, gh = _geometric_mean(base), _geometric_mean(head)
+    return [Figure(st.metric, tiering.TIME, gb, gh, gh / gb, None, None,
+                   f"geometric mean of {len(base)} pair{'s' if len(base) != 1 else ''}", len(base))]
+
+
+def _count_context(trail: "tiering.CaseTrail") -> list[Figure]:
+    """The first-gradient window's instruction count, as context for a verdict of the time tier."""
+    for step in trail.steps:
+        for e in step.evidence:
+            if step.tier == tiering.INSTRUCTIONS and e["metric"] == "instructions":
+                return [evidence_figure(step.tier, e)]
+    return []
+
+
+def _settled_and_screened(st: _CaseState, settings: GateSettings, trail: "tiering.CaseTrail", verdict, tier: str,
+                          figure: Figure | None):
+    """A case a count tier settled: its verdict stands unless the time tier's screen of the timings the counts
+    do not cover found a regression. Either way the trail says what guarded those timings."""
+    context = _time_context(st)
+    if not st.screened:
+        rest = tiering.uncounted_guards(settings.guard, trail.settled.step) if trail.settled.step else ()
+        if rest and verdict.verdict != "regressed" and tiering.TIME not in settings.tiers:
+            names = ", ".join(_brief(m) for m in rest)
+            trail.steps.append(tiering.TierStep(tiering.TIME, False, "inconclusive",
+                                                f"not run: {names} are not counted by the tiers before it, and the "
+                                                "time tier was not selected, so they were not guarded"))
+        return verdict, tier, figure, context, []
+    guards = _guards(st, settings)
+    lead, screened = _combined_verdict(guards, settings.metric)
+    if screened.verdict == "regressed":
+        return screened, tiering.TIME, lead.figure(), [figure] if figure else [], guards
+    names = ", ".join(_brief(g.metric) for g in guards)
+    found = "; ".join(f"{_brief(g.metric)} {verdict_words(g.verdict)}" for g in guards)
+    trail.steps.append(tiering.TierStep(
+        tiering.TIME, False, screened.verdict,
+        f"screen of what the counts do not cover ({names}), {lead.pairs} pairs, one look for gross regressions: "
+        f"{found}"))
+    return verdict, tier, figure, context, guards
+
+
+def verdict_words(v) -> str:
+    """``inconclusive (could detect ≥ 52 %)``, ``unchanged (1.003×)``: a guard's verdict in a few words."""
+    if v.verdict == "inconclusive" and math.isfinite(v.detectable):
+        return f"no regression shown (could detect ≥ {fmt.percent(v.detectable)})"
+    return f"{v.verdict} ({fmt.factor(v.ratio)})"
 
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[_CaseState], sides: dict[str, Side],

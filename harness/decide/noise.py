@@ -292,8 +292,10 @@ def entry_for(floor: NoiseFloor | None, case_id: str, metric: str) -> NoiseEntry
 
 
 def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: float, max_pairs: int,
-                   floor: NoiseFloor | None, why_no_floor: str = "") -> list[dict]:
+                   floor: NoiseFloor | None, why_no_floor: str = "", alpha: float = ALPHA) -> list[dict]:
     """Per case whose requested ``min_effect`` is below what the budget can detect here: the facts of the warning.
+
+    ``alpha``: the level of one guarded timing's test (the gate's alpha shared by its guard).
 
     Each dict: case, sd, sd_source, pairs (the budget buys), effect (it detects),
     needed_pairs (for ``min_effect``; None when out of reach), needed_budget_s (None when
@@ -321,10 +323,10 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
         else:
             sd, source = DEFAULT_SD, f"default SD: {DEFAULT_SD_SOURCE}" + (f"; {why_no_floor}" if why_no_floor else "")
         pairs = min(int(budget_s // per_round), max_pairs) if per_round else max_pairs
-        effect = stats.min_detectable_effect(sd, pairs, ALPHA, POWER) if pairs >= 2 else None
+        effect = stats.min_detectable_effect(sd, pairs, alpha, POWER) if pairs >= 2 else None
         if effect is not None and effect <= min_effect:
             continue
-        needed = pairs_needed(sd, min_effect)
+        needed = pairs_needed(sd, min_effect, alpha)
         out.append({"case": case, "sd": sd, "sd_source": source, "pairs": pairs, "effect": effect,
                     "needed_pairs": needed,
                     "needed_budget_s": needed * per_round if needed is not None and per_round else None})

@@ -73,6 +73,13 @@ def tier_metrics(tier: str) -> tuple[str, ...]:
     return metrics.names(lambda m: m.tier == tier and not metrics.is_counter(m.name))
 
 
+def uncounted_guards(guard: tuple[str, ...], step: "TierStep") -> tuple[str, ...]:
+    """The guarded timings a settled instructions step did not cover (no count of theirs, ``Metric.counted_by``,
+    on both sides). The import is never counted, so it is always among them."""
+    counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head")}
+    return tuple(m for m in guard if metrics.get(m).counted_by not in counted)
+
+
 @dataclass
 class TierStep:
     """What one tier found for one case."""
@@ -97,10 +104,15 @@ class TierStep:
 
 @dataclass
 class Settlement:
-    """A case decided before the wall-time tier: by which tier, with which verdict."""
+    """A case decided before the wall-time tier: by which tier, with which verdict, on which metric's numbers."""
 
     tier: str
     verdict: "Verdict"
+    step: TierStep | None = None
+
+    @property
+    def evidence(self) -> dict | None:
+        return deciding_evidence(self.step) if self.step is not None else None
 
 
 @dataclass
@@ -116,12 +128,17 @@ class CaseTrail:
         return self.settled.tier if self.settled else None
 
 
-def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float], head: list[float]) -> dict:
+def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float], head: list[float],
+              unsteady: bool = False) -> dict:
+    """One metric's finding: medians, their ratio and the range the samples allow (None where 0 vs 0: no ratio)."""
     import statistics
 
-    return {"metric": metric, "base": statistics.median(base) if base else None,
-            "head": statistics.median(head) if head else None, "ratio": verdict.ratio, "margin": margin,
-            "verdict": verdict.verdict, "n_base": len(base), "n_head": len(head)}
+    mb, mh = (statistics.median(v) if v else None for v in (base, head))
+    measured = bool(mb or mh)
+    return {"metric": metric, "base": mb, "head": mh, "ratio": verdict.ratio if measured else None,
+            "ci_low": verdict.ci_low if measured else None, "ci_high": verdict.ci_high if measured else None,
+            "margin": margin, "verdict": verdict.verdict, "n_base": len(base), "n_head": len(head),
+            "unsteady": unsteady}
 
 
 def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
@@ -138,8 +155,9 @@ def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
         metric = metrics.COUNTER_PREFIX + name
         bv, hv = b.get(name), h.get(name)
         if bv is None or hv is None:
-            evidence.append({"metric": metric, "base": bv, "head": hv, "ratio": None, "margin": 0.0,
-                             "verdict": "regressed" if bv is None else "improved", "n_base": 1, "n_head": 1})
+            evidence.append({"metric": metric, "base": bv, "head": hv, "ratio": None, "ci_low": None, "ci_high": None,
+                             "margin": 0.0, "verdict": "regressed" if bv is None else "improved", "n_base": 1,
+                             "n_head": 1, "unsteady": False})
             (grew if bv is None else fell).append(f"{name} {'appeared' if bv is None else 'vanished'}")
             continue
         verdict = compare_counter([bv], [hv], threshold=0.0)
@@ -196,7 +214,8 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             continue  # not measured, or not split into phases by this backend
         margin = info.tier_margin
         verdict = compare_counter(values["base"], values["head"], threshold=margin)
-        evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"]))
+        evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"],
+                                  bool(unsteady and metric in unsteady)))
         if unsteady and metric in unsteady:
             aside.append(f"{metric}: not repeatable for this backend ({unsteady[metric]})")
             continue
@@ -237,17 +256,27 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
                                                   f"within the margins: {words}") + gaps, evidence)
 
 
+def deciding_evidence(step: TierStep) -> dict | None:
+    """The metric whose numbers stand for a tier's verdict: for a regression the repeatable one that grew
+    most; else the first-gradient window's instructions, where counted; never an unsteady count."""
+    steady = [e for e in step.evidence if not e.get("unsteady") and e["verdict"] == step.verdict]
+    if not steady:
+        return None
+    if step.verdict == "regressed":
+        return max(steady, key=lambda e: math.inf if e["ratio"] is None else e["ratio"])
+    return next((e for e in steady if e["metric"] == "instructions"), steady[0])
+
+
 def settled_verdict(step: TierStep) -> "Verdict":
-    """A settled tier step as the gate's verdict (ratio and range of its first metric)."""
+    """A settled tier step as the gate's verdict: the ratio and range of its deciding metric (``deciding_evidence``)."""
     from .stats import Verdict
 
     nan = math.nan
-    first = next((e for e in step.evidence if e["verdict"] == step.verdict), step.evidence[0] if step.evidence
-                 else None)
-    ratio = first["ratio"] if first and first["ratio"] is not None else nan
-    n_base = max((e.get("n_base", 0) for e in step.evidence), default=0)
-    n_head = max((e.get("n_head", 0) for e in step.evidence), default=0)
-    return Verdict(step.verdict, ratio, nan, nan, nan, n_base, n_head, f"tier {step.tier}", step.reason)
+    e = deciding_evidence(step)
+    number = lambda key: nan if e is None or e.get(key) is None else e[key]  # noqa: E731
+    return Verdict(step.verdict, number("ratio"), number("ci_low"), number("ci_high"), nan,
+                   e["n_base"] if e else 0, e["n_head"] if e else 0, f"tier {step.tier}", step.reason,
+                   margin=number("margin"))
 
 
 #: Takes one sample of a kind for a case on a side: ``(case, kind, index, role) -> Sample`` (and records it).
@@ -331,9 +360,10 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
 def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> None:
     trail.steps.append(step)
     if step.settled:
-        trail.settled = Settlement(step.tier, settled_verdict(step))
+        trail.settled = Settlement(step.tier, settled_verdict(step), step)
     note(f"{step.tier} tier: {trail.case.id}: {step.verdict}{' (settled)' if step.settled else ''}: {step.reason}")
 
 
 __all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
-           "count_step", "parse_tiers", "run_tiers", "settled_verdict", "structural_step", "tier_metrics"]
+           "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "structural_step",
+           "tier_metrics", "uncounted_guards"]

@@ -48,6 +48,8 @@ from typing import Iterable
 DUMP_PREFIX = "ttfg:"
 #: Name of a window that is not split into phases.
 WHOLE = "first_gradient"
+#: The build's dump: counted before the first-gradient window, never part of its total.
+BUILD = "build"
 #: How many functions a sample keeps (by inclusive count).
 TOP_FUNCTIONS = 200
 OUT_NAME = "callgrind.out"
@@ -409,5 +411,5 @@ def read_window(out_dir: Path) -> WindowCounts:
     return window
 
 
-__all__ = ["CountingError", "FunctionCost", "NOT_COUNTED", "PROBE_ENV", "XLA_FLAGS", "probe_env", "Profile", "Window", "WindowCounts",
+__all__ = ["BUILD", "CountingError", "FunctionCost", "NOT_COUNTED", "PROBE_ENV", "XLA_FLAGS", "probe_env", "Profile", "Window", "WindowCounts",
            "availability", "command", "dump_files", "merge", "parse_file", "read_window"]

@@ -87,11 +87,12 @@ def timing(case: Case, out: dict) -> dict:
     return out
 
 
-def _built_engine(case: Case, out: dict):
+def _built_engine(case: Case, out: dict, window=None):
     """Import the framework and build the case's engine, untimed (``out["phase"]`` says where a failure was).
 
-    The counting probes (allocations, instructions, profile) measure the first gradient
-    alone; the timing probe times import and build itself.
+    The counting probes (allocations, profile) measure the first gradient alone; the
+    timing probe times import and build itself. ``window`` (the instruction probe's, or the
+    profile's): switched on for the build and told its end, so the build is counted too.
     """
     spec = case.spec
     weights, x = spec.init(0), spec.example_input(0)
@@ -99,7 +100,14 @@ def _built_engine(case: Case, out: dict):
     out["phase"] = "import"
     impl.import_framework()
     out["phase"] = "build"
-    return impl.build(spec, weights, x, case.variant_dict)
+    if window is None:
+        return impl.build(spec, weights, x, case.variant_dict)
+    from .instructions import BUILD
+
+    window.start()
+    engine = impl.build(spec, weights, x, case.variant_dict)
+    window.phase_end(BUILD)
+    return engine
 
 
 def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -> dict:
@@ -143,22 +151,24 @@ def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -
 
 
 def instructions(case: Case, out: dict) -> dict:
-    """The first gradient with callgrind counting only it (the runner reads the counts from the dumps).
+    """The build and the first gradient with callgrind counting only them (the runner reads the dumps).
 
     Runs under ``valgrind --tool=callgrind --instr-atstart=no`` (``instructions.command``):
-    import and build run uninstrumented; the window dumps once per phase the backend
-    marks (``Engine.on_phase_end``) and once at its end.
+    the import runs uninstrumented; the build is counted and dumped as ``build``; the
+    first-gradient window dumps once per phase the backend marks (``Engine.on_phase_end``)
+    and once at its end. Each dump zeroes callgrind's counters, so the window's dumps hold
+    the first gradient alone (and the two statements between build and first gradient).
     """
     from .instructions import WHOLE, Window
 
-    engine = _built_engine(case, out)
-    out["phase"] = "first_gradient"
     window = Window()
+    engine = _built_engine(case, out, window)
+    out["phase"] = "first_gradient"
+    built = len(window.phases)
     engine.on_phase_end = window.phase_end
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    window.start()
     result, phases = engine.first_gradient()
-    window.stop("execute" if window.phases else WHOLE)
+    window.stop("execute" if len(window.phases) > built else WHOLE)
     out.update(window_wall_s=time.perf_counter() - wall0, window_cpu_s=time.process_time() - cpu0,
                phases=list(window.phases))
     out["phase"] = "counters"
@@ -183,15 +193,23 @@ def profile(case: Case, out: dict) -> dict:
     time, so these are separate processes, like allocations. Each function (name, file,
     first line) gets its inclusive time (counted once where it recurses) and its self time;
     the ``PROFILE_TOP_INCLUSIVE`` largest by inclusive time and the ``PROFILE_TOP_SELF``
-    largest by self time are kept.
+    largest by self time are kept. The build is sampled too (the profiler starts before it), so
+    that a build that grew is named by its functions like a first gradient that did.
     """
-    engine = _built_engine(case, out)
-    out["phase"] = "profile"
     import pyinstrument
     from pyinstrument import Profiler
 
     profiler = Profiler(interval=PROFILE_INTERVAL_S)
-    profiler.start()
+
+    class Sampled:  # the window _built_engine switches on for the build; sampling goes on through the gradient
+        start = profiler.start
+
+        @staticmethod
+        def phase_end(name: str) -> None:
+            pass
+
+    engine = _built_engine(case, out, Sampled)
+    out["phase"] = "profile"
     engine.first_gradient()
     profiler.stop()
     out["phase"] = "read_profile"

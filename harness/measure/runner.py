@@ -246,12 +246,19 @@ def timing_fields(data: dict, spawned: float, usage: resource.struct_rusage, cac
 
 
 def instruction_fields(workdir: Path, data: dict, usage: resource.struct_rusage) -> dict:
-    """An instruction sample's fields from the callgrind dumps the probe left in ``workdir``."""
+    """An instruction sample's fields from the callgrind dumps the probe left in ``workdir``.
+
+    ``instructions`` is the first-gradient window alone; the build's dump (a probe since the
+    build was counted) is the phase ``build`` of ``instructions_phases``, beside the gradient's
+    phases where the backend splits them. The top functions are of every dump, the build's too.
+    """
     window = instructions.read_window(workdir)
-    split = len(window.phases) > 1
-    return {"instructions": window.total, "instructions_tool": "callgrind",
-            "instructions_scope": "first-gradient window",
-            "instructions_phases": dict(window.phases) if split else None,
+    gradient = {p: n for p, n in window.phases.items() if p != instructions.BUILD}
+    build = window.phases.get(instructions.BUILD)
+    phases = {**({instructions.BUILD: build} if build is not None else {}), **(gradient if len(gradient) > 1 else {})}
+    return {"instructions": sum(gradient.values()), "instructions_tool": "callgrind",
+            "instructions_scope": "first-gradient window" + ("; the build counted apart" if build is not None else ""),
+            "instructions_phases": phases or None,
             "instructions_top": [f.to_json() for f in window.top],
             "instructions_note": instructions.NOT_COUNTED,
             "instructions_window_s": data.get("window_wall_s"),

@@ -143,7 +143,7 @@ def function_title(a: Attribution, unit: str) -> str:
     """``first-gradient window, top functions by inclusive instruction change (2 base + 2 head samples)``."""
     n = a.function_samples.get(unit, {})
     source = next(what for _, u, what in FUNCTION_SOURCES if u == unit)
-    return (f"first-gradient window, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
+    return (f"build and first gradient, top functions by {UNIT_WORDS[unit][1]}, from {source}, {n.get('base', 0)} base + "
             f"{n.get('head', 0)} head samples")
 
 
@@ -152,7 +152,11 @@ def _has_instructions(a: Attribution) -> bool:
 
 
 def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title, title_justify="left")
+    """A table in the one style every terminal table has (``tables.fitted``'s: a rule under the header)."""
+    from rich import box
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
     for i, col in enumerate(header):
         names = col in ("function", "file:line", "phase", "counter")  # long identifiers fold, never cut
         table.add_column(col, justify="left" if i == 0 or col in ("file:line", "verdict") else "right",

@@ -7,7 +7,7 @@ unchanged rows away (``<details>``) instead of listing dozens of identical count
 
 from __future__ import annotations
 
-from .. import fmt
+from .. import fmt, metrics
 from .tables import counter_changes, row_change, row_values
 from .untrusted import md, md_code
 from ..decide.compare import Comparison
@@ -120,7 +120,51 @@ def expectations_markdown(check) -> str:
 GATE_MARKER = "<!-- ttfg-perf-gate -->"
 
 
-def gate_markdown(outcome, check=None, attributions=None) -> str:
+#: Rows of the verdict table shown above the fold; the rest (all unchanged) go into the details.
+VISIBLE_ROWS = 8
+
+
+def where_it_went(a) -> str:
+    """One visible line for a regressed case: its largest phase change and the functions of the user's and the
+    framework's code whose own cost grew most (the full attribution is in the details)."""
+    from .gate_views import function_lines, phase_lines
+
+    data = a.to_json()
+    parts = phase_lines(data, top=1)
+    for title, found in function_lines(data, top=3)[:1]:
+        parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
+    return f"**Where it went**, `{a.case}`: " + _cell("; ".join(parts) or "no phase or function data")
+
+
+def gate_footer(outcome) -> str:
+    """One line on the gate that actually ran: its tiers (and whether instructions were counted), the guarded
+    timings and their level, the pairs and time it took, the revisions."""
+    s = outcome.settings
+    ran: list[str] = []
+    counted = None
+    for c in outcome.cases:
+        for step in c.trail:
+            ran.append(step.tier)
+            if step.tier == "instructions":
+                counted = counted or any(e["metric"] == "instructions" for e in step.evidence)
+        if c.guards or c.tier == "time":
+            ran.append("time")
+    order = [t for t in ("structural", "instructions", "time") if t in ran]
+    names = [t + (" (callgrind)" if t == "instructions" and counted else
+                  " (not counted here)" if t == "instructions" else "") for t in order]
+    guard = list(getattr(s, "guard", None) or [s.metric])
+    labels = ", ".join(metrics.get(g).brief for g in guard)
+    level = f"alpha {s.alpha:g}" + (f" over all {len(guard)} (Bonferroni)" if len(guard) > 1 else "")
+    timed = (f"the time tier guarded {labels} at {level}, minimum effect {fmt.percent(s.min_effect)}" if "time" in order
+             else "the counts decided every case, so no timing was tested (one pair was taken for the counters)")
+    pairs = sum(c.attempted for c in outcome.cases)
+    return (f"Gate that ran: {' → '.join(names) or 'no tier'}; {timed}; {len(outcome.cases)} case(s), {pairs} "
+            f"pair(s) of processes, {fmt.seconds(outcome.elapsed_s)} (time budget {fmt.seconds(s.budget_s)}); "
+            f"base {outcome.base.short}, head {outcome.head.short}.")
+
+
+def gate_markdown(outcome, check=None, attributions=None, noise: str | None = None,
+                  notes: list[str] | None = None) -> str:
     """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
 
     Parameters
@@ -130,48 +174,76 @@ def gate_markdown(outcome, check=None, attributions=None) -> str:
         Appended when the gate checked expectations.
     attributions : list of Attribution or None
         Default: those the gate made for its regressed cases.
+    noise : str or None
+        The noise floor's sentence, for the details.
+    notes : list of str or None
+        What a reader must see whatever the verdict (a dependency change not measured), above the fold.
 
     Returns
     -------
     str
-        Starts with :data:`GATE_MARKER` (hidden when rendered), then the decision and
-        one sentence saying what passing means.
+        Starts with :data:`GATE_MARKER` (hidden when rendered), then the verdict table
+        (the numbers of the metric that decided each case, ``gate_views.verdict_rows``),
+        one sentence on what passing means, a line per regression on where it went, the
+        details folded away, and a footer on the gate that ran: at most 15 visible lines
+        on a failure with up to a few regressed cases.
     """
     from .attribution_views import attribution_markdown
+    from .gate_views import DECISIONS, revision_label, verdict_rows
     from .verdicts import failures_note, passing_means
 
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
-    decision = {0: "no regression shown", 1: "regression", 2: "could not compare"}[code]
+    decision = DECISIONS[code]
     s = outcome.settings
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
-    lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", "",
-             f"base {md_code(outcome.base.name)} ({outcome.base.short}) vs head {md_code(outcome.head.name)} "
-             f"({outcome.head.short}); metric `{s.metric}`, minimum effect {fmt.percent(s.min_effect)}, alpha {s.alpha:g}, "
-             f"paired and interleaved, {fmt.seconds(outcome.elapsed_s)} of a {fmt.seconds(s.budget_s)} budget; "
-             f"tiers {', '.join(s.tiers)}", "",
-             f"_{passing_means(outcome, check)}_", ""]
-    rows = []
-    for c in outcome.cases:
-        rows.append([md(c.case), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
-                     fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                     _labelled(c.verdict), c.tier, f"{c.pairs}", fmt.seconds(c.wall_s),
-                     c.stop + failures_note(c.failed, c.attempted, c.first_error),
-                     counter_changes(c.changes)])
-    lines += _table(["case", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall", "stopped",
-                     "counters changed"], rows) + [""]
-    for c in outcome.cases:
-        lines.append(f"- {md_code(c.case)} (decided by the {c.tier} tier): {md(c.verdict.reason)}")
-        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {md(t.reason)}"
-                  for t in c.trail if not t.settled]
-    lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
-    lines.append("")
+    cases = [c.to_json() for c in outcome.cases]
+    rows = verdict_rows(cases)
+    header = ["case", "verdict", "decided by", "base", "head", "ratio", "interval"]
+
+    failed = {c.case: failures_note(c.failed, c.attempted, c.first_error) for c in outcome.cases}
+
+    def cells(r):
+        return [md_code(r.case), _verdict(r.word, r.label) + failed.get(r.case, ""), r.decided_by, r.base, r.head,
+                r.ratio, r.interval]
+
+    order = sorted(rows, key=lambda r: ORDER.get(r.word, 9))
+    visible = order if len(order) <= VISIBLE_ROWS else [r for r in order if r.word != "unchanged"][:VISIBLE_ROWS]
+    lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", ""]
+    lines += _table(header, [cells(r) for r in visible]) if rows else ["No case was gated."]
+    if len(visible) < len(rows):
+        lines.append(f"{len(rows) - len(visible)} more case(s) in the details.")
+    lines += ["", f"_{passing_means(outcome, check)}_", ""]
+    lines += [f"> {note}" for note in notes or ()]
     if attributions is None:
         attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
+    regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
+    for a in [a for a in attributions if a.case in regressed][:3]:
+        lines.append(where_it_went(a))
+    if check is not None and check.failures():
+        lines.append(f"**{len(check.failures())} expectation(s) violated** (details below).")
+    lines += ["", "<details><summary>Details: each case's numbers and tiers, where changes went, noise</summary>",
+              "", f"base {revision_label(outcome.base)} vs head {revision_label(outcome.head)}; gated metric "
+              f"`{s.metric}`, paired and interleaved.", ""]
+    lines += _table(["case", *header[1:], "base and head are", "pairs", "wall", "stopped"],
+                    [[*cells(r), r.statistic or fmt.MISSING, f"{c.pairs}/{c.attempted}", fmt.seconds(c.wall_s),
+                      c.stop] for r, c in zip(rows, outcome.cases)]) + [""]
+    for r, c in zip(rows, outcome.cases):
+        lines.append(f"- `{c.case}` ({r.label}, decided by the {c.tier} tier on {r.metric}): {_cell(c.verdict.reason)}")
+        lines += [f"  - context, not decided on: {_cell(text)}" for text in r.context]
+        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {_cell(t.reason)}"
+                  for t in c.trail if not t.settled]
+        if c.changes:
+            lines.append(f"  - counters changed: {counter_changes(c.changes)}")
+    lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
+    lines.append("")
     for a in attributions:
-        lines.append(attribution_markdown(a))
+        lines.append(attribution_markdown(a, open_=False))
     if check is not None:
         lines.append(expectations_markdown(check))
+    if noise:
+        lines += [f"> {noise}", ""]
+    lines += ["</details>", "", f"<sub>{gate_footer(outcome)}</sub>"]
     return "\n".join(lines).rstrip() + "\n"

@@ -104,14 +104,23 @@ def report_rows(floor, metric: str = "first_grad_s") -> list[dict]:
     return rows
 
 
-def budget_warning_lines(warnings: list[dict], metric: str, min_effect: float, budget_s: float) -> list[str]:
-    """The gate's warning before it starts, one line per case, with the budget that would do."""
+def budget_warning_lines(warnings: list[dict], metric: str, min_effect: float, budget_s: float,
+                         tiers=("time",)) -> list[str]:
+    """The gate's warning before it starts, one line per case, with the budget that would do.
+
+    It speaks of the time tier alone, and says so: with the deterministic tiers before it, most
+    cases are decided by counts and never spend the budget.
+    """
+    counts = [t for t in tiers if t in ("structural", "instructions")]
+    scope = (f"; the {' and '.join(counts)} tier{'s' if len(counts) > 1 else ''} before it decide most cases "
+             "first, without the budget" if counts else "")
     lines = []
     for w in warnings:
-        sees = (f"detects >= {_effect(w['effect'])}" if w["effect"] is not None
-                else "buys fewer than 2 pairs and detects nothing")
-        text = (f"warning: {w['case']}: at log-ratio SD {w['sd']:.3f} ({w['sd_source']}), a {fmt.seconds(budget_s)} "
-                f"budget buys about {w['pairs']} pairs and {sees}, above --min-effect {fmt.percent(min_effect)}. ")
+        sees = (f"could detect >= {_effect(w['effect'])}" if w["effect"] is not None
+                else "buys fewer than 2 pairs and could detect nothing")
+        text = (f"warning: {w['case']}: the time tier alone, at log-ratio SD {w['sd']:.3f} ({w['sd_source']}), "
+                f"{sees} of {metric} in a {fmt.seconds(budget_s)} budget (about {w['pairs']} pairs), above "
+                f"--min-effect {fmt.percent(min_effect)}{scope}. ")
         if w["needed_pairs"] is None:
             text += f"{fmt.percent(min_effect)} is out of reach here: use a quieter machine or a larger --min-effect"
         elif w["needed_budget_s"] is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import fmt, metrics
 from ..history import points as report_data
-from . import tables, verdicts
+from . import tables
 
 #: Columns of the run table, in order (besides the case's parts); empty ones are left out. Import,
 #: build and the phases are the phase breakdown's, right below (its figure and its numbers).
@@ -96,18 +96,14 @@ def host_rows(res) -> list[tuple[str, str]]:
 
 
 def gate_rows(doc: dict) -> list[dict]:
-    """Per case of a ``gate.json``: the verdict with what it rests on, the tier that decided, the numbers."""
-    metric = (doc.get("settings") or {}).get("metric", "first_grad_s")
-    rows = []
-    for c in doc.get("cases") or []:
-        v = c.get("verdict") or {}
-        rows.append({"case": c.get("case", "?"), "verdict": v.get("verdict", "inconclusive"),
-                     "label": verdicts.verdict_label_of(v), "tier": c.get("tier") or "time",
-                     "base": fmt.metric_value(metric, (c.get("base") or {}).get("median")),
-                     "head": fmt.metric_value(metric, (c.get("head") or {}).get("median")),
-                     "ratio": fmt.factor(v.get("ratio")), "interval": fmt.interval(v.get("ci_low"), v.get("ci_high")),
-                     "pairs": str(c.get("pairs", fmt.MISSING))})
-    return rows
+    """Per case of a ``gate.json``: the verdict, the tier and metric that decided, and that metric's own numbers,
+    built by the same row builder as the terminal and ``summary.md`` (``gate_views.verdict_rows``)."""
+    from .gate_views import verdict_rows
+
+    cases = doc.get("cases") or []
+    return [{"case": r.case, "verdict": r.word, "label": r.label, "tier": r.decided_by, "base": r.base,
+             "head": r.head, "ratio": r.ratio, "interval": r.interval, "pairs": str(c.get("pairs", fmt.MISSING)),
+             "context": r.context} for r, c in zip(verdict_rows(cases), cases)]
 
 
 def gate_section(doc: dict | None) -> dict:

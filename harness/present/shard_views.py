@@ -43,53 +43,58 @@ def _noise_headline(shard: dict, metric: str) -> str:
 def merged_gate_markdown(merged: dict) -> str:
     """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
 
-    Every text that came from a shard's files (case ids, revisions, reasons, errors,
-    notes, paths) is escaped or fenced and clipped (``untrusted``): a pull request's code
-    wrote some of it, and this summary is posted as the pull-request comment.
+    Like ``markdown.gate_markdown``: the verdict table first (each case's deciding numbers, from
+    ``gate_views.verdict_rows``, and its shard), one sentence on passing, the shards that are missing or
+    failed, and the rest folded into details. Every text that came from a shard's files (case ids,
+    revisions, reasons, errors, notes, paths) is escaped or fenced and clipped (``untrusted``): a
+    pull request's code wrote some of it, and this summary is posted as the pull-request comment.
     """
+    from .gate_views import DECISIONS, verdict_rows
     from .markdown import GATE_MARKER
     from .untrusted import md, md_code
-    from .verdicts import failures_note, verdict_label_of
+    from .verdicts import failures_note
 
     code = merged["exit_code"]
-    regressed = any(c["verdict"]["verdict"] == "regressed" for c in merged["cases"])
-    decision = {0: "no regression shown", 1: "regression",
-                2: "regression, and not every case could be compared" if regressed else "could not compare"}[code]
+    decision = DECISIONS[code]
     settings = merged.get("settings") or {}
     metric = settings.get("metric", "first_grad_s")
     base, head = merged.get("base") or {}, merged.get("head") or {}
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
-    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", "",
-             f"base {md_code(base.get('rev', '?'))} ({md((base.get('commit') or '?')[:8])}) vs head "
-             f"{md_code(head.get('rev', '?'))} ({md((head.get('commit') or '?')[:8])}); metric {md_code(metric)}, "
-             f"minimum effect {fmt.percent(settings.get('min_effect'))}, alpha {md(settings.get('alpha', '?'))}, "
-             "each case paired and interleaved on its shard's runner", ""]
+    cases = merged["cases"]
+    rows = verdict_rows(cases)
+    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
+    lines += _table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
+                    [[md_code(r.case), c["shard"], _verdict(r.word, md(r.label))
+                      + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error")), r.decided_by,
+                      r.base, r.head, r.ratio, r.interval] for r, c in zip(rows, cases)]) + [""]
     if merged.get("passing_means"):
         lines += [f"_{md(merged['passing_means'], 2000)}_", ""]
     problems = [s for s in shards if s["status"] in ("missing", "failed")]
     if problems:
         lines += [f"- **shard {s['shard']} {s['status']}**: {md(s['detail'])}" for s in problems] + [""]
-    rows = []
-    for c in merged["cases"]:
-        v = c["verdict"]
-        rows.append([md(c["case"]), c["shard"], fmt.metric_value(metric, c["base"].get("median")),
-                     fmt.metric_value(metric, c["head"].get("median")), fmt.factor(v.get("ratio")),
-                     fmt.interval(v.get("ci_low"), v.get("ci_high")), _verdict(v["verdict"], md(verdict_label_of(v))),
-                     md(c.get("tier", "time")), str(c["pairs"]), fmt.seconds(c.get("wall_s")),
-                     md(c["stop"]) + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error"))])
-    lines += _table(["case", "shard", "base", "head", "ratio", "interval", "verdict", "decided by", "pairs", "wall",
-                     "stopped"], rows) + [""]
-    lines += [f"- {md_code(c['case'])} (decided by the {md(c.get('tier', 'time'))} tier): "
-              f"{md(c['verdict'].get('reason', ''))}" for c in merged["cases"]]
-    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in merged["cases"] if c.get("attribution")]
+    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
+    if failed_expectations:
+        lines += [f"**{len(failed_expectations)} expectation(s) violated** (details below).", ""]
+    lines += ["<details><summary>Details: each case's tiers and reasons, shards, noise</summary>", "",
+              f"base {md_code(base.get('rev', '?'))} ({md((base.get('commit') or '?')[:10])}) vs head {md_code(head.get('rev', '?'))} "
+              f"({md((head.get('commit') or '?')[:10])}); gated metric {md_code(metric)}, minimum effect "
+              f"{fmt.percent(settings.get('min_effect'))}, alpha {md(settings.get('alpha', '?'))}, each case paired and "
+              "interleaved on its shard's runner", ""]
+    lines += _table(["case", "base and head are", "pairs", "wall", "stopped"],
+                    [[md_code(r.case), md(r.statistic) or fmt.MISSING, str(c["pairs"]), fmt.seconds(c.get("wall_s")),
+                      md(c["stop"])] for r, c in zip(rows, cases)]) + [""]
+    for r, c in zip(rows, cases):
+        lines.append(f"- {md_code(r.case)} (decided by the {md(r.tier)} tier on {md(r.metric)}): {md(r.reason)}")
+        lines += [f"  - context, not decided on: {md(text)}" for text in r.context]
+    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in cases if c.get("attribution")]
     lines += [f"- **Where it went**: {md(text or case)} (tables: `ttfg explain` on the merged gate folder)"
               for case, text in where]
     lines += [f"- skipped {md_code(s['case'])}: {md(s['reason'])}" for s in merged.get("skipped", [])]
-    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
     if failed_expectations:
         lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
         lines += [f"- {md_code(f['case'])} {md(f['metric'])}: {md(f['status'])}" for f in failed_expectations]
-    lines += [f"> {md(note)}" for note in merged.get("notes", [])]
+    lines += [""] + [f"> {md(note)}" for note in merged.get("notes", [])]
     lines += [f"> shard {s['shard']}: {md(_noise_headline(s, metric))}" for s in present if s["status"] == "ok"]
+    lines += ["", "</details>"]
     return "\n".join(lines).rstrip() + "\n"

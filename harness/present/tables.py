@@ -454,20 +454,23 @@ def compare_table(cmp) -> Table:
 
 
 def gate_table(outcome) -> Table:
-    """Per case: the gated metric's medians, paired ratio with interval, verdict, pairs, wall time."""
-    s = outcome.settings
+    """Per case: the verdict, the tier and metric that decided it, and that metric's base, head, ratio and interval."""
+    from .gate_views import revision_label, verdict_rows, verdict_table
+
+    rows = verdict_rows([c.to_json() for c in outcome.cases])
+    return verdict_table(rows, f"gate verdicts, base {revision_label(outcome.base)} vs head "
+                               f"{revision_label(outcome.head)}")
+
+
+def gate_detail_table(outcome) -> Table:
+    """``--verbose``: per case the pairs, failures, wall time, why sampling stopped and the counters that changed."""
     varying, fixed = case_layout([c.case for c in outcome.cases])
-    table = fitted(_title(f"gate: base {outcome.base.name} ({outcome.base.short}) vs head {outcome.head.name} "
-                          f"({outcome.head.short}), {s.metric}, paired", fixed),
+    table = fitted(_title("gate, how each case was sampled", fixed),
                    [(c, "left") for c in varying]
-                   + [("base", "right"), ("head", "right"), ("ratio", "right"), ("interval", "right"),
-                      ("verdict", "left"), ("tier", "left"), ("pairs", "right"), ("failed b/h", "right"), ("wall", "right"),
-                      ("stopped", "left"), ("counters changed", "left")], label=len(varying))
+                   + [("pairs", "right"), ("failed b/h", "right"), ("wall", "right"), ("stopped", "left"),
+                      ("counters changed", "left")], label=len(varying))
     for c in outcome.cases:
-        table.add_row(*case_cells(c.case, varying), fmt.metric_value(s.metric, c.base.median), fmt.metric_value(s.metric, c.head.median),
-                      fmt.factor(c.verdict.ratio), fmt.interval(c.verdict.ci_low, c.verdict.ci_high),
-                      styled_verdict(c.verdict), c.tier, f"{c.pairs}/{c.attempted}",
-                      f"{c.failed['base']}/{c.failed['head']}",
+        table.add_row(*case_cells(c.case, varying), f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}",
                       fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
     return table
 

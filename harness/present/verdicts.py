@@ -21,10 +21,14 @@ def verdict_label(v) -> str:
 
     * ``unchanged (within ±5 %)``: two one-sided tests showed equivalence;
     * ``unchanged (+2.1 %, under the 5 % minimum)``: a significant change below the minimum effect;
-    * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged.
+    * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged;
+    * ``unchanged (+0.1 %, margin ±1.32 %)``: a count of a gate tier within its margin.
     """
     word = v.verdict
     margin = getattr(v, "margin", math.nan)
+    if str(getattr(v, "method", "")).startswith("tier ") and word == "unchanged" and _finite(margin) \
+            and _finite(v.ratio):  # a count within its tier margin
+        return f"unchanged ({fmt.change(v.ratio - 1)}, margin ±{fmt.percent(margin)})"
     if word == "unchanged" and _finite(margin):
         if getattr(v, "equivalent", False):
             return f"unchanged (within ±{fmt.percent(margin)})"
@@ -36,7 +40,7 @@ def verdict_label(v) -> str:
 
 
 def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: list[float],
-                     expectations: str | None = None) -> str:
+                     expectations: str | None = None, guard=None, tiers=None) -> str:
     """One sentence: what a passing gate of these settings has shown, and what it has not.
 
     Parameters
@@ -44,29 +48,43 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
     metric : str
         The gated timing.
     min_effect, alpha : float
-        The gate's minimum effect and level.
+        The gate's minimum effect and overall level.
     detectable : list of float
         The inconclusive cases' detectable slowdowns (the smallest is quoted).
     expectations : str or None
         The expectations file checked, if any.
+    guard : sequence of str or None
+        The guarded timings (default: ``metric`` alone, as gates before the guard recorded).
+    tiers : sequence of str or None
+        The tiers that could decide (default: the time tier alone).
     """
-    label = metrics.get(metric).brief if metric in metrics.METRICS else metric
+    def label(name: str) -> str:
+        return metrics.get(name).brief if name in metrics.METRICS else name
+
+    guard = list(guard or [metric])
     detect = [d for d in detectable if _finite(d)]
-    inconclusive = (f"; an inconclusive case only rules out slowdowns it could detect (here down to "
+    inconclusive = (f", and an inconclusive case only rules out slowdowns it could detect (here down to "
                     f"{fmt.percent(min(detect))} at best)" if detect else
-                    "; an inconclusive case only rules out slowdowns as large as it states it could detect")
-    checked = f", and head's counters stayed within {expectations}" if expectations else ""
-    return (f"Passing means: no case's {label} got slower by {fmt.percent(min_effect)} or more with significance "
-            f"at alpha {alpha:g} (paired base/head processes, sequential test), no head failed significantly more "
-            f"often than its base{checked}; a case marked 'unchanged (within ±{fmt.percent(min_effect)})' was shown "
-            f"by two one-sided tests to lie inside that band{inconclusive}.")
+                    ", and an inconclusive case only rules out slowdowns as large as it states it could detect")
+    checked = f", head's counters stayed within {expectations}" if expectations else ""
+    timings = (f"no case's {label(guard[0])}" if len(guard) == 1 else
+               f"no guarded timing ({', '.join(label(g) for g in guard)})")
+    over = f"alpha {alpha:g}" if len(guard) == 1 else f"alpha {alpha:g} over all {len(guard)}"
+    counts = [t for t in (tiers or ()) if t in ("structural", "instructions")]
+    grew = (", no structural counter grew" if counts == ["structural"] else
+            ", no instruction or allocation count grew beyond its margin" if counts == ["instructions"] else
+            ", no structural counter, instruction or allocation count grew beyond its margin" if counts else "")
+    return (f"Passing means: {timings} was shown {fmt.percent(min_effect)} or more slower at {over} (paired "
+            f"processes){grew}, no head failed significantly more often than its base{checked}; 'unchanged (within "
+            f"±{fmt.percent(min_effect)})' was shown by two one-sided tests{inconclusive}.")
 
 
 def passing_means(outcome, check=None) -> str:
     """:func:`passing_sentence` for a gate's outcome (and its expectations check, when it ran one)."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
-    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None)
+    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None,
+                            getattr(s, "guard", None), getattr(s, "tiers", None))
 
 
 def failures_note(failed: dict | None, attempted: int | None, first_error: dict | None) -> str:

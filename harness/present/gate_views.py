@@ -1,0 +1,287 @@
+"""A gate's verdicts for people: one row per case, the same in the terminal, ``summary.md`` and the report page.
+
+Why one module, and why from ``gate.json``'s case dicts: the three outputs used to print
+numbers of different metrics beside one ratio ("base 42.5 ms, head 51.1 ms, ratio
+1.022×", the ratio being the instruction count's). A row here holds the numbers of the
+metric that decided and nothing else: base, head, their ratio and its interval, all in
+that metric's unit (instructions with instructions, seconds with seconds). Numbers of
+other tiers are context, on a line of their own, labelled with their tier and what they
+are. The terminal builds its rows from ``outcome.to_json()``, the report page from
+``gate.json`` on disk: one dict, one function, so they agree number for number
+(``tests/test_gate.py`` holds them to it).
+
+The ten-second view of a regressed case (:func:`case_lines`) is the verdict, the
+deciding numbers, the three largest phase changes and the five functions of the user's
+and the framework's code whose cost grew most; the interpreter's own functions
+(CPython's C files, the standard library, libc) are left out unless asked for.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+import re
+import sys
+from dataclasses import dataclass, field
+
+from .. import fmt, metrics
+
+#: The functions a default view lists, and the phases.
+TOP_FUNCTIONS, TOP_PHASES = 5, 3
+
+
+def revision_label(rev) -> str:
+    """``main (3223193a1b)``, or the short commit alone when the revision was named by its hash."""
+    return rev.short if rev.commit.startswith(rev.name) else f"{rev.name} ({rev.short})"
+
+
+def metric_label(metric: str | None) -> str:
+    """``build``, ``instructions``, ``build instructions``, ``autograd primitives``: the registry's brief label."""
+    if not metric:
+        return "failures"
+    known = metric in metrics.METRICS or metrics.is_counter(metric)
+    return metrics.get(metric).brief if known else metric
+
+
+def _number(metric: str, v) -> str:
+    return fmt.metric_value(metric, v) if v is not None else fmt.MISSING
+
+
+def _ratio(v) -> str:
+    return fmt.factor(v) if v is not None else fmt.MISSING
+
+
+def figure_cells(fig: dict | None) -> tuple[str, str, str, str]:
+    """``(base, head, ratio, interval)`` of a figure, each in its unit; dashes when nothing was measured."""
+    if not fig:
+        return (fmt.MISSING,) * 4
+    m = fig["metric"]
+    interval = (fmt.interval(fig["ci_low"], fig["ci_high"]) if fig.get("ci_low") is not None
+                and fig.get("ci_high") is not None and fig["ci_low"] != fig["ci_high"] else fmt.MISSING)
+    return _number(m, fig.get("base")), _number(m, fig.get("head")), _ratio(fig.get("ratio")), interval
+
+
+def context_text(fig: dict) -> str:
+    """``first gradient (time tier, geometric mean of 1 pair): 42.5 ms -> 51.1 ms, 1.202×``."""
+    base, head, ratio, _ = figure_cells(fig)
+    return (f"{metric_label(fig['metric'])} ({fig['tier']} tier, {fig['statistic']}): {base} -> {head}, {ratio}")
+
+
+@dataclass
+class VerdictRow:
+    """One case's verdict and the numbers it rests on, formatted once for every output."""
+
+    case: str
+    word: str
+    label: str
+    tier: str
+    #: The deciding metric's label and what base and head are.
+    metric: str
+    statistic: str
+    base: str
+    head: str
+    ratio: str
+    interval: str
+    context: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def decided_by(self) -> str:
+        """``time: build``, ``instructions: build``, ``structural: autograd primitives``."""
+        what = self.metric
+        if self.tier == "instructions":
+            what = "first gradient" if what == "instructions" else what.removesuffix(" instructions")
+        return f"{self.tier}: {what}"
+
+
+def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
+    """The rows of ``gate.json``'s cases (or ``outcome.to_json()["cases"]``), in their order."""
+    from .verdicts import verdict_label_of
+
+    rows = []
+    for c in cases:
+        v = c.get("verdict") or {}
+        fig = c.get("figure")
+        rows.append(VerdictRow(c["case"], v.get("verdict", "inconclusive"), verdict_label_of(v), c.get("tier") or "time",
+                               metric_label(c.get("metric")), fig.get("statistic", "") if fig else "",
+                               *figure_cells(fig), [context_text(f) for f in c.get("context") or []],
+                               v.get("reason") or ""))
+    return rows
+
+
+ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
+#: The gate's decision by its exit code, as every output words it.
+DECISIONS = {0: "no regression shown", 1: "regression", 2: "could not compare"}
+
+
+def row_cells(r: VerdictRow) -> list[str]:
+    return [r.label, r.decided_by, r.base, r.head, r.ratio, r.interval]
+
+
+def verdict_table(rows: list[VerdictRow], title: str):
+    """The verdict rows as one terminal table (the case split into its varying parts, as every table is)."""
+    from .tables import VERDICT_STYLE, case_cells, case_layout, fitted
+
+    varying, fixed = case_layout([r.case for r in rows])
+    table = fitted(f"{title}: {fixed}" if fixed else title,
+                   [(c, "left") for c in varying] + [(c, "left" if c in ("verdict", "decided by") else "right")
+                                                    for c in ROW_HEADER], label=len(varying))
+    for r in rows:
+        cells = row_cells(r)
+        style = VERDICT_STYLE.get(r.word)
+        cells[0] = Text(cells[0], style=style) if style else cells[0]
+        table.add_row(*case_cells(r.case, varying), *cells)
+    return table
+
+
+def gate_page(head_results_path) -> dict | None:
+    """What the report page shows of a gate whose head results file is ``head_results_path``: the decision,
+    the verdict rows and the sentence on passing, read from the ``gate.json`` beside it (None when there is none:
+    results files copied without it)."""
+    import json
+    from pathlib import Path
+
+    if not head_results_path:
+        return None
+    path = Path(head_results_path).parent / "gate.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate" or not isinstance(doc.get("cases"), list):
+        return None
+    code = doc.get("exit_code")
+    rows = verdict_rows(doc["cases"])
+    return {"decision": DECISIONS.get(code, "unknown"), "failed": code == 1, "file": str(path),
+            "header": ["case", *ROW_HEADER, "base and head are"],
+            "rows": [{"word": r.word, "cells": [r.case, *row_cells(r), r.statistic or fmt.MISSING],
+                      "context": r.context} for r in rows],
+            "passing_means": doc.get("passing_means") or "", "footer": doc.get("footer") or ""}
+
+
+# ---------------------------------------------------------------------------- which functions a person sees
+
+#: CPython's own source folders (callgrind names C files by their path in the build tree).
+_CPYTHON = re.compile(r"(^|/)(Python|Objects|Modules|Parser|Include|Programs)/.*\.[ch]$|(^|/)Python-3\.[^/]*/")
+_SYSTEM = re.compile(r"(^|/)(glibc[^/]*|libc|libpthread|ld-linux|libm|elf|malloc|nptl|string|sysdeps)(/|\.|-)"
+                     r"|^\?\?\?$|^$")
+_STDLIB = re.compile(r"(^|/)lib/python3\.\d+/(?!site-packages/)")
+
+
+def interpreter_internal(fn: str, where: str) -> bool:
+    """Whether a function belongs to the interpreter (CPython's C code, the standard library, libc, the loader),
+    not to the user's or a framework's code. ``where`` is ``file:line`` or a file."""
+    path = where.rsplit(":", 1)[0] if re.search(r":\d+$", where or "") else (where or "")
+    if not path or path == "?" or path.startswith("<frozen") or path.startswith("<"):
+        return True
+    if _CPYTHON.search(path) or _SYSTEM.search(path) or _STDLIB.search(path):
+        return True
+    if "site-packages/" in path or "/" not in path and not path.endswith(".py"):
+        return False
+    top = path.lstrip("./").split("/", 1)[0].removesuffix(".py")
+    return top in sys.stdlib_module_names
+
+
+#: ttfg's own measuring code (the probe and the runner): it holds every sampled stack, so its inclusive
+#: change is the whole change, and it is neither the user's code nor the framework's.
+_HARNESS = re.compile(r"(^|/)(ttfg|harness)/measure/")
+
+
+def _grew(f: dict) -> float:
+    """What a function's own cost grew by (its self change), else its inclusive change."""
+    own = f.get("delta_self")
+    return own if own is not None else (f.get("delta_incl") or 0)
+
+
+def shown_functions(functions: list[dict], unit: str, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[dict]:
+    """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
+    callee's); the interpreter's and ttfg's measuring code left out unless asked."""
+    mine = [f for f in functions if f.get("unit") == unit and _grew(f) > 0
+            and (internals or not (interpreter_internal(f.get("fn", ""), f.get("where", ""))
+                                   or _HARNESS.search(f.get("where", ""))))]
+    return sorted(mine, key=lambda f: -_grew(f))[:top]
+
+
+def _signed(metric_unit: str, v) -> str:
+    text = fmt.seconds(v) if metric_unit == "s" else fmt.count(v)
+    return f"+{text}" if v is not None and v > 0 else text
+
+
+def phase_lines(attribution: dict, top: int = TOP_PHASES) -> list[str]:
+    """The ``top`` phases whose time changed most (paired medians), one line each, largest first."""
+    phases = [p for p in attribution.get("phases") or [] if p.get("delta") is not None]
+    phases.sort(key=lambda p: -abs(p["delta"]))
+    out = []
+    for p in phases[:top]:
+        ratio = fmt.factor(p["ratio"]) if p.get("ratio") is not None else fmt.MISSING
+        instr = (f", instructions {_signed('count', p['instructions_delta'])}"
+                 if p.get("instructions_delta") is not None else "")
+        out.append(f"{p['phase']}: {fmt.seconds(p.get('base'))} -> {fmt.seconds(p.get('head'))} "
+                   f"({_signed('s', p['delta'])}, {ratio}){instr}")
+    return out
+
+
+def function_lines(attribution: dict, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[tuple[str, list[str]]]:
+    """Per unit (instructions, sampled time): a title and the functions whose cost grew most, one line each."""
+    from .attribution_views import UNIT_WORDS
+
+    out = []
+    functions = attribution.get("functions") or []
+    for unit in dict.fromkeys(f.get("unit") for f in functions):
+        shown = shown_functions(functions, unit, top, internals)
+        if not shown:
+            continue
+        bound = {"head only": "≥ ", "base only": "≤ "}
+        lines = [f"{bound.get(f.get('presence'), '')}{_signed(unit, _grew(f))}  {f['fn']} ({f['where']})"
+                 for f in shown]
+        out.append((f"functions whose own {UNIT_WORDS[unit][0]} grew most"
+                    + ("" if internals else ", your and the framework's code"), lines))
+    return out
+
+
+def glue_units(text: str) -> str:
+    """A number and its unit joined by a no-break space, so that wrapping never parts them."""
+    return re.sub(r"(\d)[ ](%|ms|µs|ns|s|B|KiB|MiB|GiB|×)(?=[\s,;:)\]]|$)", "\\1\u00a0\\2", text)
+
+
+def wrapped(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` wrapped at ``width`` at spaces, never between a number and its unit, never inside a word."""
+    import textwrap
+
+    lines = textwrap.wrap(glue_units(text), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                          break_long_words=False, break_on_hyphens=False) or [indent]
+    return [line.replace("\u00a0", " ") for line in lines]
+
+
+def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = False) -> list[str]:
+    """The ten-second view of one case that did not pass unchanged: verdict and numbers, context, and for a
+    regression the top phase changes and functions."""
+    if row.statistic:
+        lines = wrapped(f"{row.label}: {row.case}: {row.metric} {row.base} -> {row.head}, {row.ratio}"
+                        + (f" {row.interval}" if row.interval != fmt.MISSING else "")
+                        + f" ({row.tier} tier, {row.statistic})", width)
+    else:  # decided by failures, or nothing measured: the reason is the finding
+        lines = wrapped(f"{row.label}: {row.case}: {row.reason}", width)
+    for text in row.context:
+        lines += wrapped(f"context, not decided on: {text}", width, "  ")
+    a = case.get("attribution")
+    if row.word != "regressed" or not a:
+        return lines
+    phases = phase_lines(a)
+    if phases:
+        n = max((p.get("n") or 0 for p in a.get("phases") or []), default=0)
+        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.get("paired") else
+               f"medians, {n} sample{'s' if n != 1 else ''} a side")
+        lines.append(f"  largest phase changes ({how}):")
+        for text in phases:
+            lines += wrapped(text, width, "    ")
+    for title, found in function_lines(a, internals=internals)[:1]:
+        lines.append(f"  {title}:")
+        for text in found:
+            lines += wrapped(text, width, "    ")
+    return lines
+
+
+__all__ = ["DECISIONS", "ROW_HEADER", "VerdictRow", "gate_page", "revision_label", "case_lines", "verdict_table", "context_text", "figure_cells", "function_lines",
+           "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
+           "verdict_rows", "wrapped"]
