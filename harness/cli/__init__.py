@@ -28,6 +28,8 @@ from .explain import add_explain_command
 from .doctor import add_doctor_commands
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
+from .config import add_config_commands, apply as apply_config, mark_defaults
+from .init import add_init_command
 
 EPILOG = """\
 examples:
@@ -179,9 +181,8 @@ def cmd_run(args) -> int:
 
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
-    from ..present import noise as noise_view
     from ..present.run_views import run_summary
-    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
+    from ..present.tables import console as make_console
 
     from .outputs import output_file
 
@@ -243,18 +244,10 @@ def cmd_run(args) -> int:
                 _save_again(results, out)
             except OSError as exc:
                 write_error = exc
-    tables = run_tables(results, wide=args.wide)
-    shown = make_console(stderr=as_json, width=10_000) if args.wide else console  # --wide: never wrapped
-    for table in tables:
-        shown.print(table)
-    for line in skipped_lines(results):
-        console.print(line, highlight=False)
-    fails = failures_table(results)
-    if fails is not None:
-        console.print(fails)
-    console.print(noise_view.headline(results.noise), highlight=False)
+    print_results(results, console, wide=args.wide, stderr=as_json)
     if out:
-        console.print(f"results: {out}", highlight=False)
+        console.print(f"results: {out}" + ("" if "out" in getattr(args, "typed", {"out"}) else " (no --out: the project's results folder; "
+                                           "ttfg show FILE prints these tables again)"), highlight=False)
     code = 0
     bad = failed_cases(results)
     if interrupted:
@@ -280,6 +273,24 @@ def cmd_run(args) -> int:
     if as_json:
         print(json.dumps(run_summary(results, code, interrupted), indent=1, allow_nan=False))
     return code
+
+
+def print_results(results, console, wide: bool = False, stderr: bool = False) -> None:
+    """A results file's tables, skipped and failed cases and noise floor: what ``ttfg run`` ends with and
+    ``ttfg show`` prints again."""
+    from ..present import noise as noise_view
+    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
+
+    tables = run_tables(results, wide=wide)
+    shown = make_console(stderr=stderr, width=10_000) if wide else console  # --wide: never wrapped
+    for table in tables:
+        shown.print(table)
+    for line in skipped_lines(results):
+        console.print(line, highlight=False)
+    fails = failures_table(results)
+    if fails is not None:
+        console.print(fails)
+    console.print(noise_view.headline(results.noise), highlight=False)
 
 
 def _save_again(results, out) -> None:
@@ -349,6 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error, print the whole traceback (it still exits 2)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the project's config: a ttfg.toml, or a pyproject.toml with [tool.ttfg] (default: the "
+                             "nearest one from here up to the git repository's root; ttfg config shows it)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="show models, backends and variants, with availability")
@@ -392,7 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=0, metavar="N",
                    help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
                         "for ttfg explain's function-level diff (default: 0)")
-    p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    p.add_argument("--out", metavar="FILE",
+                   help="results file (JSON), rewritten after every sample (default: run-DATE-TIME.json in the "
+                        "project's results folder: output in [tool.ttfg], else runs/)")
     p.add_argument("--wide", action="store_true",
                    help="one table with every column (times, phases, counters) however wide, instead of three "
                         "that fit the terminal")
@@ -425,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor_commands(sub)
     add_shards_command(sub)
     add_merge_commands(sub)
+    add_config_commands(sub)
+    add_init_command(sub)
+    mark_defaults(parser)  # after every command: the config fills what was not typed (see cli/config.py)
     return parser
 
 
@@ -449,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN
     name = f"ttfg {args.command}"
     try:
+        args.settings = apply_config(args, parser)
         code = args.func(args)
     except TtfgError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
