@@ -184,6 +184,8 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
             settings.append(Setting(key, cfg.get(key), cfg.where(key)))
         else:
             settings.append(Setting(key, getattr(args, dest), "default"))
+    if command in ("gate", "regressions") and "repo" in typed:
+        _check_repo_has_plugin(Path(args.repo))
     if command in SELECTING and from_file & {"models", "backends", "variants"}:
         _check_selection(args, cfg, from_file)
     if command == "asv" and getattr(args, "asv_command", None) == "record":
@@ -203,6 +205,22 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
         raise project_config.ConfigError(f"{where}: {exc}") from None
     if not cases and not skipped:
         raise project_config.ConfigError(f"{where}: selects nothing (no model x backend x variant case)")
+
+
+def _check_repo_has_plugin(repo: Path) -> None:
+    """``--repo`` at a project that plugs nothing into ttfg: nothing of it would be measured, so refuse now,
+    before worktrees and installs (ttfg's own repository is the one exception: its code is what is measured)."""
+    from ..measure.worktrees import repo_root
+    from ..project import pyproject
+
+    root = repo_root(repo)
+    project = pyproject.read(root)
+    if project.name != "ttfg" and not project.declares_plugin():
+        raise pyproject.NotAProject(
+            f"--repo {repo}: {project.name} ({project.pyproject}) declares no ttfg plugin (no "
+            f"[project.entry-points.\"{pyproject.MODEL_GROUP}\"] or \"{pyproject.BACKEND_GROUP}\"), so no case "
+            f"would run its code and both sides would measure the same installed code; `ttfg init --repo {repo}` "
+            "writes a starter plugin")
 
 
 def _asv_selection(cfg) -> None:
