@@ -360,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error, print the whole traceback (it still exits 2)")
-    parser.add_argument("--config", metavar="FILE",
+    parser.add_argument("--config", dest="ttfg_config", metavar="FILE",
                         help="the project's config: a ttfg.toml, or a pyproject.toml with [tool.ttfg] (default: the "
                              "nearest one from here up to the git repository's root; ttfg config shows it)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

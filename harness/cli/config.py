@@ -158,7 +158,7 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
     sub = _subparsers(parser).get(command) if command else None
     typed = _unwrap(args, sub)
     args.typed = typed
-    cfg = project_config.load(_start(args), getattr(args, "config", None))
+    cfg = project_config.load(_start(args), getattr(args, "ttfg_config", None))
     args.project_config = cfg
     settings = []
     from_file = set()
