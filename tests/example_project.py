@@ -57,9 +57,12 @@ def make_repository(root: Path, setup=None) -> dict:
     first = git(repo, "rev-parse", "HEAD")
     layers = repo / LAYERS
     git(repo, "checkout", "-q", "-b", "comment")
+    # At the end of a line: a comment on a line of its own moves every line below it, and jax
+    # writes source lines into the lowered module's metadata, so XLA's compile then ran 1.5 %
+    # more instructions here (beyond the instructions tier's 1.38 % margin): a real change in
+    # the work, not a comment-only one.
     layers.write_text(layers.read_text().replace('    return conv(x)\n',
-                                                 '    # nnx.Conv takes NHWC input, as the backend gives it\n'
-                                                 '    return conv(x)\n'))
+                                                 '    return conv(x)  # nnx.Conv takes NHWC, as the backend gives it\n'))
     git(repo, "commit", "-q", "-am", "a comment, nothing else")
     comment = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "-b", "slow", first)
