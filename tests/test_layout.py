@@ -1,6 +1,6 @@
 """The package's shape is its architecture: imports point down the stages, never up.
 
-cli -> present / project -> decide / history -> measure -> results / metrics -> engines -> models.
+cli -> app -> present / project -> decide / history -> measure -> results / metrics -> engines -> models.
 ``ttfg.errors`` and ``ttfg.files`` sit below everything and import nothing of ours.
 Frameworks are imported only inside ``harness/engines/``. The test reads the source (AST),
 so a lazy import inside a function counts the same as one at the top.
@@ -34,9 +34,10 @@ RANK = {
     "ttfg.decide": 4,
     "ttfg.history": 4,
     "ttfg.present": 5,
-    "ttfg.project": 5,  # the user's project: config and scaffolding; cli reads it, it reads no presenter
-    "ttfg.cli": 6,
-    "ttfg": 7,          # harness/__init__.py and __main__.py: the public face
+    "ttfg.project": 5,  # the user's project: config and scaffolding; cli and app read it, it reads no presenter
+    "ttfg.app": 6,      # use cases: one function per command, wiring the stages below (cli parses and prints)
+    "ttfg.cli": 7,
+    "ttfg": 8,          # harness/__init__.py and __main__.py: the public face
 }
 BASE = {"ttfg.errors", "ttfg.files"}
 SIBLINGS = {frozenset({"ttfg.decide", "ttfg.history"}), frozenset({"ttfg.metrics", "ttfg.results"}),
@@ -144,7 +145,7 @@ def test_frameworks_only_inside_engines():
 
 
 def test_every_stage_is_a_package_with_a_docstring():
-    for stage in ("engines", "measure", "results", "decide", "history", "present", "cli"):
+    for stage in ("engines", "measure", "results", "decide", "history", "present", "app", "cli"):
         init = HARNESS / stage / "__init__.py"
         assert init.is_file(), f"harness/{stage}/ is not a package"
         assert ast.get_docstring(ast.parse(init.read_text())), f"harness/{stage}/__init__.py says nothing of its job"

@@ -193,7 +193,7 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     import contextlib
 
     from ttfg.cli import main
-    from ttfg.decide import gate as gate_module
+    from ttfg.app import gate as use_case
     from ttfg.measure import sides
     from ttfg.measure.worktrees import Revision
 
@@ -201,7 +201,7 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     noise.save(floor)
 
     @contextlib.contextmanager
-    def no_worktrees(repo, revs, on_note=None):
+    def no_worktrees(repo, revs, requests=None, on_note=None):
         yield {role: sides.Side(role, rev, tmp_path) for role, rev in revs.items()}
 
     started = []
@@ -210,10 +210,10 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
         started.append(capsys.readouterr())
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sides, "prepared", no_worktrees)
-    monkeypatch.setattr(gate_module, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
-                                                                Revision("HEAD", "b" * 40, "head")))
-    monkeypatch.setattr(gate_module, "run_gate", run_gate)
+    monkeypatch.setattr(use_case, "prepared", no_worktrees)
+    monkeypatch.setattr(use_case, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
+                                                             Revision("HEAD", "b" * 40, "head")))
+    monkeypatch.setattr(use_case, "run_gate", run_gate)
     code = main(["gate", "--base", "HEAD~1", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
     assert code == 2 and started  # interrupted at once, after the check
     before = " ".join(started[0].out.split())

@@ -23,7 +23,6 @@ from ttfg.decide.gate import GateSettings, Side, gate_document, run_gate
 from ttfg.decide.merge_gate import load_shard, merge_gates
 from ttfg.errors import UsageError
 from ttfg.measure import metadata
-from ttfg.measure import sides as sides_module
 from ttfg.measure.cases import select
 from ttfg.measure.shard import ShardSpec, estimate_s, parse_spec, partition, select_shard
 from ttfg.measure.worktrees import Revision
@@ -600,13 +599,15 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
                                 {"base": "", "head": ""}, shard, metadata.fingerprint({}))
 
     @contextmanager
-    def unbuilt(repo, revisions, on_note=None):  # the sides, without worktrees or installs
+    def unbuilt(repo, revisions, requests=None, on_note=None):  # the sides, without worktrees or installs
         yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
 
-    monkeypatch.setattr(gate, "run_gate", loop)
-    monkeypatch.setattr(gate, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
-                                                         Revision("HEAD", "b" * 40, "head")))
-    monkeypatch.setattr(sides_module, "prepared", unbuilt)
+    from ttfg.app import gate as use_case
+
+    monkeypatch.setattr(use_case, "run_gate", loop)
+    monkeypatch.setattr(use_case, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
+                                                             Revision("HEAD", "b" * 40, "head")))
+    monkeypatch.setattr(use_case, "prepared", unbuilt)
     selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd"]
     out = cli("gate", "--base", "HEAD~1", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
     ids = [c.id for c in select(MODELS, ["autograd"], None, check_availability=False)[0]]

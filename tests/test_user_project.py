@@ -17,7 +17,7 @@ import pytest
 
 from ttfg.results import record
 
-from .user_project import git, make_mylab
+from .user_project import dependency_bump, git, make_mylab
 
 CASE = "mylab_mlp/mylab.autograd/params=args,chain=unrolled"
 
@@ -101,3 +101,31 @@ def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab
                "mylab.autograd", "--tiers", "time", "--max-failures", "2", "--out-dir", str(tmp_path))
     assert out.returncode == 2, out.stdout + out.stderr
     assert "mylab needs widgets 2, found 1" in out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_a_dependency_bump_is_measured_in_the_environments_each_revision_declares(mylab, tmp_path):
+    """Only requirements.txt changes (autograd 1.7.0 -> 1.9.1): with defaults, each side runs in the
+    environment its own revision declares, built with uv, and the records say which."""
+    old, new = dependency_bump(mylab["repo"], mylab["first"], "autograd==1.7.0", "autograd==1.9.1")
+    out = gate(mylab, "--base", old, "--head", new, "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--out-dir", str(tmp_path / "auto"))
+    assert out.returncode in (0, 1), out.stdout + out.stderr
+    assert "environments: base in base-" in out.stdout and "requirements.txt at" in out.stdout
+    doc = json.loads((tmp_path / "auto" / "gate.json").read_text())
+    envs = doc["environments"]
+    assert envs["changed"] == ["requirements.txt"] and doc["unmeasured"] is None
+    assert (envs["base"]["versions"]["autograd"], envs["head"]["versions"]["autograd"]) == ("1.7.0", "1.9.1")
+    case = doc["cases"][0]
+    assert case["tier"] in ("structural", "instructions"), case  # counts, not noise, decided it
+    base, head = (record.load(tmp_path / "auto" / f"{role}.json") for role in ("base", "head"))
+    assert base.environment["packages"]["autograd"] == "1.7.0" and head.environment["packages"]["autograd"] == "1.9.1"
+    instructions = [r.case(CASE).good("instructions")[0].instructions for r in (base, head)]
+    assert instructions[0] != instructions[1]  # different code ran: not one interpreter measured twice
+    # Forcing this interpreter measures the code alone, and every output says the bump was not measured.
+    out = gate(mylab, "--base", old, "--head", new, "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--envs", "current", "--tiers", "structural", "--out-dir", str(tmp_path / "current"))
+    assert "not measured" in out.stdout and "requirements.txt" in out.stdout, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "current" / "gate.json").read_text())
+    assert "was not measured" in doc["unmeasured"]
+    assert "Not measured" in (tmp_path / "current" / "summary.md").read_text()

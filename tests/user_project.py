@@ -181,4 +181,20 @@ def make_mylab(root: Path) -> dict:
     return {"repo": repo, "python": python, "first": first, "slow": slow, "comment": comment}
 
 
-__all__ = ["git", "layered_venv", "make_mylab", "write_project"]
+
+
+
+def dependency_bump(repo: Path, start: str, before: str, after: str) -> tuple[str, str]:
+    """Two commits on a branch from ``start``: a ``requirements.txt`` pinning ``before``, then only that pin
+    bumped to ``after``: a dependency-bump pull request, with no code changed."""
+    git(repo, "checkout", "-q", "-b", f"bump-{after.replace('=', '')}", start)
+    (repo / "requirements.txt").write_text(f"{before}\nscipy\n")
+    git(repo, "add", "requirements.txt")
+    git(repo, "commit", "-q", "-m", f"pin {before}")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / "requirements.txt").write_text(f"{after}\nscipy\n")
+    git(repo, "commit", "-q", "-am", f"bump to {after}")
+    new = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    return old, new
+__all__ = ["dependency_bump", "git", "layered_venv", "make_mylab", "write_project"]

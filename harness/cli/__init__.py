@@ -26,6 +26,8 @@ from .report import add_report_commands
 from .gate import add_gate_commands
 from .explain import add_explain_command
 from .doctor import add_doctor_commands
+from .env import add_env_commands
+from .releases import add_releases_command
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
 from .config import add_config_commands, apply as apply_config, mark_defaults
@@ -295,15 +297,9 @@ def print_results(results, console, wide: bool = False, stderr: bool = False) ->
 
 def _save_again(results, out) -> None:
     """Save a finished results file once more (its noise floor), as its one writer again."""
-    from ..results.writer import ResultsWriter
+    from ..results.writer import save_again
 
-    if out is None:
-        return
-    writer = ResultsWriter(results, out)
-    try:
-        writer.save()
-    finally:
-        writer.close()
+    save_again(results, out)
 
 
 def cmd_study(args) -> int:
@@ -439,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_commands(sub)
     add_explain_command(sub)
     add_doctor_commands(sub)
+    add_env_commands(sub)
+    add_releases_command(sub)
     add_shards_command(sub)
     add_merge_commands(sub)
     add_config_commands(sub)

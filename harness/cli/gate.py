@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -144,7 +143,7 @@ def cmd_compare(args) -> int:
                           min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
                           threshold=Thresholds.parse(args.threshold, None, "--threshold"),
                           alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
-                          force=args.force)
+                          force=args.force, across_envs=args.across_envs)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -202,24 +201,43 @@ def _tiers(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+class _PrintedEvents:
+    """The gate's events, printed as they come (``app.gate.GateEvents``)."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def started(self, request, base, head) -> None:
+        s = request.settings
+        self.console.print(
+            f"gate: base {base.name} ({base.short} {base.subject[:60]}) vs head {head.name} "
+            f"({head.short} {head.subject[:60]}); {len(request.cases)} case(s), tiers {','.join(s.tiers)}, "
+            f"metric {s.metric}, budget {s.budget_s:.0f} s, up to {s.max_pairs} pairs per case; results -> "
+            f"{request.out_dir}", highlight=False)
+
+    def warning(self, text: str) -> None:
+        self.console.print(f"[yellow]{text}[/yellow]", highlight=False)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, highlight=False)
+
+    def pair(self, event) -> None:
+        self.console.print(_progress_line(event), highlight=False)
 
 
 def cmd_gate(args) -> int:
     from . import runnable_selection
+    from ..app import gate as use_case
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, gate_document, parse_duration, revisions, run_gate
-    from ..present.markdown import gate_markdown
+    from ..decide.gate import GateSettings, parse_duration
     from ..measure.runner import RunSettings
-    from ..present.tables import console as make_console, gate_table
-    from ..present.attribution_views import headline, print_attribution
-    from ..present.verdicts import passing_means, verdict_label
-    from ..measure.sides import check_distinct, locate, prepared
-    from ..measure.worktrees import repo_root
+    from ..present.tables import console as make_console
 
     from .outputs import output_dir, output_file
+    from .shards import shard_selection
 
+    if args.base is None and not (args.base_env or args.head_env):
+        raise UsageError("--base REV is required (or --base-env/--head-env for an upgrade gate of one revision)")
     as_data = args.format != "table"
     console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
@@ -232,18 +250,11 @@ def cmd_gate(args) -> int:
                             alloc_repeat=args.alloc_repeat, profiles=args.profiles,
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
                             tiers=args.tiers, count_repeat=args.count_repeat)
-    expectations = None
-    if args.expectations:
-        from ..decide import expect
-
-        expectations = expect.load(args.expectations)  # fail fast, before minutes of sampling
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
-    from .shards import shard_selection
-
     cases, skipped, shard = shard_selection(args, cases, skipped, console)
     if shard is not None and shard.cases and not cases:
         for s in skipped:
@@ -251,48 +262,36 @@ def cmd_gate(args) -> int:
         console.print(f"[red]nothing to gate[/red]: every case of shard {shard.label} is skipped here",
                       highlight=False)
         return 2
-    repo = repo_root(args.repo)
-    base_rev, head_rev = revisions(repo, args.base, args.head, args.allow_dirty)
-    if base_rev.commit == head_rev.commit:
-        console.print(f"nothing to gate: base {base_rev.name} and head {head_rev.name} are the same commit "
-                      f"({base_rev.short}), so they hold the same code; nothing was measured", highlight=False)
-        return 0
-
-    def note(text: str) -> None:
-        console.print(text, highlight=False)
-
-    out_dir = Path(args.out_dir)
-    console.print(f"gate: base {base_rev.name} ({base_rev.short} {base_rev.subject[:60]}) vs head {head_rev.name} "
-                  f"({head_rev.short} {head_rev.subject[:60]}); {len(cases)} case(s), tiers {','.join(settings.tiers)}, "
-                  f"metric {settings.metric}, budget {settings.budget_s:.0f} s, up to {settings.max_pairs} pairs per case; results -> {out_dir}",
-                  highlight=False)
-    floor, why_no_floor, budget_warnings = _warn_if_budget_too_small(console, [c.id for c in cases], settings)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # CI cancellation: clean up like Ctrl-C
-    try:
-        with prepared(repo, {"base": base_rev, "head": head_rev}, on_note=note) as sides:
-            locate(sides, cases, settings.run)
-            check_distinct(sides, cases)
-            outcome = run_gate(cases, skipped, sides["base"], sides["head"], settings, out_dir,
-                               on_pair=lambda e: console.print(_progress_line(e), highlight=False),
-                               on_note=note, shard=shard)
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {out_dir} "
+    request = use_case.GateRequest(
+        repo=Path(args.repo), base=args.base, head=args.head, cases=cases, skipped=skipped, settings=settings,
+        out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
+        write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+        base_env=args.base_env, head_env=args.head_env, envs=args.envs)
+    report = use_case.run(request, _PrintedEvents(console))
+    if report.status == use_case.SAME_COMMIT:
+        console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
+                      f"({report.base.short}), so they hold the same code; nothing was measured", highlight=False)
+        return report.code
+    if report.status == use_case.INTERRUPTED:
+        console.print(f"[yellow]interrupted[/yellow]: worktrees removed; finished samples are in {request.out_dir} "
                       "(marked incomplete)")
-        return 2
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    check = None
-    if expectations is not None:
-        from ..decide import expect
-        from ..results import record
+        return report.code
+    _print_gate(console, report, args.write_suggested)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.document, indent=1) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(report.summary)
+    return report.code
 
-        check = expect.check(expectations, [record.load(outcome.files["head"])], path=args.expectations)
-        if args.write_suggested:
-            expect.save(args.write_suggested, check.suggested)
-    code = outcome.exit_code()
-    if check is not None and check.failures() and code == 0:
-        code = 1
-    floor = _record_noise(outcome, settings, floor, why_no_floor)
+
+def _print_gate(console, report, write_suggested) -> None:
+    """The gate's tables, verdict lines, attributions, expectations and closing line."""
+    from ..present import noise as noise_view
+    from ..present.attribution_views import print_attribution
+    from ..present.tables import gate_table
+    from ..present.verdicts import verdict_label
+
+    outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
     console.print(gate_table(outcome))
     for c in outcome.cases:
         console.print(f"{verdict_label(c.verdict)} (decided by the {c.tier} tier): {c.case}: {c.verdict.reason}",
@@ -303,27 +302,13 @@ def cmd_gate(args) -> int:
         if c.attribution is not None:
             print_attribution(console, c.attribution)
     if check is not None:
-        print_expectations(console, check, args.write_suggested, "cases not gated")
-    meaning = passing_means(outcome, check)
-    console.print(meaning, highlight=False)
-    from ..present import noise as noise_view
-
-    console.print(noise_view.headline(floor, settings.metric), highlight=False)
-    summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, settings.metric)}\n"
-    document = {**gate_document(outcome, check, code), "noise": floor.to_json() if floor else None,
-                "budget_warnings": budget_warnings, "passing_means": meaning}
-    for case, decided in zip(document["cases"], outcome.cases):
-        case["verdict"]["label"] = verdict_label(decided.verdict)
-        if decided.attribution is not None:
-            case["attribution"]["headline"] = headline(decided.attribution)
-    atomic_write_text(out_dir / "gate.json", json.dumps(document, indent=1) + "\n")
-    atomic_write_text(out_dir / "summary.md", summary)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(summary + "\n")
-    console.print(f"results: {outcome.files['base']}, {outcome.files['head']}, {out_dir / 'gate.json'}, "
-                  f"{out_dir / 'summary.md'}", highlight=False)
+        print_expectations(console, check, write_suggested, "cases not gated")
+    console.print(report.passing_means, highlight=False)
+    if report.plan is not None and report.plan.unmeasured:
+        console.print(f"[yellow]not measured[/yellow]: {report.plan.unmeasured}", highlight=False)
+    console.print(noise_view.headline(report.floor, outcome.settings.metric), highlight=False)
+    files = report.files
+    console.print(f"results: {files['base']}, {files['head']}, {files['gate']}, {files['summary']}", highlight=False)
     if outcome.base_broken():
         names = ", ".join(c.case for c in outcome.base_broken())
         console.print(f"[red]base cannot run[/red] {names}: nothing to compare against", highlight=False)
@@ -336,48 +321,6 @@ def cmd_gate(args) -> int:
         console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
-    if args.format == "json":
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
-    elif args.format == "markdown":
-        sys.stdout.write(summary)
-    return code
-
-
-def _warn_if_budget_too_small(console, cases: list[str], settings):
-    """Before any sampling: warn when --min-effect is below what the budget can detect here.
-
-    Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
-    """
-    from ..decide import noise
-    from ..present.noise import budget_warning_lines
-
-    floor, why_not = noise.stored()
-    warnings = noise.budget_warning(cases, settings.metric, settings.min_effect, settings.budget_s,
-                                    settings.max_pairs, floor, why_not)
-    for line in budget_warning_lines(warnings, settings.metric, settings.min_effect, settings.budget_s):
-        console.print(f"[yellow]{line}[/yellow]", highlight=False)
-    return floor, why_not, warnings
-
-
-def _record_noise(outcome, settings, floor, why_no_floor: str):
-    """The noise floor in both results files: the stored calibration, else the gate's own pairs."""
-    from ..decide import noise
-    from ..results import record
-
-    paths = [outcome.files.get(role) for role in ("base", "head")]
-    if not all(p and Path(p).is_file() for p in paths):  # nothing was measured (an empty shard)
-        return floor
-    base, head = (record.load(p) for p in paths)
-    if floor is None:
-        floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
-        if why_no_floor:
-            floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
-    from . import _save_again
-
-    for results in (base, head):
-        results.noise = floor
-        _save_again(results, results.path)
-    return floor
 
 
 def _load_runs(paths):
@@ -470,6 +413,9 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="compare timings although the two files were measured on different machines "
                         "(refused by default, naming the differing fingerprint fields); the output says so")
+    p.add_argument("--across-envs", action="store_true",
+                   help="compare files measured in different environments (package versions differ; refused by "
+                        "default, naming them); the output names the versions")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("gate", help="interleaved, paired base/head measurement with a sequential verdict",
@@ -479,11 +425,24 @@ def add_gate_commands(sub) -> None:
                                                       "violated",
                                                 extra2="; also a missing revision, a dirty tree (see --allow-dirty) "
                                                        "or a base that cannot run"))
-    p.add_argument("--base", required=True, metavar="REV", help="base revision: branch, tag, SHA, origin/main")
+    p.add_argument("--base", metavar="REV", help="base revision: branch, tag, SHA, origin/main (required unless "
+                                                  "--base-env/--head-env make an upgrade gate of one revision)")
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
     p.add_argument("--allow-dirty", action="store_true",
                    help="measure the committed head although tracked files have uncommitted changes")
     p.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
+    envs = p.add_argument_group("environments (each side's interpreter and packages)")
+    envs.add_argument("--base-env", metavar="REQS",
+                      help="the base side's environment: requirement lines ('jax==0.10.1 jaxlib==0.10.1'), NAME=REQS, "
+                           "NAME=@requirements.txt, or 'current'; with --head-env and no --base: an upgrade gate of "
+                           "one revision in two environments")
+    envs.add_argument("--head-env", metavar="REQS", help="the head side's environment (as --base-env)")
+    envs.add_argument("--envs", choices=("auto", "declared", "current"), default="auto",
+                      help="without --base-env/--head-env: 'auto' (default) runs both sides in this interpreter "
+                           "when base and head declare the same dependencies (constraints.txt, requirements.txt, "
+                           "pyproject dependencies) and each in its own revision's declared environment when they "
+                           "differ; 'declared' always builds them; 'current' forces this interpreter, and every "
+                           "verdict then says the dependency change was not measured")
     add_selection(p, default_model="resnet15")
     for action in p._actions:
         if action.dest == "backend":

@@ -319,7 +319,8 @@ def _failure_row(case_id: str, base_case, head_case) -> tuple[Row | None, bool]:
 def compare_results(base: Results, head: Results, metrics: Iterable[str] | None = None,
                     min_effect: "Thresholds | float | None" = None, threshold: "Thresholds | float | None" = None,
                     alpha: float = DEFAULT_ALPHA, cache: str = "cold",
-                    base_label: str | None = None, head_label: str | None = None, force: bool = False) -> Comparison:
+                    base_label: str | None = None, head_label: str | None = None, force: bool = False,
+                    across_envs: bool = False) -> Comparison:
     """Compare every case present in both files, metric by metric.
 
     Parameters
@@ -340,6 +341,9 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
         Names for the two sides in notes and output (default: their paths).
     force : bool
         Compare even when the two files' machine fingerprints differ (the notes say so).
+    across_envs : bool
+        Compare files measured in different environments (package versions differ; the
+        notes name them). The gate passes it: it paired its sides on purpose.
 
     Returns
     -------
@@ -364,7 +368,7 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     out = Comparison(base_label or str(base.path or "base"), head_label or str(head.path or "head"), alpha)
     timings = any(not metric_info(n, cache).deterministic for n in names)
     out.notes += check_machines([(out.base_label, base.fingerprint), (out.head_label, head.fingerprint)],
-                                "timings" if timings else "counts", force)
+                                "timings" if timings else "counts", force, across_envs=across_envs)
     out.notes += condition_notes(base, head)
     head_ids = {c.id for c in head.cases}
     base_ids = {c.id for c in base.cases}

@@ -337,7 +337,7 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    results = new_results(cases, skipped, side.run_settings(settings.run))
+    results = new_results(cases, skipped, side.run_settings(settings.run), env=side.env)
     results.environment["git"] = metadata.git_state(side.tree)
     results.environment["side"] = side.to_json()
     rev = side.revision
@@ -607,7 +607,8 @@ def _outcomes(states: list[_CaseState], writers: dict[str, ResultsWriter], setti
     from .compare import compare_results
     from .stats import summarize
 
-    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS)
+    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
+                              across_envs=True)  # the gate paired its sides on purpose, environments and all
     outcomes = []
     for st in states:
         b, h = st.complete()

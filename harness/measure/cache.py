@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,9 +62,9 @@ def _folder(kind: str) -> Path:
     folder = root() / kind
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".write-test-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
         raise CacheError(f"the cache folder {folder} cannot be written ({exc.strerror or exc}); "
                          "set TTFG_CACHE_DIR to a writable folder") from None

@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import instructions, metadata
 from .cases import Case, Skipped
@@ -31,6 +31,9 @@ from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
 from ..results.model import CaseResult, ColdEvidence, Results, Sample
 from ..results.validate import sample_problem
 from ..results.writer import ResultsWriter
+
+if TYPE_CHECKING:
+    from .environments import Environment
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
@@ -260,12 +263,27 @@ def garbage(sample: dict) -> str | None:
     return sample_problem({**sample, "ok": True})
 
 
-def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings) -> Results:
-    """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case."""
+def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings,
+                env: "Environment | None" = None) -> Results:
+    """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case.
+
+    ``env`` is the environment the probes run in (``environments.py``); it is recorded as
+    ``environment.env`` (name, interpreter, every framework's and numpy's version), and a
+    built one's versions replace this interpreter's in ``packages`` and the fingerprint:
+    they are what was measured.
+    """
     env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
                     if k in metadata.THREAD_VARS}
-    results = Results(metadata.collect(env_settings), settings.to_json(),
-                      fingerprint=metadata.fingerprint(env_settings))
+    collected = metadata.collect(env_settings)
+    fingerprint = metadata.fingerprint(env_settings)
+    if env is not None:
+        collected["env"] = env.to_json()
+        if not env.current:
+            collected["packages"] = {**{name: env.version(name) for name in metadata.PACKAGES},
+                                     "ttfg": collected["packages"].get("ttfg")}
+            collected["python_executable"] = env.python
+            fingerprint.packages = {**fingerprint.packages, **collected["packages"]}
+    results = Results(collected, settings.to_json(), fingerprint=fingerprint)
     for case in cases:
         results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
     for skip in skipped:

@@ -1,31 +1,36 @@
-"""A gate side: a source tree (a revision of the measured project) and the interpreter that runs it.
+"""A gate side: a source tree (a revision of the measured project) and the environment that runs it.
 
 Everything above ``measure/`` sees sides only: the gate's tiers, attribution, history
-and reports do not care how two sides differ. What a side holds:
+and reports do not care whether two sides differ in code, in packages, or in both. What
+a side holds:
 
 - ``revision`` and ``tree``: the commit and the throwaway worktree it is checked out in
   (``worktrees.py``);
 - ``installed``: that tree's project, installed into a cached folder of its own
   (``sources.py``) that goes first on every probe's ``PYTHONPATH``;
-- ``python``: the interpreter its probes run in;
+- ``env``: the interpreter and exact packages its probes run in (``environments.py``):
+  the current interpreter, or one built from requirement lines or from the revision's
+  own declared dependencies;
 - ``whence``: where that interpreter, with that path, imports the measured project's
-  modules from, asked before the first pair.
+  modules and the frameworks from, asked before the first pair.
 
 The rule that follows from the last round's silent "unchanged": two sides that would
-import the same files measure one thing twice, so :func:`check_distinct` refuses them
-(exit 2, naming the files) before any sample is taken.
+import the same files in the same environment measure one thing twice, so
+:func:`check_distinct` refuses them (exit 2, naming the files) before any sample.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
-from .sources import Installed, InstallError, Whence, install, whence
+from . import environments
+from .environments import Environment, Request
+from .sources import Installed, InstallError, Whence, install, self_overlay, whence
 from .worktrees import Revision, worktrees
 from ..errors import TtfgError
 
@@ -38,12 +43,12 @@ BACKEND_GROUP, MODEL_GROUP = "ttfg.backends", "ttfg.models"
 
 
 class SameCode(TtfgError):
-    """Base and head would import the same files: the comparison would measure one thing twice."""
+    """Base and head would import the same files in the same environment: one thing measured twice."""
 
 
 @dataclass
 class Side:
-    """One side of a comparison: which revision, checked out where, installed where, run by which Python."""
+    """One side of a comparison: which revision, checked out where, installed where, run in which environment."""
 
     role: str
     revision: Revision
@@ -51,8 +56,14 @@ class Side:
     tree: Path
     #: The tree's project, installed; None only where a test's fake sampler runs no process.
     installed: Installed | None = None
-    python: str = sys.executable
+    env: Environment | None = None
     whence: Whence | None = None
+    #: A folder that maps the running ttfg, on the path of a built environment whose side's project is not ttfg.
+    ttfg_overlay: Path | None = None
+
+    @property
+    def python(self) -> str:
+        return self.env.python if self.env is not None else sys.executable
 
     @property
     def source(self) -> Path:
@@ -60,44 +71,146 @@ class Side:
         only for a test's fake sampler, which starts no process)."""
         return self.installed.root if self.installed is not None else self.tree
 
+    @property
+    def built_env(self) -> bool:
+        """Whether the side runs in a built environment (not the current interpreter)."""
+        return self.env is not None and not self.env.current
+
     def run_settings(self, run: "RunSettings") -> "RunSettings":
-        """``run`` for this side's probes: its import root and interpreter."""
-        return replace(run, source=self.source, python=self.python)
+        """``run`` for this side's probes: its import root, its interpreter, and in a built environment a
+        ``PYTHONPATH`` of the revision and ttfg only (the parent's path would leak its packages in)."""
+        extra = dict(run.extra_env)
+        if self.built_env:
+            extra["PYTHONPATH"] = os.pathsep.join(str(p) for p in (self.source, self.ttfg_overlay) if p)
+        return replace(run, source=self.source, python=self.python, extra_env=extra)
 
     def to_json(self) -> dict:
         """What a results file records of the side (``environment.side``)."""
         return {"role": self.role, "tree": str(self.tree), "python": self.python,
+                "env": self.env.name if self.env else None,
                 "install": self.installed.to_json() if self.installed else None,
                 "imports": self.whence.to_json() if self.whence else None}
 
 
-@contextmanager
-def prepared(repo: Path, revisions: Mapping[str, Revision], on_note: Callable[[str], None] | None = None,
-             prefix: str = "ttfg-gate-") -> Iterator[dict[str, Side]]:
-    """Check each revision out and install its project; yields ``{role: Side}``.
+def build_environments(requests: Mapping[str, Request], on_note: Callable[[str], None]) -> dict[str, Environment]:
+    """``{role: Environment}``; one build per distinct request (an upgrade gate's sides share none)."""
+    built: dict[tuple, Environment] = {}
+    out = {}
+    for role, request in requests.items():
+        key = (request.requirements, request.python)
+        if key not in built:
+            env = environments.build(request, on_note)
+            if not env.current:
+                on_note(f"{role} environment {env.name}: "
+                        + ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
+                        + (" (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"))
+            built[key] = env
+        out[role] = replace(built[key], name=request.name)
+    return out
 
-    The worktrees are removed on exit (normal, error, Ctrl-C); the installs stay in the
-    cache, keyed by commit, for the next gate on the same base.
+
+@contextmanager
+def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[str, Request] | None = None,
+             on_note: Callable[[str], None] | None = None, prefix: str = "ttfg-gate-") -> Iterator[dict[str, Side]]:
+    """Build each side's environment, check each revision out and install its project; yields ``{role: Side}``.
+
+    ``requests`` (default: the current interpreter for every side) names each side's
+    environment. Environments are built first: they take longest, and a bad one should
+    fail before anything is checked out. The worktrees are removed on exit (normal, error,
+    Ctrl-C); installs and environments stay in the cache for the next gate.
 
     Raises
     ------
-    InstallError
-        When a revision's project cannot be built, naming the side and quoting the build log.
+    InstallError, EnvError
+        When a revision's project or an environment cannot be built, naming the side.
     """
     note = on_note or (lambda text: None)
-    with worktrees(repo, revisions, prefix=prefix) as trees:
+    requests = requests or {role: Request(environments.CURRENT, None, "this interpreter") for role in revisions}
+    envs = build_environments(requests, note)
+    with ExitStack() as stack:
+        trees = stack.enter_context(worktrees(repo, revisions, prefix=prefix))
         sides = {}
         for role, rev in revisions.items():
             installed = install(trees[role], rev.commit, sys.executable, what=role)
             note(f"{role}: {installed.project} at {rev.short} "
                  + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
                  + f" ({installed.root})")
-            sides[role] = Side(role, rev, trees[role], installed)
+            env = envs[role]
+            overlay = self_overlay() if not env.current and "ttfg" not in installed.packages else None
+            sides[role] = Side(role, rev, trees[role], installed, env, ttfg_overlay=overlay)
         yield sides
 
 
-def _modules_of(cases: list["Case"]) -> tuple[list[str], dict[str, list[str]]]:
-    """The built-in modules the cases run, and the plugin entry points they name (by group).
+#: How a revision gate chooses its sides' environments (``--envs``).
+ENV_MODES = ("auto", "current", "declared")
+
+
+@dataclass
+class EnvPlan:
+    """Each side's environment request, and what the choice leaves unmeasured (said in every verdict)."""
+
+    requests: dict[str, Request]
+    #: Files whose declared dependencies differ between base and head.
+    changed: list[str]
+    #: Set when a dependency change is deliberately not measured (``--envs current``).
+    unmeasured: str | None = None
+
+    def describe(self) -> str:
+        names = {role: r.name for role, r in self.requests.items()}
+        if len(set(names.values())) == 1 and all(r.current for r in self.requests.values()):
+            return "both sides in this interpreter" + (f" ({self.unmeasured})" if self.unmeasured else "")
+        return "; ".join(f"{role} in {r.name} ({r.origin})" for role, r in self.requests.items())
+
+
+def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str | None = None,
+                      head_env: str | None = None, mode: str = "auto") -> EnvPlan:
+    """Choose each side's environment, before anything is built.
+
+    - ``--base-env``/``--head-env`` given: those (a side without one runs in this interpreter);
+      an upgrade gate gives both for one revision.
+    - ``auto`` (the default): when base and head declare the same dependencies
+      (``dependencies.py``), both run in this interpreter, the fast path; when they differ,
+      each runs in the environment its own revision declares.
+    - ``declared``: always each revision's declared environment.
+    - ``current``: this interpreter for both; a dependency change is then *not measured*,
+      and the plan says so, for every verdict to repeat.
+
+    Raises
+    ------
+    UsageError
+        For an unknown mode, a bad environment option, or changed declarations ttfg cannot
+        build from (naming the files and the options that choose by hand).
+    """
+    from ..errors import UsageError
+    from .dependencies import buildable, declared_at
+
+    current = Request(environments.CURRENT, None, "this interpreter")
+    if base_env or head_env:
+        return EnvPlan({"base": environments.parse(base_env, "--base-env") if base_env else current,
+                        "head": environments.parse(head_env, "--head-env") if head_env else current}, [])
+    if mode not in ENV_MODES:
+        raise UsageError(f"--envs {mode!r}: choose one of {', '.join(ENV_MODES)}")
+    decls = {"base": declared_at(repo, base.commit), "head": declared_at(repo, head.commit)}
+    changed = decls["base"].differs(decls["head"])
+    if mode == "current" or (mode == "auto" and not changed):
+        unmeasured = (f"the dependency change ({', '.join(changed)}) was not measured: both sides ran in this "
+                      "interpreter (--envs current)") if changed else None
+        return EnvPlan({"base": current, "head": current}, changed, unmeasured)
+    requests = {}
+    for role, rev in (("base", base), ("head", head)):
+        why = buildable(decls[role], changed or [decls[role].source or "pyproject.toml"])
+        if why:
+            raise UsageError(f"base and head declare different dependencies ({', '.join(changed)}), and the {role} "
+                             f"environment cannot be built: {why}. Choose environments with --base-env/--head-env, or "
+                             "pass --envs current to measure the code alone (the dependency change is then not "
+                             "measured, and every verdict says so)")
+        requests[role] = Request(f"{role}-{rev.short[:8]}", decls[role].requirements,
+                                 f"{decls[role].source} at {rev.short}")
+    return EnvPlan(requests, changed)
+
+
+def _modules_of(cases: list["Case"]) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """The built-in modules the cases run, the frameworks they import, and the plugin entry points they name.
 
     A plugin's module is asked of each side (its entry points are the side's own install's),
     a built-in's is fixed (``ttfg.engines.autograd_numpy``).
@@ -105,7 +218,7 @@ def _modules_of(cases: list["Case"]) -> tuple[list[str], dict[str, list[str]]]:
     from .. import engines
     from ttfg import models
 
-    modules, eps = set(), {BACKEND_GROUP: set(), MODEL_GROUP: set()}
+    modules, frameworks, eps = set(), set(), {BACKEND_GROUP: set(), MODEL_GROUP: set()}
     for case in cases:
         for registry, group, name in ((engines, BACKEND_GROUP, case.backend),
                                       (models, MODEL_GROUP, case.model.split(":")[0])):
@@ -117,7 +230,11 @@ def _modules_of(cases: list["Case"]) -> tuple[list[str], dict[str, list[str]]]:
                 modules.add(entry.target.split(":")[0])
             else:
                 eps[group].add(name)
-    return sorted(modules), {group: sorted(names) for group, names in eps.items()}
+        try:
+            frameworks.update(engines.get(case.backend).modules)
+        except Exception:  # a plugin that cannot load: its probe says why
+            pass
+    return sorted(modules), sorted(frameworks), {group: sorted(names) for group, names in eps.items()}
 
 
 def probe_environment(side: Side, run: "RunSettings") -> dict[str, str]:
@@ -128,11 +245,12 @@ def probe_environment(side: Side, run: "RunSettings") -> dict[str, str]:
 
 
 def locate(sides: Mapping[str, Side], cases: list["Case"], run: "RunSettings") -> None:
-    """Ask each side's interpreter where the measured project and the cases' modules come from (fills ``whence``)."""
-    modules, eps = _modules_of(cases)
+    """Ask each side's interpreter where the measured project, the cases' modules and the frameworks come from."""
+    modules, frameworks, eps = _modules_of(cases)
     for side in sides.values():
         packages = list(side.installed.packages) if side.installed else []
-        side.whence = whence(side.python, probe_environment(side, run), sorted(set(modules + packages)), eps)
+        side.whence = whence(side.python, probe_environment(side, run), sorted(set(modules + packages + frameworks)),
+                             eps)
 
 
 def measured_files(side: Side) -> dict[str, str]:
@@ -143,36 +261,70 @@ def measured_files(side: Side) -> dict[str, str]:
     return {m: f for m, f in side.whence.modules.items() if m.split(".")[0] in packages and f}
 
 
-def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
-    """Refuse, before any sample, a comparison whose sides would import the same code.
+def _inside(path: str, folder: Path) -> bool:
+    return Path(path).resolve().is_relative_to(folder.resolve())
 
-    Three ways that happens, each refused with the files named:
 
-    - a side imports the measured project from somewhere other than its own install
-      (a ``.pth`` or a path that comes before it);
-    - the selected cases run none of the measured project's modules (a user's project
-      gated on ttfg's built-in model and backend: both sides run ttfg's own code);
-    - base and head import the very same files.
+def environments_differ(sides: Mapping[str, Side]) -> bool:
+    """Whether the sides run in environments with different packages."""
+    envs = [s.env for s in sides.values() if s.env is not None]
+    return len(envs) == 2 and bool(envs[0].differs_from(envs[1]))
+
+
+def check_imports(side: Side, cases: list["Case"]) -> None:
+    """Refuse a side in a built environment that would import a framework from outside that environment.
 
     Raises
     ------
     SameCode
+        Naming the module, the file and the environment.
+    """
+    if not side.built_env or side.env.path is None or side.whence is None:
+        return
+    _, frameworks, _ = _modules_of(cases)
+    for module in frameworks:
+        origin = side.whence.modules.get(module)
+        if origin and origin.startswith("cannot import"):
+            raise InstallError(f"environment {side.env.name}: {module}: {origin}")
+        if origin and not _inside(origin, side.env.path):
+            raise SameCode(f"{side.role} runs in environment {side.env.name} but would import {module} from "
+                           f"{origin}, outside it: the environment would not be what is measured")
+
+
+def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
+    """Refuse, before any sample, a comparison whose sides would measure the same thing.
+
+    Each way that happens is refused with the files named:
+
+    - a side imports the measured project from somewhere other than its own install
+      (a ``.pth`` or a path that comes before it);
+    - a side in a built environment imports a framework from outside that environment;
+    - in one environment, the selected cases run none of the measured project's modules
+      (a user's project gated on ttfg's built-in model and backend: both sides would run
+      ttfg's own code);
+    - in one environment, base and head import the very same files.
+
+    Raises
+    ------
+    SameCode, InstallError
     """
     if any(s.installed is None or s.whence is None for s in sides.values()):
         return
+    modules, frameworks, _ = _modules_of(cases)
     for side in sides.values():
         for module, origin in side.whence.modules.items():
             if origin and origin.startswith("cannot import"):
                 raise InstallError(f"{side.role} ({side.revision.short}): {module}: {origin}")
-        files = measured_files(side)
-        outside = {m: f for m, f in files.items() if not Path(f).resolve().is_relative_to(side.installed.root.resolve())}
+        outside = {m: f for m, f in measured_files(side).items() if not _inside(f, side.installed.root)}
         if outside:
             module, origin = next(iter(outside.items()))
             raise SameCode(f"{side.role} ({side.revision.short}) would import {module} from {origin}, not from its "
                            f"own install of the revision ({side.installed.root}); something on the path shadows it "
                            "(a .pth file or PYTHONPATH), so the gate would not measure that revision")
+        check_imports(side, cases)
+    if environments_differ(sides):
+        return  # the packages differ: that is what this comparison measures
     project = next(iter(sides.values())).installed.project
-    modules, _ = _modules_of(cases)
     runs_project = False
     for side in sides.values():
         plugin_modules = [v["module"] for v in side.whence.entry_points.values()]
@@ -187,8 +339,10 @@ def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
         a, b = (measured_files(sides[r]) for r in roles)
         same = sorted(m for m in a if a[m] == b.get(m))
         if same:
-            raise SameCode(f"base and head would both import {same[0]} from {a[same[0]]}: the comparison would "
-                           "measure the same files twice")
+            raise SameCode(f"base and head would both import {same[0]} from {a[same[0]]} in the same environment: "
+                           "the comparison would measure the same files twice")
 
 
-__all__ = ["SameCode", "Side", "check_distinct", "locate", "measured_files", "prepared"]
+__all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "build_environments", "plan_environments", "check_distinct",
+           "check_imports", "environments_differ", "locate",
+           "measured_files", "prepared"]

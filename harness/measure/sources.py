@@ -211,4 +211,34 @@ def whence(python: str, env: dict[str, str], modules: list[str], entry_points: d
     return Whence(data["modules"], data["entry_points"])
 
 
-__all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "uv_binary", "whence"]
+
+
+
+def self_overlay() -> Path:
+    """A folder that makes the running ttfg importable by another interpreter (put it on ``PYTHONPATH``).
+
+    Why: an environment built for a side holds the framework and ttfg's probe tools, not
+    ttfg; its probes import ttfg from here. Installed ttfg is one folder (a symlink to it
+    does); an editable checkout is mapped the way the build maps it (``harness/`` is
+    ``ttfg``, ``models/`` is ``ttfg.models``), as a folder of symlinks. The key covers the
+    folders and their entries, so a module added to the checkout gets a new overlay.
+    """
+    from ttfg import models
+
+    package = Path(__file__).resolve().parents[1]  # ttfg/ (harness/ in a checkout)
+    models_dir = Path(models.__file__).resolve().parent
+    entries = sorted(p.name for p in package.iterdir() if p.name not in ("__pycache__", "models"))
+    key = hashlib.sha256(json.dumps([str(package), str(models_dir), entries]).encode()).hexdigest()[:16]
+
+    def build(folder: Path) -> None:
+        target = folder / "ttfg"
+        if models_dir.parent == package:
+            target.symlink_to(package, target_is_directory=True)
+            return
+        target.mkdir()
+        for name in entries:
+            (target / name).symlink_to(package / name)
+        (target / "models").symlink_to(models_dir, target_is_directory=True)
+
+    return cache.get("self", f"ttfg-{key}", build).path
+__all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "self_overlay", "uv_binary", "whence"]

@@ -1,0 +1,275 @@
+"""The gate as one use case: revisions -> sides -> tiers -> expectations -> noise -> outputs.
+
+``run(request, events)`` does everything ``ttfg gate`` does except parse options and
+print: it resolves the revisions, warns when the budget cannot detect the minimum
+effect, builds both sides (:func:`build_sides`, the one place that does), measures and
+decides (``decide.gate.run_gate``), checks the head against expectations, records the
+noise floor in both results files, and writes ``gate.json``, ``summary.md`` and the
+GitHub step summary. What happens on the way is told to ``events`` (the CLI prints it);
+what came out is the returned :class:`GateReport`.
+
+Interruptions: Ctrl-C, and SIGTERM (a CI cancellation, turned into the same
+``KeyboardInterrupt`` while the sides exist), end the measurement, remove the worktrees
+and return a report with ``status == "interrupted"`` and exit code 2; the finished
+samples stay in the results files, marked incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from ..decide.gate import GateOutcome, GateSettings, PairEvent, gate_document, revisions, run_gate
+from ..files import atomic_write_text
+from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
+from ..measure.worktrees import Revision, repo_root
+
+if TYPE_CHECKING:
+    from ..decide.expect import ExpectationCheck
+    from ..measure.cases import Case, Skipped
+    from ..results.model import NoiseFloor, ShardSection
+
+#: What a finished report can say happened.
+DECIDED, SAME_COMMIT, INTERRUPTED = "decided", "same commit", "interrupted"
+
+
+@dataclass
+class GateRequest:
+    """Everything one gate needs: the repository and revisions, the cases, how to decide, where to write.
+
+    The sides are built from ``repo``, ``base``, ``head`` and ``settings.run`` by
+    :func:`build_sides` alone; what a side needs later (an environment per side) is
+    added here.
+    """
+
+    repo: Path
+    #: The base revision; None for an upgrade gate (one revision, two environments): base is head.
+    base: str | None
+    cases: "list[Case]"
+    settings: GateSettings
+    out_dir: Path
+    head: str = "HEAD"
+    skipped: "list[Skipped]" = field(default_factory=list)
+    allow_dirty: bool = False
+    #: ``--shard I/N``: the part of the selection this gate measures, None for all of it.
+    shard: "ShardSection | None" = None
+    #: An expectations CSV checked against the head's counters, and where to write the updated file.
+    expectations: str | None = None
+    write_suggested: str | None = None
+    #: Append ``summary.md`` here (``$GITHUB_STEP_SUMMARY``), when set.
+    step_summary: str | None = None
+    #: Each side's environment (``--base-env``/``--head-env``: requirement lines, NAME=REQS, NAME=@FILE,
+    #: ``current``), or how to choose them from the revisions (``--envs``: auto, declared, current).
+    base_env: str | None = None
+    head_env: str | None = None
+    envs: str = "auto"
+
+
+class GateEvents:
+    """What the gate tells while it runs. Each method does nothing here; the CLI overrides them."""
+
+    def started(self, request: GateRequest, base: Revision, head: Revision) -> None:
+        """Both revisions are resolved and differ; nothing is measured yet."""
+
+    def warning(self, text: str) -> None:
+        """Something the user should know before the result (a budget too small for the minimum effect)."""
+
+    def note(self, text: str) -> None:
+        """A line of progress: a side installed, a tier's finding, a count sample."""
+
+    def pair(self, event: PairEvent) -> None:
+        """A timing pair finished."""
+
+
+@dataclass
+class GateReport:
+    """What one gate run came to; ``code`` is the exit code (0 pass, 1 a finding, 2 broken)."""
+
+    code: int
+    status: str
+    base: Revision | None = None
+    head: Revision | None = None
+    #: Each side's environment, and what the choice leaves unmeasured.
+    plan: "EnvPlan | None" = None
+    outcome: GateOutcome | None = None
+    check: "ExpectationCheck | None" = None
+    floor: "NoiseFloor | None" = None
+    budget_warnings: list[dict] = field(default_factory=list)
+    #: The one sentence on what passing means, the Markdown summary and gate.json's document.
+    passing_means: str = ""
+    summary: str = ""
+    document: dict = field(default_factory=dict)
+    #: The files written: base, head, gate, summary.
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+@contextmanager
+def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "EnvPlan",
+                events: GateEvents) -> Iterator[dict[str, Side]]:
+    """Both sides of the gate, checked out, installed, located and shown to import different code.
+
+    The one place sides are built: a side that gains an environment gets it here, from the request.
+
+    Raises
+    ------
+    SameCode, InstallError
+        Before any sample, naming the files or the build log.
+    """
+    with prepared(request.repo, {"base": base, "head": head}, plan.requests, on_note=events.note) as sides:
+        locate(sides, request.cases, request.settings.run)
+        check_distinct(sides, request.cases)
+        yield sides
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI cancellation) cleans up like Ctrl-C; only the main thread can set a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
+    """Measure and decide one gate; write its outputs.
+
+    Raises
+    ------
+    TtfgError
+        Broken input (a missing revision, a dirty tree, an unreadable expectations file,
+        sides that would import the same code): nothing was measured.
+    """
+    from ..decide import expect
+
+    events = events or GateEvents()
+    expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
+    repo = repo_root(request.repo)
+    base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
+    plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs)
+    if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:
+        return GateReport(0, SAME_COMMIT, base_rev, head_rev, plan)
+    request.repo = repo
+    events.started(request, base_rev, head_rev)
+    events.note(f"environments: {plan.describe()}")
+    if plan.unmeasured:
+        events.warning(plan.unmeasured)
+    settings = request.settings
+    floor, why_no_floor, budget_warnings = _budget_check(request, events)
+    try:
+        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events) as sides:
+            outcome = run_gate(request.cases, request.skipped, sides["base"], sides["head"], settings,
+                               request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
+    except KeyboardInterrupt:
+        return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
+    check = None
+    if expectations is not None:
+        from ..results import record
+
+        check = expect.check(expectations, [record.load(outcome.files["head"])], path=request.expectations)
+        if request.write_suggested:
+            expect.save(request.write_suggested, check.suggested)
+    code = outcome.exit_code()
+    if check is not None and check.failures() and code == 0:
+        code = 1
+    floor = _record_noise(outcome, settings, floor, why_no_floor)
+    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings)
+    _write_outputs(report, request)
+    return report
+
+
+def _budget_check(request: GateRequest, events: GateEvents):
+    """Before any sampling: warn when --min-effect is below what the budget can detect here.
+
+    Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
+    """
+    from ..decide import noise
+    from ..present.noise import budget_warning_lines
+
+    s = request.settings
+    floor, why_not = noise.stored()
+    warnings = noise.budget_warning([c.id for c in request.cases], s.metric, s.min_effect, s.budget_s,
+                                    s.max_pairs, floor, why_not)
+    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s):
+        events.warning(line)
+    return floor, why_not, warnings
+
+
+def _record_noise(outcome: GateOutcome, settings: GateSettings, floor, why_no_floor: str):
+    """The noise floor in both results files: the stored calibration, else the gate's own pairs."""
+    from ..decide import noise
+    from ..results import record
+    from ..results.writer import save_again
+
+    paths = [outcome.files.get(role) for role in ("base", "head")]
+    if not all(p and Path(p).is_file() for p in paths):  # nothing was measured (an empty shard)
+        return floor
+    base, head = (record.load(p) for p in paths)
+    if floor is None:
+        floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
+        if why_no_floor:
+            floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
+    for results in (base, head):
+        results.noise = floor
+        save_again(results, results.path)
+    return floor
+
+
+def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
+    """``gate.json``'s ``environments``: each side's, as its results file recorded it (name, versions),
+    and the files whose declared dependencies differ between base and head."""
+    from ..results import record
+
+    sides = {}
+    for role in ("base", "head"):
+        path = outcome.files.get(role)
+        if path and Path(path).is_file():
+            env = record.load(path).environment.get("env") or {}
+            sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
+    return {**sides, "changed": plan.changed if plan else []}
+
+
+def _write_outputs(report: GateReport, request: GateRequest) -> None:
+    """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields)."""
+    from ..present import noise as noise_view
+    from ..present.attribution_views import headline
+    from ..present.markdown import gate_markdown
+    from ..present.verdicts import passing_means, verdict_label
+
+    outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
+    report.passing_means = passing_means(outcome, check)
+    report.summary = gate_markdown(outcome, check).rstrip() + f"\n\n> {noise_view.headline(floor, metric)}\n"
+    if report.plan is not None and report.plan.unmeasured:
+        report.summary += f"\n> **Not measured:** {report.plan.unmeasured}\n"
+    document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
+                "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
+                "environments": _environments(report.plan, outcome),
+                "unmeasured": report.plan.unmeasured if report.plan else None}
+    for case, decided in zip(document["cases"], outcome.cases):
+        case["verdict"]["label"] = verdict_label(decided.verdict)
+        if decided.attribution is not None:
+            case["attribution"]["headline"] = headline(decided.attribution)
+    report.document = document
+    out_dir = request.out_dir
+    report.files = {"base": Path(outcome.files["base"]), "head": Path(outcome.files["head"]),
+                    "gate": out_dir / "gate.json", "summary": out_dir / "summary.md"}
+    atomic_write_text(report.files["gate"], json.dumps(document, indent=1) + "\n")
+    atomic_write_text(report.files["summary"], report.summary)
+    if request.step_summary:
+        with open(request.step_summary, "a") as fh:
+            fh.write(report.summary + "\n")
+
+
+__all__ = ["DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]

@@ -1,0 +1,289 @@
+"""TTFG across real releases: one environment per release, adjacent releases gated as pairs.
+
+Why pairs and not medians: a step between two releases read off two medians measured
+minutes apart is drift as much as code. Each adjacent pair of releases is measured the way
+the gate measures a base and a head: interleaved cold processes, paired, sequential test,
+an interval on the ratio. What is measured, per pair and case:
+
+- **wall time** of the first gradient, the gate's time tier;
+- **CPU time** of the first gradient, from the same processes, paired the same way: on
+  a 2-core machine newer XLA compiles in parallel threads, so wall and CPU can move in
+  opposite directions;
+- **instructions** in the first-gradient window (callgrind, one process per release,
+  reused by both pairs it is in), with the per-phase split (trace, lower, compile,
+  execute) where the backend splits phases, against the count tier's margin;
+- the **phases** (trace, lower, compile, execute) of the timing processes, paired.
+
+Each pair's verdict is decided as the gate's tiers decide: an instruction count beyond its
+margin settles it (regressed or improved), else the wall-time verdict does; CPU time is
+shown beside them, never hidden. A release whose environment cannot be built, or that
+cannot run a case, is a failed cell with its error; the sweep goes on, pairing the releases
+on either side of it. The exit code is 1 when a pair's verdict is a regression, else 2 when
+a cell could not be measured, else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import metrics
+from ..decide.gate import GateSettings, run_gate
+from ..errors import TtfgError
+from ..files import atomic_write_text
+from ..measure import environments
+from ..measure.releases import Release
+from ..measure.runner import RunSettings, run_sample
+from ..measure.sides import Side, check_imports, locate
+from ..measure.sources import self_overlay
+from ..measure.worktrees import Revision
+from ..results.format import strict_json
+
+FORMAT = "ttfg-releases"
+VERSION = 1
+PHASES = ("trace", "lower", "compile", "execute")
+
+
+@dataclass
+class SweepRequest:
+    """What to sweep: the releases (``measure.releases.plan``), the cases, and how to gate each pair."""
+
+    releases: list[Release]
+    cases: list
+    out_dir: Path
+    #: The gate's settings for each pair (``budget_s`` is per pair; tiers are the time tier).
+    settings: GateSettings
+    instructions: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+class SweepEvents:
+    """What the sweep tells while it runs; the CLI prints it."""
+
+    def note(self, text: str) -> None:
+        """A line of progress."""
+
+    def pair(self, event) -> None:
+        """A timing pair of the current gate finished (``decide.gate.PairEvent``)."""
+
+
+def _median(values):
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(values) if values else None
+
+
+def _revision(release: Release) -> Revision:
+    return Revision(release.name, "0" * 40, f"{release.package} {release.version}")
+
+
+def _cell_from_samples(samples) -> dict:
+    """A release's medians for one case, from its good timing samples (every gate it was in)."""
+    good = [s for s in samples if s.ok and s.kind == "timing"]
+    cell = {"samples": len(good)}
+    for name in ("first_grad_s", "first_grad_cpu_s", "process_ttfg_s", "import_s", "build_s"):
+        cell[name] = _median([s.value(name) for s in good])
+    cell["phases"] = {p: _median([getattr(s, f"{p}_s", None) for s in good]) for p in PHASES}
+    counters = {}
+    for s in good:
+        for k, v in (s.counters or {}).items():
+            counters.setdefault(k, []).append(v)
+    cell["counters"] = {k: _median(v) for k, v in counters.items() if all(isinstance(x, (int, float)) for x in v)}
+    return cell
+
+
+def _paired(base_samples, head_samples, metric: str) -> tuple[list[float], list[float]]:
+    by_pair = {}
+    for role, samples in (("base", base_samples), ("head", head_samples)):
+        for s in samples:
+            if s.ok and s.kind == "timing" and s.pair is not None:
+                v = s.value(metric)
+                if v is not None and v > 0:
+                    by_pair.setdefault(s.pair, {})[role] = v
+    pairs = [p for _, p in sorted(by_pair.items()) if len(p) == 2]
+    return [p["base"] for p in pairs], [p["head"] for p in pairs]
+
+
+def _verdict_json(verdict) -> dict:
+    return strict_json(verdict.to_json())
+
+
+def _instruction_json(base: dict | None, head: dict | None) -> dict | None:
+    """The count tier's comparison of one pair's instruction samples: total and per phase, against the margins."""
+    from ..decide.stats import compare_counter
+
+    if not base or not head or not base.get("instructions") or not head.get("instructions"):
+        return None
+    out = {}
+    for name, b, h in [("instructions", base["instructions"], head["instructions"]),
+                       *((f"instructions_{p}", (base.get("phases") or {}).get(p), (head.get("phases") or {}).get(p))
+                         for p in PHASES)]:
+        if not b or not h:
+            continue
+        margin = metrics.get(name).tier_margin
+        v = compare_counter([b], [h], threshold=margin)
+        out[name] = {"base": b, "head": h, "ratio": h / b, "margin": margin, "verdict": v.verdict}
+    return out
+
+
+def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
+    """Build every release's environment, count instructions once per release, gate each adjacent pair.
+
+    Returns the sweep document (also written to ``OUT/releases.json``, after every pair).
+
+    Raises
+    ------
+    TtfgError
+        Only for broken input before anything is measured; a release that fails is a cell.
+    KeyboardInterrupt
+        After writing what was finished (marked incomplete).
+    """
+    from ..measure import instructions as callgrind
+    from ..measure.metadata import fingerprint
+
+    events = events or SweepEvents()
+    out_dir = request.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    settings = request.settings
+    overlay = self_overlay()
+    started = time.time()
+    doc = {"format": FORMAT, "version": VERSION, "package": request.releases[0].package,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "complete": False,
+           "cases": [c.id for c in request.cases], "notes": list(request.notes),
+           "settings": {**settings.to_json(), "budget_per_pair_s": settings.budget_s,
+                        "instructions": request.instructions},
+           "machine": fingerprint().to_json(), "load": {"start": list(os.getloadavg())},
+           "releases": [], "pairs": [], "exit_code": None}
+    path = out_dir / "releases.json"
+
+    def save():
+        atomic_write_text(path, json.dumps(strict_json(doc), indent=1) + "\n")
+
+    # 1. environments, each checked to import its framework from itself
+    sides: dict[str, Side] = {}
+    for release in request.releases:
+        entry = {"version": release.version, "name": release.name, "requirements": list(release.requirements),
+                 "env": None, "error": None, "cells": {}}
+        doc["releases"].append(entry)
+        try:
+            env = environments.build(environments.Request(release.name, release.requirements,
+                                                          f"ttfg releases {release.package}"), events.note)
+            side = Side("base", _revision(release), overlay, None, env)
+            locate({"s": side}, request.cases, settings.run)
+            check_imports(side, request.cases)
+        except TtfgError as exc:
+            entry["error"] = str(exc)
+            events.note(f"{release.name}: cannot be measured here: {exc}")
+            continue
+        entry["env"] = {k: v for k, v in env.to_json().items() if k != "packages"}
+        entry["env"]["packages"] = env.packages
+        entry["imports"] = side.whence.to_json()
+        sides[release.version] = side
+        events.note(f"{release.name}: " + ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
+                    + (" (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"))
+    save()
+
+    # 2. one cold process per release and case: can it run the case at all? (its timings join the cell)
+    samples: dict[tuple[str, str], list] = {}
+    runs: dict[str, list[str]] = {}
+    for case in request.cases:
+        for version, side in sides.items():
+            sample = run_sample(case, "timing", "cold", -1, side.run_settings(settings.run))
+            samples.setdefault((version, case.id), []).append(sample)
+            entry = next(e for e in doc["releases"] if e["version"] == version)
+            entry["cells"].setdefault(case.id, {}).update(_cell_from_samples([sample]))
+            if sample.ok:
+                runs.setdefault(case.id, []).append(version)
+            else:
+                entry["cells"][case.id]["error"] = sample.error
+                events.note(f"{side.revision.name} cannot run {case.id}: {sample.error}")
+    save()
+
+    # 3. one instruction count per release and case (two at a time: load does not move counts)
+    counts: dict[tuple[str, str], dict] = {}
+    usable, why = callgrind.availability()
+    if request.instructions and not usable:
+        doc["notes"].append(f"instruction counts skipped: {why}")
+        events.note(f"instruction counts skipped: {why}")
+    elif request.instructions:
+        jobs = [(v, case) for case in request.cases for v in runs.get(case.id, [])]
+        events.note(f"counting instructions: {len(jobs)} callgrind process(es), two at a time")
+
+        def count(job):
+            version, case = job
+            run = sides[version].run_settings(settings.run)
+            return job, run_sample(case, "instructions", "cold", 0, run)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for (version, case), sample in pool.map(count, jobs):
+                counts[(version, case.id)] = ({"instructions": sample.instructions,
+                                               "phases": sample.instructions_phases} if sample.ok
+                                              else {"error": sample.error})
+                events.note(f"  {version} {case.id}: " + (f"{sample.instructions:,} instructions" if sample.ok
+                                                           else f"failed: {sample.error}"))
+        for entry in doc["releases"]:
+            for case in request.cases:
+                if (entry["version"], case.id) in counts:
+                    entry["cells"].setdefault(case.id, {})["instructions"] = counts[(entry["version"], case.id)]
+        save()
+
+    # 4. adjacent pairs, gated; a release that cannot run a case drops out of that case's chain
+    broken = any(len(runs.get(c.id, [])) < len(sides) for c in request.cases)
+    regression = False
+    for case in request.cases:
+        chain = runs.get(case.id, [])
+        for a, b in zip(chain, chain[1:]):
+            pair_dir = out_dir / "pairs" / f"{case.id.replace('/', '_')}" / f"{a}..{b}"
+            base, head = replace(sides[a], role="base"), replace(sides[b], role="head")
+            events.note(f"gating {case.id}: {sides[a].revision.name} -> {sides[b].revision.name} "
+                        f"(budget {settings.budget_s:.0f} s)")
+            outcome = run_gate([case], [], base, head, settings, pair_dir, on_pair=events.pair,
+                               on_note=events.note)
+            from ..results import record
+
+            files = {role: record.load(outcome.files[role]) for role in ("base", "head")}
+            taken = {role: files[role].case(case.id).samples for role in files}
+            samples.setdefault((a, case.id), []).extend(taken["base"])
+            samples.setdefault((b, case.id), []).extend(taken["head"])
+            decided = outcome.cases[0]
+            pair = {"base": a, "head": b, "case": case.id, "verdict": decided.verdict.verdict, "tier": decided.tier,
+                    "stop": decided.stop, "pairs": decided.pairs, "wall_s": round(decided.wall_s, 1),
+                    "wall": _verdict_json(decided.verdict), "files": {k: str(v) for k, v in outcome.files.items()}}
+            cpu = _paired(taken["base"], taken["head"], "first_grad_cpu_s")
+            if len(cpu[0]) >= 2:
+                from ..decide.stats import compare_paired
+
+                pair["cpu"] = _verdict_json(compare_paired(*cpu, min_effect=settings.min_effect, alpha=settings.alpha))
+            pair["phases"] = {}
+            for p in PHASES:
+                bp, hp = _paired(taken["base"], taken["head"], f"{p}_s")
+                if len(bp) >= 2:
+                    pair["phases"][p] = {"base": _median(bp), "head": _median(hp),
+                                         "ratio": math.exp(statistics.fmean(math.log(h / x) for x, h in zip(bp, hp)))}
+            pair["instructions"] = _instruction_json(counts.get((a, case.id)), counts.get((b, case.id)))
+            counted = (pair["instructions"] or {}).get("instructions")
+            if counted and counted["verdict"] in ("regressed", "improved"):
+                # As the gate's tiers decide: a count beyond its margin settles the pair before wall time.
+                pair["verdict"], pair["tier"] = counted["verdict"], "instructions"
+            doc["pairs"].append(pair)
+            regression |= pair["verdict"] == "regressed"
+            broken |= decided.stop in ("base cannot run", "head cannot run")
+            for version in (a, b):
+                entry = next(e for e in doc["releases"] if e["version"] == version)
+                entry["cells"].setdefault(case.id, {}).update(_cell_from_samples(samples[(version, case.id)]))
+            save()
+    broken |= any(e["error"] for e in doc["releases"]) or len(sides) < 2
+    doc["complete"] = True
+    doc["load"]["end"] = list(os.getloadavg())
+    doc["wall_s"] = round(time.time() - started, 1)
+    doc["exit_code"] = 1 if regression else 2 if broken else 0
+    save()
+    return doc
+
+
+__all__ = ["FORMAT", "SweepEvents", "SweepRequest", "run"]

@@ -1,0 +1,104 @@
+"""``ttfg env list|build|prune``: the cached environments (``measure/environments.py``), shown and managed.
+
+An environment is an interpreter plus an exact set of packages, built with uv and kept
+in the user cache folder; gates, ``run --env`` and release sweeps build them on demand.
+This command shows what is cached (name, key, frameworks, size on disk, age), builds
+one ahead of time, and removes them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+ENV_HELP = """\
+Environments: an interpreter plus an exact set of packages, built with uv and cached
+(the user cache folder, or $TTFG_CACHE_DIR), keyed by the interpreter and the resolved
+requirements. `ttfg gate` builds them per side when base and head declare different
+dependencies, or when given --base-env/--head-env; `ttfg run --env` and `ttfg releases`
+build one per requirement set. A cached one is reused in well under a second; their files
+are hard-linked from uv's package cache, so ten jax releases do not cost ten copies.
+"""
+
+
+def cmd_env_list(args) -> int:
+    from .. import fmt
+    from ..decide.noise import describe_age
+    from ..measure import environments
+    from ..present.tables import console as make_console, fitted
+
+    envs = environments.cached(sizes=True)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"environments": [e.to_json() for e in envs],
+                                     "uv_cache_bytes": environments.uv_cache_size()}, indent=1) + "\n")
+        return 0
+    console = make_console()
+    if not envs:
+        console.print("no cached environments (ttfg env build REQS builds one)", highlight=False)
+        return 0
+    table = fitted("cached environments", [("name", "left"), ("frameworks", "left"), ("size", "right"),
+                                           ("age", "right"), ("key", "left")], boxed=True)
+    for e in envs:
+        table.add_row(e.name, " ".join(f"{k} {v}" for k, v in e.versions.items()), fmt.bytes_(e.size_bytes),
+                      describe_age(e.age_s), e.key)
+    console.print(table)
+    total = sum(e.size_bytes for e in envs)
+    console.print(f"{len(envs)} environment(s), {fmt.bytes_(total)} counted apart; files hard-linked from uv's "
+                  f"cache ({fmt.bytes_(environments.uv_cache_size())}) are shared", highlight=False)
+    return 0
+
+
+def cmd_env_build(args) -> int:
+    from .. import fmt
+    from ..measure import environments
+
+    request = environments.parse(args.requirements, "ttfg env build")
+    if request.current:
+        print("'current' is this interpreter: nothing to build", file=sys.stderr)
+        return 0
+    env = environments.build(request, on_note=lambda text: print(text, file=sys.stderr, flush=True))
+    versions = ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
+    how = "cached" if env.cached else f"built in {fmt.seconds(env.seconds)}"
+    print(f"{env.name}: {versions} ({how}); python {env.python}")
+    return 0
+
+
+def cmd_env_prune(args) -> int:
+    from ..decide.gate import parse_duration
+    from ..decide.noise import describe_age
+    from ..measure import environments
+
+    if not args.all and not args.names and args.older_than is None:
+        from ..errors import UsageError
+
+        raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all")
+    older = parse_duration(args.older_than) if args.older_than else None
+    removed = environments.prune(args.names or None, older) if not args.all else environments.prune()
+    for e in removed:
+        print(f"removed {e.name} ({e.key}, {describe_age(e.age_s)} old)")
+    if not removed:
+        print("nothing matched: no environment removed")
+    return 0
+
+
+def add_env_commands(sub) -> None:
+    """Register ``env`` and its actions on the ``ttfg`` subparsers."""
+    import argparse
+
+    p = sub.add_parser("env", help="cached environments: list, build, prune", description=ENV_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    esub = p.add_subparsers(dest="env_command", metavar="ACTION")
+    p.set_defaults(func=lambda args, parser=p: (parser.print_help(), 2)[1])
+    c = esub.add_parser("list", help="what is cached: name, frameworks, size, age")
+    c.add_argument("--format", choices=("table", "json"), default="table")
+    c.set_defaults(func=cmd_env_list)
+    c = esub.add_parser("build", help="build (or find) an environment ahead of time",
+                        description="REQS: requirement lines ('jax==0.4.38 jaxlib==0.4.38'), NAME=REQS, or "
+                                    "NAME=@requirements.txt")
+    c.add_argument("requirements", metavar="REQS")
+    c.set_defaults(func=cmd_env_build)
+    c = esub.add_parser("prune", help="remove cached environments")
+    c.add_argument("names", nargs="*", metavar="NAME|KEY")
+    c.add_argument("--older-than", metavar="DURATION", help="those built longer ago than this, e.g. 168h")
+    c.add_argument("--all", action="store_true", help="every cached environment")
+    c.set_defaults(func=cmd_env_prune)

@@ -1,0 +1,132 @@
+"""``ttfg releases PACKAGE``: time to first gradient across real releases, adjacent releases paired.
+
+The command line side only: the releases to build come from ``measure/releases.py``, the
+sweep is ``app/releases.py``, the tables and page ``present/releases_views.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+RELEASES_HELP = """\
+Measure a case selection in one environment per release of PACKAGE (jax, autograd, torch),
+built with uv and cached, and gate each adjacent pair of releases the way `ttfg gate` gates
+a base and a head: interleaved cold processes, paired, a sequential test, an interval on the
+ratio. For each pair it reports wall time (the deciding verdict), CPU time of the same
+processes, the instruction count of the first-gradient window (callgrind, once per
+release) and the phase that moved most; they are kept apart because they disagree (newer
+XLA compiles in parallel threads). A release that cannot be installed or cannot run a case
+is a failed cell with its error, and the sweep goes on.
+
+Releases: --versions A,B,C, or a range (--from/--to) read from the registry and thinned to
+the last patch of each minor version (--every minor, the default) or every release. jax is
+installed as jax[cpu]==V (the jaxlib each release was made for); autograd with scipy. torch:
+only the CPU wheels in the PIP_FIND_LINKS folders can be had here (registry wheels are
+multi-GB CUDA builds), and the command says so.
+
+Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables and plots with
+the releases on the x axis), OUT/summary.md, and each pair's gate files under OUT/pairs/.
+`ttfg report --releases OUT/releases.json` draws the page again; `ttfg regressions
+--releases OUT/releases.json` lists the steps.
+"""
+
+
+def cmd_releases(args) -> int:
+    from . import runnable_selection
+    from ..app import releases as sweep
+    from ..decide.gate import GateSettings, parse_duration
+    from ..files import atomic_write_text
+    from ..measure import releases
+    from ..measure.runner import RunSettings
+    from ..present.releases_views import print_sweep, sweep_markdown, sweep_page
+    from ..present.tables import console as make_console
+
+    from .gate import _progress_line
+    from .outputs import output_dir
+
+    output_dir(args.out_dir, "--out-dir")
+    as_json = args.format == "json"
+    console = make_console(stderr=as_json)
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None
+    planned, notes = releases.plan(args.package, versions, args.low, args.high, args.every, tuple(args.with_ or ()))
+    if args.backend is None:
+        args.backend = list(releases.BACKENDS[args.package])
+    cases, skipped = runnable_selection(args, console, "measure")
+    if not cases:
+        return 2
+    settings = GateSettings(metric="first_grad_s", min_effect=args.min_effect, alpha=args.alpha,
+                            min_pairs=args.min_pairs, max_pairs=args.max_pairs,
+                            budget_s=parse_duration(args.budget_per_pair), profiles=0, tiers=("time",),
+                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
+    for note in notes:
+        console.print(f"note: {note}", highlight=False)
+    console.print(f"releases: {args.package} {', '.join(r.version for r in planned)}; "
+                  f"{len(cases)} case(s); budget {settings.budget_s:.0f} s per pair -> {args.out_dir}",
+                  highlight=False)
+
+    class Printed(sweep.SweepEvents):
+        def note(self, text):
+            console.print(text, highlight=False)
+
+        def pair(self, event):
+            console.print(_progress_line(event), highlight=False)
+
+    request = sweep.SweepRequest(planned, cases, Path(args.out_dir), settings,
+                                 instructions=not args.no_instructions, notes=notes)
+    try:
+        doc = sweep.run(request, Printed())
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]: what finished is in {Path(args.out_dir) / 'releases.json'} "
+                      "(marked incomplete)")
+        return 2
+    out = Path(args.out_dir)
+    atomic_write_text(out / "index.html", sweep_page(doc))
+    atomic_write_text(out / "summary.md", sweep_markdown(doc))
+    print_sweep(console, doc)
+    console.print(f"written: {out / 'releases.json'}, {out / 'index.html'}, {out / 'summary.md'}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    return doc["exit_code"]
+
+
+def add_releases_command(sub) -> None:
+    """Register ``releases`` on the ``ttfg`` subparsers."""
+    import argparse
+
+    from . import add_selection, options
+    from ..measure.releases import EVERY, REQUIREMENTS
+
+    p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
+                       description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="exit codes: 0 no adjacent pair regressed; 1 a pair's paired verdict is a regression; "
+                              "2 a release or cell could not be measured (and none regressed), or broken input")
+    p.add_argument("package", choices=sorted(REQUIREMENTS), help="whose releases")
+    p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
+    p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
+    p.add_argument("--versions", metavar="A,B,...", help="exactly these releases, instead of a range")
+    p.add_argument("--every", choices=EVERY, default="minor",
+                   help="thin a range: the last patch of each minor version (default), or every release")
+    p.add_argument("--with", dest="with_", action="append", metavar="REQ",
+                   help="a requirement added to every release's environment, e.g. numpy==2.4.6 (repeatable)")
+    add_selection(p, default_model="resnet15")
+    for action in p._actions:
+        if action.dest == "backend":
+            action.help = "backend name (default: jax.jit for jax, autograd for autograd, torch.eager for torch)"
+    p.add_argument("--budget-per-pair", default="60s", metavar="DURATION",
+                   help="wall-clock budget of each adjacent pair's timing pairs (default: 60s)")
+    p.add_argument("--min-effect", type=options.min_effect, default=0.05, metavar="FRACTION",
+                   help="minimum relative effect of a step (default: 5 %%)")
+    p.add_argument("--alpha", type=options.alpha, default=0.01, help="significance level per pair (default: 0.01)")
+    p.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5,
+                   help="pairs before the first look (default: 5)")
+    p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=30,
+                   help="pairs at most per adjacent pair of releases (default: 30)")
+    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per process (default: 600)")
+    p.add_argument("--threads", type=options.threads, default=1, help="intra-op threads (default: 1)")
+    p.add_argument("--no-instructions", action="store_true", help="skip the callgrind count of each release")
+    p.add_argument("--out-dir", default="runs/releases", metavar="DIR", help="where results go (default: runs/releases)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="what stdout gets at the end: tables (default) or the sweep document")
+    p.set_defaults(func=cmd_releases)

@@ -1,0 +1,439 @@
+"""Environments: an interpreter plus an exact set of installed packages, built with uv and cached.
+
+Why: most changes to a user's time to first gradient come from outside their code -- a
+new jax, torch or autograd release, a dependency bump in a pull request. A gate that runs
+both sides in the current interpreter measures the same packages twice and says
+"unchanged" about a change it never measured. So an environment is a value: asked for by
+requirement lines (``jax==0.4.38 jaxlib==0.4.38``), by a revision's own lock
+(``constraints.txt``) or by a requirements file; resolved to exact versions; built once;
+recorded with every result it measures.
+
+How, and what it costs here (2-core VM, uv 0.13.8, warm uv cache):
+
+- **Resolve** with ``uv pip compile`` (0.36 s online, 0.04 s offline); the resolution is
+  cached by the request, so a second use asks no registry at all. ttfg's own probe tools
+  (memray for allocations, pytest-codspeed's callgrind hooks for instruction counts,
+  pyinstrument for sampled stacks) are added at the versions this interpreter has, so
+  every tier runs in every environment; a request that conflicts with them is refused,
+  naming them.
+- **Build** with ``uv venv`` plus ``uv pip install --no-deps`` of the resolved lock, files
+  hard-linked from uv's shared cache: jax 0.4.38 took 4.6 s the first time (downloads)
+  and 0.57 s from a warm cache; ten jax releases share every unchanged file.
+- **Cache** in the user cache folder (``cache.py``: a marker makes an entry valid, one
+  builder at a time, half-built entries removed), keyed by the interpreter and a hash of
+  the resolved lock. A cached environment costs a directory lookup.
+- **Check** before it is cached: the environment must import every framework it was
+  asked for (an environment that builds but cannot import jax is refused, not used).
+
+The torch CPU wheel that ``make install`` finds through ``PIP_FIND_LINKS`` is found the
+same way: every ``PIP_FIND_LINKS`` folder is passed to uv as ``--find-links`` (uv picks
+``torch==2.13.0+cpu`` from this disk for ``torch==2.13.0``).
+
+ttfg itself is not installed into an environment: a probe imports the measured project
+from its side's install folder, and ttfg from a folder that maps the running ttfg
+(``sources.self_overlay``); the probe needs only numpy and the framework.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cache
+from .sources import LOG_TAIL_CHARS, interpreter_tag, uv_binary
+from ..errors import TtfgError, UsageError
+
+CURRENT = "current"
+#: ttfg's tools that run inside a probe, added to every environment at this interpreter's versions.
+PROBE_TOOLS = ("memray", "pytest-codspeed", "pyinstrument")
+#: Requirement names whose import is checked after a build (distribution -> module).
+FRAMEWORK_MODULES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "autograd": "autograd", "numpy": "numpy",
+                     "flax": "flax"}
+#: The packages every record names, whether asked for or not.
+RECORDED = ("jax", "jaxlib", "torch", "autograd", "numpy", "scipy", "ml-dtypes", "flax")
+RESOLVE_TIMEOUT_S = 300
+BUILD_TIMEOUT_S = 1800
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+
+
+class EnvError(TtfgError):
+    """An environment cannot be resolved, built or used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What an environment is asked to hold.
+
+    ``requirements`` None means the current interpreter as it is (nothing is built).
+    """
+
+    name: str
+    requirements: tuple[str, ...] | None
+    #: Where the request came from (``--env``, ``constraints.txt at abc1234``): for messages and records.
+    origin: str = "--env"
+    python: str = sys.executable
+
+    @property
+    def current(self) -> bool:
+        return self.requirements is None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "requirements": None if self.requirements is None else list(self.requirements),
+                "origin": self.origin}
+
+
+def requirement_lines(text: str, where: str) -> tuple[str, ...]:
+    """Requirement lines from text (a file's contents or an option's value), validated.
+
+    Comments, blank lines and pip options (``-c``, ``--index-url`` ...) are refused or
+    dropped: an environment is exact package requirements only.
+
+    Raises
+    ------
+    UsageError
+        Naming the bad line.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    lines = []
+    pieces = []
+    for raw in text.splitlines():
+        raw = raw.split("#", 1)[0].strip()
+        # "jax==0.4.38 jaxlib==0.4.38" on one line is two requirements; a marker keeps its line whole.
+        pieces += [raw] if ";" in raw else raw.replace(",", " ").split() if "==" in raw else [raw]
+    for line in pieces:
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("-"):
+            raise UsageError(f"{where}: {line!r} is a pip option; give requirement lines only (name==version)")
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement as exc:
+            raise UsageError(f"{where}: {line!r} is not a requirement ({exc})") from None
+        if re.fullmatch(r"[0-9.]+", name):
+            raise UsageError(f"{where}: {line!r} is a version, not a requirement (write e.g. NAME=jax==0.4.38)")
+        lines.append(line)
+    if not lines:
+        raise UsageError(f"{where}: no requirement given")
+    return tuple(lines)
+
+
+def _default_name(lines: tuple[str, ...]) -> str:
+    """``jax==0.4.38 jaxlib==0.4.38`` -> ``jax-0.4.38``: the first pinned requirement names it."""
+    from packaging.requirements import Requirement
+
+    first = Requirement(lines[0])
+    pins = [s.version for s in first.specifier if s.operator in ("==", "===")]
+    return f"{first.name}-{pins[0]}" if pins else first.name
+
+
+def parse(text: str, what: str = "--env") -> Request:
+    """``current``, ``NAME=REQS``, ``NAME=@FILE`` or bare ``REQS`` (named after its first pin).
+
+    Raises
+    ------
+    UsageError
+        For an empty request, a bad name, a missing file or a bad requirement line.
+    """
+    text = text.strip()
+    if text == CURRENT:
+        return Request(CURRENT, None, "this interpreter")
+    name, eq, value = text.partition("=")
+    if eq and NAME_RE.match(name.strip()) and not value.startswith("="):
+        name, value = name.strip(), value.strip()
+    else:
+        name, value = "", text
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        try:
+            content = path.read_text()
+        except OSError as exc:
+            raise UsageError(f"{what} {text!r}: cannot read {path}: {exc.strerror or exc}") from None
+        lines = requirement_lines(content, f"{what} {path}")
+        origin = str(path)
+    else:
+        lines = requirement_lines(value, f"{what} {text!r}")
+        origin = what
+    if name == CURRENT:
+        raise UsageError(f"{what} {text!r}: the name 'current' is this interpreter; choose another name")
+    return Request(name or _default_name(lines), lines, origin)
+
+
+@dataclass
+class Environment:
+    """A built (or the current) environment: what runs a side's probes, and what it holds."""
+
+    name: str
+    python: str
+    #: ``{distribution: version}`` of everything installed (normalised names).
+    packages: dict[str, str]
+    interpreter: str
+    key: str | None = None
+    path: Path | None = None
+    requested: tuple[str, ...] | None = None
+    origin: str = ""
+    cached: bool = True
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        return self.key is None
+
+    def version(self, package: str) -> str | None:
+        return self.packages.get(_normalise(package))
+
+    def recorded(self) -> dict[str, str | None]:
+        """The versions every record names: each framework's and numpy's (None: not installed)."""
+        return {p: self.version(p) for p in RECORDED}
+
+    def to_json(self) -> dict:
+        """What a results file records (``environment.env``): name, interpreter, key, versions."""
+        return {"name": self.name, "python": self.python, "interpreter": self.interpreter, "key": self.key,
+                "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
+                "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
+
+    def differs_from(self, other: "Environment") -> dict[str, tuple[str | None, str | None]]:
+        """Packages whose versions differ: ``{name: (mine, theirs)}``."""
+        names = set(self.packages) | set(other.packages)
+        return {n: (self.packages.get(n), other.packages.get(n)) for n in sorted(names)
+                if self.packages.get(n) != other.packages.get(n)}
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_name(line: str) -> str:
+    from packaging.requirements import Requirement
+
+    return _normalise(Requirement(line).name)
+
+
+def _installed(python: str) -> tuple[dict[str, str], str]:
+    """``({distribution: version}, "3.11.7")`` of an interpreter, asked of the interpreter itself."""
+    code = ("import importlib.metadata as m, json, platform; "
+            "print(json.dumps([{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}, "
+            "platform.python_version()]))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if out.returncode != 0:
+        raise EnvError(f"{python} cannot list its packages: {out.stderr.strip()[-500:]}")
+    packages, version = json.loads(out.stdout.strip().splitlines()[-1])
+    return {_normalise(k): v for k, v in packages.items()}, version
+
+
+def current(python: str = sys.executable) -> Environment:
+    """This interpreter, as it is: nothing is built."""
+    packages, version = _installed(python)
+    return Environment(CURRENT, python, packages, version, origin="this interpreter")
+
+
+def find_links() -> list[str]:
+    """The local wheel folders pip is told about (``PIP_FIND_LINKS``): uv gets them too."""
+    return [p for p in os.environ.get("PIP_FIND_LINKS", "").split() if p]
+
+
+def _uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [uv_binary(), *args]
+    if args[0] == "pip":
+        for folder in find_links():
+            cmd += ["--find-links", folder]
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "UV_NO_PROGRESS": "1"}
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None
+
+
+def _resolver_message(text: str) -> str:
+    text = "\n".join(line for line in text.strip().splitlines() if line.strip())
+    if re.search(r"dns error|failed to lookup|Connection refused|network|timed out|Failed to fetch", text, re.I):
+        text = "no network (the package registry cannot be reached): " + text
+    return text[-LOG_TAIL_CHARS:]
+
+
+def probe_tools() -> list[str]:
+    """``memray==1.20.0 ...``: ttfg's in-probe tools at the versions this interpreter has."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = []
+    for name in PROBE_TOOLS:
+        try:
+            pins.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            continue
+    return pins
+
+
+def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
+    """The request's exact lock lines (its own lines, ttfg's probe tools, and everything they need).
+
+    Cached by the request, the interpreter and the find-links folders; returns ``(lines, cached)``.
+
+    Raises
+    ------
+    EnvError
+        Quoting the resolver: a version the registry does not have, no network, a conflict
+        (with ttfg's own needs, named as such).
+    """
+    tools = probe_tools()
+    wanted = sorted(set(request.requirements or ()) | set(tools))
+    digest = hashlib.sha256(json.dumps([tag, wanted, find_links()]).encode()).hexdigest()[:20]
+    folder = cache.root() / "locks"
+    lock = folder / f"{digest}.txt"
+    if lock.is_file():
+        return [line for line in lock.read_text().splitlines() if line and not line.startswith("#")], True
+    folder.mkdir(parents=True, exist_ok=True)
+    what = f"environment {request.name!r} ({request.origin})"
+    spec = folder / f".{digest}.{os.getpid()}.in"
+    spec.write_text("\n".join(wanted) + "\n")
+    try:
+        out = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet", "--no-header",
+                   "--no-annotate"], what, RESOLVE_TIMEOUT_S)
+        if out.returncode != 0:
+            message = _resolver_message(out.stderr + out.stdout)
+            alone = None
+            if tools:
+                spec.write_text("\n".join(request.requirements or ()) + "\n")
+                alone = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet"], what,
+                            RESOLVE_TIMEOUT_S)
+            if alone is not None and alone.returncode == 0:
+                raise EnvError(f"{what}: {' '.join(request.requirements or ())} conflicts with ttfg's own "
+                                        f"needs inside a probe ({', '.join(tools)}):\n{message}")
+            raise EnvError(f"{what}: cannot resolve {' '.join(request.requirements or ())}:\n{message}")
+    finally:
+        spec.unlink(missing_ok=True)
+    lines = [line.strip() for line in out.stdout.splitlines() if line.strip() and not line.startswith(("#", " "))]
+    tmp = lock.with_name(f".{lock.name}.{os.getpid()}")
+    tmp.write_text(f"# {request.name}: {' '.join(request.requirements or ())}\n" + "\n".join(lines) + "\n")
+    os.replace(tmp, lock)
+    return lines, False
+
+
+def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> None:
+    venv = folder / "venv"
+    out = _uv(["venv", "--quiet", "--python", request.python, str(venv)], what, BUILD_TIMEOUT_S)
+    if out.returncode != 0:
+        raise EnvError(f"{what}: uv venv failed:\n{_resolver_message(out.stderr)}")
+    lock_file = folder / "lock.txt"
+    lock_file.write_text("\n".join(lock) + "\n")
+    out = _uv(["pip", "install", "--quiet", "--no-deps", "--python", str(venv / "bin" / "python"), "-r",
+               str(lock_file)], what, BUILD_TIMEOUT_S)
+    if out.returncode != 0:
+        text = out.stderr + out.stdout
+        if re.search(r"No space left on device", text):
+            raise EnvError(f"{what}: the disk filled while installing (the partial environment was "
+                                    f"removed): {text.strip()[-500:]}")
+        raise EnvError(f"{what}: installing the resolved packages failed:\n{_resolver_message(text)}")
+    python = str(venv / "bin" / "python")
+    modules = sorted({FRAMEWORK_MODULES[name] for name in map(_requirement_name, request.requirements or ())
+                      if name in FRAMEWORK_MODULES})
+    if modules:
+        check = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True,
+                               timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        if check.returncode != 0:
+            raise EnvError(f"{what} builds but cannot import {', '.join(modules)}: "
+                                    f"{check.stderr.strip().splitlines()[-1] if check.stderr.strip() else 'no message'}")
+    packages, version = _installed(python)
+    (folder / "ttfg-env.json").write_text(json.dumps({
+        "name": request.name, "requested": list(request.requirements or ()), "origin": request.origin,
+        "interpreter": version, "packages": packages, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }, indent=1) + "\n")
+
+
+def build(request: Request, on_note=None) -> Environment:
+    """The environment ``request`` asks for: the current one, or built (once) and cached.
+
+    Raises
+    ------
+    EnvError
+        When it cannot be resolved, built or imported (nothing half-built is kept).
+    CacheError
+        When the cache folder cannot be written.
+    """
+    note = on_note or (lambda text: None)
+    if request.current:
+        env = current(request.python)
+        env.name = request.name
+        return env
+    started = time.monotonic()
+    tag = interpreter_tag(request.python)
+    lock, _ = resolve(request, tag)
+    key = f"{tag}-{hashlib.sha256(chr(10).join(sorted(lock)).encode()).hexdigest()[:16]}"
+    what = f"environment {request.name!r} ({request.origin})"
+    if not cache.complete(cache.root() / "envs" / key):
+        note(f"building {what}: {' '.join(request.requirements or ())} ({len(lock)} packages)")
+    entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
+    info = json.loads((entry.path / "ttfg-env.json").read_text())
+    return Environment(request.name, str(entry.path / "venv" / "bin" / "python"), info["packages"],
+                       info["interpreter"], key, entry.path, tuple(request.requirements or ()), request.origin,
+                       entry.cached, time.monotonic() - started)
+
+
+@dataclass
+class CachedEnv:
+    """One cache entry, for ``ttfg env list`` and ``prune``."""
+
+    key: str
+    path: Path
+    name: str
+    requested: list[str]
+    interpreter: str
+    versions: dict[str, str | None]
+    size_bytes: int
+    age_s: float
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "path": str(self.path), "name": self.name, "requested": self.requested,
+                "interpreter": self.interpreter, "versions": self.versions, "size_bytes": self.size_bytes,
+                "age_s": round(self.age_s, 1)}
+
+
+def cached(sizes: bool = True) -> list[CachedEnv]:
+    """Every finished environment in the cache, newest first."""
+    out = []
+    for path in cache.entries("envs"):
+        try:
+            info = json.loads((path / "ttfg-env.json").read_text())
+        except (OSError, ValueError):
+            continue
+        packages = info.get("packages") or {}
+        age = time.time() - (path / cache.MARKER).stat().st_mtime
+        out.append(CachedEnv(path.name, path, info.get("name", "?"), info.get("requested") or [],
+                             info.get("interpreter", "?"), {p: packages.get(p) for p in RECORDED if packages.get(p)},
+                             cache.size_bytes(path) if sizes else 0, age))
+    return sorted(out, key=lambda e: e.age_s)
+
+
+def prune(keys: list[str] | None = None, older_than_s: float | None = None) -> list[CachedEnv]:
+    """Remove cached environments: the given keys (or names), those older than a duration, or all; returns them."""
+    removed = []
+    for env in cached(sizes=False):
+        hit = (keys is None and older_than_s is None) or (keys and (env.key in keys or env.name in keys)) or (
+            older_than_s is not None and env.age_s > older_than_s)
+        if hit:
+            cache.remove(env.path)
+            removed.append(env)
+    return removed
+
+
+def uv_cache_size() -> int:
+    """Bytes of uv's shared package cache (what the environments' files are hard-linked from)."""
+    out = _uv(["cache", "dir"], "uv cache dir", 60)
+    folder = Path(out.stdout.strip()) if out.returncode == 0 else None
+    return cache.size_bytes(folder) if folder and folder.is_dir() else 0
+
+
+__all__ = ["CURRENT", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "current",
+           "parse", "probe_tools", "prune", "requirement_lines", "resolve", "uv_cache_size"]

@@ -1,0 +1,205 @@
+"""A release sweep (``app/releases.py``'s document) as a terminal table, Markdown and an HTML page.
+
+One row per adjacent pair of releases and case: the wall-time verdict that decided
+(ratio and interval), the CPU time of the same processes (ratio and interval), the
+instruction count (ratio against the count tier's margin) and the phase that moved most.
+They are kept apart on purpose: newer XLA does more work in parallel threads, so on a
+2-core machine instructions, CPU and wall time can move in different directions.
+The page draws the same numbers with the releases on the x axis.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from .. import fmt
+
+PHASES = ("trace", "lower", "compile", "execute")
+
+
+def _ratio(verdict: dict | None) -> str:
+    if not verdict or verdict.get("ratio") is None:
+        return fmt.MISSING
+    text = fmt.factor(verdict["ratio"])
+    interval = fmt.interval(verdict.get("ci_low"), verdict.get("ci_high"))
+    return f"{text} {interval}" if interval != fmt.MISSING else text
+
+
+def _instructions(pair: dict) -> str:
+    counts = (pair.get("instructions") or {}).get("instructions")
+    if not counts:
+        return fmt.MISSING
+    return f"{fmt.factor(counts['ratio'])} ({counts['verdict']}, margin ±{fmt.percent(counts['margin'])})"
+
+
+def moved_phase(pair: dict) -> str:
+    """The phase whose paired median moved most, with its ratio (``compile 0.31×``)."""
+    phases = pair.get("phases") or {}
+    moved = [(abs(math.log(v["ratio"])), p, v) for p, v in phases.items() if v.get("ratio") and v["ratio"] > 0]
+    if not moved:
+        return fmt.MISSING
+    _, name, v = max(moved)
+    return f"{name} {fmt.seconds(v['base'])} → {fmt.seconds(v['head'])} ({fmt.factor(v['ratio'])})"
+
+
+def pair_rows(doc: dict) -> list[dict]:
+    """Each pair as the strings every output shows."""
+    rows = []
+    for pair in doc.get("pairs", []):
+        wall = pair.get("wall") or {}
+        rows.append({"releases": f"{pair['base']} → {pair['head']}", "case": pair["case"],
+                     "verdict": pair.get("verdict", "?"), "wall": _ratio(wall), "cpu": _ratio(pair.get("cpu")),
+                     "instructions": _instructions(pair), "phase": moved_phase(pair),
+                     "pairs": str(pair.get("pairs", 0))})
+    return rows
+
+
+def release_rows(doc: dict) -> list[dict]:
+    """Each release and case: its medians, or why it has none."""
+    rows = []
+    for entry in doc.get("releases", []):
+        versions = ((entry.get("env") or {}).get("versions") or {})
+        companions = ", ".join(f"{k} {v}" for k, v in versions.items()
+                               if v and k not in (doc.get("package"), "numpy", "scipy", "ml-dtypes"))
+        if entry.get("error"):
+            rows.append({"release": entry["name"], "case": "", "status": f"failed: {entry['error'].splitlines()[0]}",
+                         "first_grad": "", "cpu": "", "instructions": "", "with": companions})
+            continue
+        for case, cell in (entry.get("cells") or {}).items():
+            counted = (cell.get("instructions") or {}).get("instructions")
+            rows.append({"release": entry["name"], "case": case,
+                         "status": f"failed: {cell['error']}" if cell.get("error") else f"{cell.get('samples', 0)} runs",
+                         "first_grad": fmt.seconds(cell.get("first_grad_s")), "cpu": fmt.seconds(cell.get("first_grad_cpu_s")),
+                         "instructions": fmt.count(counted) if counted else fmt.MISSING, "with": companions})
+    return rows
+
+
+def print_sweep(console, doc: dict) -> None:
+    """The sweep's two tables (releases, then pairs) and its closing lines."""
+    from .tables import fitted
+
+    table = fitted(f"{doc['package']} releases: first gradient (medians of every cold process)",
+                   [("release", "left"), ("case", "left"), ("status", "left"), ("wall", "right"), ("CPU", "right"),
+                    ("instructions", "right"), ("with", "left")], label=2)
+    for r in release_rows(doc):
+        table.add_row(r["release"], r["case"], r["status"], r["first_grad"], r["cpu"], r["instructions"], r["with"])
+    console.print(table)
+    table = fitted("adjacent releases, paired (ratio head/base [interval])",
+                   [("releases", "left"), ("case", "left"), ("verdict", "left"), ("wall time", "right"),
+                    ("CPU time", "right"), ("instructions", "right"), ("phase that moved most", "left"),
+                    ("pairs", "right")], label=2)
+    for r in pair_rows(doc):
+        table.add_row(r["releases"], r["case"], r["verdict"], r["wall"], r["cpu"], r["instructions"], r["phase"],
+                      r["pairs"])
+    console.print(table)
+    for note in doc.get("notes", []):
+        console.print(f"note: {note}", highlight=False)
+    budget = (doc.get("settings") or {}).get("budget_per_pair_s")
+    load = doc.get("load") or {}
+    console.print(f"{len(doc.get('pairs', []))} pair(s) gated, budget {fmt.seconds(budget)} per pair, "
+                  f"{fmt.seconds(doc.get('wall_s'))} in all, load {_load(load)}", highlight=False)
+
+
+def _load(load: dict) -> str:
+    start, end = load.get("start"), load.get("end")
+    if not start:
+        return fmt.MISSING
+    return f"{start[0]:.1f}" + (f" → {end[0]:.1f}" if end else "")
+
+
+def sweep_markdown(doc: dict) -> str:
+    """The pairs table as GitHub Markdown (for docs and PR comments)."""
+    lines = [f"### {doc['package']} releases, adjacent pairs", "",
+             "| releases | case | verdict | wall time | CPU time | instructions | phase that moved most |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in pair_rows(doc):
+        lines.append(f"| {r['releases']} | {r['case']} | {r['verdict']} | {r['wall']} | {r['cpu']} | "
+                     f"{r['instructions']} | {r['phase']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot(doc: dict, case: str) -> str:
+    """One figure for one case: wall and CPU medians, instructions, and the phases, releases on the x axis (SVG)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names, wall, cpu, instr, phases = [], [], [], [], {p: [] for p in PHASES}
+    for entry in doc.get("releases", []):
+        cell = (entry.get("cells") or {}).get(case) or {}
+        names.append(entry["version"])
+        wall.append(cell.get("first_grad_s") or math.nan)
+        cpu.append(cell.get("first_grad_cpu_s") or math.nan)
+        instr.append(((cell.get("instructions") or {}).get("instructions") or math.nan) / 1e9)
+        for p in PHASES:
+            phases[p].append(((cell.get("phases") or {}).get(p)) or 0.0)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
+    x = range(len(names))
+    axes[0].plot(x, wall, "o-", label="wall")
+    axes[0].plot(x, cpu, "s--", label="CPU")
+    axes[0].set_ylabel("first gradient (s)")
+    axes[0].legend()
+    axes[1].plot(x, instr, "o-", color="tab:purple")
+    axes[1].set_ylabel("instructions in the window (G)")
+    bottom = [0.0] * len(names)
+    for p in PHASES:
+        axes[2].bar(x, phases[p], bottom=bottom, label=p)
+        bottom = [b + v for b, v in zip(bottom, phases[p])]
+    axes[2].set_ylabel("phases of the first gradient (s)")
+    axes[2].legend(fontsize="small")
+    for ax in axes:
+        ax.set_xticks(list(x), names, rotation=45, ha="right")
+        ax.set_xlabel(f"{doc['package']} release")
+    for pair in doc.get("pairs", []):
+        if pair["case"] == case and pair.get("verdict") in ("regressed", "improved") and pair["head"] in names:
+            i = names.index(pair["head"])
+            axes[0].annotate(fmt.factor((pair.get("wall") or {}).get("ratio")), (i, wall[i]), textcoords="offset points",
+                             xytext=(0, 8), ha="center", fontsize="small",
+                             color="tab:red" if pair["verdict"] == "regressed" else "tab:green")
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def sweep_page(doc: dict) -> str:
+    """A self-contained HTML page: the tables and one figure per case (inline SVG, no scripts)."""
+    esc = html.escape
+    cases = doc.get("cases", [])
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>ttfg: {esc(doc['package'])} releases</title><style>"
+             "body{font-family:system-ui,sans-serif;margin:1rem;max-width:1200px}"
+             "table{border-collapse:collapse;font-size:.9rem;display:block;overflow-x:auto}"
+             "td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}svg{max-width:100%;height:auto}"
+             ".regressed{color:#b00}.improved{color:#070}</style></head><body>",
+             f"<h1>Time to first gradient across {esc(doc['package'])} releases</h1>",
+             f"<p>{len(doc.get('releases', []))} release(s), {len(doc.get('pairs', []))} adjacent pair(s) gated "
+             f"(budget {esc(fmt.seconds((doc.get('settings') or {}).get('budget_per_pair_s')))} per pair), "
+             f"measured {esc(doc.get('created', ''))} on {esc((doc.get('machine') or {}).get('cpu_model', '?'))}, "
+             f"load {esc(_load(doc.get('load') or {}))}.</p>",
+             "<h2>Adjacent releases, paired</h2><table><tr><th>releases</th><th>case</th><th>verdict</th>"
+             "<th>wall time</th><th>CPU time</th><th>instructions</th><th>phase that moved most</th></tr>"]
+    for r in pair_rows(doc):
+        parts.append(f"<tr><td>{esc(r['releases'])}</td><td>{esc(r['case'])}</td>"
+                     f"<td class='{esc(r['verdict'])}'>{esc(r['verdict'])}</td><td>{esc(r['wall'])}</td>"
+                     f"<td>{esc(r['cpu'])}</td><td>{esc(r['instructions'])}</td><td>{esc(r['phase'])}</td></tr>")
+    parts.append("</table><h2>Each release</h2><table><tr><th>release</th><th>case</th><th>status</th>"
+                 "<th>wall</th><th>CPU</th><th>instructions</th><th>with</th></tr>")
+    for r in release_rows(doc):
+        parts.append("<tr>" + "".join(f"<td>{esc(r[k])}</td>" for k in
+                                      ("release", "case", "status", "first_grad", "cpu", "instructions", "with"))
+                     + "</tr>")
+    parts.append("</table>")
+    for case in cases:
+        parts.append(f"<h2>{esc(case)}</h2>{_plot(doc, case)}")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+__all__ = ["moved_phase", "pair_rows", "print_sweep", "release_rows", "sweep_markdown", "sweep_page"]
