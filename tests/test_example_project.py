@@ -65,7 +65,7 @@ def test_check_run_and_show(flaxlab):
     run = ttfg(flaxlab, "run", "--repeat", "2")
     assert run.returncode == 0, run.stdout + run.stderr
     saved = sorted((flaxlab["repo"] / "runs").glob("run-*.json"))
-    assert len(saved) == 1 and f"results: {saved[0]}" in " ".join(run.stdout.split())
+    assert len(saved) == 1 and f"results:{saved[0]}" in "".join(run.stdout.split())
     results = record.load(saved[0])
     sample = results.case(CASE).good()[0]
     assert sample.counters["jaxpr_eqns"] > 0 and sample.compile_s > 0

@@ -184,7 +184,7 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
             settings.append(Setting(key, cfg.get(key), cfg.where(key)))
         else:
             settings.append(Setting(key, getattr(args, dest), "default"))
-    if command in ("gate", "regressions") and "repo" in typed:
+    if (command == "gate" or getattr(args, "confirm", False)) and str(getattr(args, "repo", ".")) != ".":
         _check_repo_has_plugin(Path(args.repo))
     if command in SELECTING and from_file & {"models", "backends", "variants"}:
         _check_selection(args, cfg, from_file)
