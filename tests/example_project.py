@@ -1,18 +1,35 @@
 """The example project (``examples/flaxlab``) as a new user's repository, with a git history made here.
 
-The history is made by this fixture, never committed as a nested repository: ``first`` (the
-example as shipped), ``slow`` (a deliberate slowdown in flaxlab's own layer code, traced
-once per convolution: a named pure-Python function, and two more operations per
-convolution) and, from ``first``, ``comment`` (one comment, nothing else).
+The history is made by this fixture, never committed as a nested repository: ``shipped``
+(the example as shipped), ``first`` (after the user's ``ttfg init``, when there is one),
+from it ``comment`` (one comment, nothing else) and ``slow`` (a deliberate slowdown in
+flaxlab's own layer code, traced once per convolution: a named pure-Python function, and
+two more operations per convolution), then ``after`` (the README only). Dates are a day
+apart in that order, so asv's history is ``first, comment, slow, after``: two commits on
+each side of the step, what step detection needs.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from .user_project import git, layered_venv
+
+#: Commit dates a day apart, in the order the commits are made: asv orders history by date, and
+#: commits made within one second would tie.
+_DAY = iter(range(1, 29))
+
+
+def commit(repo: Path, message: str, *args: str) -> str:
+    """``git commit`` with the next day's date (author and committer); returns the commit."""
+    date = f"2026-02-{next(_DAY):02d}T12:00:00+00:00"
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=flaxlab", "-c", "user.email=flaxlab@example.com",
+                    "commit", "-q", *args, "-m", message], check=True, capture_output=True, text=True,
+                   env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    return git(repo, "rev-parse", "HEAD")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "flaxlab"
@@ -48,29 +65,24 @@ def make_repository(root: Path, setup=None) -> dict:
     shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__", "build"))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "flaxlab as shipped")
-    shipped = git(repo, "rev-parse", "HEAD")
+    shipped = commit(repo, "flaxlab as shipped")
     if setup is not None:
         setup(repo)
         git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "ttfg init")
+        commit(repo, "ttfg init")
     first = git(repo, "rev-parse", "HEAD")
     layers = repo / LAYERS
     git(repo, "checkout", "-q", "-b", "comment")
-    # At the end of a line: a comment on a line of its own moves every line below it, and jax
-    # writes source lines into the lowered module's metadata, so XLA's compile then ran 1.5 %
-    # more instructions here (beyond the instructions tier's 1.38 % margin): a real change in
-    # the work, not a comment-only one.
     layers.write_text(layers.read_text().replace('    return conv(x)\n',
                                                  '    return conv(x)  # nnx.Conv takes NHWC, as the backend gives it\n'))
-    git(repo, "commit", "-q", "-am", "a comment, nothing else")
-    comment = git(repo, "rev-parse", "HEAD")
+    comment = commit(repo, "a comment, nothing else", "-a")
     git(repo, "checkout", "-q", "-b", "slow", first)
     layers.write_text(SLOW_LAYERS)
-    git(repo, "commit", "-q", "-am", "check every convolution (slower)")
-    slow = git(repo, "rev-parse", "HEAD")
+    slow = commit(repo, "check every convolution (slower)", "-a")
+    (repo / "README.md").write_text((repo / "README.md").read_text() + "\nConvolutions are checked as traced.\n")
+    after = commit(repo, "README: say so", "-a")
     git(repo, "checkout", "-q", "main")
-    return {"repo": repo, "shipped": shipped, "first": first, "comment": comment, "slow": slow}
+    return {"repo": repo, "shipped": shipped, "first": first, "comment": comment, "slow": slow, "after": after}
 
 
 def install(repo: Path, python: Path) -> None:
