@@ -5,7 +5,8 @@ objects (``nnx.Conv`` for each convolution, NHWC as Flax has it), the weights ar
 into their ``nnx.Param`` variables, and the gradient is NNX's functional pattern,
 ``nnx.split`` into a graph definition and a state, then ``jax.jit(jax.value_and_grad)``
 over a function that ``nnx.merge``-s them back. The first gradient goes through jit's AOT
-stages, so ttfg sees trace, lower, compile and execute apart, like its own jax.jit.
+stages, so ttfg sees trace, lower, compile and execute apart: the engine subclasses ttfg's
+own jax.jit engine, which times them and counts jaxpr equations and HLO ops.
 
 The gradients come back keyed and shaped like the spec's weights (OIHW kernels, dotted
 names), so ``ttfg check`` compares them with the float64 reference as for every backend.
@@ -13,10 +14,10 @@ names), so ``ttfg check`` compares them with the float64 reference as for every 
 
 from __future__ import annotations
 
-import time
 from typing import Any, Mapping
 
 from ttfg.engines import Backend, Engine
+from ttfg.engines.jax_jit import JaxJitEngine
 from ttfg.errors import Unsupported
 
 from .layers import conv_forward
@@ -93,7 +94,10 @@ def _apply(layer, x, convs, index, prefix):
     raise Unsupported(f"flaxlab.nnx: no rule for {type(layer).__name__}")
 
 
-class NnxEngine(Engine):
+class NnxEngine(JaxJitEngine):
+    """The NNX model's gradient, timed as ttfg's own jax.jit times its (the AOT stages, the counters):
+    only how the function and its arguments are made, and how the gradients come back, differ."""
+
     def __init__(self, spec, weights, x):
         import jax
         import jax.numpy as jnp
@@ -102,46 +106,18 @@ class NnxEngine(Engine):
         from ttfg.engines import jax_common
 
         self.jc = jax_common
+        self.spec = spec
         self.events = jax_common.CompileEvents.get()
         model, self.names = SpecNetwork.build(spec, weights)
-        self.graphdef, state = nnx.split(model)
-        self.params = state
-        self.x = jnp.asarray(x.transpose(0, 2, 3, 1))  # NCHW -> NHWC
-        graphdef = self.graphdef
+        graphdef, state = nnx.split(model)
+        xj = jnp.asarray(x.transpose(0, 2, 3, 1))  # NCHW -> NHWC
 
         def loss(state, x):
             return jnp.sum(nnx.merge(graphdef, state)(x))
 
-        self.fn = jax.jit(jax.value_and_grad(loss))
-        jax.block_until_ready((state, self.x))
-        self.traced = self.lowered = self.compiled = None
-
-    def first_gradient(self):
-        import jax
-
-        clock = time.perf_counter
-        _, before = self.events.snapshot()
-        t0 = clock()
-        self.traced = self.fn.trace(self.params, self.x)
-        t1 = clock()
-        self.phase_end("trace")
-        self.lowered = self.traced.lower()
-        t2 = clock()
-        self.phase_end("lower")
-        self.compiled = self.lowered.compile()
-        t3 = clock()
-        self.phase_end("compile")
-        result = jax.block_until_ready(self.compiled(self.params, self.x))
-        t4 = clock()
-        _, after = self.events.snapshot()
-        self.first_counts = self.jc.first_gradient_counts(before, after)
-        return result, {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "execute": t4 - t3}
-
-    def gradient(self):
-        import jax
-
-        call = self.compiled or self.fn
-        return jax.block_until_ready(call(self.params, self.x))
+        self.fn, self.args = jax.jit(jax.value_and_grad(loss)), (state, xj)
+        jax.block_until_ready(self.args)
+        self.compiled = self.traced = self.lowered = None
 
     def to_numpy(self, result):
         import numpy as np
@@ -153,12 +129,6 @@ class NnxEngine(Engine):
             out[f"{name}.weight"] = np.asarray(conv["kernel"][...]).transpose(3, 2, 0, 1)  # HWIO -> OIHW
             out[f"{name}.bias"] = np.asarray(conv["bias"][...])
         return float(loss), out
-
-    def counters(self) -> dict[str, Any]:
-        traced = self.traced or self.fn.trace(self.params, self.x)
-        lowered = self.lowered or traced.lower()
-        return {"jaxpr_eqns": self.jc.jaxpr_equations(traced.jaxpr), "hlo_ops": self.jc.hlo_ops(lowered.as_text()),
-                **getattr(self, "first_counts", {})}
 
 
 class NnxBackend(Backend):
