@@ -35,10 +35,13 @@ from .init import add_init_command
 
 EPILOG = """\
 examples:
+  ttfg init                         set up your project: ttfg.toml, asv, suites, CI workflows
+  ttfg config                       the effective settings and where each comes from
   ttfg doctor --calibrate           missing tools, noise, what a gate sees here
   ttfg list                         models, backends, variants, availability
   ttfg check --model resnet15       every backend against the float64 reference
   ttfg run --model resnet15 --backend all --repeat 3 --out runs/r.json
+  ttfg show runs/r.json             a saved run's tables again
   ttfg study chain                  scan vs unrolled, paired, with intervals
   ttfg compare base.json head.json  regression verdicts between results files
   ttfg gate --base origin/main      interleaved, paired base/head measurement
