@@ -292,7 +292,6 @@ def cmd_run(args) -> int:
     return code
 
 
-<<<<<<< HEAD
 def print_results(results, console, wide: bool = False, stderr: bool = False) -> None:
     """A results file's tables, skipped and failed cases and noise floor: what ``ttfg run`` ends with and
     ``ttfg show`` prints again."""
@@ -309,7 +308,8 @@ def print_results(results, console, wide: bool = False, stderr: bool = False) ->
     if fails is not None:
         console.print(fails)
     console.print(noise_view.headline(results.noise), highlight=False)
-=======
+
+
 def _environments(args, console) -> dict:
     """``--env`` (repeatable): each environment built (or found cached) before any sample; ``{name: Environment}``."""
     from ..errors import UsageError
@@ -326,7 +326,6 @@ def _environments(args, console) -> dict:
                       highlight=False)
         envs[env.name] = env
     return envs
->>>>>>> main
 
 
 def _save_again(results, out) -> None:
