@@ -35,8 +35,8 @@ from .init import add_init_command
 
 EPILOG = """\
 examples:
-  ttfg init                         set up your project: ttfg.toml, asv, suites, CI workflows
-  ttfg config                       the effective settings and where each comes from
+  ttfg init                         your project: ttfg.toml, asv, suites, CI workflows
+  ttfg config                       effective settings and where each comes from
   ttfg doctor --calibrate           missing tools, noise, what a gate sees here
   ttfg list                         models, backends, variants, availability
   ttfg check --model resnet15       every backend against the float64 reference
