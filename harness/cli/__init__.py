@@ -35,7 +35,7 @@ from .init import add_init_command
 
 EPILOG = """\
 examples:
-  ttfg init                         set up a project: ttfg.toml, asv, CI workflows
+  ttfg init                         ttfg.toml, asv, CI workflows for a project
   ttfg config                       effective settings and where each comes from
   ttfg doctor --calibrate           missing tools, noise, what a gate sees here
   ttfg list                         models, backends, variants, availability
