@@ -262,7 +262,7 @@ def test_every_suite_benchmark_maps_to_the_metric_it_reads():
 
     from ttfg.history.points import metric_from_benchmark
 
-    suite = (ROOT / "suites" / "ttfg.py").read_text()
+    suite = (ROOT / "harness" / "history" / "asv_tracks.py").read_text()
     reads = dict(re.findall(r"def (track_\w+)\(.*?\):\n\s+return asv_bench\.value\(cache, \"([\w.]+)\"", suite))
     assert reads and reads == {m.asv_benchmark: m.name for m in metrics.entries() if m.asv_benchmark}
     assert metric_from_benchmark("ttfg.track_first_grad_seconds", {}) == "first_grad_s"

@@ -1,6 +1,6 @@
 """The package's shape is its architecture: imports point down the stages, never up.
 
-cli -> app -> present -> decide / history -> measure -> results / metrics -> engines -> models.
+cli -> app -> present / project -> decide / history -> measure -> results / metrics -> engines -> models.
 ``ttfg.errors`` and ``ttfg.files`` sit below everything and import nothing of ours.
 Frameworks are imported only inside ``harness/engines/``. The test reads the source (AST),
 so a lazy import inside a function counts the same as one at the top.
@@ -34,6 +34,7 @@ RANK = {
     "ttfg.decide": 4,
     "ttfg.history": 4,
     "ttfg.present": 5,
+    "ttfg.project": 5,  # the user's project: config and scaffolding; cli and app read it, it reads no presenter
     "ttfg.app": 6,      # use cases: one function per command, wiring the stages below (cli parses and prints)
     "ttfg.cli": 7,
     "ttfg": 8,          # harness/__init__.py and __main__.py: the public face

@@ -33,13 +33,18 @@ from .env import add_env_commands
 from .releases import add_releases_command
 from .merge import add_merge_commands
 from .shards import add_shard_options, add_shards_command, shard_selection
+from .config import add_config_commands, apply as apply_config, mark_defaults
+from .init import add_init_command
 
 EPILOG = """\
 examples:
+  ttfg init                         ttfg.toml, asv, CI workflows for a project
+  ttfg config                       effective settings and where each comes from
   ttfg doctor --calibrate           missing tools, noise, what a gate sees here
   ttfg list                         models, backends, variants, availability
   ttfg check --model resnet15       every backend against the float64 reference
   ttfg run --model resnet15 --backend all --repeat 3 --out runs/r.json
+  ttfg show runs/r.json             a saved run's tables again
   ttfg study chain                  scan vs unrolled, paired, with intervals
   ttfg compare base.json head.json  regression verdicts between results files
   ttfg gate --base origin/main      interleaved, paired base/head measurement
@@ -200,9 +205,8 @@ def cmd_run(args) -> int:
     from .. import fmt
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
-    from ..present import noise as noise_view
     from ..present.run_views import run_summary
-    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
+    from ..present.tables import console as make_console
 
     from .outputs import output_file
 
@@ -280,18 +284,10 @@ def cmd_run(args) -> int:
                 _save_again(results, out)
             except OSError as exc:
                 write_error = exc
-    tables = run_tables(results, wide=args.wide)
-    shown = make_console(stderr=as_json, width=10_000) if args.wide else console  # --wide: never wrapped
-    for table in tables:
-        shown.print(table)
-    for line in skipped_lines(results):
-        console.print(line, highlight=False)
-    fails = failures_table(results)
-    if fails is not None:
-        console.print(fails)
-    console.print(noise_view.headline(results.noise), highlight=False)
+    print_results(results, console, wide=args.wide, stderr=as_json)
     if out:
-        console.print(f"results: {out}", highlight=False)
+        console.print(f"results: {out}" + ("" if "out" in getattr(args, "typed", {"out"}) else " (no --out: the project's results folder; "
+                                           "ttfg show FILE prints these tables again)"), highlight=False)
     code = 0
     bad = failed_cases(results)
     if interrupted:
@@ -331,6 +327,24 @@ def sample_line(done: int, total: int, case, sample) -> str:
     value = getattr(sample, what[0], None) if what else None
     shown = f": {what[1]} {fmt.metric_value(what[0], value)}" if what and value is not None else ""
     return f"[{done}/{total}] {case.id} {sample.kind} #{sample.index}{shown}"
+
+
+def print_results(results, console, wide: bool = False, stderr: bool = False) -> None:
+    """A results file's tables, skipped and failed cases and noise floor: what ``ttfg run`` ends with and
+    ``ttfg show`` prints again."""
+    from ..present import noise as noise_view
+    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
+
+    tables = run_tables(results, wide=wide)
+    shown = make_console(stderr=stderr, width=10_000) if wide else console  # --wide: never wrapped
+    for table in tables:
+        shown.print(table)
+    for line in skipped_lines(results):
+        console.print(line, highlight=False)
+    fails = failures_table(results)
+    if fails is not None:
+        console.print(fails)
+    console.print(noise_view.headline(results.noise), highlight=False)
 
 
 def _environments(args, console) -> dict:
@@ -426,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="on an internal error, print the whole traceback (it still exits 2)")
     parser.add_argument("--version", action="version", version=f"ttfg {version()}",
                         help="print ttfg's version (the installed distribution's) and exit")
+    parser.add_argument("--config", dest="ttfg_config", metavar="FILE",
+                        help="the project's config: a ttfg.toml, or a pyproject.toml with [tool.ttfg] (default: the "
+                             "nearest one from here up to the git repository's root; ttfg config shows it)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="show models, backends and variants, with availability")
@@ -473,7 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=0, metavar="N",
                    help="also sample the first gradient's Python stacks (pyinstrument) in N processes per case, "
                         "for ttfg explain's function-level diff (default: 0)")
-    p.add_argument("--out", metavar="FILE", help="results file (JSON), rewritten after every sample")
+    p.add_argument("--out", metavar="FILE",
+                   help="results file (JSON), rewritten after every sample (default: run-DATE-TIME.json in the "
+                        "project's results folder: output in [tool.ttfg], else runs/)")
     p.add_argument("--wide", action="store_true",
                    help="one table with every column (times, phases, counters) however wide, instead of three "
                         "that fit the terminal")
@@ -511,6 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_releases_command(sub)
     add_shards_command(sub)
     add_merge_commands(sub)
+    add_config_commands(sub)
+    add_init_command(sub)
+    mark_defaults(parser)  # after every command: the config fills what was not typed (see cli/config.py)
     return parser
 
 
@@ -548,6 +570,7 @@ def _main(argv: list[str]) -> int:
         return EXIT_BROKEN
     name = f"ttfg {args.command}"
     try:
+        args.settings = apply_config(args, parser)
         code = args.func(args)
     except TtfgError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)

@@ -40,6 +40,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "out and named, the rest is still reported, and the exit code is 2, since the gap hides "
                         "commits and regressions)")
     p.add_argument("--machine", help="asv machine to show when the history holds several (default: the newest)")
+    p.add_argument("--environment", metavar="NAME",
+                   help="asv environment to show when the history holds several, e.g. "
+                        "existing-py_usr_bin_python3 or virtualenv-py3.11-... (default: the newest; the output "
+                        "names the one shown)")
     p.add_argument("--confirmations", metavar="FILE",
                    help="re-measurements of timing steps (default: confirmations.json in the --results folder, "
                         "written by `ttfg regressions --confirm`)")
@@ -205,7 +209,7 @@ def load_inputs(args, notes: list[str], gates: list[Path] | None = None, history
     if len(measured) > 1:
         notes += check_machines([(str(r.path), r.fingerprint) for r in measured], "timings",
                                 getattr(args, "force", False), action="report")
-    folder = Path(args.results or DEFAULT_RESULTS)
+    folder = Path(args.results or default_results())
     if not args.results and args.runs and not history_with_runs:
         if folder.is_dir():
             notes.append(f"the asv history in {folder}/ is not shown (it may come from another machine): "
@@ -233,10 +237,27 @@ def load_inputs(args, notes: list[str], gates: list[Path] | None = None, history
     return history, runs, gap
 
 
+def default_results() -> str:
+    """The asv results folder when ``--results`` is not given: ``results_dir`` of ./asv.conf.json (what
+    ``ttfg init`` writes says ``.asv/results``), else ``results``."""
+    conf = Path("asv.conf.json")
+    if conf.is_file():
+        from ..errors import UsageError
+        from ..history.asv_record import load_config
+
+        try:
+            folder = load_config(conf).get("results_dir")
+        except UsageError:
+            folder = None
+        if isinstance(folder, str) and folder:
+            return folder
+    return DEFAULT_RESULTS
+
+
 def confirmations_path(args) -> Path:
     from ..history import confirm
 
-    return Path(args.confirmations) if args.confirmations else confirm.path_for(args.results or DEFAULT_RESULTS)
+    return Path(args.confirmations) if args.confirmations else confirm.path_for(args.results or default_results())
 
 
 def load_confirmations(args) -> dict:
@@ -293,8 +314,9 @@ def cmd_report(args) -> int:
     history, runs, gap = load_inputs(args, notes, gates, history_with_runs=False)
     gate = load_gate(gates)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
-                       confirmations=load_confirmations(args), gate=gate)
+                       confirmations=load_confirmations(args), gate=gate, environment=args.environment)
     prepared.notes[:0] = notes
+    _print_history_source(prepared)
     html = render(prepared, asv_link=asv_link_for(out, args.asv_html), back=args.back, threshold=args.threshold,
                   commit_url=url)
     path = atomic_write_text(out, html)
@@ -320,6 +342,14 @@ def report_line(prepared, with_history: bool) -> str:
         parts.append(f"history: {fmt.plural(trends.n_commits, 'commit')}, {fmt.plural(len(trends.cases()), 'case')}, "
                      f"{_counts(trends)}")
     return "; ".join(parts)
+
+
+def _print_history_source(prepared) -> None:
+    """Which machine's and environment's asv history the steps come from (several may be stored)."""
+    history = prepared.history
+    if history is not None and len(history.points):
+        print(f"history: machine {history.machine or '?'}, environment {history.environment or '?'} "
+              "(another: --machine, --environment)", file=sys.stderr)
 
 
 def _counts(trends) -> str:
@@ -411,7 +441,8 @@ def cmd_regressions(args) -> int:
     stored_path = confirmations_path(args)
     stored = load_confirmations(args)
     prepared = prepare(history, runs, last=args.last, threshold=args.threshold, machine=args.machine,
-                       confirmations=stored)
+                       confirmations=stored, environment=args.environment)
+    _print_history_source(prepared)
     code = 2 if gap else 0
     if args.format == "json":
         if confirming:

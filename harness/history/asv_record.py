@@ -166,6 +166,10 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                     cmd += ["-b", pattern]
                 if _run(cmd + asv_args, cwd=tree, env=rev_env, check=False) != 0:
                     failed.append(rev)
+                for filed in sorted(Path(absolute["results_dir"], machine).glob(f"{sha[:8]}-*.json")):
+                    # asv names the file COMMIT-ENVIRONMENT.json: the environment report and regressions read
+                    print(f"ttfg asv: {rev} ({sha[:8]}) filed in {filed} (machine {machine}, environment "
+                          f"{filed.stem[len(sha[:8]) + 1:]}; ttfg regressions --environment chooses it)", flush=True)
         if publish:
             pub_conf = tmp / "publish.asv.conf.json"
             pub_conf.write_text(json.dumps({**conf, "version": 1, "repo": str(root), **absolute,

@@ -145,12 +145,12 @@ class History:
     notes: list[str]
 
 
-def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
+def from_history(df: pd.DataFrame, machine: str | None = None, environment: str | None = None) -> History:
     """Normalise the asv loader's frame. One machine and environment per report.
 
     Numbers from different machines or environments are not comparable, so when the
     history holds several, the report shows the one with the newest commit (or
-    ``machine``) and says which were left out.
+    ``machine`` and ``environment``, asv's environment name) and says which were left out.
     """
     missing = [c for c in ("commit", "date", "benchmark", "params", "value") if c not in df.columns]
     if missing:
@@ -173,6 +173,12 @@ def from_history(df: pd.DataFrame, machine: str | None = None) -> History:
                 raise ReportInputError(f"history: no results for machine {machine!r}; "
                                        f"machines: {', '.join(sorted(set(df['machine'])))}")
             df = df[df["machine"] == machine]
+        if environment is not None:
+            if environment not in set(df["environment"]):
+                raise ReportInputError(f"history: no results for environment {environment!r}"
+                                       + (f" on machine {machine!r}" if machine else "") + "; environments: "
+                                       + ", ".join(sorted(set(df["environment"]))))
+            df = df[df["environment"] == environment]
         newest = df["date"].idxmax() if df["date"].notna().any() else df.index[-1]
         chosen_machine, chosen_env = df.at[newest, "machine"], df.at[newest, "environment"]
         keep = (df["machine"] == chosen_machine) & (df["environment"] == chosen_env)

@@ -72,7 +72,8 @@ class Prepared:
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
             threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-            confirmations: dict | None = None, gate: dict | None = None) -> Prepared:
+            confirmations: dict | None = None, gate: dict | None = None,
+            environment: str | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
 
     ``confirmations``: stored re-measurements of timing steps (``ttfg.history.confirm``),
@@ -90,7 +91,7 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
         notes.append(f"{len(studies)} study file(s) shown under Studies only, not in the trends or latest-run sections")
     history = None
     if history_df is not None and len(history_df):
-        history = report_data.from_history(history_df, machine=machine)
+        history = report_data.from_history(history_df, machine=machine, environment=environment)
         notes += history.notes
     if history is not None and len(history.points):
         points, source = history.points, "asv history"

@@ -1,0 +1,317 @@
+"""The project's config applied to the command line, once, for every command; ``ttfg config`` and ``ttfg show``.
+
+Why here and only here: if each command read ``[tool.ttfg]`` itself, every command module
+would grow the same config code and they would drift. Instead ``main`` parses the flags,
+then :func:`apply` fills each option the user did not type from the config file, and a
+command sees one ``args`` whatever their origin. To tell "not typed" from "typed the
+default", :func:`mark_defaults` wraps the defaults of config-backed options in
+:class:`Default` before parsing; what is still wrapped afterwards was not on the command
+line.
+
+The mapping from config keys to options is :data:`TARGETS`; ``ttfg config`` prints every
+key's effective value and where it came from (``default``, ``FILE:tool.ttfg.KEY``,
+``flag --X``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..project import config as project_config
+
+#: Which option of which command each config key sets: ``{key: {command: dest}}``.
+SELECTING = ("check", "run", "gate", "shards", "config")
+TARGETS: dict[str, dict[str, str]] = {
+    "models": {c: "model" for c in SELECTING},
+    "backends": {c: "backend" for c in SELECTING},
+    "variants": {c: "variant" for c in SELECTING},
+    "budget": {"gate": "budget", "regressions": "budget", "config": "budget"},
+    "min-effect": {"gate": "min_effect", "compare": "min_effect", "config": "min_effect"},
+    "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
+    "commit-url": {"report": "commit_url", "config": "commit_url"},
+}
+#: The flag that sets each dest, for "where it came from".
+FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
+         "min_effect": "--min-effect", "out": "--out", "out_dir": "--out-dir", "confirm_dir": "--confirm-dir",
+         "commit_url": "--commit-url", "output": "--output"}
+
+
+class Default:
+    """An option's default, wrapped so that :func:`apply` can tell it was not typed."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:  # argparse's %(default)s
+        return repr(self.value)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def mark_defaults(parser: argparse.ArgumentParser) -> None:
+    """Wrap the defaults of every config-backed option, so that typed values can be told apart."""
+    commands = _subparsers(parser)
+    for targets in TARGETS.values():
+        for command, dest in targets.items():
+            sub = commands.get(command)
+            if sub is None:
+                continue
+            for action in sub._actions:
+                # An append option's None default already says "not typed" (and must stay a None to append to).
+                if isinstance(action, argparse._AppendAction) and action.default is None:
+                    continue
+                if action.dest == dest and not isinstance(action.default, Default):
+                    action.default = Default(action.default)
+
+
+@dataclass
+class Setting:
+    """One key's effective value and its origin, as ``ttfg config`` prints it."""
+
+    key: str
+    value: Any
+    source: str
+
+
+def _start(args) -> Path:
+    """Where the config search starts: the gate's or regressions' ``--repo`` when typed, else here."""
+    repo = getattr(args, "repo", None)
+    if repo is not None and not isinstance(repo, Default) and str(repo) != ".":
+        return Path(repo)
+    return Path(".")
+
+
+def _unwrap(args, parser_for_command: argparse.ArgumentParser | None) -> set[str]:
+    """Replace every :class:`Default` in ``args`` by its value; returns the dests that were typed."""
+    typed = set()
+    for dest, value in list(vars(args).items()):
+        if isinstance(value, Default):
+            raw = value.value
+            action = next((a for a in (parser_for_command._actions if parser_for_command else [])
+                           if a.dest == dest), None)
+            if isinstance(raw, str) and action is not None and action.type is not None:
+                raw = action.type(raw)  # what argparse does with a string default
+            setattr(args, dest, raw)
+        else:
+            typed.add(dest)
+    return typed
+
+
+def _run_file(folder: Path) -> Path:
+    """``runs/run-YYYYmmdd-HHMMSS.json``, never an existing file."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"run-{stamp}.json"
+    n = 2
+    while path.exists():
+        path = folder / f"run-{stamp}-{n}.json"
+        n += 1
+    return path
+
+
+def _from_config(key: str, command: str, dest: str, value: Any, args, cfg) -> Any:
+    """The config's value in the form the command's option takes."""
+    if key in ("models", "backends", "variants"):
+        return list(value)
+    if key == "budget":
+        return str(value)
+    if key == "min-effect":
+        from . import options
+
+        number = options.min_effect(str(value))
+        return [str(value)] if command == "compare" else number
+    return value
+
+
+def _output_value(command: str, args, folder: Path):
+    if command == "run":
+        return str(_run_file(folder))
+    if command == "gate":
+        return str(folder / "gate")
+    if command == "study":
+        return str(folder / f"study-{args.study}.json")
+    if command == "regressions":
+        return str(folder / "confirm")
+    return str(folder)
+
+
+def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
+    """Fill every option the user did not type from the project's config; returns the effective settings.
+
+    Raises
+    ------
+    ConfigError
+        For a broken config file (its name and the key are in the message), or a config
+        whose selection names nothing that exists.
+    """
+    command = getattr(args, "command", None)
+    sub = _subparsers(parser).get(command) if command else None
+    typed = _unwrap(args, sub)
+    args.typed = typed
+    cfg = project_config.load(_start(args), getattr(args, "ttfg_config", None))
+    args.project_config = cfg
+    settings = []
+    from_file = set()
+    for key, targets in TARGETS.items():
+        dest = targets.get(command)
+        if dest is None:
+            if key in cfg:
+                settings.append(Setting(key, cfg.get(key), cfg.where(key)))
+            continue
+        if dest in typed and getattr(args, dest) is not None:
+            settings.append(Setting(key, getattr(args, dest), f"flag {FLAGS.get(dest, dest)}"))
+            continue
+        if key == "output":
+            folder = cfg.output()
+            source = cfg.where(key) if key in cfg else "default"
+            if command == "run" or key in cfg or command == "config":
+                setattr(args, dest, _output_value(command, args, folder))
+            settings.append(Setting(key, getattr(args, dest), source))
+            continue
+        if key in cfg:
+            setattr(args, dest, _from_config(key, command, dest, cfg.get(key), args, cfg))
+            from_file.add(key)
+            settings.append(Setting(key, cfg.get(key), cfg.where(key)))
+        else:
+            settings.append(Setting(key, getattr(args, dest), "default"))
+    if (command == "gate" or getattr(args, "confirm", False)) and str(getattr(args, "repo", ".")) != ".":
+        _check_repo_has_plugin(Path(args.repo))
+    if command in SELECTING and from_file & {"models", "backends", "variants"}:
+        _check_selection(args, cfg, from_file)
+    if command == "asv" and getattr(args, "asv_command", None) == "record":
+        _asv_selection(cfg)
+    return settings
+
+
+def _check_selection(args, cfg, from_file: set[str]) -> None:
+    """A config whose selection names nothing that exists, or selects no case, is refused naming the file."""
+    from ..measure.cases import select
+
+    keys = sorted(from_file & {"models", "backends", "variants"})
+    where = ", ".join(cfg.where(k) for k in keys)
+    try:
+        cases, skipped = select(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant)
+    except UsageError as exc:
+        raise project_config.ConfigError(f"{where}: {exc}") from None
+    if not cases and not skipped:
+        raise project_config.ConfigError(f"{where}: selects nothing (no model x backend x variant case)")
+
+
+def _check_repo_has_plugin(repo: Path) -> None:
+    """``--repo`` at a project that plugs nothing into ttfg: nothing of it would be measured, so refuse now,
+    before worktrees and installs (ttfg's own repository is the one exception: its code is what is measured)."""
+    from ..measure.worktrees import repo_root
+    from ..project import pyproject
+
+    root = repo_root(repo)
+    project = pyproject.read(root)
+    if project.name != "ttfg" and not project.declares_plugin():
+        raise pyproject.NotAProject(
+            f"--repo {repo}: {project.name} ({project.pyproject}) declares no ttfg plugin (no "
+            f"[project.entry-points.\"{pyproject.MODEL_GROUP}\"] or \"{pyproject.BACKEND_GROUP}\"), so no case "
+            f"would run its code and both sides would measure the same installed code; `ttfg init --repo {repo}` "
+            "writes a starter plugin")
+
+
+def _asv_selection(cfg) -> None:
+    """``ttfg asv record``: the config's selection reaches the asv suite as ``TTFG_ASV_*`` (a set variable wins)."""
+    for key, var, sep in (("models", "TTFG_ASV_MODELS", ","), ("backends", "TTFG_ASV_BACKENDS", ","),
+                          ("variants", "TTFG_ASV_VARIANTS", ";")):
+        if key in cfg and not os.environ.get(var, "").strip():
+            os.environ[var] = sep.join(cfg.get(key))
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def cmd_config(args) -> int:
+    """Print the effective settings, each with its origin."""
+    from ..present.tables import console as make_console, fitted
+
+    cfg = args.project_config
+    console = make_console()
+    if cfg.path is not None:
+        console.print(f"config: {cfg.path} ({cfg.section or 'top level'})", highlight=False, markup=False)
+    else:
+        start, top = cfg.searched
+        console.print(f"config: none found (looked for ttfg.toml, or pyproject.toml with [tool.ttfg], from {start} "
+                      f"up to {top}); every setting is ttfg's default. `ttfg init` writes one.", highlight=False,
+                      markup=False)
+    table = fitted("effective settings (a flag wins over the file, the file over the default)",
+                   [("key", "left"), ("value", "left"), ("from", "left")], boxed=True)
+    by_key = {s.key: s for s in args.settings}
+    for key, info in project_config.KEYS.items():
+        s = by_key.get(key)
+        if s is None or s.source == "default":
+            value = _shown(s.value) if s is not None and s.value is not None else info.default
+            table.add_row(key, value, "default")
+        else:
+            table.add_row(key, _shown(s.value), s.source)
+    console.print(table)
+    if cfg.selects() or any(getattr(args, d) for d in ("model", "backend", "variant")):
+        from ..measure.cases import select
+
+        cases, skipped = select(args.model or ["resnet15"], args.backend, args.variant)
+        console.print(f"the selection gives {len(cases)} case(s) to measure here, {len(skipped)} skipped"
+                      + (f": {', '.join(c.id for c in cases[:6])}" + (" ..." if len(cases) > 6 else "")
+                         if cases else ""), highlight=False)
+    return 0
+
+
+def cmd_show(args) -> int:
+    """Print a saved results file's tables again, as ``ttfg run`` printed them."""
+    from ..results import record
+    from . import print_results
+
+    results = record.load(args.file)
+    from ..present.tables import console as make_console
+
+    console = make_console()
+    console.print(f"{args.file}: {len(results.cases)} case(s), written {results.created or '?'}", highlight=False)
+    print_results(results, console, wide=args.wide)
+    return 0
+
+
+def add_config_commands(sub) -> None:
+    """Register ``config`` and ``show`` on the ``ttfg`` subparsers."""
+    from . import add_selection
+    from . import options
+
+    p = sub.add_parser("config", help="print the effective settings and where each comes from",
+                       description="Print every setting of [tool.ttfg] (pyproject.toml) or ttfg.toml as the "
+                                   "commands here would use it, and where each value comes from: a flag, the file "
+                                   "and key, or ttfg's default. The flags below show how they would override the "
+                                   "file. Exit 2 when the config file is broken (the file and key are named).")
+    add_selection(p, default_model="resnet15")
+    p.add_argument("--budget", metavar="DURATION", help="as ttfg gate --budget")
+    p.add_argument("--min-effect", type=options.min_effect, metavar="FRACTION", help="as ttfg gate --min-effect")
+    p.add_argument("--output", metavar="DIR", help="the results folder")
+    p.add_argument("--commit-url", metavar="TEMPLATE", help="as ttfg report --commit-url")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("show", help="print a saved results file again, as ttfg run printed it",
+                       description="Print the tables of a results file (from ttfg run, or a gate's base.json / "
+                                   "head.json) again: times, phases, counters, skipped and failed cases, the noise "
+                                   "floor. Exit 2 when the file is missing or not a results file.")
+    p.add_argument("file", metavar="FILE", help="a results file (JSON)")
+    p.add_argument("--wide", action="store_true", help="one table with every column however wide")
+    p.set_defaults(func=cmd_show)
+
+
+__all__ = ["Default", "Setting", "TARGETS", "add_config_commands", "apply", "cmd_config", "cmd_show",
+           "mark_defaults"]

@@ -1,0 +1,205 @@
+"""``[tool.ttfg]`` / ``ttfg.toml``, ``ttfg config``, ``ttfg show`` and ``ttfg init``, with their bad input.
+
+In-process (``ttfg.cli.main``) where a command measures nothing, so the whole file costs a
+few seconds; one ``ttfg run`` of the cheapest case proves the default results folder and
+``show``. The end-to-end run on the example project is ``test_example_project.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ttfg.cli import main
+
+from .example_project import make_repository
+from .user_project import git
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A git repository with a pyproject.toml and nothing else, as the current folder."""
+    repo = tmp_path / "proj"
+    (repo / "src" / "proj").mkdir(parents=True)
+    (repo / "src" / "proj" / "__init__.py").write_text('"""proj"""\n')
+    (repo / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=64"]\n'
+                                         'build-backend = "setuptools.build_meta"\n\n'
+                                         '[project]\nname = "proj"\nversion = "0.1.0"\n\n'
+                                         '[tool.setuptools.packages.find]\nwhere = ["src"]\n')
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def config_table(repo, text: str, name: str = "pyproject.toml"):
+    if name == "pyproject.toml":
+        base = (repo / name).read_text().split("\n[tool.ttfg]")[0]
+        (repo / name).write_text(base + "\n[tool.ttfg]\n" + text)
+    else:
+        (repo / name).write_text(text)
+
+
+def test_config_shows_each_settings_origin_and_flags_win(project, capsys):
+    config_table(project, 'models = ["resnet15:blocks=2"]\nbackends = ["autograd"]\nbudget = "2m"\n')
+    assert main(["config", "--budget", "30s"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{project / 'pyproject.toml'}:tool.ttfg.models" in out.replace(" ", "") or "tool.ttfg.models" in out
+    assert "flag --budget" in out and "30s" in out
+    assert "1 case(s) to measure here" in out
+
+
+@pytest.mark.parametrize("text, words", [
+    ('modles = ["resnet15"]\n', ["unknown key 'modles'", "did you mean 'models'", "pyproject.toml"]),
+    ('models = "resnet15"\n', ["models: expected a list of strings, got a string"]),
+    ('budget = true\n', ["budget: expected a number or a string, got a boolean"]),
+    ('budget = "ten minutes"\n', ["budget = 'ten minutes'", "not a positive duration"]),
+    ('min-effect = 50\n', ["min-effect = 50", "(0, 10]"]),
+    ('commit-url = "https://x.org/c/"\n', ["commit-url", "{sha}"]),
+    ('models = []\n', ["models = []: selects nothing"]),
+    ('backends = ["nope"]\n', ["tool.ttfg.backends", "unknown backend 'nope'"]),
+])
+def test_bad_config_is_refused_naming_file_key_and_type(project, capsys, text, words):
+    config_table(project, text)
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "ttfg check: error:" in err and str(project / "pyproject.toml") in err
+    for word in words:
+        assert word in err, err
+
+
+def test_two_configs_in_one_folder_are_refused(project, capsys):
+    config_table(project, 'backends = ["autograd"]\n')
+    config_table(project, 'backends = ["jax.jit"]\n', name="ttfg.toml")
+    assert main(["config"]) == 2
+    assert "both ttfg.toml and pyproject.toml" in capsys.readouterr().err
+
+
+def test_a_config_above_the_git_root_is_not_this_projects(project, capsys):
+    (project.parent / "ttfg.toml").write_text('models = ["nope"]\n')
+    assert main(["config"]) == 0
+    assert "none found" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_run_without_out_writes_to_the_configured_folder_and_show_prints_it(project, capsys):
+    config_table(project, 'models = ["resnet15:blocks=2"]\nbackends = ["autograd"]\noutput = "measured"\n')
+    os.chdir(project / "src")  # the config's folder, not the current one, anchors "output"
+    assert main(["run", "--repeat", "1"]) == 0
+    out = "".join(capsys.readouterr().out.split())  # the console wraps long paths
+    saved = list((project / "measured").glob("run-*.json"))
+    assert len(saved) == 1 and f"results:{saved[0]}" in out and "no--out" in out
+    assert main(["show", str(saved[0])]) == 0
+    shown = capsys.readouterr().out
+    assert "autograd" in shown and "1/1" in shown
+    assert main(["show", str(project / "pyproject.toml")]) == 2
+
+
+def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project, capsys):
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ttfg.toml", "asv.conf.json", "ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
+                 ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_plugin.py"):
+        assert (project / name).is_file() and name in out
+    assert "ttfg check" in out and "ttfg gate --base HEAD~1" in out and "pip install -e ." in out
+    # The starter's entry points, appended, and the config names them.
+    import tomllib
+
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["ttfg.models"] == {"proj_model": "proj.ttfg_plugin:build_model"}
+    assert pyproject["project"]["entry-points"]["ttfg.backends"] == {"proj.autograd": "proj.ttfg_plugin:StarterBackend"}
+    config = tomllib.loads((project / "ttfg.toml").read_text())
+    assert config["models"] == ["proj_model"] and config["backends"] == ["proj.autograd"]
+    # asv reads the config as asv 0.6.6 does; it builds this project and installs ttfg with it.
+    from asv import util
+
+    conf = util.load_json(str(project / "asv.conf.json"), js_comments=True)
+    assert conf["project"] == "proj" and conf["benchmark_dir"] == "ttfg_suites" and conf["branches"] == ["main"]
+    assert "--no-deps" in conf["build_command"][0] and "{wheel_file}" in conf["install_command"][0]
+    assert "ttfg.history.asv_tracks import *" in (project / "ttfg_suites" / "ttfg.py").read_text()
+    # The workflows parse and gate from the config; a second init refuses, writing nothing.
+    import yaml
+
+    gate = yaml.safe_load((project / ".github/workflows/ttfg-perf-gate.yml").read_text())
+    runs = " ".join(step.get("run", "") for step in gate["jobs"]["gate"]["steps"])
+    assert "ttfg gate --base" in runs and "pip install -e ." in runs
+    before = (project / "pyproject.toml").read_text()
+    assert main(["init"]) == 2
+    assert "would overwrite ttfg.toml" in capsys.readouterr().err
+    assert (project / "pyproject.toml").read_text() == before
+    assert main(["init", "--force"]) == 0  # the plugin is declared now: no second starter, no second append
+    assert (project / "pyproject.toml").read_text() == before
+
+
+def test_the_starter_plugin_passes_check(project, tmp_path):
+    """What init writes is a working plugin: installed, ttfg finds its model and backend and checks them."""
+    import sys
+
+    from .user_project import layered_venv
+
+    assert main(["init"]) == 0
+    python = layered_venv(tmp_path / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e",
+                    str(project)], check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([str(python), "-m", "ttfg", "check"], cwd=project, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok       proj_model/proj.autograd/" in out.stdout
+    assert sys.executable != str(python)
+
+
+def test_init_refuses_outside_git_and_outside_a_python_project(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert main(["init"]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
+    (tmp_path / "pyproject.toml").unlink()
+    git(tmp_path, "init", "-q")
+    assert main(["init"]) == 2
+    assert "not a Python project: no pyproject.toml" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text('[tool.black]\nline-length = 100\n')
+    assert main(["init"]) == 2
+    assert "no [project] table" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "pyproject.toml"]
+
+
+def test_init_in_the_example_keeps_its_own_plugins(tmp_path, capsys):
+    made = make_repository(tmp_path)
+    assert main(["init", "--repo", str(made["repo"])]) == 0
+    out = capsys.readouterr().out
+    assert "flaxlab_resnet x flaxlab.nnx (the project's own plugins)" in " ".join(out.split())
+    assert not (made["repo"] / "src" / "flaxlab" / "ttfg_plugin.py").exists()
+
+
+def test_gate_repo_without_a_plugin_is_refused_before_any_work(project, tmp_path, capsys):
+    assert main(["gate", "--base", "HEAD", "--repo", str(project), "--out-dir", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert "declares no ttfg plugin" in err and "ttfg init" in err
+    assert not (tmp_path / "g").exists()
+
+
+def test_asv_record_gets_the_configs_selection(project, monkeypatch):
+    """The asv suite reads TTFG_ASV_*; the config fills them for `ttfg asv record` (a set variable wins)."""
+    from ttfg.cli import build_parser
+    from ttfg.cli.config import apply
+
+    config_table(project, 'models = ["resnet15:blocks=2"]\nbackends = ["autograd", "torch.eager"]\n')
+    monkeypatch.delenv("TTFG_ASV_MODELS", raising=False)
+    monkeypatch.setenv("TTFG_ASV_BACKENDS", "jax.jit")
+    parser = build_parser()
+    apply(parser.parse_args(["asv", "record", "HEAD"]), parser)
+    assert os.environ["TTFG_ASV_MODELS"] == "resnet15:blocks=2" and os.environ["TTFG_ASV_BACKENDS"] == "jax.jit"
+    monkeypatch.delenv("TTFG_ASV_MODELS")
+
+
+def test_gate_json_not_a_results_file_in_show(tmp_path, capsys):
+    bad = tmp_path / "gate.json"
+    bad.write_text(json.dumps({"format": "ttfg-gate", "version": 1}))
+    assert main(["show", str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err
