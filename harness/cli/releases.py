@@ -63,6 +63,7 @@ def cmd_releases(args) -> int:
     settings = GateSettings(metric="first_grad_s", min_effect=args.min_effect, alpha=args.alpha,
                             min_pairs=args.min_pairs, max_pairs=args.max_pairs,
                             budget_s=parse_duration(args.budget_per_pair), profiles=0, tiers=("time",),
+                            guard=("first_grad_s",),  # the pair's wall-time verdict is the first gradient's
                             run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
     for note in notes:
         console.print(f"note: {note}", highlight=False)

@@ -59,6 +59,9 @@ FRAMEWORK_MODULES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "autogr
 #: The packages every record names, whether asked for or not.
 RECORDED = ("jax", "jaxlib", "torch", "autograd", "numpy", "scipy", "ml-dtypes", "flax")
 RESOLVE_TIMEOUT_S = 300
+#: How an environment is built (uv venv, --no-deps install of the lock, bytecode compiled), part of
+#: every cache key: an environment built another way is never reused for this one.
+BUILD_RECIPE = "r2"
 BUILD_TIMEOUT_S = 1800
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 
@@ -371,7 +374,7 @@ def build(request: Request, on_note=None) -> Environment:
     started = time.monotonic()
     tag = interpreter_tag(request.python)
     lock, _ = resolve(request, tag)
-    key = f"{tag}-{hashlib.sha256(chr(10).join(sorted(lock)).encode()).hexdigest()[:16]}"
+    key = f"{tag}-{hashlib.sha256(chr(10).join(sorted(lock)).encode()).hexdigest()[:16]}-{BUILD_RECIPE}"
     what = f"environment {request.name!r} ({request.origin})"
     if not cache.complete(cache.root() / "envs" / key):
         note(f"building {what}: {' '.join(request.requirements or ())} ({len(lock)} packages)")
