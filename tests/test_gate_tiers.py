@@ -368,3 +368,14 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     assert "alloc_count: not repeatable for this backend" in step.reason
     assert any(e["metric"] == "alloc_count" for e in step.evidence)
 
+
+
+def test_structural_counters_of_different_framework_releases_are_evidence_only():
+    """Across environments (an upgrade gate, a dependency bump) a counter of another release's compiler
+    does not settle: jax 0.4.38 against 0.10.2 differ by one HLO op while their work differs by a third."""
+    base, head = timing(0, 1.0, {"hlo_ops": 370}), timing(0, 1.0, {"hlo_ops": 371})
+    same_env = tiers.structural_step(base, head)
+    assert same_env.settled and same_env.verdict == "regressed"
+    across = tiers.structural_step(base, head, across_envs=True)
+    assert not across.settled and across.verdict == "regressed" and "evidence, not a verdict" in across.reason
+    assert across.evidence == same_env.evidence

@@ -68,7 +68,7 @@ from . import tiers as tiering
 from ..measure.cases import Case, Skipped
 from ..errors import UsageError
 from ..measure.runner import RunSettings, new_results, run_sample
-from ..measure.sides import Side
+from ..measure.sides import Side, environments_differ
 from ..measure.worktrees import GitError, Revision, dirty_files, resolve
 from ..results.model import Fingerprint, GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
@@ -775,7 +775,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     try:
         trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
-                                   _uncounted, on_note, _unsteady)
+                                   _uncounted, on_note, _unsteady, across_envs=environments_differ(sides))
         for st in states:
             settled = trails[st.case.id].settled
             if settled:

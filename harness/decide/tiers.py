@@ -141,8 +141,15 @@ def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float],
             "unsteady": unsteady}
 
 
-def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
-    """Tier (a): every structural counter of a base and a head timing sample, compared exactly."""
+def structural_step(base: "Sample | None", head: "Sample | None", across_envs: bool = False) -> TierStep:
+    """Tier (a): every structural counter of a base and a head timing sample, compared exactly.
+
+    ``across_envs``: the sides run different framework releases (an upgrade gate, a dependency
+    bump). A jaxpr or HLO count of another release is another compiler's view of the program,
+    not the same program grown: it is shown as evidence and never settles the case (jax 0.4.38
+    against 0.10.2 differ by one HLO op, 370 against 371, while their instructions differ by a
+    third); the later tiers decide.
+    """
     from .stats import compare_counter
 
     if base is None or head is None or not base.ok or not head.ok:
@@ -166,6 +173,10 @@ def structural_step(base: "Sample | None", head: "Sample | None") -> TierStep:
             grew.append(f"{name} {bv:g} -> {hv:g}")
         elif verdict.verdict == "improved":
             fell.append(f"{name} {bv:g} -> {hv:g}")
+    if grew and across_envs:
+        return TierStep(STRUCTURAL, False, "regressed", "structural counters grew: " + ", ".join(grew)
+                        + "; the sides run different framework releases, so this is evidence, not a verdict: "
+                          "later tiers decide", evidence)
     if grew:
         return TierStep(STRUCTURAL, True, "regressed", "structural counters grew: " + ", ".join(grew)
                         + (f" (fell: {', '.join(fell)})" if fell else ""), evidence)
@@ -293,7 +304,8 @@ def count_kinds() -> tuple[str, ...]:
 def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, take_sample: TakeSample,
               repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
               on_note: Callable[[str], None] | None = None,
-              unsteady: Callable[[str], dict[str, str]] = lambda backend: {}) -> dict[str, CaseTrail]:
+              unsteady: Callable[[str], dict[str, str]] = lambda backend: {},
+              across_envs: bool = False) -> dict[str, CaseTrail]:
     """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
 
     Parameters
@@ -313,6 +325,8 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
         A line of text per event worth telling (a tier's finding, a missing tool).
     unsteady : callable
         Backend name -> {metric: why its count is not repeatable} (see :func:`count_step`).
+    across_envs : bool
+        The sides run in environments with different packages (:func:`structural_step`).
     """
     from ..measure import instructions as counting
 
@@ -321,7 +335,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     if STRUCTURAL in tiers:
         for case in cases:
             pair = take_pair(case)
-            step = structural_step(pair.get("base"), pair.get("head"))
+            step = structural_step(pair.get("base"), pair.get("head"), across_envs)
             _record(trails[case.id], step, note)
     if INSTRUCTIONS not in tiers:
         return trails
