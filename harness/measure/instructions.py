@@ -61,16 +61,16 @@ OUT_NAME = "callgrind.out"
 #: valgrind 3.19, in an auto-vectorized loop of ATen's vec_base.h.
 PROBE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "ATEN_CPU_CAPABILITY": "avx2",
              "TORCHINDUCTOR_CPP_MARCH": "x86-64-v3"}
-#: Added to ``XLA_FLAGS``: XLA compiles its LLVM module in one piece instead of splitting it across
-#: a thread pool (jax.jit resnet15: spread 0.29 % between two samples with the split, 0.13 % without).
-XLA_FLAGS = "--xla_cpu_parallel_codegen_split_count=1"
+#: No XLA flag is added. ``--xla_cpu_parallel_codegen_split_count=1`` was, but it followed the
+#: runner's ``intra_op_parallelism_threads=1``, at which XLA stops reading XLA_FLAGS, so it never took
+#: effect (the 0.29 % vs 0.13 % spread once quoted for it was two samples' noise); every instruction
+#: count ttfg has stored was taken without it, and jaxlib 0.4.30 and 0.4.31 abort on it.
+XLA_FLAGS = ""
 
 
 def probe_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` (the runner's probe environment) adjusted for an instruction sample."""
-    out = {**env, **PROBE_ENV}
-    out["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), XLA_FLAGS]))
-    return out
+    return {**env, **PROBE_ENV}
 #: What an instruction sample does not count, stated in every sample's note.
 NOT_COUNTED = ("child processes are not counted (Inductor's C++ compiler runs natively; its compile "
                "workers are off: TORCHINDUCTOR_COMPILE_THREADS=1)")

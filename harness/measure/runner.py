@@ -79,6 +79,10 @@ def probe_env(settings: RunSettings, cache_dir: Path, cache: str) -> dict[str, s
         "TF_CPP_MIN_LOG_LEVEL": "2",
     })
     if settings.threads == 1:
+        # Only the first token is an XLA flag. ``intra_op_parallelism_threads=1`` is not one, and XLA
+        # stops reading XLA_FLAGS at it (measured: a --xla_dump_to after it dumps nothing). It is kept,
+        # inert, because every stored results file's fingerprint carries this exact string, and files
+        # that differ in it are refused as measured on different machines; nothing may follow it.
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     if cache == "warm":
         env.update({
