@@ -29,13 +29,12 @@ class JaxEagerEngine(Engine):
         self.fn = jax.value_and_grad(self.loss)
 
     def first_gradient(self):
-        before, counts_before = self.events.snapshot()
+        mark = self.events.mark()
         start = time.perf_counter()
         result = self.gradient()
         total = time.perf_counter() - start
-        after, counts_after = self.events.snapshot()
-        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
-        phases = {p: after.get(p, 0.0) - before.get(p, 0.0) for p in ("trace", "lower", "compile")}
+        seconds, self.first_counts = self.events.since(mark)
+        phases = {p: seconds.get(p, 0.0) for p in ("trace", "lower", "compile")}
         phases["execute"] = max(total - sum(phases.values()), 0.0)
         return result, phases
 

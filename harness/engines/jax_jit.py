@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from .base import Backend, Engine
 
+
 class JaxJitEngine(Engine):
     def __init__(self, spec, weights, x, variant):
         import jax
@@ -30,6 +31,7 @@ class JaxJitEngine(Engine):
             self.fn, self.args = jax.jit(jax.value_and_grad(loss)), (params, xj)
         else:
             self.fn, self.args = jax.jit(lambda x_: jax.value_and_grad(loss)(params, x_)), (xj,)
+        jax_common.require_trace_stage(self.fn)
         self.compiled = None
         self.traced = self.lowered = None
 
@@ -37,7 +39,7 @@ class JaxJitEngine(Engine):
         import jax
 
         clock = time.perf_counter
-        _, counts_before = self.events.snapshot()
+        mark = self.events.mark()
         t0 = clock()
         self.traced = self.fn.trace(*self.args)
         t1 = clock()
@@ -50,8 +52,7 @@ class JaxJitEngine(Engine):
         self.phase_end("compile")
         result = jax.block_until_ready(self.compiled(*self.args))
         t4 = clock()
-        _, counts_after = self.events.snapshot()
-        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
+        _, self.first_counts = self.events.since(mark)
         return result, {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "execute": t4 - t3}
 
     def gradient(self):
