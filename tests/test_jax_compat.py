@@ -120,3 +120,24 @@ def test_the_jit_engine_refuses_before_timing_anything(monkeypatch):
     monkeypatch.setattr(jax, "jit", lambda fn: JittedWithoutTrace())
     with pytest.raises(Unsupported, match="needs to time trace and lower apart"):
         engines.get("jax.jit")().build(spec, spec.init(0), np.asarray(spec.example_input(0)), {"params": "args", "chain": "unrolled"})
+
+
+# ------------------------------------------------------------------ release environments
+
+
+@pytest.mark.parametrize("backend, lines", [
+    ("jax.jit", ("jax[cpu]==0.4.37",)),      # the cpu extra pins jaxlib 0.4.36: there is no jaxlib 0.4.37
+    ("jax.eager", ("jax[cpu]==0.4.37",)),
+    ("autograd", ("autograd==0.4.37", "scipy")),  # the backend imports autograd.scipy.special
+    ("torch.eager", ("torch==0.4.37",)),      # nothing declared: the framework alone
+])
+def test_each_backend_names_what_an_environment_with_a_release_holds(backend, lines):
+    assert engines.get(backend).requirements_for("0.4.37") == lines
+
+
+def test_ttfg_releases_builds_each_release_from_what_its_backend_declares():
+    from ttfg.measure import releases
+
+    planned, _ = releases.plan("jax", ["0.5.2", "0.4.37"], extra=("numpy==2.4.6",))
+    assert [r.requirements for r in planned] == [("jax[cpu]==0.4.37", "numpy==2.4.6"), ("jax[cpu]==0.5.2", "numpy==2.4.6")]
+    assert releases.plan("autograd", ["1.7.0"])[0][0].requirements == ("autograd==1.7.0", "scipy")

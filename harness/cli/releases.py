@@ -96,13 +96,13 @@ def add_releases_command(sub) -> None:
     import argparse
 
     from . import add_selection, options
-    from ..measure.releases import EVERY, REQUIREMENTS
+    from ..measure.releases import BACKENDS, EVERY
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="exit codes: 0 no adjacent pair regressed; 1 a pair's paired verdict is a regression; "
                               "2 a release or cell could not be measured (and none regressed), or broken input")
-    p.add_argument("package", choices=sorted(REQUIREMENTS), help="whose releases")
+    p.add_argument("package", choices=sorted(BACKENDS), help="whose releases")
     p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
     p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
     p.add_argument("--versions", metavar="A,B,...", help="exactly these releases, instead of a range")

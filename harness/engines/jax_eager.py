@@ -12,6 +12,7 @@ import time
 from typing import Any, Mapping
 
 from .base import Backend, Engine
+from .jax_jit import JAX_RELEASE
 
 
 class JaxEagerEngine(Engine):
@@ -59,6 +60,7 @@ class JaxEagerBackend(Backend):
     name = "jax.eager"
     framework = "jax"
     modules = ("jax", "jaxlib")
+    release_requirements = JAX_RELEASE
     supports = {"params": ("args",), "chain": ("unrolled", "scan")}
     description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
     why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}

@@ -14,6 +14,11 @@ from typing import Any, Mapping
 
 from .base import Backend, Engine
 
+#: An environment with jax release ``{version}`` (both jax backends): the ``cpu`` extra pins the
+#: jaxlib that release was made for. ``jaxlib=={version}`` would not do: jax 0.4.37 runs on
+#: jaxlib 0.4.36 and jax 0.5.2 on jaxlib 0.5.1 (no jaxlib 0.4.37 or 0.5.2 was released).
+JAX_RELEASE = ("jax[cpu]=={version}",)
+
 
 class JaxJitEngine(Engine):
     def __init__(self, spec, weights, x, variant):
@@ -79,6 +84,7 @@ class JaxJitBackend(Backend):
     name = "jax.jit"
     framework = "jax"
     modules = ("jax", "jaxlib")
+    release_requirements = JAX_RELEASE
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "jax.jit(value_and_grad): trace, lower to StableHLO, XLA compile, run"
 
