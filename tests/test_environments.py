@@ -34,6 +34,21 @@ def ttfg_cache(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def shared_folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("env-cache")
+
+
+@pytest.fixture
+def shared_cache(shared_folder, monkeypatch) -> Path:
+    """One cache for the tests that use the real autograd 1.7.0 environment: it is built once here."""
+    monkeypatch.setenv("TTFG_CACHE_DIR", str(shared_folder))
+    return shared_folder
+
+
+OLD = "old=autograd==1.7.0 scipy"  # ttfg's autograd backend uses autograd.scipy
+
+
 # ---------------------------------------------------------------------------- requests
 
 
@@ -132,10 +147,10 @@ def test_an_unwritable_cache_folder_is_named(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_an_environment_is_built_once_reused_and_runs_a_probe(ttfg_cache):
-    request = environments.parse("autograd==1.7.0 scipy")  # ttfg's autograd backend uses autograd.scipy
+def test_an_environment_is_built_once_reused_and_runs_a_probe(shared_cache):
+    request = environments.parse(OLD)
     env = environments.build(request)
-    assert not env.cached and env.version("autograd") == "1.7.0" and env.version("numpy") and env.version("scipy")
+    assert env.version("autograd") == "1.7.0" and env.version("numpy") and env.version("scipy")
     assert Path(env.python).is_file() and env.version("memray")  # the probe tools are in
     again = environments.build(request)
     assert again.cached and again.key == env.key and again.seconds < 1.0
@@ -147,8 +162,18 @@ def test_an_environment_is_built_once_reused_and_runs_a_probe(ttfg_cache):
     sample = run_sample(case, "timing", "cold", 0, run)
     assert sample.ok, sample.error
     assert sample.counters["autograd_primitives"] > 0
-    removed = environments.prune([env.name])
-    assert [e.key for e in removed] == [env.key] and environments.cached() == []
+
+
+def test_prune_removes_by_name_or_age_and_lists_what_it_removed(ttfg_cache):
+    import json
+
+    for key, name in (("k-a", "a"), ("k-b", "b")):
+        cache.get("envs", key, lambda folder, name=name: (folder / "ttfg-env.json").write_text(
+            json.dumps({"name": name, "packages": {"autograd": "1.7.0"}, "interpreter": "3.11"})))
+    assert sorted(e.name for e in environments.cached(sizes=False)) == ["a", "b"]
+    assert [e.name for e in environments.prune(["a"])] == ["a"]
+    assert environments.prune(older_than_s=3600) == []  # b is seconds old
+    assert [e.name for e in environments.prune()] == ["b"] and environments.cached() == []
 
 
 @pytest.mark.slow
@@ -169,17 +194,17 @@ def test_an_environment_that_cannot_import_its_framework_is_not_kept(ttfg_cache,
 
 
 @pytest.mark.slow
-def test_env_command_lists_builds_and_prunes(ttfg_cache):
-    env = {"TTFG_CACHE_DIR": str(ttfg_cache)}
-    out = run_ttfg("env", "build", "old=autograd==1.7.0", env=env)
+def test_env_command_lists_builds_and_prunes(shared_cache):
+    env = {"TTFG_CACHE_DIR": str(shared_cache)}
+    out = run_ttfg("env", "build", OLD, env=env)
     assert out.returncode == 0 and "autograd 1.7.0" in out.stdout, out.stderr
     out = run_ttfg("env", "list", env=env)
     assert out.returncode == 0 and "old" in out.stdout and "autograd 1.7.0" in out.stdout
     out = run_ttfg("env", "build", "autograd==99.0", env=env)
     assert out.returncode == 2 and "cannot resolve autograd==99.0" in out.stderr
-    out = run_ttfg("env", "prune", "old", env=env)
-    assert out.returncode == 0 and "removed old" in out.stdout
-    assert run_ttfg("env", "prune", env=env).returncode == 2
+    out = run_ttfg("env", "prune", "no-such-env", env=env)
+    assert out.returncode == 0 and "nothing matched" in out.stdout
+    assert run_ttfg("env", "prune", env=env).returncode == 2  # says what to remove
 
 
 # ---------------------------------------------------------------------------- declared dependencies
@@ -201,3 +226,48 @@ def test_what_a_revision_declares(tmp_path):
     (b / "uv.lock").write_text("version = 1\n")
     assert "uv.lock" in buildable(declared(b), declared(a).differs(declared(b)))
     assert buildable(declared(b), ["constraints.txt"]) is None
+
+
+# ---------------------------------------------------------------------------- the environment axis
+
+
+def test_a_case_names_its_environment_in_its_id():
+    from ttfg.measure.cases import Case
+    from ttfg.present.tables import case_cells, case_layout
+
+    case = Case("resnet15", "jax.jit", (("params", "args"), ("chain", "unrolled")))
+    assert case.id == "resnet15/jax.jit/params=args,chain=unrolled" and case.env is None
+    old = case.in_env("jax-0.4.38")
+    assert old.id == case.id + "/jax-0.4.38" and old.plain_id == case.id
+    assert Case.from_id(old.id) == old and Case.from_json(old.to_json()) == old
+    assert "env" not in case.to_json()  # an old probe reads a case without an environment unchanged
+    varying, fixed = case_layout([old.id, case.in_env("current").id])
+    assert varying == ("env",) and "model resnet15" in fixed
+    assert case_cells(old.id, varying) == ["jax-0.4.38"]
+    assert "env jax-0.4.38" in case_layout([old.id])[1]
+
+
+@pytest.mark.slow
+def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tmp_path):
+    env = {"TTFG_CACHE_DIR": str(shared_cache)}
+    selection = ("--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "2")
+    out = run_ttfg("run", *selection, "--env", "current", "--env", OLD,
+                   "--out", str(tmp_path / "both.json"), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    from ttfg.results import record
+
+    both = record.load(tmp_path / "both.json")
+    ids = sorted(c.id for c in both.cases)
+    assert ids == ["resnet15:blocks=2/autograd/params=args,chain=unrolled/current",
+                   "resnet15:blocks=2/autograd/params=args,chain=unrolled/old"]
+    assert both.environment["envs"]["old"]["versions"]["autograd"] == "1.7.0"
+    assert "current" in out.stdout and "old" in out.stdout  # the env column
+    for name in ("old", "current"):
+        spec = OLD if name == "old" else "current"
+        assert run_ttfg("run", *selection, "--env", spec, "--out", str(tmp_path / f"{name}.json"),
+                        env=env).returncode == 0
+    refused = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), env=env)
+    assert refused.returncode == 2 and "--across-envs" in refused.stdout + refused.stderr
+    paired = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), "--across-envs",
+                      "--metric", "counters.*", env=env)
+    assert paired.returncode == 0 and "autograd_primitives" in paired.stdout, paired.stdout + paired.stderr

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from ttfg.decide.stats import (SequentialPairedTest, _simulate_logs, compare_paired, compare_unpaired,
+from ttfg.decide.stats.simulate import _simulate_logs
+from ttfg.decide.stats import (SequentialPairedTest, compare_paired, compare_unpaired,
                                   detectable_effect, min_detectable_effect)
 from ttfg.present.verdicts import verdict_label
 

@@ -133,11 +133,3 @@ def test_the_jit_engine_refuses_before_timing_anything(monkeypatch):
 ])
 def test_each_backend_names_what_an_environment_with_a_release_holds(backend, lines):
     assert engines.get(backend).requirements_for("0.4.37") == lines
-
-
-def test_ttfg_releases_builds_each_release_from_what_its_backend_declares():
-    from ttfg.measure import releases
-
-    planned, _ = releases.plan("jax", ["0.5.2", "0.4.37"], extra=("numpy==2.4.6",))
-    assert [r.requirements for r in planned] == [("jax[cpu]==0.4.37", "numpy==2.4.6"), ("jax[cpu]==0.5.2", "numpy==2.4.6")]
-    assert releases.plan("autograd", ["1.7.0"])[0][0].requirements == ("autograd==1.7.0", "scipy")

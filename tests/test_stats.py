@@ -11,6 +11,7 @@ import pytest
 from scipy import stats as sps
 
 from ttfg.decide import stats as S
+from ttfg.decide.stats import simulate, unpaired
 from ttfg.decide.stats import (
     VERDICTS, Effect, PowerLawFit, SequentialPairedTest, Summary, Verdict, compare_counter, compare_paired,
     compare_unpaired, decide, false_alarm_rate, fit_power_law, linearity, paired_effect, power, simulate_pairs,
@@ -208,7 +209,7 @@ def test_mann_whitney_null_distribution_exact(m, n):
     for xs in itertools.combinations(range(m + n), m):
         ys = [j for j in range(m + n) if j not in xs]
         counts[sum(y < x for x in xs for y in ys)] += 1
-    assert S._mwu_null_cdf(m, n) == pytest.approx(np.cumsum(counts) / counts.sum(), abs=1e-12)
+    assert unpaired._mwu_null_cdf(m, n) == pytest.approx(np.cumsum(counts) / counts.sum(), abs=1e-12)
 
 
 # --------------------------------------------------------------------------- counters
@@ -247,14 +248,14 @@ def test_simulation_is_seeded_and_calibrated():
     b2, h2 = simulate_pairs(60, rng=42)
     assert np.array_equal(b1, b2) and np.array_equal(h1, h2) and b1.shape == (60,)
     # Per-pair log-ratio SD matches the CI machine's measured 0.13-0.15 at the gate's budget.
-    lb, lh = S._simulate_logs(4000, 60, 0.0, 0.10, 0.3, np.random.default_rng(0))
+    lb, lh = simulate._simulate_logs(4000, 60, 0.0, 0.10, 0.3, np.random.default_rng(0))
     sd = float(np.std(lh - lb))
     assert 0.13 <= sd <= 0.15
     assert sd == pytest.approx(S.paired_log_sd(0.10, 0.3, 60), rel=0.02)
     # Single samples drift far more than pairs do: the reason for interleaving.
     assert float(np.mean(np.std(lb, axis=1))) > 0.14
     # The shift is multiplicative on head.
-    lb, lh = S._simulate_logs(4000, 60, 0.10, 0.10, 0.3, np.random.default_rng(1))
+    lb, lh = simulate._simulate_logs(4000, 60, 0.10, 0.10, 0.3, np.random.default_rng(1))
     assert math.exp(float(np.mean(lh - lb))) == pytest.approx(1.10, rel=0.005)
 
 

@@ -103,7 +103,7 @@ def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab
     assert "mylab needs widgets 2, found 1" in out.stdout + out.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_a_dependency_bump_is_measured_in_the_environments_each_revision_declares(mylab, tmp_path):
     """Only requirements.txt changes (autograd 1.7.0 -> 1.9.1): with defaults, each side runs in the
     environment its own revision declares, built with uv, and the records say which."""

@@ -61,7 +61,9 @@ def add_selection(parser: argparse.ArgumentParser, default_model: str = "all") -
 def selection(args):
     from ..measure.cases import select
 
-    return select(args.model or [args.default_model], args.backend, args.variant)
+    # With --env, a backend's framework is looked for in each environment, not in this interpreter.
+    return select(args.model or [args.default_model], args.backend, args.variant,
+                  check_availability=not getattr(args, "env", None))
 
 
 def runnable_selection(args, console, what: str):
@@ -194,6 +196,16 @@ def cmd_run(args) -> int:
     if not cases:
         return 2
     cases, skipped, shard = shard_selection(args, cases, skipped, console)
+    envs = _environments(args, console)
+    if envs:  # the environment is part of the case: every case once per environment
+        from ..measure.environments import cases_in
+
+        cases, skipped = cases_in(envs, cases, skipped)
+        if not cases:
+            for s in skipped:
+                console.print(f"skipped {s.id}: {s.reason}", highlight=False)
+            console.print("[red]nothing to run[/red]: no environment has the selected backends' frameworks")
+            return 2
     caches = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}[args.cache]
     if args.instructions:
         from ..measure import instructions
@@ -208,7 +220,7 @@ def cmd_run(args) -> int:
         instructions=args.instructions, profiles=args.profiles,
     )
     out = Path(args.out) if args.out else None
-    runner = Runner(cases, skipped, settings, out)
+    runner = Runner(cases, skipped, settings, out, envs=envs)
     runner.results.shard = shard
     calibration, why_not = noise.stored()
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
@@ -284,6 +296,24 @@ def cmd_run(args) -> int:
     return code
 
 
+def _environments(args, console) -> dict:
+    """``--env`` (repeatable): each environment built (or found cached) before any sample; ``{name: Environment}``."""
+    from ..errors import UsageError
+    from ..measure import environments
+
+    envs = {}
+    for text in getattr(args, "env", None) or ():
+        request = environments.parse(text, "--env")
+        if request.name in envs:
+            raise UsageError(f"--env {text!r}: the name {request.name!r} is given twice; name them: NAME=REQS")
+        env = environments.build(request, on_note=lambda line: console.print(line, highlight=False))
+        console.print(f"environment {env.name}: " + ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
+                      + ("" if env.current else " (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"),
+                      highlight=False)
+        envs[env.name] = env
+    return envs
+
+
 def _save_again(results, out) -> None:
     """Save a finished results file once more (its noise floor), as its one writer again."""
     from ..results.writer import save_again
@@ -320,7 +350,8 @@ def cmd_study(args) -> int:
                       f"{'' if first is None else fmt.seconds(first) + ' '}{status}", highlight=False)
 
     try:
-        result = run_study(args.study, args.model, args.backend, settings, out, on_sample)
+        result = run_study(args.study, args.model, args.backend, settings, out, on_sample,
+                           envs=_environments(args, console))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]: finished samples are kept in {out}")
         return EXIT_BROKEN
@@ -369,6 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection(p, default_model="resnet15")
     p.add_argument("--repeat", type=options.repeat, default=5, metavar="N",
                    help="fresh processes per case; 3 or more also give an in-run noise estimate (default: 5)")
+    p.add_argument("--env", action="append", metavar="REQS",
+                   help="run every case in this environment too: 'current', requirement lines ('jax==0.4.38 "
+                        "jaxlib==0.4.38'), NAME=REQS or NAME=@requirements.txt; repeatable (the environment "
+                        "is part of each case; built with uv and cached, see ttfg env)")
     p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
     p.add_argument("--threads", type=options.threads, default=1, metavar="N",
                    help="intra-op threads for every framework (default: 1, the least noisy here)")
@@ -403,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "interleaved cold processes, with 95 % intervals per backend); depth: sweep the "
                                    "model's depth and fit t = a + b*depth^k per backend and phase, with an interval "
                                    "for k (is compile time linear in depth?).")
-    p.add_argument("study", choices=("params", "chain", "depth"))
+    p.add_argument("study", choices=("params", "chain", "depth", "env"))
     p.add_argument("--model", default="resnet15", metavar="NAME[:k=v]",
                    help="model, optionally sized, such as convnext_tiny (default: resnet15)")
     p.add_argument("--backend", action="append", metavar="NAME", help="repeatable; default: the backends the study applies to")
@@ -411,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cold processes per case and arm, at least 2 (default: 5)")
     p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
     p.add_argument("--threads", type=options.threads, default=1, metavar="N", help="intra-op threads (default: 1)")
+    p.add_argument("--env", action="append", metavar="REQS",
+                   help="the env study: two environments (first is the control), e.g. --env current --env "
+                        "'jax==0.4.38 jaxlib==0.4.38'; the other studies: one environment to run in")
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)

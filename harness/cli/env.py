@@ -12,12 +12,13 @@ import json
 import sys
 
 ENV_HELP = """\
-Environments: an interpreter plus an exact set of packages, built with uv and cached
-(the user cache folder, or $TTFG_CACHE_DIR), keyed by the interpreter and the resolved
-requirements. `ttfg gate` builds them per side when base and head declare different
-dependencies, or when given --base-env/--head-env; `ttfg run --env` and `ttfg releases`
-build one per requirement set. A cached one is reused in well under a second; their files
-are hard-linked from uv's package cache, so ten jax releases do not cost ten copies.
+Environments: an interpreter plus an exact set of packages, built with uv and
+cached (the user cache folder, or $TTFG_CACHE_DIR), keyed by the interpreter
+and the resolved requirements. `ttfg gate` builds them per side when base and
+head declare different dependencies, or when given --base-env/--head-env;
+`ttfg run --env` and `ttfg releases` build one per requirement set. A cached
+one is reused in well under a second; their files are hard-linked from uv's
+package cache, so ten jax releases do not cost ten copies.
 """
 
 

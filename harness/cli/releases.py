@@ -11,25 +11,29 @@ import sys
 from pathlib import Path
 
 RELEASES_HELP = """\
-Measure a case selection in one environment per release of PACKAGE (jax, autograd, torch),
-built with uv and cached, and gate each adjacent pair of releases the way `ttfg gate` gates
-a base and a head: interleaved cold processes, paired, a sequential test, an interval on the
-ratio. For each pair it reports wall time (the deciding verdict), CPU time of the same
-processes, the instruction count of the first-gradient window (callgrind, once per
-release) and the phase that moved most; they are kept apart because they disagree (newer
-XLA compiles in parallel threads). A release that cannot be installed or cannot run a case
-is a failed cell with its error, and the sweep goes on.
+Measure a case selection in one environment per release of PACKAGE (jax,
+autograd, torch), built with uv and cached, and gate each adjacent pair of
+releases the way `ttfg gate` gates a base and a head: interleaved cold
+processes, paired, a sequential test, an interval on the ratio. For each pair
+it reports wall time (the deciding verdict), CPU time of the same processes,
+the instruction count of the first-gradient window (callgrind, once per
+release) and the phase that moved most; they are kept apart because they
+disagree (newer XLA compiles in parallel threads). A release that cannot be
+installed or cannot run a case is a failed cell with its error, and the sweep
+goes on.
 
-Releases: --versions A,B,C, or a range (--from/--to) read from the registry and thinned to
-the last patch of each minor version (--every minor, the default) or every release. jax is
-installed as jax[cpu]==V (the jaxlib each release was made for); autograd with scipy. torch:
-only the CPU wheels in the PIP_FIND_LINKS folders can be had here (registry wheels are
-multi-GB CUDA builds), and the command says so.
+Releases: --versions A,B,C, or a range (--from/--to) read from the registry
+and thinned to the last patch of each minor version (--every minor, the
+default) or every release. jax is installed as jax[cpu]==V (the jaxlib each
+release was made for); autograd with scipy. torch: only the CPU wheels in the
+PIP_FIND_LINKS folders can be had here (registry wheels are multi-GB CUDA
+builds), and the command says so.
 
-Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables and plots with
-the releases on the x axis), OUT/summary.md, and each pair's gate files under OUT/pairs/.
-`ttfg report --releases OUT/releases.json` draws the page again; `ttfg regressions
---releases OUT/releases.json` lists the steps.
+Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables
+and plots with the releases on the x axis), OUT/summary.md, and each pair's
+gate files under OUT/pairs/. `ttfg report --releases OUT/releases.json` draws
+the page again; `ttfg regressions --releases OUT/releases.json` lists the
+steps.
 """
 
 
@@ -96,12 +100,14 @@ def add_releases_command(sub) -> None:
     import argparse
 
     from . import add_selection, options
+    from .gate import exit_codes
     from ..measure.releases import BACKENDS, EVERY
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="exit codes: 0 no adjacent pair regressed; 1 a pair's paired verdict is a regression; "
-                              "2 a release or cell could not be measured (and none regressed), or broken input")
+                       epilog=exit_codes(extra=": an adjacent pair of releases regressed",
+                                         extra2="; also a release or case that could not be measured, when no pair "
+                                                "regressed"))
     p.add_argument("package", choices=sorted(BACKENDS), help="whose releases")
     p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
     p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
@@ -130,3 +136,59 @@ def add_releases_command(sub) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what stdout gets at the end: tables (default) or the sweep document")
     p.set_defaults(func=cmd_releases)
+
+
+def load_sweep(path: str) -> dict:
+    """A ``releases.json`` written by ``ttfg releases``; UsageError naming the file and what is wrong."""
+    from ..app.releases import FORMAT, VERSION
+    from ..errors import UsageError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"--releases {path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--releases {path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"--releases {path}: not a release sweep (field 'format' is not {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        raise UsageError(f"--releases {path}: version {doc.get('version')!r}, this ttfg reads version {VERSION}")
+    for key, kind in (("package", str), ("releases", list), ("pairs", list), ("cases", list)):
+        if not isinstance(doc.get(key), kind):
+            raise UsageError(f"--releases {path}: field {key!r} is missing or not a {kind.__name__}")
+    return doc
+
+
+def report_releases(args) -> int:
+    """``ttfg report --releases FILE``: the sweep's page, drawn again."""
+    from ..files import atomic_write_text
+    from ..present.releases_views import sweep_page
+
+    from .outputs import output_file
+
+    out = output_file(args.out, "--out", create_parents=True)
+    doc = load_sweep(args.releases)
+    atomic_write_text(out, sweep_page(doc))
+    print(out)
+    return 0
+
+
+def list_release_steps(args) -> int:
+    """``ttfg regressions --releases FILE``: the adjacent pairs whose verdict is a step (all pairs with --all)."""
+    from ..present.releases_views import pair_rows
+    from ..present.tables import console as make_console, fitted
+
+    doc = load_sweep(args.releases)
+    rows = [r for r in pair_rows(doc) if r["verdict"] in (("regressed",) if args.only_regressions
+                                                         else ("regressed", "improved"))]
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"package": doc["package"], "steps": rows}, indent=1) + "\n")
+        return 0
+    console = make_console()
+    table = fitted(f"steps between adjacent {doc['package']} releases (paired verdicts)",
+                   [("releases", "left"), ("case", "left"), ("verdict", "left"), ("wall time", "right"),
+                    ("CPU time", "right"), ("instructions", "right"), ("phase that moved most", "left")], label=2)
+    for r in rows:
+        table.add_row(r["releases"], r["case"], r["verdict"], r["wall"], r["cpu"], r["instructions"], r["phase"])
+    console.print(table if rows else f"no step between adjacent {doc['package']} releases")
+    return 0

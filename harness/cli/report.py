@@ -88,6 +88,8 @@ def add_report_commands(sub) -> None:
                    help="link commits to their pages: an http(s) URL with {sha}, e.g. "
                         "'https://github.com/OWNER/REPO/commit/{sha}' (default: show_commit_url of asv.conf.json "
                         "when set, the hash appended)")
+    p.add_argument("--releases", metavar="FILE",
+                   help="draw a release sweep (ttfg releases' releases.json) instead: releases on the x axis")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -109,6 +111,8 @@ def add_report_commands(sub) -> None:
                    help="where --confirm keeps each gate run's results files (default: runs/confirm)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table (default), or json: every step with its values in the metric's unit, for scripts")
+    p.add_argument("--releases", metavar="FILE",
+                   help="list the steps of a release sweep (ttfg releases' releases.json) instead")
     p.set_defaults(func=cmd_regressions)
 
 
@@ -233,6 +237,10 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def cmd_report(args) -> int:
+    if args.releases:
+        from .releases import report_releases
+
+        return report_releases(args)
     from ..errors import UsageError
     from ..files import atomic_write_text
     from ..present.report import asv_link_for, prepare, render
@@ -329,6 +337,10 @@ def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_co
 
 
 def cmd_regressions(args) -> int:
+    if args.releases:
+        from .releases import list_release_steps
+
+        return list_release_steps(args)
     import json
 
     from ..decide.gate import parse_duration

@@ -370,18 +370,25 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     out.notes += check_machines([(out.base_label, base.fingerprint), (out.head_label, head.fingerprint)],
                                 "timings" if timings else "counts", force, across_envs=across_envs)
     out.notes += condition_notes(base, head)
-    head_ids = {c.id for c in head.cases}
-    base_ids = {c.id for c in base.cases}
-    only_base = [c.id for c in base.cases if c.id not in head_ids and not c.skipped]
-    only_head = [c.id for c in head.cases if c.id not in base_ids and not c.skipped]
+    # A case's id names its environment (``model/backend/variant/env``, ``ttfg run --env``): cases of
+    # different environments pair only when asked, by the id without the environment.
+    key = plain_id if across_envs else (lambda case_id: case_id)
+    head_by = {key(c.id): c for c in head.cases}
+    base_keys = {key(c.id) for c in base.cases}
+    only_base = [c.id for c in base.cases if key(c.id) not in head_by and not c.skipped]
+    only_head = [c.id for c in head.cases if key(c.id) not in base_keys and not c.skipped]
     if only_base:
         out.notes.append(f"only in base (not compared): {', '.join(only_base)}")
     if only_head:
         out.notes.append(f"only in head (not compared): {', '.join(only_head)}")
+    if not across_envs and {plain_id(i) for i in only_base} & {plain_id(i) for i in only_head}:
+        out.notes.append("base and head hold the same cases in different environments: --across-envs pairs them")
+    pairs: dict[str, tuple] = {}
     for base_case in base.cases:
-        head_case = head.case(base_case.id)
+        head_case = head_by.get(key(base_case.id))
         if head_case is None:
             continue
+        pairs[base_case.id] = (base_case, head_case)
         if base_case.skipped or head_case.skipped:
             out.notes.append(f"{base_case.id}: skipped on {'base' if base_case.skipped else 'head'} "
                              f"({base_case.skipped or head_case.skipped}); not compared")
@@ -410,5 +417,10 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     regressed = dict.fromkeys(r.case for r in out.rows if r.verdict.verdict == "regressed")
     headline = next((n for n in names if not metric_info(n).deterministic), "first_grad_s")
     out.attributions = [a for case in regressed
-                        if (a := attribute(base.case(case), head.case(case), headline, cache)) is not None]
+                        if (a := attribute(*pairs[case], headline, cache)) is not None]
     return out
+
+
+def plain_id(case_id: str) -> str:
+    """A case id without its environment (the first three parts: model/backend/variant)."""
+    return "/".join(case_id.split("/")[:3])

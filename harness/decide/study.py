@@ -4,6 +4,9 @@
   Effect = closure / args per backend, from paired cold processes.
 * ``chain``: does a homogeneous chain (scan / regional compilation) compile faster
   than an unrolled one? Effect = scan / unrolled per backend.
+* ``env``: does another environment (a framework release, a dependency bump) change
+  TTFG? Effect = second ``--env`` / first ``--env`` per backend, from paired cold
+  processes, one in each environment.
 * ``depth``: how does the first gradient grow with depth? Sweeps resnet blocks
   (1, 2, 4, 8, 15, 30, 60) or ConvNeXt stage-depth multipliers, and fits
   ``t = a + b * depth**k`` per backend and phase, with an interval for ``k``.
@@ -29,8 +32,9 @@ from ..results.model import CaseResult, DepthEntry, EffectEntry, Fit, Results, S
 from ..measure.runner import RunSettings, Runner
 from ..measure.schedule import alternate_rounds, schedule
 
-STUDIES = ("params", "chain", "depth")
-#: For each effect study: the axis, the control value and the treatment value.
+STUDIES = ("params", "chain", "depth", "env")
+#: For each effect study: the axis, the control value and the treatment value (the env study's are its two
+#: environments' names).
 ARMS = {"params": ("params", "args", "closure"), "chain": ("chain", "unrolled", "scan")}
 RESNET_DEPTHS = (1, 2, 4, 8, 15, 30, 60)
 CONVNEXT_MULTIPLIERS = (1, 2, 3)  # stage depths (1, 1, 3, 1) x m; m = 3 is ConvNeXt-T
@@ -38,6 +42,7 @@ DEFAULT_BACKENDS = {
     "params": ("jax.jit", "torch.compile", "torch.compile.aot_eager"),
     "chain": ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager"),
     "depth": ("jax.jit", "jax.eager", "torch.eager", "torch.func", "torch.compile.aot_eager", "autograd"),
+    "env": ("jax.jit",),
 }
 #: Metrics a depth fit is made for: the first gradient and each of its phases (the registry's list).
 DEPTH_METRICS = metrics.DEPTH_METRICS
@@ -102,12 +107,27 @@ def _finite(value) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def effect_cases(study: str, model: str, backends: list[str]) -> tuple[list[tuple[str, Case, Case]], list[str]]:
+def study_arms(study: str, envs: list[str] | None = None) -> tuple[str, str, str]:
+    """``(axis, control, treatment)`` of an effect study; the env study's arms are its two environments."""
+    if study == "env":
+        if not envs or len(envs) != 2:
+            raise UsageError("the env study compares two environments: give --env twice (e.g. --env current "
+                             "--env 'jax==0.4.38 jaxlib==0.4.38')")
+        return "env", envs[0], envs[1]
+    return ARMS[study]
+
+
+def effect_cases(study: str, model: str, backends: list[str],
+                 envs: list[str] | None = None) -> tuple[list[tuple[str, Case, Case]], list[str]]:
     """Per backend, the (control, treatment) case pair; backends lacking either arm are noted."""
-    axis, control, treatment = ARMS[study]
+    axis, control, treatment = study_arms(study, envs)
     pairs, notes = [], []
     for name in backends:
         cls = engines.get(name)
+        if study == "env":  # the same case in two environments (whose frameworks the probes find)
+            variant = tuple(cls.default_variant().items())
+            pairs.append((name, Case(model, name, variant, control), Case(model, name, variant, treatment)))
+            continue
         if cls.availability():
             notes.append(f"{name}: {cls.availability()}")
             continue
@@ -131,7 +151,8 @@ def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tu
 
 def analyse_effects(study: str, results: Results, pairs: list[tuple[str, Case, Case]],
                     names=metrics.EFFECT_METRICS) -> list[EffectRow]:
-    axis, control, treatment = ARMS[study]
+    axis, control, treatment = (("env", pairs[0][1].env, pairs[0][2].env) if study == "env" and pairs
+                                else ARMS.get(study, ("env", "", "")))
     rows = []
     for backend, c_case, t_case in pairs:
         c_res, t_res = results.case(c_case.id), results.case(t_case.id)
@@ -189,8 +210,16 @@ class StudyResult:
 
 
 def run_study(study: str, model: str, backends: list[str] | None, settings: RunSettings, out: Path | None,
-              on_sample: Callable | None = None) -> StudyResult:
-    """Measure and analyse one study; the samples are saved to ``out`` as they arrive."""
+              on_sample: Callable | None = None, envs: "dict | None" = None) -> StudyResult:
+    """Measure and analyse one study; the samples are saved to ``out`` as they arrive.
+
+    ``envs`` (``{name: Environment}``, ``--env``): the env study's two environments; for the
+    other studies at most one, which every case runs in.
+    """
+    envs = dict(envs or {})
+    if study != "env" and len(envs) > 1:
+        raise UsageError(f"the {study} study runs in one environment; give --env once (the env study compares two)")
+    one_env = next(iter(envs)) if study != "env" and envs else None
     if study not in STUDIES:
         raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
     backends = list(backends or DEFAULT_BACKENDS[study])
@@ -204,19 +233,21 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
             if cls.availability():
                 notes.append(f"{name}: {cls.availability()}")
                 continue
-            cases += [Case(m, name, tuple(cls.default_variant().items())) for m, _ in sweep]
-        results = Runner(cases, [], settings, out).run(on_sample)
+            cases += [Case(m, name, tuple(cls.default_variant().items()), one_env) for m, _ in sweep]
+        results = Runner(cases, [], settings, out, envs=envs).run(on_sample)
         ran = [b for b in backends if any(c.backend == b for c in cases)]
         res = StudyResult(study, model, results, depth=analyse_depth(results, sweep, ran), notes=notes)
     else:
-        pairs, notes = effect_cases(study, model, backends)
+        pairs, notes = effect_cases(study, model, backends, list(envs) if study == "env" else None)
+        if one_env:
+            pairs = [(name, c.in_env(one_env), t.in_env(one_env)) for name, c, t in pairs]
         cases = []
         for i, (_, control, treatment) in enumerate(pairs):
             cases += [control, treatment] if i % 2 == 0 else [treatment, control]
         if not cases:
             raise UsageError(f"no selected backend supports both arms of the {study} study: {'; '.join(notes)}")
         # A B B A: alternate the order of the two arms from round to round so order effects cancel.
-        runner = Runner(cases, [], settings, out, steps=alternate_rounds(schedule(cases, settings)))
+        runner = Runner(cases, [], settings, out, steps=alternate_rounds(schedule(cases, settings)), envs=envs)
         results = runner.run(on_sample)
         res = StudyResult(study, model, results, effects=analyse_effects(study, results, pairs), notes=notes)
     results.study = res.section()

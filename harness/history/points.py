@@ -235,7 +235,10 @@ def from_runs(runs: Iterable) -> pd.DataFrame:
         values = metrics.case_values(case, name, "cold")
         if not values:
             return
-        key = (case.model, case.backend, ",".join(f"{k}={v}" for k, v in case.variant.items()), name)
+        variant = ",".join(f"{k}={v}" for k, v in case.variant.items())
+        env = case.id.split("/", 3)[3] if case.id.count("/") >= 3 else ""
+        # A case run in a named environment (``ttfg run --env``) is its own series: its id's fourth part.
+        key = (case.model, case.backend, f"{variant}/{env}" if env else variant, name)
         if key not in index:
             index[key] = len(keys)
             keys.append(key)

@@ -8,7 +8,7 @@ partial assignment such as ``chain=scan`` applied over each backend's default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ttfg import models
@@ -98,11 +98,17 @@ def model_problem(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class Case:
-    """One measurable configuration. ``variant`` is fully resolved for the backend."""
+    """One measurable configuration. ``variant`` is fully resolved for the backend.
+
+    ``env`` names the environment the case runs in (``ttfg run --env``), part of the
+    case's key and its id (``model/backend/variant/env``); None: the interpreter that
+    runs ttfg, and the id has three parts, as before environments existed.
+    """
 
     model: str
     backend: str
     variant: tuple[tuple[str, str], ...]
+    env: str | None = None
 
     @property
     def variant_dict(self) -> dict[str, str]:
@@ -110,26 +116,38 @@ class Case:
 
     @property
     def id(self) -> str:
+        return self.plain_id + (f"/{self.env}" if self.env else "")
+
+    @property
+    def plain_id(self) -> str:
+        """The id without the environment: what two environments' cases have in common."""
         return f"{self.model}/{self.backend}/{variants.label(self.variant_dict)}"
+
+    def in_env(self, env: str | None) -> "Case":
+        """The same case, run in environment ``env``."""
+        return replace(self, env=env)
 
     @cached_property
     def spec(self):
         return load_model(self.model)
 
     def to_json(self) -> dict:
-        return {"model": self.model, "backend": self.backend, "variant": self.variant_dict}
+        data = {"model": self.model, "backend": self.backend, "variant": self.variant_dict}
+        if self.env:
+            data["env"] = self.env
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "Case":
-        return cls(data["model"], data["backend"], tuple((a, data["variant"][a]) for a in variants.AXES if a in data["variant"]))
+        return cls(data["model"], data["backend"], tuple((a, data["variant"][a]) for a in variants.AXES
+                                                         if a in data["variant"]), data.get("env"))
 
     @classmethod
     def from_id(cls, text: str) -> "Case":
-        try:
-            model, backend, variant = text.split("/")
-        except ValueError:
-            raise UsageError(f"case id {text!r} is not model/backend/variant") from None
-        return cls(model, backend, tuple(variants.parse(variant).items()))
+        parts = text.split("/")
+        if len(parts) not in (3, 4):
+            raise UsageError(f"case id {text!r} is not model/backend/variant[/env]")
+        return cls(parts[0], parts[1], tuple(variants.parse(parts[2]).items()), parts[3] if len(parts) == 4 else None)
 
 
 @dataclass(frozen=True)

@@ -328,8 +328,10 @@ def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> N
         raise EnvError(f"{what}: uv venv failed:\n{_resolver_message(out.stderr)}")
     lock_file = folder / "lock.txt"
     lock_file.write_text("\n".join(lock) + "\n")
-    out = _uv(["pip", "install", "--quiet", "--no-deps", "--python", str(venv / "bin" / "python"), "-r",
-               str(lock_file)], what, BUILD_TIMEOUT_S)
+    # --compile-bytecode: a fresh environment has no .pyc files, and the first processes would otherwise
+    # bill bytecode compilation to the framework's import (measured: 4.85 s against 2.02 s for autograd).
+    out = _uv(["pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
+               "-r", str(lock_file)], what, BUILD_TIMEOUT_S)
     if out.returncode != 0:
         text = out.stderr + out.stdout
         if re.search(r"No space left on device", text):
@@ -435,5 +437,34 @@ def uv_cache_size() -> int:
     return cache.size_bytes(folder) if folder and folder.is_dir() else 0
 
 
-__all__ = ["CURRENT", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "current",
+__all__ = ["CURRENT", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
            "parse", "probe_tools", "prune", "requirement_lines", "resolve", "uv_cache_size"]
+
+
+def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[list, list]:
+    """Every case once per environment (``Case.env``), and a skip for each case whose framework an
+    environment lacks (asked of its interpreter, nothing imported here)."""
+    from .. import engines
+    from .cases import Skipped
+    from .sources import whence
+
+    out, skips = [], list(skipped)
+    for name, env in envs.items():
+        modules = sorted({m for c in cases for m in _backend_modules(engines, c.backend)})
+        found = whence(env.python, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, modules, {}).modules \
+            if modules else {}
+        for case in cases:
+            missing = [m for m in _backend_modules(engines, case.backend) if not found.get(m)]
+            if missing:
+                skips.append(Skipped(case.model, case.backend, f"{case.plain_id.split('/')[2]} in {name}",
+                                     f"{', '.join(missing)} is not installed in environment {name}"))
+            else:
+                out.append(case.in_env(name))
+    return out, skips
+
+
+def _backend_modules(engines, backend: str) -> tuple[str, ...]:
+    try:
+        return tuple(engines.get(backend).modules)
+    except Exception:  # a plugin that cannot load: its probes say why
+        return ()

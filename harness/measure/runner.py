@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -264,10 +264,11 @@ def garbage(sample: dict) -> str | None:
 
 
 def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings,
-                env: "Environment | None" = None) -> Results:
+                env: "Environment | None" = None, envs: "dict[str, Environment] | None" = None) -> Results:
     """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case.
 
-    ``env`` is the environment the probes run in (``environments.py``); it is recorded as
+    ``envs`` (``ttfg run --env``) are the environments the cases name, each recorded under
+    ``environment.envs``. ``env`` is the one environment the probes run in (``environments.py``); it is recorded as
     ``environment.env`` (name, interpreter, every framework's and numpy's version), and a
     built one's versions replace this interpreter's in ``packages`` and the fingerprint:
     they are what was measured.
@@ -283,6 +284,8 @@ def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSett
                                      "ttfg": collected["packages"].get("ttfg")}
             collected["python_executable"] = env.python
             fingerprint.packages = {**fingerprint.packages, **collected["packages"]}
+    if envs:  # a run over several environments: each case's id names its own (``Case.env``)
+        collected["envs"] = {name: e.to_json() for name, e in envs.items()}
     results = Results(collected, settings.to_json(), fingerprint=fingerprint)
     for case in cases:
         results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
@@ -295,11 +298,27 @@ class Runner:
     """Runs ``steps`` (default: :func:`~ttfg.measure.schedule.schedule`), saving to ``out`` after every sample."""
 
     def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None,
-                 steps: list[Step] | None = None):
+                 steps: list[Step] | None = None, envs: "dict[str, Environment] | None" = None):
         self.cases, self.settings, self.out = cases, settings, out
-        self.results = new_results(cases, skipped, settings)
+        #: The environments named by the cases (``Case.env``): each case's probes run in its own.
+        self.envs = dict(envs or {})
+        self.results = new_results(cases, skipped, settings, envs=self.envs)
         self.writer = ResultsWriter(self.results, out)
         self.steps = list(steps) if steps is not None else schedule(cases, settings)
+        self._overlay = None
+
+    def settings_for(self, case: Case) -> RunSettings:
+        """The settings a case's probes run with: its environment's interpreter, and there ttfg's overlay
+        as the only ``PYTHONPATH`` (the parent's path would leak this interpreter's packages in)."""
+        env = self.envs.get(case.env) if case.env else None
+        if env is None or env.current:
+            return self.settings
+        if self._overlay is None:
+            from .sources import self_overlay
+
+            self._overlay = self_overlay()
+        return replace(self.settings, python=env.python,
+                       extra_env={**self.settings.extra_env, "PYTHONPATH": str(self._overlay)})
 
     def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""
@@ -309,9 +328,9 @@ class Runner:
             if "warm" in self.settings.caches:
                 for case in self.cases:  # populate persistent caches with one unrecorded run
                     warm_dirs[case.id] = Path(tempfile.mkdtemp(prefix="ttfg-warm-"))
-                    run_sample(case, "timing", "warm", -1, self.settings, warm_dirs[case.id])
+                    run_sample(case, "timing", "warm", -1, self.settings_for(case), warm_dirs[case.id])
             for n, step in enumerate(self.steps):
-                sample = run_sample(step.case, step.kind, step.cache, step.round, self.settings,
+                sample = run_sample(step.case, step.kind, step.cache, step.round, self.settings_for(step.case),
                                     warm_dirs.get(step.case.id) if step.cache == "warm" else None)
                 self.writer.append(step.case.id, sample)
                 if on_sample:

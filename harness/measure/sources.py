@@ -91,8 +91,9 @@ def _tail(text: str) -> str:
 
 def _build(tree: Path, python: str, target: Path, what: str) -> None:
     """``uv pip install --no-deps --target`` of the tree (build isolation: any PEP 517 backend)."""
-    cmd = [uv_binary(), "pip", "install", "--no-deps", "--quiet", "--target", str(target), "--python", python,
-           str(tree)]
+    # --compile-bytecode: the revision's first probe must not pay for compiling its .pyc files.
+    cmd = [uv_binary(), "pip", "install", "--no-deps", "--quiet", "--compile-bytecode", "--target", str(target),
+           "--python", python, str(tree)]
     env = {**os.environ, "UV_NO_PROGRESS": "1"}
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, cwd=target, env=env,

@@ -40,9 +40,15 @@ def case_parts(case_id: str) -> tuple[str, str, str]:
     The variant shows its values only (each value belongs to one axis, named in the
     title by :func:`case_layout`), so a variant column is as narrow as its longest value.
     """
-    parts = case_id.split("/", 2) + ["", ""]
+    parts = case_id.split("/", 3)[:3] + ["", ""]
     values = [kv.partition("=")[2] or kv for kv in parts[2].split(",") if kv]
     return parts[0], parts[1], " ".join(values)
+
+
+def case_env(case_id: str) -> str:
+    """The environment a case ran in (its id's fourth part, ``ttfg run --env``); empty for the current one."""
+    parts = case_id.split("/", 3)
+    return parts[3] if len(parts) == 4 else ""
 
 
 def _axes(case_ids) -> str:
@@ -60,7 +66,8 @@ def case_layout(case_ids) -> tuple[tuple[str, ...], str]:
     case_ids = list(case_ids)
     split = [case_parts(c) for c in case_ids]
     varying = tuple(name for i, name in enumerate(CASE_PARTS) if len({p[i] for p in split}) > 1)
-    if not varying and split:
+    envs = [case_env(c) for c in case_ids]
+    if not varying and split and len(set(envs)) < 2:
         varying = ("backend",)  # a row needs a name
     fixed = [f"{name} {split[0][i]}" for i, name in enumerate(CASE_PARTS)
              if split and name not in varying and split[0][i]]
@@ -70,11 +77,15 @@ def case_layout(case_ids) -> tuple[tuple[str, ...], str]:
             fixed.append(f"variant = {axes}")
         elif fixed and fixed[-1].startswith("variant "):
             fixed[-1] = f"variant {split[0][2]} ({axes})"
+    if len(set(envs)) > 1:
+        varying += ("env",)  # the environment is a dimension of the table, like the backend
+    elif envs and envs[0]:
+        fixed.append(f"env {envs[0]}")
     return varying, ", ".join(fixed)
 
 
 def case_cells(case_id: str, varying: tuple[str, ...]) -> list[str]:
-    parts = dict(zip(CASE_PARTS, case_parts(case_id)))
+    parts = {**dict(zip(CASE_PARTS, case_parts(case_id))), "env": case_env(case_id)}
     return [parts[name] for name in varying]
 
 
@@ -314,7 +325,7 @@ def failures_table(results) -> Table | None:
 
 
 def effects_table(study) -> Table:
-    axis = {"params": "params", "chain": "chain"}[study.study]
+    axis = {"params": "params", "chain": "chain", "env": "env"}[study.study]
     table = fitted(f"{study.study} study on {study.model}: effect = treatment / control, "
                    f"paired cold processes, 95 % interval",
                    [(col, "right" if col in ("pairs", "p") else "left")

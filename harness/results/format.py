@@ -53,7 +53,7 @@ SAMPLE_FIELDS = {
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.
-STUDY_KINDS = ("params", "chain", "depth")
+STUDY_KINDS = ("params", "chain", "depth", "env")
 #: ``environment.fingerprint``: the machine, as far as it changes the numbers (``model.Fingerprint``).
 FINGERPRINT_FIELDS = {
     "cpu_model": "text", "cpu_arch": "text", "cpu_flags": "texts", "cores": "count", "memory_bytes": "bytes",

@@ -1,0 +1,83 @@
+"""``ttfg releases``: which releases to build, and a real sweep over two autograd releases.
+
+The sweep is the real path at its smallest: two environments built with uv, one cold run
+and one callgrind count per release, one adjacent pair gated; a release that does not
+exist is a failed cell with the resolver's message, and the sweep goes on around it.
+The exhaustive jax sweep of the README is a benchmark (`ttfg releases jax`), not a test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ttfg.errors import UsageError
+from ttfg.measure import releases
+
+from .conftest import run_ttfg
+
+
+def test_a_range_is_thinned_to_the_last_patch_of_each_minor():
+    versions = ["0.4.29", "0.4.30", "0.4.31", "0.4.38", "0.5.0", "0.5.3", "0.6.2", "0.10.0", "0.10.2", "0.11.0"]
+    chosen = releases.in_range(versions, "0.4.30", "0.10.2")
+    assert chosen == versions[1:-1]
+    assert releases.thin(chosen, "minor") == ["0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.10.2"]
+    assert releases.thin(chosen, "release") == chosen
+    with pytest.raises(UsageError, match="--every"):
+        releases.thin(chosen, "weekly")
+
+
+def test_each_release_asks_for_its_companions():
+    planned, _ = releases.plan("jax", ["0.4.37", "0.4.30"])
+    assert [r.version for r in planned] == ["0.4.30", "0.4.37"]  # ordered by version
+    assert planned[1].requirements == ("jax[cpu]==0.4.37",)  # the extra picks jaxlib 0.4.36 for it
+    planned, _ = releases.plan("autograd", ["1.7.0"], extra=("numpy==2.4.6",))
+    assert planned[0].requirements == ("autograd==1.7.0", "scipy", "numpy==2.4.6")
+
+
+def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatch):
+    (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    planned, notes = releases.plan("torch")
+    assert [r.version for r in planned] == ["2.13.0"]
+    assert "can install 2.13.0" in notes[0] and "CUDA build of several GB" in notes[0]
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "none"))
+    with pytest.raises(UsageError, match="no torch release"):
+        releases.plan("torch")
+
+
+def test_no_network_is_said_with_what_to_do(monkeypatch):
+    monkeypatch.setattr(releases, "REGISTRY", "http://127.0.0.1:9/{package}")
+    with pytest.raises(UsageError, match="no network.*--versions"):
+        releases.plan("jax", low="0.4.30", high="0.10.2")
+    with pytest.raises(UsageError, match="known packages"):
+        releases.plan("tensorflow")
+
+
+@pytest.mark.full
+def test_a_sweep_over_autograd_releases_with_one_that_cannot_be_had(tmp_path):
+    out = tmp_path / "sweep"
+    proc = run_ttfg("releases", "autograd", "--versions", "1.7.0,99.0,1.9.1", "--model", "resnet15:blocks=2",
+                    "--budget-per-pair", "30s", "--min-pairs", "2", "--max-pairs", "4", "--out-dir", str(out),
+                    env={"TTFG_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    doc = json.loads((out / "releases.json").read_text())
+    assert doc["complete"] and doc["exit_code"] == proc.returncode
+    missing = next(r for r in doc["releases"] if r["version"] == "99.0")
+    assert "cannot resolve autograd==99.0" in missing["error"]
+    measured = [r for r in doc["releases"] if r["env"]]
+    assert [r["env"]["versions"]["autograd"] for r in measured] == ["1.7.0", "1.9.1"]
+    (pair,) = doc["pairs"]
+    assert (pair["base"], pair["head"]) == ("1.7.0", "1.9.1") and pair["pairs"] >= 1
+    assert pair["wall"]["ratio"] > 0 and pair["wall_s"] > 0
+    if pair["pairs"] >= 2:  # the budget bought at least two complete pairs (a loaded machine may not)
+        assert pair["cpu"]["ratio"] > 0
+    counted = pair["instructions"]["instructions"]
+    assert counted["base"] > 0 and counted["head"] > 0 and counted["base"] != counted["head"]
+    if proc.returncode == 1:
+        assert pair["verdict"] == "regressed"
+    page = (out / "index.html").read_text()
+    assert "<svg" in page and "1.7.0 → 1.9.1" in page and "cannot resolve" in page
+    assert "1.7.0 → 1.9.1" in (out / "summary.md").read_text()
+    assert "1.7.0 → 1.9.1" in proc.stdout
