@@ -104,14 +104,14 @@ def add_releases_command(sub) -> None:
 
     from . import add_selection, options
     from .gate import exit_codes
-    from ..measure.releases import EVERY, REQUIREMENTS
+    from ..measure.releases import BACKENDS, EVERY
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=exit_codes(extra=": an adjacent pair of releases regressed",
                                          extra2="; also a release or case that could not be measured, when no pair "
                                                 "regressed"))
-    p.add_argument("package", choices=sorted(REQUIREMENTS), help="whose releases")
+    p.add_argument("package", choices=sorted(BACKENDS), help="whose releases")
     p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
     p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
     p.add_argument("--versions", metavar="A,B,...", help="exactly these releases, instead of a range")

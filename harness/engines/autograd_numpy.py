@@ -66,6 +66,7 @@ class AutogradBackend(Backend):
     name = "autograd"
     framework = "autograd"
     modules = ("autograd",)
+    release_requirements = ("autograd=={version}", "scipy")  # the backend imports autograd.scipy.special
     supports = {"params": ("args",), "chain": ("unrolled",)}
     description = "HIPS autograd on NumPy: tape-based reverse mode, no compilation"
     why_not = {

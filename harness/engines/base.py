@@ -65,6 +65,11 @@ class Backend:
     #: Work of the first gradient that an instruction count of the probe misses (child
     #: processes), or None; the gate's count tier then lets wall time decide "unchanged".
     uncounted: ClassVar[str | None] = None
+    #: Requirement lines of an environment that runs this backend on release ``{version}`` of
+    #: its framework (``ttfg releases`` builds one per release from them): the framework and
+    #: what must come beside it that the framework's own metadata does not bring, such as
+    #: jax's matching jaxlib or scipy for autograd. Empty: just ``{framework}=={version}``.
+    release_requirements: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def missing_modules(cls) -> list[str]:
@@ -77,6 +82,12 @@ class Backend:
         if missing:
             return f"{', '.join(missing)} not installed (pip install 'ttfg[{cls.framework}]')"
         return None
+
+    @classmethod
+    def requirements_for(cls, version: str) -> tuple[str, ...]:
+        """The requirement lines of an environment with release ``version`` of this backend's framework."""
+        lines = cls.release_requirements or (f"{cls.framework}=={{version}}",)
+        return tuple(line.format(version=version) for line in lines)
 
     @classmethod
     def default_variant(cls) -> dict[str, str]:

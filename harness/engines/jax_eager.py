@@ -12,6 +12,7 @@ import time
 from typing import Any, Mapping
 
 from .base import Backend, Engine
+from .jax_jit import JAX_RELEASE
 
 
 class JaxEagerEngine(Engine):
@@ -29,13 +30,12 @@ class JaxEagerEngine(Engine):
         self.fn = jax.value_and_grad(self.loss)
 
     def first_gradient(self):
-        before, counts_before = self.events.snapshot()
+        mark = self.events.mark()
         start = time.perf_counter()
         result = self.gradient()
         total = time.perf_counter() - start
-        after, counts_after = self.events.snapshot()
-        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
-        phases = {p: after.get(p, 0.0) - before.get(p, 0.0) for p in ("trace", "lower", "compile")}
+        seconds, self.first_counts = self.events.since(mark)
+        phases = {p: seconds.get(p, 0.0) for p in ("trace", "lower", "compile")}
         phases["execute"] = max(total - sum(phases.values()), 0.0)
         return result, phases
 
@@ -60,6 +60,7 @@ class JaxEagerBackend(Backend):
     name = "jax.eager"
     framework = "jax"
     modules = ("jax", "jaxlib")
+    release_requirements = JAX_RELEASE
     supports = {"params": ("args",), "chain": ("unrolled", "scan")}
     description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
     why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}

@@ -14,6 +14,12 @@ from typing import Any, Mapping
 
 from .base import Backend, Engine
 
+#: An environment with jax release ``{version}`` (both jax backends): the ``cpu`` extra pins the
+#: jaxlib that release was made for. ``jaxlib=={version}`` would not do: jax 0.4.37 runs on
+#: jaxlib 0.4.36 and jax 0.5.2 on jaxlib 0.5.1 (no jaxlib 0.4.37 or 0.5.2 was released).
+JAX_RELEASE = ("jax[cpu]=={version}",)
+
+
 class JaxJitEngine(Engine):
     def __init__(self, spec, weights, x, variant):
         import jax
@@ -30,6 +36,7 @@ class JaxJitEngine(Engine):
             self.fn, self.args = jax.jit(jax.value_and_grad(loss)), (params, xj)
         else:
             self.fn, self.args = jax.jit(lambda x_: jax.value_and_grad(loss)(params, x_)), (xj,)
+        jax_common.require_trace_stage(self.fn)
         self.compiled = None
         self.traced = self.lowered = None
 
@@ -37,7 +44,7 @@ class JaxJitEngine(Engine):
         import jax
 
         clock = time.perf_counter
-        _, counts_before = self.events.snapshot()
+        mark = self.events.mark()
         t0 = clock()
         self.traced = self.fn.trace(*self.args)
         t1 = clock()
@@ -50,8 +57,7 @@ class JaxJitEngine(Engine):
         self.phase_end("compile")
         result = jax.block_until_ready(self.compiled(*self.args))
         t4 = clock()
-        _, counts_after = self.events.snapshot()
-        self.first_counts = self.jc.first_gradient_counts(counts_before, counts_after)
+        _, self.first_counts = self.events.since(mark)
         return result, {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "execute": t4 - t3}
 
     def gradient(self):
@@ -78,6 +84,7 @@ class JaxJitBackend(Backend):
     name = "jax.jit"
     framework = "jax"
     modules = ("jax", "jaxlib")
+    release_requirements = JAX_RELEASE
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "jax.jit(value_and_grad): trace, lower to StableHLO, XLA compile, run"
 

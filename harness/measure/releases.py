@@ -9,7 +9,8 @@ This module only decides *what* to build:
   out), or an explicit list;
 - which of them to sweep: by default the last patch of each minor version, plus both
   ends of the range (``--every minor``), or every release (``--every release``);
-- each release's requirement lines, with its companions: ``jax[cpu]==V`` (the extra pins
+- each release's requirement lines, with its companions, as the measuring backend declares
+  them (``Backend.release_requirements``): ``jax[cpu]==V`` (the extra pins
   the jaxlib that release was made for: jax 0.4.37 runs on jaxlib 0.4.36, and jax 0.5.2
   on jaxlib 0.5.1, which the extra knows and a ``jaxlib==V`` pin would not), ``autograd``
   with ``scipy`` (ttfg's autograd backend uses ``autograd.scipy``);
@@ -30,13 +31,8 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-#: Requirement lines per package; ``{v}`` is the release.
-REQUIREMENTS = {
-    "jax": ("jax[cpu]=={v}",),
-    "autograd": ("autograd=={v}", "scipy"),
-    "torch": ("torch=={v}",),
-}
-#: The backends that measure each package's releases by default.
+#: The backends that measure each package's releases by default; the first one says what an
+#: environment with a release holds (``Backend.release_requirements``).
 BACKENDS = {"jax": ("jax.jit",), "autograd": ("autograd",), "torch": ("torch.eager",)}
 EVERY = ("minor", "release")
 REGISTRY = os.environ.get("TTFG_PYPI_JSON", "https://pypi.org/pypi/{package}/json")
@@ -53,6 +49,18 @@ class Release:
     @property
     def name(self) -> str:
         return f"{self.package}-{self.version}"
+
+
+def requirements(package: str, version: str) -> tuple[str, ...]:
+    """The requirement lines of an environment with release ``version`` of ``package``.
+
+    The backend that measures the package declares them, beside the framework code that
+    needs them (``jax[cpu]==V`` for jaxlib, ``scipy`` beside autograd); loading the backend
+    class imports no framework.
+    """
+    from .. import engines
+
+    return engines.get(BACKENDS[package][0]).requirements_for(version)
 
 
 def _key(version: str):
@@ -145,8 +153,8 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
     UsageError
         For an unknown package, an empty selection, or a registry that cannot be reached.
     """
-    if package not in REQUIREMENTS:
-        raise UsageError(f"ttfg releases {package!r}: known packages are {', '.join(REQUIREMENTS)}")
+    if package not in BACKENDS:
+        raise UsageError(f"ttfg releases {package!r}: known packages are {', '.join(BACKENDS)}")
     notes = []
     if versions:
         chosen = sorted(dict.fromkeys(versions), key=_key)
@@ -163,10 +171,10 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
                          + (f" ({notes[0]})" if notes else ""))
     if len(chosen) < 2:
         notes.append(f"only one release ({chosen[0]}): nothing to pair")
-    releases = [Release(package, v, tuple(line.format(v=v) for line in REQUIREMENTS[package]) + tuple(extra))
+    releases = [Release(package, v, requirements(package, v) + tuple(extra))
                 for v in chosen]
     return releases, notes
 
 
-__all__ = ["BACKENDS", "EVERY", "REQUIREMENTS", "Release", "in_range", "local_wheels", "plan",
-           "registry_releases", "thin"]
+__all__ = ["BACKENDS", "EVERY", "Release", "in_range", "local_wheels", "plan", "registry_releases",
+           "requirements", "thin"]
