@@ -131,6 +131,28 @@ def _instruction_json(base: dict | None, head: dict | None) -> dict | None:
     return out
 
 
+def check_gradient(side: Side, case, run) -> dict:
+    """``ttfg check`` of one case in the side's environment: ``{"status": ok|mismatch|error, "detail"}``."""
+    import subprocess
+
+    from ..measure.runner import probe_env
+
+    settings = side.run_settings(run)
+    env = probe_env(settings, Path(os.environ.get("TMPDIR", "/tmp")), "cold")
+    variant = ",".join(f"{k}={v}" for k, v in case.variant)
+    cmd = [settings.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
+           "--variant", variant]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=run.timeout_s,
+                             stdin=subprocess.DEVNULL, cwd=env.get("TMPDIR") or "/tmp")
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "detail": f"the gradient check took over {run.timeout_s:g} s"}
+    lines = [line.strip() for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    worst = next((line for line in lines if case.backend in line and ("worst" in line or "mismatch" in line)), "")
+    status = {0: "ok", 1: "mismatch"}.get(out.returncode, "error")
+    return {"status": status, "detail": (worst or (lines[-1] if lines else ""))[-500:]}
+
+
 def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     """Build every release's environment, count instructions once per release, gate each adjacent pair.
 
@@ -188,15 +210,22 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
                     + (" (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"))
     save()
 
-    # 2. one cold process per release and case: can it run the case at all? (its timings join the cell)
+    # 2. per release and case: is its gradient right (against the float64 reference, in its own
+    #    environment), and can one cold process run it? A wrong gradient is never timed.
     samples: dict[tuple[str, str], list] = {}
     runs: dict[str, list[str]] = {}
     for case in request.cases:
         for version, side in sides.items():
+            entry = next(e for e in doc["releases"] if e["version"] == version)
+            checked = check_gradient(side, case, settings.run)
+            entry["cells"].setdefault(case.id, {})["check"] = checked
+            if checked["status"] != "ok":
+                entry["cells"][case.id]["error"] = f"gradient check: {checked['status']}: {checked['detail']}"
+                events.note(f"{side.revision.name} {case.id}: gradient check {checked['status']}: {checked['detail']}")
+                continue
             sample = run_sample(case, "timing", "cold", -1, side.run_settings(settings.run))
             samples.setdefault((version, case.id), []).append(sample)
-            entry = next(e for e in doc["releases"] if e["version"] == version)
-            entry["cells"].setdefault(case.id, {}).update(_cell_from_samples([sample]))
+            entry["cells"][case.id].update(_cell_from_samples([sample]))
             if sample.ok:
                 runs.setdefault(case.id, []).append(version)
             else:

@@ -34,6 +34,10 @@ from ..errors import UsageError
 #: The backends that measure each package's releases by default; the first one says what an
 #: environment with a release holds (``Backend.release_requirements``).
 BACKENDS = {"jax": ("jax.jit",), "autograd": ("autograd",), "torch": ("torch.eager",)}
+#: What the gradient check needs in every release's environment: the float64 reference is computed
+#: with HIPS autograd (and its scipy). A sweep checks each release's gradients before it times them:
+#: jaxlib 0.5.3 to 0.8.1 compute a wrong gradient for jax.jit with params=closure,chain=unrolled.
+CHECKING = ("autograd", "scipy")
 EVERY = ("minor", "release")
 REGISTRY = os.environ.get("TTFG_PYPI_JSON", "https://pypi.org/pypi/{package}/json")
 
@@ -171,7 +175,7 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
                          + (f" ({notes[0]})" if notes else ""))
     if len(chosen) < 2:
         notes.append(f"only one release ({chosen[0]}): nothing to pair")
-    releases = [Release(package, v, requirements(package, v) + tuple(extra))
+    releases = [Release(package, v, requirements(package, v) + CHECKING + tuple(extra))
                 for v in chosen]
     return releases, notes
 
