@@ -342,4 +342,4 @@ def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
         for where, text in (("terminal", terminal), ("summary.md", summary), ("report page", page)):
             assert value in text, f"{where} lacks the {top['phase']} phase's {value}"
     assert any(line.startswith(f"{top['phase']}:") for line in phase_lines(attribution))
-    assert "Gate verdict: regression" in page and "gate: regression" in page
+    assert "ttfg gate failed: regression in 1 case of 1" in page and "Verdict per case" in page

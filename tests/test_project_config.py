@@ -149,7 +149,7 @@ def test_the_starter_plugin_passes_check(project, tmp_path):
     out = subprocess.run([str(python), "-m", "ttfg", "check"], cwd=project, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "ok       proj_model/proj.autograd/" in out.stdout
+    assert "proj.autograd  ok" in out.stdout, out.stdout
     assert sys.executable != str(python)
 
 

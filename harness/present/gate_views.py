@@ -94,6 +94,16 @@ class VerdictRow:
         return f"{self.tier}: {what}"
 
 
+def _figure_of_an_older_file(case: dict, verdict: dict) -> dict | None:
+    """A ``gate.json`` written before each case named its deciding numbers: the gated timing's medians
+    and the verdict's ratio and interval (which then were the time tier's, in that timing's unit)."""
+    if verdict.get("ratio") is None:
+        return None
+    return {"metric": case.get("metric") or "first_grad_s", "tier": case.get("tier") or "time", "statistic": "median",
+            "base": (case.get("base") or {}).get("median"), "head": (case.get("head") or {}).get("median"),
+            "ratio": verdict.get("ratio"), "ci_low": verdict.get("ci_low"), "ci_high": verdict.get("ci_high")}
+
+
 def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
     """The rows of ``gate.json``'s cases (or ``outcome.to_json()["cases"]``), in their order."""
     from .verdicts import verdict_label_of
@@ -101,7 +111,7 @@ def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
     rows = []
     for c in cases:
         v = c.get("verdict") or {}
-        fig = c.get("figure")
+        fig = c.get("figure") if "figure" in c else _figure_of_an_older_file(c, v)
         rows.append(VerdictRow(c["case"], v.get("verdict", "inconclusive"), verdict_label_of(v), c.get("tier") or "time",
                                metric_label(c.get("metric")), fig.get("statistic", "") if fig else "",
                                *figure_cells(fig), [context_text(f) for f in c.get("context") or []],

@@ -133,7 +133,7 @@ def where_it_went(a) -> str:
     parts = phase_lines(data, top=1)
     for title, found in function_lines(data, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
-    return f"**Where it went**, `{a.case}`: " + _cell("; ".join(parts) or "no phase or function data")
+    return f"**Where it went**, {md_code(a.case)}: " + _cell(md("; ".join(parts)) or "no phase or function data")
 
 
 def gate_footer(outcome) -> str:
@@ -228,16 +228,17 @@ def gate_markdown(outcome, check=None, attributions=None, noise: str | None = No
               "", f"base {revision_label(outcome.base)} vs head {revision_label(outcome.head)}; gated metric "
               f"`{s.metric}`, paired and interleaved.", ""]
     lines += _table(["case", *header[1:], "base and head are", "pairs", "wall", "stopped"],
-                    [[*cells(r), r.statistic or fmt.MISSING, f"{c.pairs}/{c.attempted}", fmt.seconds(c.wall_s),
-                      c.stop] for r, c in zip(rows, outcome.cases)]) + [""]
+                    [[*cells(r), md(r.statistic) or fmt.MISSING, f"{c.pairs}/{c.attempted}", fmt.seconds(c.wall_s),
+                      md(c.stop)] for r, c in zip(rows, outcome.cases)]) + [""]
     for r, c in zip(rows, outcome.cases):
-        lines.append(f"- `{c.case}` ({r.label}, decided by the {c.tier} tier on {r.metric}): {_cell(c.verdict.reason)}")
-        lines += [f"  - context, not decided on: {_cell(text)}" for text in r.context]
-        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {_cell(t.reason)}"
+        lines.append(f"- {md_code(c.case)} ({md(r.label)}, decided by the {md(c.tier)} tier on {md(r.metric)}): "
+                     f"{_cell(md(c.verdict.reason))}")
+        lines += [f"  - context, not decided on: {_cell(md(text))}" for text in r.context]
+        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {_cell(md(t.reason))}"
                   for t in c.trail if not t.settled]
         if c.changes:
             lines.append(f"  - counters changed: {counter_changes(c.changes)}")
-    lines += [f"- skipped `{sk.id}`: {sk.reason}" for sk in outcome.skipped]
+    lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
     lines.append("")
     for a in attributions:
         lines.append(attribution_markdown(a, open_=False))
