@@ -31,9 +31,10 @@ def test_a_range_is_thinned_to_the_last_patch_of_each_minor():
 def test_each_release_asks_for_its_companions():
     planned, _ = releases.plan("jax", ["0.4.37", "0.4.30"])
     assert [r.version for r in planned] == ["0.4.30", "0.4.37"]  # ordered by version
-    assert planned[1].requirements == ("jax[cpu]==0.4.37",)  # the extra picks jaxlib 0.4.36 for it
+    # The extra picks jaxlib 0.4.36 for it; autograd and scipy compute the gradient check's reference.
+    assert planned[1].requirements == ("jax[cpu]==0.4.37", "autograd", "scipy")
     planned, _ = releases.plan("autograd", ["1.7.0"], extra=("numpy==2.4.6",))
-    assert planned[0].requirements == ("autograd==1.7.0", "scipy", "numpy==2.4.6")
+    assert planned[0].requirements == ("autograd==1.7.0", "scipy", "autograd", "numpy==2.4.6")
 
 
 def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatch):

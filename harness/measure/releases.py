@@ -175,7 +175,7 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
                          + (f" ({notes[0]})" if notes else ""))
     if len(chosen) < 2:
         notes.append(f"only one release ({chosen[0]}): nothing to pair")
-    releases = [Release(package, v, requirements(package, v) + CHECKING + tuple(extra))
+    releases = [Release(package, v, tuple(dict.fromkeys(requirements(package, v) + CHECKING + tuple(extra))))
                 for v in chosen]
     return releases, notes
 
