@@ -12,6 +12,8 @@ DOCS_STAMP := $(VENV)/.ttfg-docs-installed
 # Extra arguments: make bench BENCH_ARGS="--model all", make test PYTEST_ARGS="-k check"
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
+# The suite on every core, each test file on one worker (its fixtures are built once); XDIST= runs it serially.
+XDIST ?= -n auto --dist loadfile
 BENCH_OUT ?= runs/bench.json
 
 .PHONY: install bench test test-all docs clean
@@ -30,10 +32,10 @@ bench: $(STAMP)
 	@echo "next: $(BIN)/ttfg doctor --calibrate   (missing tools, noise sources, what a gate can detect here)"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not full" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not full" $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The docs extra (MkDocs, pinned) on top of the install; --strict fails on any warning:
 # a broken link or anchor, a page missing from mkdocs.yml's nav.

@@ -11,6 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 set (a plain run has neither): the CLI
+# reads COLUMNS, so every worker is given the plain run's environment; a test that wants a width sets it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 # uv's package cache (hard-linked into every environment and install ttfg builds) is shared by
 # the whole session, although each test gets its own empty user cache folder below: a test
 # that builds something should pay for building, not for downloading setuptools again.
