@@ -35,7 +35,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m "not full" $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	TTFG_THOROUGH=1 $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The docs extra (MkDocs, pinned) on top of the install; --strict fails on any warning:
 # a broken link or anchor, a page missing from mkdocs.yml's nav.

@@ -35,6 +35,24 @@ def test_check_passes_and_prints_a_table(ttfg):
     assert "e-0" not in out.stdout and "× 10⁻" in out.stdout  # relative errors without an exponent's e
 
 
+def test_check_json_is_one_document_whatever_the_terminal_width(ttfg):
+    """Scripts (``ttfg releases``' per-release check, CI) read the rows, not a table that wraps at 80 columns."""
+    import json
+
+    out = ttfg("check", "--model", "resnet15:blocks=2", "--backend", "torch.eager", "--tolerance", "0",
+               "--format", "json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    assert doc["format"] == "ttfg-check" and doc["exit_code"] == 1 and doc["tolerance"] == 0
+    [row] = doc["results"]
+    assert row["case_id"] == "resnet15:blocks=2/torch.eager/params=closure,chain=unrolled"
+    assert row["status"] == "mismatch" and row["worst_error"] > 0 and row["worst_tensor"]
+    assert "mismatch" in out.stderr  # the table still reaches a person, on stderr
+    nothing = ttfg("check", "--model", "resnet15", "--backend", "torch.eager", "--variant", "chain=scan",
+                   "--format", "json")
+    assert nothing.returncode == 2 and json.loads(nothing.stdout)["results"][0]["status"] == "skipped"
+
+
 def test_version_names_the_installed_distribution(ttfg):
     from importlib.metadata import version
 

@@ -59,9 +59,9 @@ def test_init_wrote_the_projects_selection(flaxlab):
 
 
 def test_check_run_and_show(flaxlab):
-    check = ttfg(flaxlab, "check")
+    check = ttfg(flaxlab, "check", "--format", "json")
     assert check.returncode == 0, check.stdout + check.stderr
-    assert f"ok {CASE}" in " ".join(check.stdout.split())
+    assert [(r["case_id"], r["status"]) for r in json.loads(check.stdout)["results"]] == [(CASE, "ok")]
     run = ttfg(flaxlab, "run", "--repeat", "2")
     assert run.returncode == 0, run.stdout + run.stderr
     saved = sorted((flaxlab["repo"] / "runs").glob("run-*.json"))

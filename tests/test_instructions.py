@@ -87,7 +87,7 @@ def test_without_valgrind_the_sample_says_why(monkeypatch):
     assert sample.instructions_note == why
 
 
-@pytest.mark.slow
+@pytest.mark.full  # in make test, tests/test_user_project.py's gates count real windows with callgrind
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed: instructions are not "
                     "counted here (the gate falls back to wall time)")
 def test_a_real_window_count_of_autograd():

@@ -17,8 +17,8 @@ to today's, across the changes the backends adapt to (compile events that nest u
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
-import re
 import subprocess
 
 import pytest
@@ -52,9 +52,9 @@ def test_every_variant_runs_and_agrees_with_the_reference_on_a_real_release(vers
     overlay = {"PYTHONPATH": str(self_overlay())}
 
     check = subprocess.run([env.python, "-m", "ttfg", "check", "--model", "resnet15", "--backend", "jax.jit",
-                            "--backend", "jax.eager", "--variant", "all"], capture_output=True, text=True,
-                           env={**os.environ, **overlay}, timeout=900)
-    statuses = {case: status for status, case in re.findall(r"^  (\w+)\s+(\S+)  worst", check.stdout, re.M)}
+                            "--backend", "jax.eager", "--variant", "all", "--format", "json"], capture_output=True,
+                           text=True, env={**os.environ, **overlay}, timeout=900)
+    statuses = {row["case_id"]: row["status"] for row in json.loads(check.stdout)["results"]}
     expected = {c.id: "ok" for c in CASES}
     if version in MISCOMPILED:
         expected[MISCOMPILED_CASE] = "mismatch"

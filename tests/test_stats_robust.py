@@ -8,11 +8,15 @@ extreme samples at every entry point the gate, compare and studies use.
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from ttfg.decide import stats
+
+#: Draws per property: 60 in make test, 200 in make test-all (TTFG_THOROUGH=1), where time is not short.
+EXAMPLES = 200 if os.environ.get("TTFG_THOROUGH") else 60
 
 times = st.floats(min_value=1e-9, max_value=1e9, allow_nan=False, allow_infinity=False)
 levels = st.sampled_from([1e-6, 1e-4, 0.01, 0.05, 0.2])
@@ -27,7 +31,7 @@ def test_one_outlier_pair_at_min_pairs_2_gives_an_unbounded_interval_not_an_erro
     assert v.ci_high == math.inf and v.to_json()["ci_high"] is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(st.lists(st.tuples(times, times), min_size=1, max_size=8), levels, st.integers(2, 4))
 def test_sequential_test_never_raises(pairs, alpha, min_pairs):
     seq = stats.SequentialPairedTest(min_effect=0.05, alpha=alpha, min_pairs=min_pairs, max_pairs=min_pairs + 4)
@@ -40,7 +44,7 @@ def test_sequential_test_never_raises(pairs, alpha, min_pairs):
     assert not (math.isnan(v.ratio) and seq.n)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(st.lists(times, min_size=0, max_size=6), st.lists(times, min_size=0, max_size=6), levels)
 def test_unpaired_and_paired_comparisons_never_raise(base, head, alpha):
     v = stats.compare_unpaired(base, head, min_effect=0.05, alpha=alpha)

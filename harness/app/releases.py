@@ -141,16 +141,23 @@ def check_gradient(side: Side, case, run) -> dict:
     env = probe_env(settings, Path(os.environ.get("TMPDIR", "/tmp")), "cold")
     variant = ",".join(f"{k}={v}" for k, v in case.variant)
     cmd = [settings.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
-           "--variant", variant]
+           "--variant", variant, "--format", "json"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=run.timeout_s,
                              stdin=subprocess.DEVNULL, cwd=env.get("TMPDIR") or "/tmp")
     except subprocess.TimeoutExpired:
         return {"status": "error", "detail": f"the gradient check took over {run.timeout_s:g} s"}
-    lines = [line.strip() for line in (out.stdout + out.stderr).splitlines() if line.strip()]
-    worst = next((line for line in lines if case.backend in line and ("worst" in line or "mismatch" in line)), "")
     status = {0: "ok", 1: "mismatch"}.get(out.returncode, "error")
-    return {"status": status, "detail": (worst or (lines[-1] if lines else ""))[-500:]}
+    try:
+        row = json.loads(out.stdout)["results"][0]
+    except (ValueError, LookupError, TypeError):  # it never got to check: say what it printed last
+        lines = [line.strip() for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+        return {"status": "error" if status == "ok" else status, "detail": (lines[-1] if lines else "")[-500:]}
+    if row["status"] == "error":
+        status = "error"
+    detail = row["detail"] or (f"worst rel err {row['worst_error']:.2g} on {row['worst_tensor']}"
+                               if row["worst_error"] is not None else "")
+    return {"status": status, "detail": detail[-500:]}
 
 
 def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:

@@ -163,11 +163,14 @@ def cmd_check(args) -> int:
     from ..measure.check import exit_code, run_check
     from ..present.tables import check_table, console as make_console
 
-    console = make_console()
+    as_json = args.format == "json"
+    console = make_console(stderr=as_json)  # with --format json, stdout holds only the document
     cases, skipped = selection(args)
     cases, skipped, shard = shard_selection(args, cases, skipped, console)
     if shard is not None and not shard.cases:
         console.print(f"shard {shard.label} has no case: nothing to check here", highlight=False)
+        if as_json:
+            print(check_document([], args.tolerance, 0))
         return 0
     from .. import fmt
 
@@ -189,11 +192,28 @@ def cmd_check(args) -> int:
         results = run_check(cases, skipped, args.tolerance, on_result=progress)
     console.print(check_table(results, args.tolerance))
     code = exit_code(results)
+    if as_json:
+        print(check_document(results, args.tolerance, code))
     if code == 2:
         console.print(Text.assemble(("nothing could run", "red"), ": every selected case was skipped"))
     elif code == 1:
         console.print(Text("gradient check failed", style="red"))
     return code
+
+
+def check_document(results, tolerance: float, code: int) -> str:
+    """``ttfg check --format json``: one strict JSON document, a row per case (the table's columns,
+    unrounded), for scripts that must not parse a table whose layout follows the terminal's width."""
+    import dataclasses
+    import json
+    import math
+
+    def finite(value):
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    rows = [{k: finite(v) for k, v in dataclasses.asdict(r).items()} for r in results]
+    return json.dumps({"format": "ttfg-check", "version": 1, "tolerance": tolerance, "exit_code": code,
+                       "results": rows}, allow_nan=False)
 
 
 def cmd_run(args) -> int:
@@ -455,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection(p)
     p.add_argument("--tolerance", type=options.tolerance, default=1e-4, metavar="FRACTION",
                    help="largest allowed max|g - ref| / max|ref| per tensor (default: 1e-4)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or json: per case its status, loss, errors, worst tensor, time and "
+                        "detail, and the exit code, on stdout (progress and the table go to stderr)")
     add_shard_options(p)
     p.set_defaults(func=cmd_check)
 
