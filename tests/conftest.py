@@ -46,6 +46,18 @@ def private_user_cache(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def no_leaked_ttfg_variables():
+    """Every TTFG_* variable is as it was before each test: the CLI's in-process config writes
+    TTFG_ASV_* into os.environ, and one leaked value changed what a later test on the same xdist
+    worker measured (its asv suite ran resnet15:blocks=2 instead of the project's model)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("TTFG_")}
+    yield
+    for key in [k for k in os.environ if k.startswith("TTFG_") and k not in before]:
+        del os.environ[key]
+    os.environ.update(before)
+
+
 @pytest.fixture
 def ttfg():
     return run_ttfg
