@@ -83,3 +83,27 @@ def test_a_sweep_over_autograd_releases_with_one_that_cannot_be_had(tmp_path):
     assert "<svg" in page and "1.7.0 → 1.9.1" in page and "cannot resolve" in page
     assert "1.7.0 → 1.9.1" in (out / "summary.md").read_text()
     assert "1.7.0 → 1.9.1" in proc.stdout
+
+
+def test_a_single_count_a_release_calls_a_step_only_beyond_the_minimum_effect():
+    """XLA's compile count moves ~1.6 % between processes of one release: +1.7 % from one count each is no step."""
+    from ttfg.app.releases import _instruction_json
+
+    small = _instruction_json({"instructions": 8_934_672_992}, {"instructions": 9_085_374_979}, min_effect=0.05)
+    assert small["instructions"]["verdict"] == "unchanged" and small["instructions"]["margin"] == 0.05
+    large = _instruction_json({"instructions": 5_961_533_324}, {"instructions": 9_516_524_269}, min_effect=0.05)
+    assert large["instructions"]["verdict"] == "regressed"
+
+
+def test_the_pair_row_names_what_decided_and_the_phase_that_moved_most_in_seconds():
+    from ttfg.present.releases_views import pair_rows
+
+    pair = {"base": "0.8.3", "head": "0.9.2", "case": "c", "verdict": "inconclusive", "tier": "time",
+            "wall": {"ratio": 1.104, "ci_low": 0.996, "ci_high": 1.223}, "pairs": 12,
+            "phases": {"execute": {"base": 0.0422, "head": 0.0292, "ratio": 0.69},
+                       "compile": {"base": 0.80, "head": 0.91, "ratio": 1.14}}}
+    (row,) = pair_rows({"pairs": [pair]})
+    assert row["verdict"] == "inconclusive (wall time)"
+    assert row["phase"].startswith("compile 800 ms → 910 ms")
+    assert pair_rows({"pairs": [{**pair, "tier": "instructions", "verdict": "regressed"}]})[0]["verdict"] == \
+        "regressed (instructions)"

@@ -113,8 +113,16 @@ def _verdict_json(verdict) -> dict:
     return strict_json(verdict.to_json())
 
 
-def _instruction_json(base: dict | None, head: dict | None) -> dict | None:
-    """The count tier's comparison of one pair's instruction samples: total and per phase, against the margins."""
+def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 0.0) -> dict | None:
+    """One count per release compared: total and per phase, against the larger of the count tier's
+    margin and ``min_effect``.
+
+    Why not the margin alone: the margin (about 1.3 %) is how much one program's count moves
+    between processes of the same code under ttfg's own tests; XLA's compile count moves by
+    about 1.6 % between processes of the same release (the flaxlab example), so one count a
+    release cannot call a 1.7 % move a step (a sweep on 2026-12-04 did, on 0.8.3 -> 0.9.2). A
+    step between releases is one of at least the minimum effect, as the wall-time test asks.
+    """
     from ..decide.stats import compare_counter
 
     if not base or not head or not base.get("instructions") or not head.get("instructions"):
@@ -125,7 +133,7 @@ def _instruction_json(base: dict | None, head: dict | None) -> dict | None:
                          for p in PHASES)]:
         if not b or not h:
             continue
-        margin = metrics.get(name).tier_margin
+        margin = max(metrics.get(name).tier_margin, min_effect)
         v = compare_counter([b], [h], threshold=margin)
         out[name] = {"base": b, "head": h, "ratio": h / b, "margin": margin, "verdict": v.verdict}
     return out
@@ -301,7 +309,8 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
                 if len(bp) >= 2:
                     pair["phases"][p] = {"base": _median(bp), "head": _median(hp),
                                          "ratio": math.exp(statistics.fmean(math.log(h / x) for x, h in zip(bp, hp)))}
-            pair["instructions"] = _instruction_json(counts.get((a, case.id)), counts.get((b, case.id)))
+            pair["instructions"] = _instruction_json(counts.get((a, case.id)), counts.get((b, case.id)),
+                                                     settings.min_effect)
             counted = (pair["instructions"] or {}).get("instructions")
             if counted and counted["verdict"] in ("regressed", "improved"):
                 # As the gate's tiers decide: a count beyond its margin settles the pair before wall time.
