@@ -205,3 +205,54 @@ def test_gate_json_not_a_results_file_in_show(tmp_path, capsys):
     bad.write_text(json.dumps({"format": "ttfg-gate", "version": 1}))
     assert main(["show", str(bad)]) == 2
     assert str(bad) in capsys.readouterr().err
+
+
+def test_install_path_names_the_project_folder_inside_the_repository(tmp_path):
+    """``install-path`` (relative to the config's folder) is what the gate, confirm and asv record install;
+    a folder outside the repository, or one with no project, is refused naming the key."""
+    import argparse
+    import subprocess
+
+    from ttfg.cli.config import project_dir
+    from ttfg.project import config as project_config
+
+    repo = tmp_path / "mono"
+    (repo / "python").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "python" / "pyproject.toml").write_text('[project]\nname = "lab"\nversion = "1"\n\n[tool.ttfg]\n')
+    # A pyproject.toml with [tool.ttfg] in the subfolder: its own folder is the project.
+    args = argparse.Namespace(project_config=project_config.load(repo / "python"))
+    assert project_dir(args, repo / "python") == "python"
+    # A ttfg.toml at the root naming the subfolder; the same from the root; and the root itself.
+    (repo / "ttfg.toml").write_text('install-path = "python"\n')
+    args.project_config = project_config.read(repo / "ttfg.toml")
+    assert project_dir(args, repo) == "python"
+    (repo / "ttfg.toml").write_text('install-path = "."\n')
+    args.project_config = project_config.read(repo / "ttfg.toml")
+    with pytest.raises(project_config.ConfigError, match=r"ttfg.toml:install-path: .* holds no Python project"):
+        project_dir(args, repo)
+    (repo / "ttfg.toml").write_text('install-path = "../elsewhere"\n')
+    args.project_config = project_config.read(repo / "ttfg.toml")
+    with pytest.raises(project_config.ConfigError, match="outside the git repository"):
+        project_dir(args, repo)
+    (repo / "ttfg.toml").write_text('install-path = "/abs"\n')
+    with pytest.raises(project_config.ConfigError, match="relative to the config's folder"):
+        project_config.read(repo / "ttfg.toml")
+    # No config: each command keeps its own default (the repository's root).
+    assert project_dir(argparse.Namespace(project_config=project_config.Config()), repo) is None
+
+
+def test_dependencies_are_read_from_the_projects_folder(tmp_path):
+    import subprocess
+
+    from ttfg.measure.dependencies import declared, declared_at
+
+    (tmp_path / "python").mkdir()
+    (tmp_path / "python" / "requirements.txt").write_text("numpy==2.4.6\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m",
+                    "x"], check=True)
+    assert declared(tmp_path, "python").requirements == ("numpy==2.4.6",)
+    assert declared_at(tmp_path, "HEAD", "python").requirements == ("numpy==2.4.6",)
+    assert declared_at(tmp_path, "HEAD").requirements == ()

@@ -129,3 +129,32 @@ def test_a_dependency_bump_is_measured_in_the_environments_each_revision_declare
     doc = json.loads((tmp_path / "current" / "gate.json").read_text())
     assert "was not measured" in doc["unmeasured"]
     assert "Not measured" in (tmp_path / "current" / "summary.md").read_text()
+
+
+@pytest.mark.full  # make test gates mylab at the root above; this is the same gate, its project in a subfolder
+def test_a_project_in_a_subfolder_of_its_repository_is_installed_from_install_path(mylab, tmp_path):
+    """A monorepo: mylab in ``python/``, ``ttfg.toml`` at the root with ``install-path = "python"``.
+    Without the key each side would try to install the repository's root, which is no project."""
+    import shutil
+
+    from .user_project import layered_venv, write_project
+
+    repo = tmp_path / "mono"
+    write_project(repo / "python")
+    (repo / "ttfg.toml").write_text('install-path = "python"\nmodels = ["mylab_mlp"]\nbackends = ["mylab.autograd"]\n')
+    (repo / "README.md").write_text("A repository whose Python project lives in python/.\n")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    write_project(repo / "python", depth=8, slow=True)
+    git(repo, "commit", "-q", "-am", "deeper, and a slower scale")
+    python = layered_venv(tmp_path / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-e", str(repo / "python")], check=True, capture_output=True,
+                   timeout=300)
+    out = gate({**mylab, "repo": repo, "python": python}, "--base", "HEAD~1", "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "_mylab_slow_scale_work" in out.stdout
+    head = record.load(tmp_path / "out" / "head.json").environment["side"]
+    assert head["install"]["project"] == "mylab" and set(head["install"]["packages"]) == {"models", "mylab"}
+    shutil.rmtree(tmp_path / "out")

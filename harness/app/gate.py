@@ -68,6 +68,8 @@ class GateRequest:
     base_env: str | None = None
     head_env: str | None = None
     envs: str = "auto"
+    #: The project's folder inside the repository (the config's ``install-path``), "" for its root.
+    project_dir: str = ""
 
 
 class GateEvents:
@@ -120,7 +122,8 @@ def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "Env
     SameCode, InstallError
         Before any sample, naming the files or the build log.
     """
-    with prepared(request.repo, {"base": base, "head": head}, plan.requests, on_note=events.note) as sides:
+    with prepared(request.repo, {"base": base, "head": head}, plan.requests, on_note=events.note,
+                  project_dir=request.project_dir) as sides:
         locate(sides, request.cases, request.settings.run)
         check_distinct(sides, request.cases)
         yield sides
@@ -158,7 +161,8 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
     repo = repo_root(request.repo)
     base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
-    plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs)
+    plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs,
+                             request.project_dir)
     if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:
         return GateReport(0, SAME_COMMIT, base_rev, head_rev, plan)
     request.repo = repo

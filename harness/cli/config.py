@@ -185,7 +185,7 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
         else:
             settings.append(Setting(key, getattr(args, dest), "default"))
     if (command == "gate" or getattr(args, "confirm", False)) and str(getattr(args, "repo", ".")) != ".":
-        _check_repo_has_plugin(Path(args.repo))
+        _check_repo_has_plugin(Path(args.repo), cfg.project_folder())
     if command in SELECTING and from_file & {"models", "backends", "variants"}:
         _check_selection(args, cfg, from_file)
     if command == "asv" and getattr(args, "asv_command", None) == "record":
@@ -207,20 +207,47 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
         raise project_config.ConfigError(f"{where}: selects nothing (no model x backend x variant case)")
 
 
-def _check_repo_has_plugin(repo: Path) -> None:
+def _check_repo_has_plugin(repo: Path, folder: Path | None = None) -> None:
     """``--repo`` at a project that plugs nothing into ttfg: nothing of it would be measured, so refuse now,
     before worktrees and installs (ttfg's own repository is the one exception: its code is what is measured)."""
     from ..measure.worktrees import repo_root
     from ..project import pyproject
 
     root = repo_root(repo)
-    project = pyproject.read(root)
+    project = pyproject.read(folder if folder is not None and folder.is_dir() else root)
     if project.name != "ttfg" and not project.declares_plugin():
         raise pyproject.NotAProject(
             f"--repo {repo}: {project.name} ({project.pyproject}) declares no ttfg plugin (no "
             f"[project.entry-points.\"{pyproject.MODEL_GROUP}\"] or \"{pyproject.BACKEND_GROUP}\"), so no case "
             f"would run its code and both sides would measure the same installed code; `ttfg init --repo {repo}` "
             "writes a starter plugin")
+
+
+def project_dir(args, repo: Path) -> str | None:
+    """The project's folder inside ``repo``'s git repository, as the config's ``install-path`` gives it
+    (posix, "" for the root), or None when no config says (each command's own default then).
+
+    Raises
+    ------
+    ConfigError
+        For a folder outside the repository, or one that holds no Python project here.
+    """
+    from ..measure.worktrees import repo_root
+
+    cfg = getattr(args, "project_config", None)
+    folder = cfg.project_folder() if cfg is not None else None
+    if folder is None:
+        return None
+    root = repo_root(repo).resolve()
+    where = cfg.where("install-path") if "install-path" in cfg else f"{cfg.path} (its folder, the default install-path)"
+    if not folder.is_relative_to(root):
+        raise project_config.ConfigError(f"{where}: {folder} is outside the git repository {root}; the project "
+                                         "each revision installs must be inside it")
+    if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+        raise project_config.ConfigError(f"{where}: {folder} holds no Python project (no pyproject.toml, setup.py "
+                                         "or setup.cfg); install-path names the folder each revision installs")
+    rel = folder.relative_to(root).as_posix()
+    return "" if rel == "." else rel
 
 
 def _asv_selection(cfg) -> None:

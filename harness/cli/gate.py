@@ -268,6 +268,7 @@ class _PrintedEvents:
 
 def cmd_gate(args) -> int:
     from . import runnable_selection
+    from .config import project_dir
     from ..app import gate as use_case
     from ..errors import UsageError
     from ..decide.gate import GateSettings, parse_duration
@@ -308,7 +309,8 @@ def cmd_gate(args) -> int:
         repo=Path(args.repo), base=args.base, head=args.head, cases=cases, skipped=skipped, settings=settings,
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-        base_env=args.base_env, head_env=args.head_env, envs=args.envs)
+        base_env=args.base_env, head_env=args.head_env, envs=args.envs,
+        project_dir=project_dir(args, Path(args.repo)) or "")
     report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
         console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "

@@ -498,8 +498,11 @@ def _confirm(args, prepared, stored_path: Path, budget: float, console) -> int:
             saved["entries"] = confirm.merge(saved["entries"], new)
             saved["path"] = confirm.save(stored_path, saved["entries"])
 
+        from .config import project_dir
+
         found = confirm.confirm(prepared.trends, repo, budget, args.confirm_dir, redo=args.reconfirm,
-                                max_steps=args.max_steps, on_note=note, on_done=save)
+                                max_steps=args.max_steps, on_note=note, on_done=save,
+                                project_dir=project_dir(args, Path(repo)) or "")
     if not found:
         console.print("confirm: no unconfirmed timing step to re-measure", highlight=False)
         return 0

@@ -97,12 +97,15 @@ def _check_imports(python: str, env: dict, installed: Installed, rev: str) -> No
 
 
 def record(revs: list[str], config: Path, machine: str | None, python: str, all_params: bool,
-           publish: bool, asv_args: list[str], shard=None, costs: str | None = None) -> int:
+           publish: bool, asv_args: list[str], shard=None, costs: str | None = None,
+           project_dir: str | None = None) -> int:
     """Measure each of ``revs`` in its own clean worktree with asv, then publish; 1 when asv reported a failure.
 
     ``shard`` (a ``ShardSpec``) measures only that shard of the selection, passed to the
     suite as ``TTFG_ASV_SHARD`` (and ``costs`` as ``TTFG_ASV_COSTS``); each shard's result
     file holds its cases, and ``ttfg merge asv`` joins the shards' files of one commit.
+    ``project_dir`` is the project's folder inside the repository (the config's ``install-path``);
+    by default the folder of ``asv.conf.json``.
     """
     shard_env = {}
     if shard is not None:
@@ -116,6 +119,9 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
     absolute = {key: str((base / conf.get(key, default)).resolve())
                 for key, default in (("results_dir", "results"), ("html_dir", "html"), ("env_dir", "env"))}
     bench_dir = conf.get("benchmark_dir", "benchmarks")
+    # Inside each revision's worktree: where asv.conf.json sits, and the project that is installed.
+    here = base.resolve().relative_to(root.resolve()) if base.resolve().is_relative_to(root.resolve()) else Path()
+    project = Path(project_dir) if project_dir is not None else here
     machine = ensure_machine(machine)
     patterns: list[str] = []
     if not all_params:
@@ -142,14 +148,14 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
             sha = revision.commit
             with worktrees(root, {sha[:12]: revision}, prefix="ttfg-asv-") as trees:
                 tree = trees[sha[:12]]
-                if not (tree / bench_dir / "__init__.py").exists():
+                if not (tree / here / bench_dir / "__init__.py").exists():
                     print(f"ttfg asv: {rev} ({sha[:8]}) has no asv suites; history starts where they were added",
                           file=sys.stderr)
                     failed.append(rev)
                     continue
                 # The revision's own project, installed apart and first on the path: the suites and
                 # every probe they start import it, not whatever the interpreter has installed.
-                installed = install(tree, sha, python, what=f"{rev} ({sha[:8]})")
+                installed = install(tree / project, sha, python, what=f"{rev} ({sha[:8]})")
                 rev_env = {**env, "PYTHONPATH": str(installed.root), "ASV_PYTHONPATH": str(installed.root)}
                 _check_imports(python, rev_env, installed, rev)
                 print(f"ttfg asv: {rev} ({sha[:8]}): measuring {installed.project} installed in {installed.root}"
@@ -158,7 +164,7 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                 # branch head (and fails on a branch missing here), labelling each run --set-commit-hash.
                 run_conf = tmp / f"{sha[:12]}.asv.conf.json"
                 run_conf.write_text(json.dumps({**conf, "version": 1, "repo": str(root), **absolute, "branches": [sha],
-                                                "benchmark_dir": str(tree / bench_dir)}, indent=1))
+                                                "benchmark_dir": str(tree / here / bench_dir)}, indent=1))
                 # --record-samples: keep every cold process's timing (asv_suite returns them as samples).
                 cmd = ASV + ["run", "--config", str(run_conf), "--environment", f"existing:{python}",
                              "--set-commit-hash", sha, "--machine", machine, "--record-samples"]

@@ -261,7 +261,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             redo: bool = False, max_steps: int | None = None, alpha: float = 0.01, max_pairs: int = 60,
             sampler=None, checkouts: Checkouts | None = None, clock: Callable[[], float] = time.monotonic,
             on_note: Callable[[str], None] | None = None, run_settings=None,
-            on_done: Callable[[list[Confirmation]], None] | None = None) -> list[Confirmation]:
+            on_done: Callable[[list[Confirmation]], None] | None = None,
+            project_dir: str = "") -> list[Confirmation]:
     """Re-measure the unconfirmed timing steps of ``trends`` within ``budget_s`` seconds.
 
     Returns one :class:`Confirmation` per planned step, in plan order; steps that could
@@ -283,7 +284,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
         raise UsageError(f"--budget must be positive, got {budget_s:g} s")
     note = on_note or (lambda text: None)
     sampler = sampler or run_sample
-    checkouts = checkouts or (lambda root, revs: prepared(root, revs, on_note=note, prefix="ttfg-confirm-"))
+    checkouts = checkouts or (lambda root, revs: prepared(root, revs, on_note=note, prefix="ttfg-confirm-",
+                                                          project_dir=project_dir))
     out_dir = Path(out_dir)
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []

@@ -70,22 +70,23 @@ def _pyproject_tables(text: str) -> tuple[str, tuple[str, ...]]:
     return repr(sorted(tables.items())), deps
 
 
-def declared(tree: Path) -> Declaration:
-    """What the revision checked out at ``tree`` declares."""
+def declared(tree: Path, project_dir: str = "") -> Declaration:
+    """What the revision checked out at ``tree`` declares (its project in ``project_dir``, relative to the root)."""
 
     def read(name: str) -> str | None:
-        path = tree / name
+        path = tree / project_dir / name
         return path.read_text(errors="replace") if path.is_file() else None
 
     return _declaration(read)
 
 
-def declared_at(repo: Path, commit: str) -> Declaration:
-    """What ``commit`` declares, read from git without checking it out."""
+def declared_at(repo: Path, commit: str, project_dir: str = "") -> Declaration:
+    """What ``commit`` declares, read from git without checking it out (the project in ``project_dir``)."""
     from .worktrees import git
 
     def read(name: str) -> str | None:
-        out = git(repo, "show", f"{commit}:{name}", check=False)
+        out = git(repo, "show", f"{commit}:{project_dir.strip('/') + '/' if project_dir.strip('/') else ''}{name}",
+                  check=False)
         return out.stdout if out.returncode == 0 else None
 
     return _declaration(read)

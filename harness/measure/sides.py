@@ -111,11 +111,13 @@ def build_environments(requests: Mapping[str, Request], on_note: Callable[[str],
 
 @contextmanager
 def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[str, Request] | None = None,
-             on_note: Callable[[str], None] | None = None, prefix: str = "ttfg-gate-") -> Iterator[dict[str, Side]]:
+             on_note: Callable[[str], None] | None = None, prefix: str = "ttfg-gate-",
+             project_dir: str = "") -> Iterator[dict[str, Side]]:
     """Build each side's environment, check each revision out and install its project; yields ``{role: Side}``.
 
     ``requests`` (default: the current interpreter for every side) names each side's
-    environment. Environments are built first: they take longest, and a bad one should
+    environment; ``project_dir`` is the project's folder inside the repository (the config's
+    ``install-path``; the root by default). Environments are built first: they take longest, and a bad one should
     fail before anything is checked out. The worktrees are removed on exit (normal, error,
     Ctrl-C); installs and environments stay in the cache for the next gate.
 
@@ -131,7 +133,7 @@ def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[st
         trees = stack.enter_context(worktrees(repo, revisions, prefix=prefix))
         sides = {}
         for role, rev in revisions.items():
-            installed = install(trees[role], rev.commit, sys.executable, what=role)
+            installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role)
             note(f"{role}: {installed.project} at {rev.short} "
                  + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
                  + f" ({installed.root})")
@@ -163,7 +165,7 @@ class EnvPlan:
 
 
 def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str | None = None,
-                      head_env: str | None = None, mode: str = "auto") -> EnvPlan:
+                      head_env: str | None = None, mode: str = "auto", project_dir: str = "") -> EnvPlan:
     """Choose each side's environment, before anything is built.
 
     - ``--base-env``/``--head-env`` given: those (a side without one runs in this interpreter);
@@ -190,7 +192,7 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
                         "head": environments.parse(head_env, "--head-env") if head_env else current}, [])
     if mode not in ENV_MODES:
         raise UsageError(f"--envs {mode!r}: choose one of {', '.join(ENV_MODES)}")
-    decls = {"base": declared_at(repo, base.commit), "head": declared_at(repo, head.commit)}
+    decls = {"base": declared_at(repo, base.commit, project_dir), "head": declared_at(repo, head.commit, project_dir)}
     changed = decls["base"].differs(decls["head"])
     if mode == "current" or (mode == "auto" and not changed):
         unmeasured = (f"the dependency change ({', '.join(changed)}) was not measured: both sides ran in this "

@@ -66,6 +66,13 @@ def _duration(value) -> str | None:
     return None
 
 
+def _relative(value) -> str | None:
+    path = Path(value.strip())
+    if path.is_absolute():
+        return "expected a folder relative to the config's folder, such as 'python', not an absolute path"
+    return None
+
+
 def _url(value) -> str | None:
     if not value.startswith(("https://", "http://")) or "{sha}" not in value:
         return "expected an http(s) URL with {sha}, e.g. 'https://github.com/OWNER/REPO/commit/{sha}'"
@@ -94,6 +101,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "as --min-effect of gate and compare", "the metric's (0.05)", _min_effect),
     Key("output", "string", "folder for results: ttfg run's files, the gate's gate/, studies, confirmations",
         DEFAULT_OUTPUT),
+    Key("install-path", "string", "the folder of the Python project that the gate, `regressions --confirm` and "
+        "`asv record` install at each revision, relative to the config's folder (a project in a subfolder of "
+        "its repository)", "the config's folder; with no config, the repository's root", _relative),
     Key("commit-url", "string", "link commits in reports: an http(s) URL with {sha}", "show_commit_url of "
         "asv.conf.json, else none", _url),
 )}
@@ -138,6 +148,13 @@ class Config:
         """The results folder, relative paths taken from the config's folder."""
         out = Path(self.values.get("output", DEFAULT_OUTPUT))
         return out if out.is_absolute() or self.root is None else self.root / out
+
+    def project_folder(self) -> Path | None:
+        """The folder of the project each revision installs (``install-path``, else the config's own
+        folder); None without a config (the repository's root is then the project's)."""
+        if self.root is None:
+            return None
+        return (self.root / self.values.get("install-path", ".").strip()).resolve()
 
     def selects(self) -> dict[str, list[str]]:
         """The selection keys the file sets: ``{"models": [...], ...}``."""
