@@ -186,6 +186,17 @@ def test_resolver_refusals_quote_the_resolver(ttfg_cache):
 
 
 @pytest.mark.slow
+def test_no_network_is_said_and_nothing_is_kept(ttfg_cache, tmp_path, monkeypatch):
+    """A registry that cannot be reached (a closed port; an empty uv cache, so nothing resolves from it)."""
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    with pytest.raises(environments.EnvError, match=r"cannot resolve autograd==1\.7\.0:\s*no network"):
+        environments.build(environments.parse("autograd==1.7.0"))
+    assert environments.cached() == []
+
+
+@pytest.mark.slow
 def test_an_environment_that_cannot_import_its_framework_is_not_kept(ttfg_cache, monkeypatch):
     monkeypatch.setitem(environments.FRAMEWORK_MODULES, "autograd", "autograd_is_not_a_module")
     with pytest.raises(environments.EnvError, match="builds but cannot import autograd_is_not_a_module"):
