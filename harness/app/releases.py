@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import metrics
+from .. import fmt, metrics
 from ..decide.gate import GateSettings, run_gate
 from ..errors import TtfgError
 from ..files import atomic_write_text
@@ -229,8 +229,10 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     #    environment), and can one cold process run it? A wrong gradient is never timed.
     samples: dict[tuple[str, str], list] = {}
     runs: dict[str, list[str]] = {}
+    cells, done = len(request.cases) * len(sides), 0
     for case in request.cases:
         for version, side in sides.items():
+            done += 1
             entry = next(e for e in doc["releases"] if e["version"] == version)
             checked = check_gradient(side, case, settings.run)
             entry["cells"].setdefault(case.id, {})["check"] = checked
@@ -243,6 +245,8 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
             entry["cells"][case.id].update(_cell_from_samples([sample]))
             if sample.ok:
                 runs.setdefault(case.id, []).append(version)
+                events.note(f"[{done}/{cells}] {side.revision.name} {case.id}: gradient ok, a cold run "
+                            f"{fmt.seconds(sample.first_grad_s)} to the first gradient")
             else:
                 entry["cells"][case.id]["error"] = sample.error
                 events.note(f"{side.revision.name} cannot run {case.id}: {sample.error}")
