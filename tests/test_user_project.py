@@ -87,6 +87,18 @@ def test_cases_that_run_none_of_the_projects_code_are_refused(mylab, tmp_path):
     assert not (tmp_path / "head.json").exists()
 
 
+def test_a_revision_is_installed_once_and_then_taken_from_the_cache(mylab, tmp_path):
+    """A second gate on the same base installs only the head: each revision's install is cached by commit."""
+    from ttfg.measure.sources import install
+    from ttfg.measure.worktrees import Revision, worktrees
+
+    with worktrees(mylab["repo"], {"base": Revision("base", mylab["first"], mylab["first"][:10])}) as trees:
+        first = install(trees["base"], mylab["first"], str(mylab["python"]))
+        again = install(trees["base"], mylab["first"], str(mylab["python"]))
+    assert not first.cached and again.cached and again.root == first.root and again.seconds < 1.0
+    assert first.project == "mylab" and set(first.packages) == {"models", "mylab"}
+
+
 @pytest.mark.slow
 def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab, tmp_path):
     repo = mylab["repo"]
