@@ -282,3 +282,18 @@ def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tm
     paired = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), "--across-envs",
                       "--metric", "counters.*", env=env)
     assert paired.returncode == 0 and "autograd_primitives" in paired.stdout, paired.stdout + paired.stderr
+
+
+def test_an_upgrade_gates_summary_names_both_environments():
+    """One revision on both sides: "HEAD vs HEAD" alone would hide what was compared."""
+    from ttfg.app.gate import environments_note
+
+    base = {"name": "jax-0.4.38", "key": "k1", "versions": {"jax": "0.4.38", "jaxlib": "0.4.38", "torch": None,
+                                                          "numpy": "2.4.6"}}
+    head = {"name": "jax-0.10.2", "key": "k2", "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "torch": None,
+                                                          "numpy": "2.4.6"}}
+    assert environments_note({"base": base, "head": head}) == (
+        "Environments: base ran in jax-0.4.38 (jax 0.4.38, jaxlib 0.4.38), head in jax-0.10.2 (jax 0.10.2, "
+        "jaxlib 0.10.2).")
+    assert environments_note({"base": base, "head": dict(base)}) is None
+    assert environments_note({"changed": []}) is None

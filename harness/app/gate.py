@@ -245,6 +245,22 @@ def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     return {**sides, "changed": plan.changed if plan else []}
 
 
+def environments_note(environments: dict) -> str | None:
+    """``base ran in jax-0.4.38 (jax 0.4.38, jaxlib 0.4.38), head in jax-0.10.2 (...)``, when the sides'
+    environments differ: an upgrade gate's two sides are one revision, so the revisions alone would
+    read "HEAD vs HEAD" and hide what was compared. None when both ran in the same one."""
+    base, head = environments.get("base") or {}, environments.get("head") or {}
+    if not base or not head or (base.get("key"), base.get("versions")) == (head.get("key"), head.get("versions")):
+        return None
+
+    def side(env: dict) -> str:
+        versions = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items()
+                             if v and k not in ("numpy", "scipy", "ml-dtypes"))
+        return f"{env.get('name') or '?'}" + (f" ({versions})" if versions else "")
+
+    return f"Environments: base ran in {side(base)}, head in {side(head)}."
+
+
 def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents) -> None:
     """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields).
 
@@ -260,13 +276,17 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
     report.passing_means = passing_means(outcome, check)
-    unmeasured = [f"**Not measured:** {report.plan.unmeasured}"] if report.plan is not None and report.plan.unmeasured \
+    notes = [f"**Not measured:** {report.plan.unmeasured}"] if report.plan is not None and report.plan.unmeasured \
         else []
-    report.summary = gate_markdown(outcome, check, noise=md(noise_view.headline(floor, metric)), notes=unmeasured)
+    environments = _environments(report.plan, outcome)
+    sides = environments_note(environments)
+    if sides:
+        notes.insert(0, md(sides))
+    report.summary = gate_markdown(outcome, check, noise=md(noise_view.headline(floor, metric)), notes=notes)
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
                 "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
                 "footer": gate_footer(outcome),
-                "environments": _environments(report.plan, outcome),
+                "environments": environments,
                 "unmeasured": report.plan.unmeasured if report.plan else None}
     for case, decided in zip(document["cases"], outcome.cases):
         case["verdict"]["label"] = verdict_label(decided.verdict)
