@@ -207,7 +207,7 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     noise.save(floor)
 
     @contextlib.contextmanager
-    def no_worktrees(repo, revs, requests=None, on_note=None):
+    def no_worktrees(repo, revs, requests=None, on_note=None, project_dir=""):
         yield {role: sides.Side(role, rev, tmp_path) for role, rev in revs.items()}
 
     started = []

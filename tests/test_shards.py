@@ -612,7 +612,7 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
                                 {"base": "", "head": ""}, shard, metadata.fingerprint({}))
 
     @contextmanager
-    def unbuilt(repo, revisions, requests=None, on_note=None):  # the sides, without worktrees or installs
+    def unbuilt(repo, revisions, requests=None, on_note=None, project_dir=""):  # the sides, without worktrees or installs
         yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
 
     from ttfg.app import gate as use_case
