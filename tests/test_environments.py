@@ -287,7 +287,7 @@ def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tm
 
 def test_an_upgrade_gates_summary_names_both_environments():
     """One revision on both sides: "HEAD vs HEAD" alone would hide what was compared."""
-    from ttfg.app.gate import environments_note
+    from ttfg.present.gate_views import environments_note
 
     base = {"name": "jax-0.4.38", "key": "k1", "versions": {"jax": "0.4.38", "jaxlib": "0.4.38", "torch": None,
                                                           "numpy": "2.4.6"}}

@@ -245,22 +245,6 @@ def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     return {**sides, "changed": plan.changed if plan else []}
 
 
-def environments_note(environments: dict) -> str | None:
-    """``base ran in jax-0.4.38 (jax 0.4.38, jaxlib 0.4.38), head in jax-0.10.2 (...)``, when the sides'
-    environments differ: an upgrade gate's two sides are one revision, so the revisions alone would
-    read "HEAD vs HEAD" and hide what was compared. None when both ran in the same one."""
-    base, head = environments.get("base") or {}, environments.get("head") or {}
-    if not base or not head or (base.get("key"), base.get("versions")) == (head.get("key"), head.get("versions")):
-        return None
-
-    def side(env: dict) -> str:
-        versions = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items()
-                             if v and k not in ("numpy", "scipy", "ml-dtypes"))
-        return f"{env.get('name') or '?'}" + (f" ({versions})" if versions else "")
-
-    return f"Environments: base ran in {side(base)}, head in {side(head)}."
-
-
 def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents) -> None:
     """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields).
 
@@ -269,6 +253,7 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     appended to is a warning, never a change of the exit code."""
     from ..present import noise as noise_view
     from ..present.attribution_views import headline
+    from ..present.gate_views import environments_note
     from ..present.markdown import gate_footer, gate_markdown
     from ..present.untrusted import md
     from ..present.verdicts import passing_means, verdict_label

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 #: Files whose content, when it differs, means the dependencies differ.
 LOCKS = ("constraints.txt", "requirements.txt", "uv.lock", "poetry.lock", "pylock.toml", "Pipfile.lock")
@@ -85,8 +85,7 @@ def declared_at(repo: Path, commit: str, project_dir: str = "") -> Declaration:
     from .worktrees import git
 
     def read(name: str) -> str | None:
-        out = git(repo, "show", f"{commit}:{project_dir.strip('/') + '/' if project_dir.strip('/') else ''}{name}",
-                  check=False)
+        out = git(repo, "show", f"{commit}:{PurePosixPath(project_dir, name)}", check=False)
         return out.stdout if out.returncode == 0 else None
 
     return _declaration(read)

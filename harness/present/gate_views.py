@@ -35,6 +35,22 @@ def revision_label(rev) -> str:
     return rev.short if rev.commit.startswith(rev.name) else f"{rev.name} ({rev.short})"
 
 
+def environments_note(environments: dict) -> str | None:
+    """``base ran in jax-0.4.38 (jax 0.4.38, jaxlib 0.4.38), head in jax-0.10.2 (...)``, when the sides'
+    environments differ: an upgrade gate's two sides are one revision, so the revisions alone would
+    read "HEAD vs HEAD" and hide what was compared. None when both ran in the same one."""
+    base, head = environments.get("base") or {}, environments.get("head") or {}
+    if not base or not head or (base.get("key"), base.get("versions")) == (head.get("key"), head.get("versions")):
+        return None
+
+    def side(env: dict) -> str:
+        versions = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items()
+                             if v and k not in ("numpy", "scipy", "ml-dtypes"))
+        return f"{env.get('name') or '?'}" + (f" ({versions})" if versions else "")
+
+    return f"Environments: base ran in {side(base)}, head in {side(head)}."
+
+
 def metric_label(metric: str | None) -> str:
     """``build``, ``instructions``, ``build instructions``, ``autograd primitives``: the registry's brief label."""
     if not metric:
