@@ -79,7 +79,7 @@ class Conv(Layer):
 class Dense(Layer):
     """Affine map over the channel axis (axis 1), for NC, NCT and NCHW inputs alike.
 
-    Parameters: ``out * in`` weights plus ``out`` biases.
+    Parameters: ``out * in`` weights, plus ``out`` biases when ``bias``.
     """
 
     in_features: int

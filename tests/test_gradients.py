@@ -2,7 +2,7 @@
 
 ``make test`` checks every backend and variant on resnet15's small model, ConvNeXt's
 small model through the backends that compile nothing, and the transformer's small model
-(one block) through every backend but Inductor (1 s a case or less here); ConvNeXt
+(one block) through every backend but Inductor (11 cases, about 9 s here); ConvNeXt
 through the compiling backends (Inductor 20-40 s a case here, jax 4-16 s, aot_eager
 2-4 s), the transformer through Inductor (5-30 s a case) and the full-size models are
 ``full`` (``make test-all``).

@@ -4,7 +4,7 @@ import pytest
 from ttfg import models
 
 GOLDEN_RESNET_W0 = [-0.10524856, -0.05400444, -0.0838063]
-from ttfg.measure.cases import load_model, parse_model
+from ttfg.measure.cases import load_model, normalize_model, parse_model
 from ttfg.errors import UsageError
 
 
@@ -105,6 +105,7 @@ def test_transformer_tiny_options():
     spec = load_model("transformer_tiny:blocks=1,width=16,heads=2,seq=8")
     assert spec.describe() == "transformer_tiny(blocks=1,heads=2,seq=8,width=16)"
     assert spec.input_shape == (1, 16, 8) and len(spec.param_specs()) == 5 + 17
+    assert normalize_model("transformer_tiny:blocks=4,width=64") == "transformer_tiny"  # the defaults
     deep = models.load("transformer_tiny", blocks=2, width=16, heads=2, seq=8).init(0)
     assert all(np.array_equal(v, deep[k]) for k, v in spec.init(0).items() if k.startswith("blocks."))
     with pytest.raises(ValueError, match="divisible by heads"):
