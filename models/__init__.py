@@ -19,12 +19,15 @@ GROUP = "ttfg.models"
 _BUILTIN: dict[str, str] = {
     "resnet15": "ttfg.models.resnet15:build",
     "convnext_tiny": "ttfg.models.convnext_tiny:build",
+    "transformer_tiny": "ttfg.models.transformer_tiny:build",
 }
 
 #: One-line descriptions of the built-in models, for ``ttfg list`` (a plugin's is its builder's docstring).
 DESCRIPTIONS = {
     "resnet15": "15 residual blocks of two linear 3x3 convs, 4 channels, input 1x4x2x2 (option: blocks=N)",
     "convnext_tiny": "ConvNeXt-T, depths 3-3-9-3, widths 96..768, input 1x1x32x32 (options: depths=3x3x9x3, widths=96x192x384x768)",
+    "transformer_tiny": "GPT-style pre-norm causal transformer, 4 blocks, width 64, 4 heads, input 1x16x32 "
+                        "(options: blocks=N, width=D, heads=H, seq=T)",
 }
 
 

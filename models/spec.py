@@ -4,7 +4,9 @@ Every backend interprets these same nodes (see ``ttfg.engines.interpret``), so a
 written once and every AD framework differentiates exactly the same function with
 exactly the same weights. Conventions shared by all nodes:
 
-* activations are NCHW (4-D) or NC (2-D) float arrays; "channels" is always axis 1;
+* activations are NCHW (4-D), NC (2-D) or, for sequences, NCT (3-D: batch, channels,
+  tokens) float arrays; "channels" is always axis 1, so ``Dense`` and ``LayerNorm`` act
+  token-wise on a sequence exactly as they act pixel-wise on an image;
 * parameter names are dotted paths: a ``Chain``'s child names and a ``Repeat``'s
   indices join the path, ``Skip`` adds nothing, a leaf adds its own parameter names
   (``weight``, ``bias``, ``gamma``);
@@ -75,7 +77,10 @@ class Conv(Layer):
 
 @dataclass(frozen=True)
 class Dense(Layer):
-    """Affine map over the channel axis (axis 1), for NC and NCHW inputs alike."""
+    """Affine map over the channel axis (axis 1), for NC, NCT and NCHW inputs alike.
+
+    Parameters: ``out * in`` weights, plus ``out`` biases when ``bias``.
+    """
 
     in_features: int
     out_features: int
@@ -116,6 +121,49 @@ class LayerScale(Layer):
 
     def params(self) -> dict[str, ParamSpec]:
         return {"gamma": ParamSpec((self.channels,), "const", value=self.init_value)}
+
+
+@dataclass(frozen=True)
+class Position(Layer):
+    """A learned positional term added to an NCT sequence: ``x + weight`` (broadcast over the batch).
+
+    Parameters: ``channels * length`` (one ``weight`` of shape ``(channels, length)``,
+    uniform with bound ``1/sqrt(channels)``).
+    """
+
+    channels: int
+    length: int
+
+    def params(self) -> dict[str, ParamSpec]:
+        return {"weight": ParamSpec((self.channels, self.length), "uniform", self.channels)}
+
+
+@dataclass(frozen=True)
+class SelfAttention(Layer):
+    """Multi-head (causal) self-attention over an NCT sequence, scaled dot products.
+
+    ``q``, ``k``, ``v`` and ``o`` are token-wise ``Dense(channels, channels)`` children (so
+    their weights are named ``q.weight`` ... ``o.bias``); ``k`` has no bias, because a key
+    bias adds the same ``q_i . b`` to every score of query ``i``, which the softmax cancels:
+    its gradient is exactly zero, and a float64 reference of zero cannot check anything. Head ``h`` takes channels
+    ``h*d .. (h+1)*d - 1`` with ``d = channels // heads``; its scores
+    ``q_i . k_j / sqrt(d)`` are masked to ``j <= i`` when ``causal``, turned into weights by a
+    softmax over ``j``, and mix the values; ``o`` maps the joined heads back.
+
+    Parameters: ``4 * channels * channels + 3 * channels``.
+    """
+
+    channels: int
+    heads: int
+    causal: bool = True
+
+    def __post_init__(self) -> None:
+        if self.heads < 1 or self.channels % self.heads:
+            raise ValueError(f"SelfAttention: channels ({self.channels}) must be divisible by heads={self.heads}")
+
+    def children(self) -> Iterator[tuple[str, Layer]]:
+        for name in ("q", "k", "v", "o"):
+            yield name, Dense(self.channels, self.channels, bias=name != "k")
 
 
 @dataclass(frozen=True)

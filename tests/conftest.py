@@ -26,6 +26,7 @@ os.environ.setdefault("UV_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME", 
 SMALL_MODELS = {
     "resnet15": "resnet15:blocks=3",
     "convnext_tiny": "convnext_tiny:depths=1x1x2x1,widths=8x16x16x32",
+    "transformer_tiny": "transformer_tiny:blocks=1,width=16,heads=2,seq=8",
 }
 
 

@@ -114,7 +114,7 @@ def test_selection_from_env_and_bench_patterns(monkeypatch):
     monkeypatch.setenv("TTFG_ASV_ALLOCATIONS", "0")
     sel = asv_bench.Selection.from_env()
     assert sel.repeat == 1 and not sel.allocations and sel.backends == ("torch.eager", "autograd")
-    assert asv_bench.params()[0] == ["resnet15", "convnext_tiny", "resnet15:blocks=3"]
+    assert asv_bench.params()[0] == ["resnet15", "convnext_tiny", "transformer_tiny", "resnet15:blocks=3"]
     patterns = asv_bench.bench_patterns(sel)
     assert len(patterns) == 4
     names = [f"ttfg.track_first_grad_seconds({', '.join(repr(p) for p in combo)})"

@@ -1,9 +1,11 @@
 """Every backend x model x supported variant agrees with the float64 reference.
 
-``make test`` checks every backend and variant on resnet15's small model, and ConvNeXt's
-small model through the backends that compile nothing; ConvNeXt through the compiling
-backends (Inductor 20-40 s a case here, jax 4-16 s, aot_eager 2-4 s) and the full-size
-models are ``full`` (``make test-all``).
+``make test`` checks every backend and variant on resnet15's small model, ConvNeXt's
+small model through the backends that compile nothing, and the transformer's small model
+(one block) through every backend but Inductor (11 cases, about 9 s here); ConvNeXt
+through the compiling backends (Inductor 20-40 s a case here, jax 4-16 s, aot_eager
+2-4 s), the transformer through Inductor (5-30 s a case) and the full-size models are
+``full`` (``make test-all``).
 """
 
 import numpy as np
@@ -24,7 +26,8 @@ COMPILING = ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager")
 
 
 def tiered(case: Case):
-    full = case.model == SMALL_MODELS["convnext_tiny"] and case.backend in COMPILING
+    full = (case.model == SMALL_MODELS["convnext_tiny"] and case.backend in COMPILING
+            or case.model == SMALL_MODELS["transformer_tiny"] and case.backend == "torch.compile")
     return pytest.param(case, id=case.id, marks=[pytest.mark.full] if full else [])
 
 
@@ -37,7 +40,7 @@ def test_every_variant_agrees_with_reference_on_small_models(case: Case):
 
 @pytest.mark.slow
 @pytest.mark.full
-@pytest.mark.parametrize("model", ["resnet15", "convnext_tiny"])
+@pytest.mark.parametrize("model", ["resnet15", "convnext_tiny", "transformer_tiny"])
 def test_full_models_through_every_backend(model):
     cases, skipped = select([model], ["all"], ["default"])
     assert len(cases) == len(engines.names()) and not skipped

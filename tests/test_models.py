@@ -4,7 +4,7 @@ import pytest
 from ttfg import models
 
 GOLDEN_RESNET_W0 = [-0.10524856, -0.05400444, -0.0838063]
-from ttfg.measure.cases import load_model, parse_model
+from ttfg.measure.cases import load_model, normalize_model, parse_model
 from ttfg.errors import UsageError
 
 
@@ -83,3 +83,50 @@ def test_models_import_no_framework():
 
     code = "import sys; from ttfg import models; models.load('convnext_tiny').init(0); assert not {'torch','jax'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_transformer_tiny_weight_names_shapes_and_parameter_count():
+    spec = models.load("transformer_tiny")
+    # embed 16*64+64, position 64*32, 4 blocks of (2 norms 2*128, q/v/o 3*(64*64+64), k 64*64,
+    # fc1 64*256+256, fc2 256*64+64), final norm 128, head 64+1
+    assert spec.parameter_count() == 203_009
+    shapes = {k: v.shape for k, v in spec.param_specs().items()}
+    assert list(shapes)[:3] == ["embed.weight", "embed.bias", "position.weight"]
+    assert shapes["position.weight"] == (64, 32)
+    assert shapes["blocks.3.attn.heads.q.weight"] == (64, 64) and shapes["blocks.3.attn.heads.o.bias"] == (64,)
+    assert "blocks.0.attn.heads.k.bias" not in shapes  # the softmax cancels a key bias: its gradient is zero
+    assert shapes["blocks.0.mlp.fc1.weight"] == (256, 64) and shapes["blocks.0.mlp.fc2.weight"] == (64, 256)
+    assert shapes["head.weight"] == (1, 64) and list(shapes)[-1] == "head.bias"
+    assert all(w.dtype == np.float32 for w in spec.init(0).values())
+    assert spec.example_input(0).shape == (1, 16, 32)
+
+
+def test_transformer_tiny_options():
+    spec = load_model("transformer_tiny:blocks=1,width=16,heads=2,seq=8")
+    assert spec.describe() == "transformer_tiny(blocks=1,heads=2,seq=8,width=16)"
+    assert spec.input_shape == (1, 16, 8) and len(spec.param_specs()) == 5 + 17
+    assert normalize_model("transformer_tiny:blocks=4,width=64") == "transformer_tiny"  # the defaults
+    deep = models.load("transformer_tiny", blocks=2, width=16, heads=2, seq=8).init(0)
+    assert all(np.array_equal(v, deep[k]) for k, v in spec.init(0).items() if k.startswith("blocks."))
+    with pytest.raises(ValueError, match="divisible by heads"):
+        models.load("transformer_tiny", width=10, heads=4)
+    with pytest.raises(ValueError, match="blocks must be >= 1"):
+        models.load("transformer_tiny", blocks=0)
+
+
+def test_transformer_tiny_attention_is_causal():
+    """A token's output depends on it and the tokens before it, never on later ones."""
+    from autograd.scipy.special import erf
+    import autograd.numpy as anp
+
+    from ttfg.engines.interpret import forward
+    from ttfg.engines.numpy_ops import NumpyOps
+
+    spec = load_model("transformer_tiny:blocks=2,width=16,heads=2,seq=8")
+    weights, x = spec.init(0), spec.example_input(0)
+    later = x.copy()
+    later[:, :, 5:] += 1.0
+    ops = NumpyOps(anp, erf)
+    y, y_later = forward(spec.network, weights, x, ops), forward(spec.network, weights, later, ops)
+    np.testing.assert_array_equal(y[..., :5], y_later[..., :5])
+    assert not np.allclose(y[..., 5:], y_later[..., 5:])

@@ -11,13 +11,20 @@ Required ``ops`` members::
     conv2d(x, w, b, stride, padding, groups)   dense(x, w, b)       gelu(x)
     layer_norm(x, w, b, eps)                   layer_scale(x, g)    mean_pool(x)
     flatten(x)                                 repeat(layer, params, x, prefix)
+    attention(q, k, v, heads, causal)
+
+``attention`` takes the projected NCT queries, keys and values and returns the joined
+heads (NCT) before the output projection; the projections themselves are ``dense``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ttfg.models.spec import GELU, Chain, Conv, Dense, Flatten, Layer, LayerNorm, LayerScale, MeanPool, Repeat, Skip, join
+from ttfg.models.spec import (
+    GELU, Chain, Conv, Dense, Flatten, Layer, LayerNorm, LayerScale, MeanPool, Position, Repeat, SelfAttention, Skip,
+    join,
+)
 
 
 def forward(layer: Layer, params: Mapping[str, Any], x: Any, ops: Any, prefix: str = "") -> Any:
@@ -47,6 +54,12 @@ def forward(layer: Layer, params: Mapping[str, Any], x: Any, ops: Any, prefix: s
         return ops.mean_pool(x)
     if kind is Flatten:
         return ops.flatten(x)
+    if kind is Position:
+        return x + params[join(prefix, "weight")]  # (C, T) broadcasts over the batch of (N, C, T)
+    if kind is SelfAttention:
+        proj = dict(layer.children())
+        q, k, v = (forward(proj[n], params, x, ops, join(prefix, n)) for n in ("q", "k", "v"))
+        return forward(proj["o"], params, ops.attention(q, k, v, layer.heads, layer.causal), ops, join(prefix, "o"))
     raise TypeError(f"no interpreter rule for layer type {kind.__name__}")
 
 

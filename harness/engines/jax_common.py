@@ -27,6 +27,7 @@ hiding it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from typing import Any, Iterable
@@ -71,7 +72,12 @@ class JaxOps:
         return v.reshape((1, -1) + (1,) * (ndim - 2))
 
     def dense(self, x, w, b):
-        y = x @ w.T if x.ndim == 2 else jnp.einsum("nchw,oc->nohw", x, w)
+        if x.ndim == 2:
+            y = x @ w.T
+        elif x.ndim == 3:
+            y = jnp.einsum("nct,oc->not", x, w)
+        else:
+            y = jnp.einsum("nchw,oc->nohw", x, w)
         return y if b is None else y + self._channel(b, y.ndim)
 
     def layer_norm(self, x, w, b, eps):
@@ -93,6 +99,17 @@ class JaxOps:
     @staticmethod
     def flatten(x):
         return x.reshape(x.shape[0], -1)
+
+    @staticmethod
+    def attention(q, k, v, heads, causal):
+        n, c, t = q.shape
+        d = c // heads
+        q, k, v = (a.reshape(n, heads, d, t) for a in (q, k, v))
+        scores = jnp.einsum("nhdi,nhdj->nhij", q, k) / math.sqrt(d)
+        if causal:
+            scores = jnp.where(np.tril(np.ones((t, t), bool)), scores, -jnp.inf)
+        weights = jax.nn.softmax(scores, axis=-1)
+        return jnp.einsum("nhij,nhdj->nhdi", weights, v).reshape(n, c, t)
 
     def _scan_repeat(self, layer, params, x, prefix):
         rels = param_specs(layer.block)

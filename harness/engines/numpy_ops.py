@@ -2,13 +2,17 @@
 
 Convolution is written as a sum of shifted, strided slices (im2col without the copy
 into a matrix) so that it needs nothing beyond slicing, ``pad`` and ``einsum``, which
-HIPS autograd differentiates. Used by the ``autograd`` backend in float32 and by the
+HIPS autograd differentiates; attention is einsums, a mask (``where``) and an explicit
+softmax. Used by the ``autograd`` backend in float32 and by the
 float64 reference.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from .interpret import unrolled_repeat
 
@@ -45,7 +49,12 @@ class NumpyOps:
 
     def dense(self, x, w, b):
         xp = self.xp
-        y = xp.dot(x, xp.transpose(w)) if x.ndim == 2 else xp.einsum("nchw,oc->nohw", x, w)
+        if x.ndim == 2:
+            y = xp.dot(x, xp.transpose(w))
+        elif x.ndim == 3:
+            y = xp.einsum("nct,oc->not", x, w)
+        else:
+            y = xp.einsum("nchw,oc->nohw", x, w)
         return y if b is None else y + self._channel(b, y.ndim)
 
     def layer_norm(self, x, w, b, eps):
@@ -66,3 +75,16 @@ class NumpyOps:
 
     def flatten(self, x):
         return self.xp.reshape(x, (x.shape[0], -1))
+
+    def attention(self, q, k, v, heads, causal):
+        xp = self.xp
+        n, c, t = q.shape
+        d = c // heads
+        q, k, v = (xp.reshape(a, (n, heads, d, t)) for a in (q, k, v))
+        scores = xp.einsum("nhdi,nhdj->nhij", q, k) / math.sqrt(d)  # a Python float keeps float32
+        if causal:
+            scores = xp.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+        # Stable softmax over the keys; the shift cancels in the gradient.
+        e = xp.exp(scores - xp.max(scores, axis=-1, keepdims=True))
+        weights = e / xp.sum(e, axis=-1, keepdims=True)
+        return xp.reshape(xp.einsum("nhij,nhdj->nhdi", weights, v), (n, c, t))

@@ -5,6 +5,7 @@ Imported only by the torch backends, after the framework import phase.
 
 from __future__ import annotations
 
+import math
 from functools import reduce
 from typing import Any, Mapping
 
@@ -31,6 +32,9 @@ class TorchOps:
     def dense(self, x, w, b):
         if x.ndim == 2:
             return F.linear(x, w, b)
+        if x.ndim == 3:
+            y = torch.einsum("nct,oc->not", x, w)
+            return y if b is None else y + self._channel(b, y.ndim)
         y = torch.einsum("nchw,oc->nohw", x, w)
         return y if b is None else y + self._channel(b, y.ndim)
 
@@ -53,6 +57,18 @@ class TorchOps:
     @staticmethod
     def flatten(x):
         return x.flatten(1)
+
+    @staticmethod
+    def attention(q, k, v, heads, causal):
+        n, c, t = q.shape
+        d = c // heads
+        q, k, v = (a.reshape(n, heads, d, t) for a in (q, k, v))
+        scores = torch.einsum("nhdi,nhdj->nhij", q, k) / math.sqrt(d)
+        if causal:
+            mask = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return torch.einsum("nhij,nhdj->nhdi", weights, v).reshape(n, c, t)
 
 
 class SpecModule(nn.Module):
