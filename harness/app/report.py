@@ -61,8 +61,7 @@ class Analysed:
     gap: bool
     with_history: bool
     notes: list[str]                # what loading said (``ttfg report`` has them in ``prepared.notes``)
-    stored_path: Path               # the confirmations file
-    stored: dict                    # its entries, as they were read
+    stored_path: Path               # the confirmations file: ``--confirm`` saves there
 
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
@@ -122,18 +121,17 @@ def report(inputs: Inputs) -> Analysed:
     The default ``results/`` is read only with ``--results`` when ``--runs`` are given: the
     page is about the run, and a history from another machine would be mixed in.
     """
+    from ..history import confirm
+
     notes: list[str] = []
     gates: list[Path] = []
     history, runs, gap = load_inputs(inputs, notes, gates, history_with_runs=False)
     gate = load_gate(gates)
-    from ..history import confirm
-
     stored_path = confirmations_path(inputs)
-    stored = confirm.load(stored_path)
     prepared = prepare(history, runs, last=inputs.last, threshold=inputs.threshold, machine=inputs.machine,
-                       confirmations=stored, gate=gate, environment=inputs.environment)
+                       confirmations=confirm.load(stored_path), gate=gate, environment=inputs.environment)
     prepared.notes[:0] = notes
-    return Analysed(prepared, gap, history is not None, notes, stored_path, stored)
+    return Analysed(prepared, gap, history is not None, notes, stored_path)
 
 
 def regressions(inputs: Inputs, confirming: bool = False) -> Analysed:
@@ -141,17 +139,16 @@ def regressions(inputs: Inputs, confirming: bool = False) -> Analysed:
 
     ``confirming``: ``--confirm`` was asked; a gap in the history (unreadable files) says it will not be.
     """
+    from ..history import confirm
+
     notes: list[str] = []
     history, runs, gap = load_inputs(inputs, notes)
     if gap and confirming:
         notes.append("not confirming: re-measuring steps next to a missing commit could confirm the gap")
-    from ..history import confirm
-
     stored_path = confirmations_path(inputs)
-    stored = confirm.load(stored_path)
     prepared = prepare(history, runs, last=inputs.last, threshold=inputs.threshold, machine=inputs.machine,
-                       confirmations=stored, environment=inputs.environment)
-    return Analysed(prepared, gap, history is not None, notes, stored_path, stored)
+                       confirmations=confirm.load(stored_path), environment=inputs.environment)
+    return Analysed(prepared, gap, history is not None, notes, stored_path)
 
 
 def write_page(prepared: Prepared, out: str | os.PathLike, asv_html: str | os.PathLike | None = None, *,

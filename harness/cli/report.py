@@ -3,7 +3,7 @@
 Kept out of ``cli.py`` so the report can grow without touching the core commands;
 ``cli.build_parser`` calls :func:`add_report_commands` once. This module parses the
 options, calls the use case (``app/report.py``: load, analyse, confirm) and prints; it
-imports no measuring, deciding or history module. Nothing here imports an AD framework,
+imports no measuring or history module. Nothing here imports an AD framework,
 and heavy imports (pandas, matplotlib) happen only when a command runs.
 """
 
@@ -252,7 +252,8 @@ def _confirm(args, prepared, stored_path: Path, budget: float, console) -> int:
 
     with holding([stored_path], "--confirmations"):
         done = confirm_steps(prepared, repo, budget, args.confirm_dir, stored_path, redo=args.reconfirm,
-                             max_steps=args.max_steps, on_note=note, project_dir=lambda: project_dir(args, Path(repo)) or "")
+                             max_steps=args.max_steps, on_note=note,
+                             project_dir=lambda: project_dir(args, Path(repo)) or "")
     if not done.found:
         console.print("confirm: no unconfirmed timing step to re-measure", highlight=False)
         return 0

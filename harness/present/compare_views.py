@@ -54,5 +54,4 @@ def compare_table(cmp) -> Table:
     return table
 
 
-
 __all__ = ["compare_table", "counter_changes", "row_change", "row_values", "styled_verdict"]

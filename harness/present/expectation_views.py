@@ -26,7 +26,6 @@ def expectation_line(r) -> str:
     return f"{text}; {r.message}" if r.message else text
 
 
-
 def expectations_table(check) -> Table:
     """Per expectation row that ran: expected, margin, measured, status."""
     varying, fixed = case_layout([r.case for r in check.rows])

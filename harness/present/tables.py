@@ -35,5 +35,4 @@ def gate_detail_table(outcome) -> Table:
     return table
 
 
-
 __all__ = ["gate_detail_table", "gate_table"]
