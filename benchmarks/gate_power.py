@@ -51,7 +51,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import gate_injections as injections  # noqa: E402
 from ttfg import fmt  # noqa: E402
-from ttfg.present.markdown import _table  # noqa: E402
+from ttfg.present.markdown_table import table  # noqa: E402
 
 #: What an A/A trial on the deterministic tiers runs, when the gate has tiers.
 DETERMINISTIC_TIERS = "structural,instructions"
@@ -520,9 +520,9 @@ def markdown(doc: dict) -> str:
                                                                    if r.get("top_function") else ""),
                      f"{r['load_before']:.1f}–{r['load_after']:.1f}"])
     if rows:
-        lines += _table(["kind", "size", "injected", "expected", "measured (head − base)", "detected", "verdict",
-                         "tier", "time to verdict", "pairs", "counters changed", "attribution named it", "load"],
-                        rows) + [""]
+        lines += table(["kind", "size", "injected", "expected", "measured (head − base)", "detected", "verdict",
+                        "tier", "time to verdict", "pairs", "counters changed", "attribution named it", "load"],
+                       rows) + [""]
     aa_rows = []
     for family in ("deterministic", "time"):
         trials = [r for r in doc["aa"] if r["family"] == family]
@@ -541,7 +541,7 @@ def markdown(doc: dict) -> str:
                         fmt.seconds(statistics.median(r["wall_s"] for r in trials)),
                         f"{min(loads):.1f}–{max(loads):.1f}"])
     if aa_rows:
-        lines += _table(["A/A", "trials", "false alarms", "verdicts", "tier", "median time", "load"], aa_rows) + [""]
+        lines += table(["A/A", "trials", "false alarms", "verdicts", "tier", "median time", "load"], aa_rows) + [""]
     lines += [f"- not run: {why}" for why in doc["not_run"]]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from ttfg.history.synthetic import cases, write_history
 from ttfg.history import asv_results
+from ttfg.app.report import build_report
 from ttfg.present import report, plots
 
 folder = Path(tempfile.mkdtemp()) / "results"
@@ -33,7 +34,7 @@ for i in range(int(sys.argv[3])):
     for mode in ("with", "without"):
         report.plots.TrendCanvas = Real if mode == "with" else NoPhone
         c0, w0 = time.process_time(), time.perf_counter()
-        report.build_report(df, [], out=folder.parent / f"{mode}.html")
+        build_report(df, [], out=folder.parent / f"{mode}.html")
         out[mode].append((time.perf_counter() - w0, time.process_time() - c0))
         print(mode, f"wall {out[mode][-1][0]:.2f} s, CPU {out[mode][-1][1]:.2f} s",
               f"{(folder.parent / f'{mode}.html').stat().st_size / 2**20:.2f} MiB", flush=True)

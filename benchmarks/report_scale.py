@@ -34,7 +34,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     from ttfg.history import asv_results
-    from ttfg.present.report import build_report
+    from ttfg.app.report import build_report
     from ttfg.history.synthetic import write_history
 
     imports = time.perf_counter() - started

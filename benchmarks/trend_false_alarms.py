@@ -169,7 +169,7 @@ def analyse(clone: Path, env: dict, results: Path, budget: str, confirm_dir: str
                budget, "--confirm-dir", str(clone / confirm_dir), "--repo", str(clone)], code or clone, env,
               check=False)
     from ttfg.history import asv_results, confirm as confirmations
-    from ttfg.present.report import prepare
+    from ttfg.app.report import prepare
 
     prepared = prepare(asv_results.load(results, dropna=True), [],
                        confirmations=confirmations.load(results / confirmations.FILE_NAME))

@@ -175,7 +175,7 @@ def test_explain_bad_input_exits_2_naming_the_problem(tmp_path, capsys, argv, me
 
 
 def test_report_shows_where_a_gates_change_went(tmp_path):
-    from ttfg.present.report import build_report
+    from ttfg.app.report import build_report
 
     paths = gate_files(tmp_path, TIMES, trace_growth=0.05)
     out = build_report(None, [record.load(paths["base"]), record.load(paths["head"])], tmp_path / "r.html")

@@ -83,7 +83,7 @@ def test_head_that_cannot_run_is_a_regression_and_base_failure_is_not():
     assert [(r.metric, r.verdict.verdict) for r in cmp.rows] == [("failures", "regressed")]
     assert "head never produced a good sample" in cmp.rows[0].verdict.reason and cmp.exit_code() == 1
     from ttfg.present.markdown import comparison_markdown
-    from ttfg.present.tables import compare_table
+    from ttfg.present.compare_views import compare_table
 
     assert compare_table(cmp).row_count == 1 and "**regressed**" in comparison_markdown(cmp)  # a row, not a metric
     cmp = compare_results(results({CASE: bad}), results({CASE: good}))

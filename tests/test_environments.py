@@ -245,7 +245,7 @@ def test_what_a_revision_declares(tmp_path):
 
 def test_a_case_names_its_environment_in_its_id():
     from ttfg.measure.cases import Case
-    from ttfg.present.tables import case_cells, case_layout
+    from ttfg.present.terminal import case_cells, case_layout
 
     case = Case("resnet15", "jax.jit", (("params", "args"), ("chain", "unrolled")))
     assert case.id == "resnet15/jax.jit/params=args,chain=unrolled" and case.env is None

@@ -198,8 +198,8 @@ def test_the_same_value_prints_the_same_in_terminal_markdown_and_report(tmp_path
     from rich.console import Console
 
     from ttfg.present.markdown import comparison_markdown
-    from ttfg.present.report import build_report
-    from ttfg.present.tables import compare_table
+    from ttfg.app.report import build_report
+    from ttfg.present.compare_views import compare_table
 
     cmp = _comparison()
     console = Console(width=250, record=True)

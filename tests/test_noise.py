@@ -15,7 +15,7 @@ from ttfg.decide import calibrate as cal
 from ttfg.decide import noise
 from ttfg.decide.stats import min_detectable_effect
 from ttfg import fmt
-from ttfg.present import noise as view
+from ttfg.present import noise_views
 from ttfg.results import record
 from ttfg.results.format import ResultsError
 
@@ -73,7 +73,7 @@ def test_stored_calibration_is_used_only_on_this_machine_and_while_recent(tmp_pa
     when = datetime.fromisoformat(floor.measured_at)
     got, why = noise.stored(MACHINE, when + timedelta(hours=2), path)
     assert why == "" and got.age_s == pytest.approx(7200) and got.entries == floor.entries
-    assert view.source_text(got).startswith("from `ttfg doctor --calibrate` 2 h before this run")
+    assert noise_views.source_text(got).startswith("from `ttfg doctor --calibrate` 2 h before this run")
     got, why = noise.stored(MACHINE, when + timedelta(days=3), path)
     assert got is None and "3 d old" in why
     got, why = noise.stored({**MACHINE, "cpu_count": 64}, when, path)
@@ -117,15 +117,15 @@ def test_headline_states_what_a_ten_minute_gate_sees():
     floor = noise.from_calibration(a_calibration(), MACHINE)
     entries = {e.case.split("/")[1]: e for e in floor.entries if e.metric == "first_grad_s"}
     by_backend = {b: e.effect_at(600.0) for b, e in entries.items()}
-    text = view.headline(floor)
+    text = noise_views.headline(floor)
     best, worst = sorted(by_backend, key=by_backend.get)
     # Quoted to the digits the calibration's pairs support (fmt.supported_digits), not three.
     shown = {b: fmt.percent(by_backend[b], fmt.supported_digits(entries[b].n)) for b in (best, worst)}
     assert text.startswith(f"on this machine a 10-minute gate sees >= {shown[best]} on {best}, "
                            f">= {shown[worst]} on {worst} (first_grad_s; from `ttfg doctor")
-    assert view.headline(None) == "noise floor: not recorded"
+    assert noise_views.headline(None) == "noise floor: not recorded"
     empty = noise.in_run(results({CASE: timing_run([1.0])}))
-    assert view.headline(empty).startswith("noise floor: not estimated (no case has 3 good cold samples")
+    assert noise_views.headline(empty).startswith("noise floor: not estimated (no case has 3 good cold samples")
 
 
 def test_pairs_needed_inverts_min_detectable_effect():
@@ -147,14 +147,14 @@ def test_gate_warns_with_the_budget_it_would_need():
     assert w["sd"] == entry.sd_high > entry.log_ratio_sd and "upper end of the 95 % interval" in w["sd_source"]
     assert w["needed_pairs"] == noise.pairs_needed(entry.sd_high, 0.05)
     assert w["needed_budget_s"] == pytest.approx(w["needed_pairs"] * entry.seconds_per_pair)
-    (line,) = view.budget_warning_lines(warnings, "first_grad_s", 0.05, 300.0)
+    (line,) = noise_views.budget_warning_lines(warnings, "first_grad_s", 0.05, 300.0)
     assert "calibrated 1 h ago" in line and f"--max-pairs {w['needed_pairs']}" in line and "--budget " in line
     # A large enough effect needs no warning; without a calibration the stated default SD is used.
     assert noise.budget_warning([CASE_B.id], "first_grad_s", 0.5, 300.0, 60, floor) == []
     (default,) = noise.budget_warning([CASE], "first_grad_s", 0.02, 600.0, 60, None, "no stored calibration")
     assert default["sd"] == noise.DEFAULT_SD and "no stored calibration" in default["sd_source"]
     assert default["pairs"] == 60 and default["needed_budget_s"] is None
-    (line,) = view.budget_warning_lines([default], "first_grad_s", 0.02, 600.0)
+    (line,) = noise_views.budget_warning_lines([default], "first_grad_s", 0.02, 600.0)
     assert "default SD" in line and "pairs (--max-pairs" in line
 
 
@@ -183,7 +183,7 @@ def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, pri
 
 
 def test_report_states_the_noise_floor(tmp_path):
-    from ttfg.present.report import build_report
+    from ttfg.app.report import build_report
 
     res = results({CASE: timing_run(lognormal(2.0, 5, 0.05, seed=2))}, environment=MACHINE)
     res.noise = noise.in_run(res)

@@ -16,8 +16,7 @@ from rich.console import Console
 
 from ttfg.decide import noise
 from ttfg import fmt
-from ttfg.present import tables
-from ttfg.present import noise as noise_view
+from ttfg.present import compare_views, noise_views, run_views, study_views, tables, terminal
 from ttfg.results.model import Sample
 
 from .synthetic_results import alloc_sample, results, timing_sample
@@ -63,10 +62,10 @@ def a_run():
 @pytest.mark.parametrize("width", [80, 120])
 def test_run_tables_fit_and_keep_every_value(width):
     res = a_run()
-    text = render(*tables.run_tables(res), noise_view.table(res.noise), width=width)
+    text = render(*run_views.run_tables(res), noise_views.table(res.noise), width=width)
     assert_fits(text, width)
     for case in res.cases:
-        model, backend, variant = tables.case_parts(case.id)
+        model, backend, variant = terminal.case_parts(case.id)
         reachable(text, model, backend, variant)
     reachable(text, *(f"{k}={fmt.count(v)}" for k, v in COUNTERS.items()), "2,425,943", "warm")
     reachable(text, fmt.seconds(19.1), fmt.seconds(19.1 * 1.1), "variant = params chain")
@@ -76,7 +75,7 @@ def test_run_tables_fit_and_keep_every_value(width):
 
 def test_wide_run_table_is_one_table_with_every_column():
     res = a_run()
-    (table,) = [tables.run_table(res)]
+    (table,) = [run_views.run_table(res)]
     text = render(table, width=400)
     header = next(line for line in text.splitlines() if "backend" in line)
     for column in ("first gradient", "import", "compile", "execute", "allocations", "counters"):
@@ -96,7 +95,7 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
             if s.first_grad_s:
                 s.first_grad_s *= 1.3
     cmp = compare_results(base, head, base_label="runs/base-with-a-long-name.json", head_label="runs/head.json")
-    text = render(tables.compare_table(cmp))
+    text = render(compare_views.compare_table(cmp))
     assert_fits(text)
     reachable(text, "counters.persistent_cache_hits", "torch.compile.aot_eager", "inconclusive", "3.62 s")
 
@@ -117,7 +116,7 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     depth = SimpleNamespace(model="resnet15", depth=[SimpleNamespace(
         backend="torch.compile.aot_eager", metric="first_grad_s", fit=fit, growth="super-linear",
         points=[(d, 0.1 * d) for d in (1, 2, 4, 8, 15, 30, 60)], note="")])
-    text = render(tables.effects_table(effects), tables.depth_table(depth))
+    text = render(study_views.effects_table(effects), study_views.depth_table(depth))
     assert_fits(text)
     reachable(text, "torch.compile.aot_eager", "0.290× [0.260×, 0.330×]", "60:6 s", "k = 1.02 [0.94, 1.10]",
               "wrapping in a narrow terminal")
@@ -150,9 +149,9 @@ def test_regressions_table_and_json(tmp_path, monkeypatch, capsys):
 
 def test_piped_output_respects_columns(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    assert tables.console().width == tables.PIPED_WIDTH  # pytest captures stdout: piped
+    assert terminal.console().width == terminal.PIPED_WIDTH  # pytest captures stdout: piped
     monkeypatch.setenv("COLUMNS", "80")
-    assert tables.console().width == 80
+    assert terminal.console().width == 80
 
 
 def test_every_help_text_fits_80_columns(monkeypatch):

@@ -27,9 +27,9 @@ import pytest
 
 from ttfg import fmt
 
-from ttfg.history import asv_results, points as report_data
+from ttfg.history import asv_results, points
 from ttfg.results.record import load
-from ttfg.present.report import build_report, prepare
+from ttfg.app.report import build_report, prepare
 from ttfg.history.steps import detect_steps
 from ttfg.history.synthetic import SyntheticHistory, cases, write_history
 
@@ -234,21 +234,21 @@ def test_step_detector_sees_a_step_at_the_tip_behind_drift_that_came_back():
 
 
 def test_history_is_normalised_from_the_loaders_schema(tmp_path):
-    assert report_data.parse_params("model='resnet15', backend=jax.jit, variant=params=args,chain=scan") == {
+    assert points.parse_params("model='resnet15', backend=jax.jit, variant=params=args,chain=scan") == {
         "model": "resnet15", "backend": "jax.jit", "variant": "params=args,chain=scan"}
-    assert report_data.metric_from_benchmark("suites.benchmarks.track_first_grad_s", {}) == "first_grad_s"
-    assert report_data.metric_from_benchmark("suites.x.track_counters", {"counter": "hlo_ops"}) == "counters.hlo_ops"
-    assert report_data.metric_from_benchmark("track_counters_jaxpr_eqns", {}) == "counters.jaxpr_eqns"
+    assert points.metric_from_benchmark("suites.benchmarks.track_first_grad_s", {}) == "first_grad_s"
+    assert points.metric_from_benchmark("suites.x.track_counters", {"counter": "hlo_ops"}) == "counters.hlo_ops"
+    assert points.metric_from_benchmark("track_counters_jaxpr_eqns", {}) == "counters.jaxpr_eqns"
     write_history(tmp_path / "results", 8, 2, seed=0)
     write_history(tmp_path / "results", 8, 2, seed=5, machine="other-box")
     df = asv_results.load(tmp_path / "results", dropna=True)
-    hist = report_data.from_history(df)
+    hist = points.from_history(df)
     assert hist.machine in ("ttfg-synthetic", "other-box") and len(hist.notes) == 1
     assert sorted(hist.points["pos"].unique()) == list(range(8))
     assert set(hist.points["case"]) == {"resnet15/jax.jit/params=args,chain=unrolled",
                                         "resnet15/jax.eager/params=args,chain=unrolled"}
-    with pytest.raises(report_data.ReportInputError, match="missing column"):
-        report_data.from_history(df.drop(columns=["benchmark"]))
+    with pytest.raises(points.ReportInputError, match="missing column"):
+        points.from_history(df.drop(columns=["benchmark"]))
 
 
 def test_synthetic_history_is_what_asv_run_writes(asv_history):
@@ -296,7 +296,7 @@ def test_planted_steps_are_found(asv_history, history):
     found = prepare(history, []).trends.steps
     n = len(asv_history.commits)
     clear = [(case, metric, pos) for case, metric, pos, factor in asv_history.steps
-             if factor != 1.25 and (report_data.metric(metric).deterministic or pos <= n - 5)]
+             if factor != 1.25 and (points.metric(metric).deterministic or pos <= n - 5)]
     assert len(clear) >= 3
     for case, metric, pos in clear:
         hits = found[(found["case"] == case) & (found["metric"] == metric)]
@@ -339,8 +339,8 @@ def test_report_renders_in_a_browser_with_every_plot(real_run, history, tmp_path
     # A trend plot per model and metric, in the section of its group.
     by_group: dict[str, set] = {}
     for s in prepared.trends.series.values():
-        group = report_data.metric(s.metric).group
-        if group == "counters" or s.metric in report_data.TREND_METRICS:
+        group = points.metric(s.metric).group
+        if group == "counters" or s.metric in points.TREND_METRICS:
             by_group.setdefault(group, set()).add((s.model, s.metric))
     for group, expected in by_group.items():
         assert len(page.imgs[f"trends-{group}"]) == len(expected), group
@@ -394,7 +394,7 @@ def test_the_report_leads_with_the_run_and_keeps_history_apart(real_run, history
     host = run.environment["hostname"]
     assert f"measured on {host}" in alone.split("</header>")[0]
     # The run's table holds the terminal's very cells (one precision per column).
-    from ttfg.present.tables import run_rows
+    from ttfg.present.run_views import run_rows
 
     page = parse(alone)
     for row in run_rows(run):

@@ -200,7 +200,7 @@ def _budget_check(request: GateRequest, events: GateEvents):
     Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
     """
     from ..decide import noise
-    from ..present.noise import budget_warning_lines
+    from ..present.noise_views import budget_warning_lines
 
     s = request.settings
     floor, why_not = noise.stored()
@@ -251,7 +251,7 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     ``gate.json`` is strict JSON (a NaN in it made it unreadable to ``ttfg merge gate``);
     the two files replace the old pair as one set; a step summary that cannot be
     appended to is a warning, never a change of the exit code."""
-    from ..present import noise as noise_view
+    from ..present import noise_views
     from ..present.attribution_views import headline
     from ..present.gate_views import environments_note
     from ..present.markdown import gate_footer, gate_markdown
@@ -267,7 +267,7 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     sides = environments_note(environments)
     if sides:
         notes.insert(0, md(sides))
-    report.summary = gate_markdown(outcome, check, noise=md(noise_view.headline(floor, metric)), notes=notes)
+    report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes)
     document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
                 "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
                 "footer": gate_footer(outcome),

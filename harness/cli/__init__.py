@@ -92,7 +92,7 @@ def cmd_list(args) -> int:
     from ..engines import variants
     from ..errors import BrokenPlugin, UsageError
     from ..measure.cases import model_problem
-    from ..present.tables import console as make_console, fitted
+    from ..present.terminal import console as make_console, fitted
 
     console = make_console()
     broken = []  # reasons, printed whole below the tables (too long for a cell)
@@ -161,7 +161,8 @@ def cmd_list(args) -> int:
 
 def cmd_check(args) -> int:
     from ..measure.check import exit_code, run_check
-    from ..present.tables import check_table, console as make_console
+    from ..present.check_views import check_table
+    from ..present.terminal import console as make_console
 
     as_json = args.format == "json"
     console = make_console(stderr=as_json)  # with --format json, stdout holds only the document
@@ -226,7 +227,7 @@ def cmd_run(args) -> int:
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner, failed_cases
     from ..present.run_views import run_summary
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .outputs import output_file
 
@@ -352,8 +353,9 @@ def sample_line(done: int, total: int, case, sample) -> str:
 def print_results(results, console, wide: bool = False, stderr: bool = False) -> None:
     """A results file's tables, skipped and failed cases and noise floor: what ``ttfg run`` ends with and
     ``ttfg show`` prints again."""
-    from ..present import noise as noise_view
-    from ..present.tables import console as make_console, failures_table, run_tables, skipped_lines
+    from ..present import noise_views
+    from ..present.run_views import failures_table, run_tables, skipped_lines
+    from ..present.terminal import console as make_console
 
     tables = run_tables(results, wide=wide)
     shown = make_console(stderr=stderr, width=10_000) if wide else console  # --wide: never wrapped
@@ -364,7 +366,7 @@ def print_results(results, console, wide: bool = False, stderr: bool = False) ->
     fails = failures_table(results)
     if fails is not None:
         console.print(fails)
-    console.print(noise_view.headline(results.noise), highlight=False)
+    console.print(noise_views.headline(results.noise), highlight=False)
 
 
 def _environments(args, console) -> dict:
@@ -399,7 +401,8 @@ def cmd_study(args) -> int:
     from ..measure.runner import RunSettings
     from ..decide.study import run_study
     from .. import fmt
-    from ..present.tables import console as make_console, depth_table, effects_table
+    from ..present.study_views import depth_table, effects_table
+    from ..present.terminal import console as make_console
 
     if args.repeat < 2:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")

@@ -268,7 +268,7 @@ def _shown(value: Any) -> str:
 
 def cmd_config(args) -> int:
     """Print the effective settings, each with its origin."""
-    from ..present.tables import console as make_console, fitted
+    from ..present.terminal import console as make_console, fitted
 
     cfg = args.project_config
     console = make_console()
@@ -306,7 +306,7 @@ def cmd_show(args) -> int:
     from . import print_results
 
     results = record.load(args.file)
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     console = make_console()
     console.print(f"{args.file}: {len(results.cases)} case(s), written {results.created or '?'}", highlight=False)

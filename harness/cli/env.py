@@ -26,7 +26,7 @@ def cmd_env_list(args) -> int:
     from .. import fmt
     from ..decide.noise import describe_age
     from ..measure import environments
-    from ..present.tables import console as make_console, fitted
+    from ..present.terminal import console as make_console, fitted
 
     envs = environments.cached(sizes=True)
     if args.format == "json":

@@ -98,7 +98,7 @@ def cmd_explain(args) -> int:
     from ..decide.attribution import attribute_results
     from ..files import atomic_write_text
     from ..present.attribution_views import attribution_markdown, headline, print_attribution
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
     from ..results import record
     from .outputs import not_an_input, output_file
 

@@ -115,7 +115,7 @@ intended ('update', or the file written by --write-suggested).
 
 def print_expectations(console, check, suggested_path, not_run_what: str) -> None:
     """The expectations table, one line per failed row, and where the suggested file went."""
-    from ..present.tables import expectation_line, expectations_table
+    from ..present.expectation_views import expectation_line, expectations_table
 
     console.print(expectations_table(check))
     for r in check.failures():
@@ -140,7 +140,8 @@ def cmd_compare(args) -> int:
     from ..results import record
     from ..decide.compare import Thresholds, compare_results
     from ..present.markdown import comparison_markdown
-    from ..present.tables import compare_table, console as make_console, row_change
+    from ..present.compare_views import compare_table, row_change
+    from ..present.terminal import console as make_console
     from ..present.attribution_views import print_attribution
 
     from .outputs import not_an_input, output_file
@@ -273,7 +274,7 @@ def cmd_gate(args) -> int:
     from ..errors import UsageError
     from ..decide.gate import GateSettings, parse_duration
     from ..measure.runner import RunSettings
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_dir, output_file
     from .shards import shard_selection
@@ -332,7 +333,7 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     """The gate's result: by default what a person reads in ten seconds (at most 25 lines for a regressed case
     at 80 columns: the verdict table, the deciding numbers, the top phase changes and functions); ``verbose``
     adds every tier's finding, the sampling table and the full attribution (as ``ttfg explain`` shows it)."""
-    from ..present import noise as noise_view
+    from ..present import noise_views
     from ..present.attribution_views import print_attribution
     from ..present.gate_views import case_lines, verdict_rows, wrapped
     from ..present.tables import gate_detail_table, gate_table
@@ -364,7 +365,7 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
         print_expectations(console, check, write_suggested, "cases not gated")
     if verbose or code != 1:  # what passing means, and what this machine lets a gate see: for a pass
         say(report.passing_means)
-        say(noise_view.headline(report.floor, outcome.settings.metric))
+        say(noise_views.headline(report.floor, outcome.settings.metric))
     if report.plan is not None and report.plan.unmeasured:
         say(f"not measured: {report.plan.unmeasured}")
     folder = report.files["gate"].parent
@@ -396,7 +397,7 @@ def _load_runs(paths):
 def cmd_expect_check(args) -> int:
     from ..decide import expect
     from ..present.markdown import expectations_markdown
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_file
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 def cmd_init(args) -> int:
     from ..measure.worktrees import GitError, git
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
     from ..project import pyproject, scaffold
 
     console = make_console()

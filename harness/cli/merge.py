@@ -60,7 +60,7 @@ def _print_notes(console, notes) -> None:
 def cmd_merge_results(args) -> int:
     from ..results.io import dumps, load
     from ..results.merge import merge_results
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .outputs import holding, not_an_input, output_file
 
@@ -82,7 +82,7 @@ def cmd_merge_gate(args) -> int:
     from ..decide.merge_gate import load_shard, merge_gates
     from ..present.shard_views import merged_gate_markdown
     from ..present.verdicts import passing_sentence
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
     from ..results.format import strict_json
     from ..results.io import dumps
 
@@ -121,7 +121,7 @@ def cmd_merge_gate(args) -> int:
 
 def cmd_merge_asv(args) -> int:
     from ..history.asv_merge import merge_asv_files
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_dir, output_file
 

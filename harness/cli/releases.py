@@ -45,7 +45,7 @@ def cmd_releases(args) -> int:
     from ..measure import releases
     from ..measure.runner import RunSettings
     from ..present.releases_views import print_sweep, sweep_markdown, sweep_page
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     from .gate import _progress_line
     from .outputs import output_dir
@@ -179,7 +179,7 @@ def report_releases(args) -> int:
 def list_release_steps(args) -> int:
     """``ttfg regressions --releases FILE``: the adjacent pairs whose verdict is a step (all pairs with --all)."""
     from ..present.releases_views import pair_rows
-    from ..present.tables import console as make_console, fitted
+    from ..present.terminal import console as make_console, fitted
 
     doc = load_sweep(args.releases)
     rows = [r for r in pair_rows(doc) if r["verdict"] in (("regressed",) if args.only_regressions

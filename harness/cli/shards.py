@@ -57,7 +57,7 @@ def cmd_shards(args) -> int:
     from ..measure.shard import partition
 
     from ..present.shard_views import partition_table
-    from ..present.tables import console as make_console
+    from ..present.terminal import console as make_console
 
     ids, costs = partition_of(args)
     if not ids:

@@ -14,7 +14,7 @@ in its notes when the two files were measured under different conditions.
 
 Which metrics exist, their kinds and default thresholds come from the registry
 (``ttfg.metrics``). This module holds the logic only; the command line is in
-``cli/gate.py``, terminal tables in ``present/tables.py`` and Markdown in
+``cli/gate.py``, terminal tables in ``present/compare_views.py`` and Markdown in
 ``present/markdown.py``, all numbers formatted by ``harness/fmt.py``.
 """
 

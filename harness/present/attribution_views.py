@@ -18,7 +18,7 @@ from .. import fmt
 from ..fmt import _finite
 from .. import metrics
 from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
-from .markdown import _table
+from .markdown_table import table
 from .untrusted import md, md_code
 
 
@@ -152,7 +152,7 @@ def _has_instructions(a: Attribution) -> bool:
 
 
 def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    """A table in the one style every terminal table has (``tables.fitted``'s: a rule under the header)."""
+    """A table in the one style every terminal table has (``terminal.fitted``'s: a rule under the header)."""
     from rich import box
 
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
@@ -196,16 +196,16 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
         header, rows = header[:5], [r[:5] for r in rows]
     lines = [f"**Where it went**: {md(headline(a))}", "",
              f"<details{' open' if open_ else ''}><summary>{md(a.case)}: phases, counters, functions</summary>", ""]
-    lines += _table(header, rows) + [""]
+    lines += table(header, rows) + [""]
     changed = counter_rows(a, changed_only=True)
     if changed:
-        lines += _table(COUNTER_HEADER, changed) + [""]
+        lines += table(COUNTER_HEADER, changed) + [""]
     elif a.counters:
         lines += [f"{len(a.counters)} counters, none changed.", ""]
     for unit in a.units():
         title = function_title(a, unit)
         lines += [f"{title[0].upper()}{title[1:]}:", ""]
-        lines += _table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in function_rows(a, unit)]) + [""]
+        lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in function_rows(a, unit)]) + [""]
     lines += [f"> {md(note)}" for note in a.function_notes + a.notes]
     lines += ["", "</details>", ""]
     return "\n".join(lines)

@@ -146,7 +146,7 @@ def row_cells(r: VerdictRow) -> list[str]:
 
 def verdict_table(rows: list[VerdictRow], title: str):
     """The verdict rows as one terminal table (the case split into its varying parts, as every table is)."""
-    from .tables import VERDICT_STYLE, case_cells, case_layout, fitted
+    from .terminal import VERDICT_STYLE, case_cells, case_layout, fitted
 
     varying, fixed = case_layout([r.case for r in rows])
     table = fitted(f"{title}: {fixed}" if fixed else title,

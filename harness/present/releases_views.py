@@ -88,7 +88,7 @@ def release_rows(doc: dict) -> list[dict]:
 
 def print_sweep(console, doc: dict) -> None:
     """The sweep's two tables (releases, then pairs) and its closing lines."""
-    from .tables import fitted
+    from .terminal import fitted
 
     table = fitted(f"{doc['package']} releases: first gradient (medians of every cold process)",
                    [("release", "left"), ("case", "left"), ("status", "left"), ("wall", "right"), ("CPU", "right"),

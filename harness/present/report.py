@@ -7,10 +7,13 @@ often another machine's (the shipped ``results/``), follows in a part of its own
 machine that recorded it. Without asv history, results files that span two or more commits are
 the history. Output: a single self-contained file (figures embedded as PNG data URIs, each with a
 narrow rendition a phone picks, one small inline script for pointer and tap answers, nothing
-fetched), written atomically so a failed build never leaves half a report behind.
+fetched), written atomically (by ``app/report.py``) so a failed build never leaves half a
+report behind.
 
-The pieces, one job each: ``report_data`` (inputs -> points), ``steps`` (change
-detection), ``trends`` (series, steps table, summary), ``run_section`` (the run's table, the
+The page only shows: the use case ``app/report.py`` loads the inputs, finds the steps and
+applies the confirmations, and hands the result over as :class:`Prepared`. The pieces,
+one job each: ``history.points`` (inputs -> points), ``history.steps`` (change
+detection), ``history.trends`` (series, steps table, summary), ``run_section`` (the run's table, the
 gate's verdict, the host), ``run_views`` (one run's phases and cache effect), ``study_views``
 (``ttfg study`` files' stored analyses), ``plots`` (figures), ``fmt`` (numbers), and the Jinja
 template ``templates/report.html.j2`` (autoescaped: case names are user input).
@@ -23,22 +26,18 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from .. import fmt
-from . import plots, run_section, run_views, study_views
-from .tables import case_cells, case_layout
+from . import noise_views, plots, run_section, run_views, study_views
+from .terminal import case_cells, case_layout
 from .. import metrics
-from . import noise as noise_view
-from ..files import atomic_write_text
 
-from ..history import points as report_data
-from ..history.points import TREND_METRICS, History, ReportInputError, metric
+from ..history.points import TREND_METRICS, History, metric, run_commit, short_commit
 from ..history.steps import DEFAULT_MIN_CHANGE
-from ..history.trends import Trends, analyse, step_key, summary
+from ..history.trends import Trends, step_key, summary
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -68,54 +67,6 @@ class Prepared:
     source: str = "results files"
     studies: list = field(default_factory=list)  # results files of `ttfg study`: the Studies section
     gate: dict | None = None     # a gate's gate.json, when the results files are a gate's folder: the verdict first
-
-
-def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
-            threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-            confirmations: dict | None = None, gate: dict | None = None,
-            environment: str | None = None) -> Prepared:
-    """Points and detected steps from asv history when given, else from the results files.
-
-    ``confirmations``: stored re-measurements of timing steps (``ttfg.history.confirm``),
-    by step key; they mark the steps confirmed or not reproduced.
-
-    Results files of ``ttfg study`` feed the Studies section only. Their cases are
-    sweeps and arms of one experiment (``resnet15:blocks=60``, ``chain=scan``) under the
-    study's own settings, not a commit's regular measurement: as trend points they
-    would add a one-point "model" per depth and mix a study's arms into the history, and
-    as the "latest run" they would replace the run the phase and cache sections are about.
-    """
-    runs, studies = study_views.split_runs(runs)
-    notes: list[str] = []
-    if studies:
-        notes.append(f"{len(studies)} study file(s) shown under Studies only, not in the trends or latest-run sections")
-    history = None
-    if history_df is not None and len(history_df):
-        history = report_data.from_history(history_df, machine=machine, environment=environment)
-        notes += history.notes
-    if history is not None and len(history.points):
-        points, source = history.points, "asv history"
-        if runs:
-            notes.append("trends come from the asv history, shown apart below this run")
-    else:
-        if history_df is not None:
-            notes.append("the asv history holds no results; trends come from the results files")
-        points, source = report_data.from_runs(runs), "results files"
-    if not len(points) and not runs and not studies and not gate:
-        raise ReportInputError("nothing to report: no asv history and no results files "
-                               "(pass --runs FILE from `ttfg run --out FILE`, or point --results at asv results)")
-    if last is not None and last < 1:
-        raise ReportInputError(f"--last must be >= 1, got {last}")
-    points = report_data.keep_last(points, last)
-    trends = analyse(points, threshold)
-    if confirmations:
-        from ..history.confirm import apply
-
-        trends = apply(trends, confirmations)
-    if trends.dismissed:
-        notes.append(f"{trends.dismissed} timing step(s) proposed by the commits' levels were left out: the samples on "
-                     "their two sides do not differ significantly")
-    return Prepared(points, trends, history, runs, notes, source, studies, gate)
 
 
 # ---------------------------------------------------------------------------- sections
@@ -505,7 +456,7 @@ def environment_section(prepared: Prepared) -> dict:
     if res is not None:
         packages = [f"{k} {v}" for k, v in sorted((res.environment.get("packages") or {}).items()) if v]
     files = [{"name": str(r.path) if r.path else "(in memory)", "created": r.created,
-              "commit": report_data.short_commit(report_data.run_commit(r)),
+              "commit": short_commit(run_commit(r)),
               "cases": sum(1 for c in r.cases if not c.skipped),
               "study": r.study.study if r.study else ""}
              for r in sorted([*prepared.runs, *prepared.studies], key=lambda r: r.created)]
@@ -555,7 +506,7 @@ def noise_section(runs: list) -> dict:
     if res is None:
         return {"shown": False, "headline": "", "rows": [], "budgets": [], "file": ""}
     budgets = sorted({b for e in res.noise.entries for b, _, _ in e.gates})
-    return {"shown": True, "headline": noise_view.headline(res.noise), "rows": noise_view.report_rows(res.noise),
+    return {"shown": True, "headline": noise_views.headline(res.noise), "rows": noise_views.report_rows(res.noise),
             "budgets": [f"{b / 60:g}-min gate" for b in budgets], "note": res.noise.note,
             "file": str(res.path.name) if res.path else "(in memory)"}
 
@@ -673,23 +624,4 @@ def relative_href(path: Path) -> str:
     return text if text.startswith(("../", "./")) else f"./{text}"
 
 
-def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), out: str | os.PathLike = "reports/index.html",
-                 asv_html: str | os.PathLike | None = None, *, last: int | None = None, back: int = 10,
-                 threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-                 confirmations: dict | None = None, commit_url: str | None = None) -> Path:
-    """Write the report to ``out`` (one self-contained HTML file) and return its path.
-
-    ``history_df``: asv history in ``ttfg.history.asv_results.load``'s schema, or None.
-    ``runs``: loaded ``Results``; they make the trends when there is no history and
-    always feed the environment, phase and cold/warm sections. ``last``: newest N
-    commits only. ``back``: the summary's second comparison, N commits back.
-    ``threshold``: smallest relative step reported (counters use 1 %).
-    """
-    out = Path(out)
-    prepared = prepare(history_df, runs, last=last, threshold=threshold, machine=machine, confirmations=confirmations)
-    html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold,
-                  commit_url=commit_url)
-    return atomic_write_text(out, html)  # readers see the old page or the new one, never half
-
-
-__all__ = ["Prepared", "asv_link_for", "build_report", "prepare", "render"]
+__all__ = ["Prepared", "asv_link_for", "render"]

@@ -5,7 +5,7 @@ first (the run's table, where its processes spent their time, what went wrong), 
 ``ttfg gate`` the verdict. History across commits, often recorded on another machine
 (the shipped ``results/ttfg-dev-2core/``), comes later, in a part of its own
 (``report.history_part``). The run's table is built from the very cells ``ttfg run``
-prints in the terminal (``tables.run_rows``), so the two agree to the character.
+prints in the terminal (``run_views.run_rows``), so the two agree to the character.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import fmt, metrics
-from ..history import points as report_data
-from . import tables
+from ..history import points
+from . import run_views
+from .terminal import case_cells, case_layout
 
 #: Columns of the run table, in order (besides the case's parts); empty ones are left out. Import,
 #: build and the phases are the phase breakdown's, right below (its figure and its numbers).
-RUN_COLUMNS = (tables.OK, tables.FIRST, tables.RANGE, tables.CV, tables.PROCESS, tables.SECOND, tables.ALLOCS)
+RUN_COLUMNS = (run_views.OK, run_views.FIRST, run_views.RANGE, run_views.CV, run_views.PROCESS, run_views.SECOND,
+               run_views.ALLOCS)
 #: The gate's decision by its exit code, for the page's header.
 GATE_DECISION = {0: "passed: no regression shown", 1: "failed: regression", 2: "could not compare"}
 
 
 def the_run(runs: list):
     """The run this page is about: a gate's head, else the newest results file; None without one."""
-    from .run_views import latest
-
     heads = [r for r in runs if r.gate is not None and r.gate.role == "head"]
-    return latest(heads) if heads else latest(runs)
+    return run_views.latest(heads) if heads else run_views.latest(runs)
 
 
 def when(created: str) -> str:
@@ -47,7 +47,7 @@ def when(created: str) -> str:
 def run_title(res) -> str:
     """``bench.json, commit 3223193 (dirty), 2026-12-03 22:08 UTC``."""
     git = res.environment.get("git") or {}
-    commit = report_data.short_commit(git.get("commit")) + (" (dirty)" if git.get("dirty") else "")
+    commit = points.short_commit(git.get("commit")) + (" (dirty)" if git.get("dirty") else "")
     name = Path(res.path).name if res.path else "results"
     return f"{name}, commit {commit}, {when(res.created)}"
 
@@ -62,11 +62,11 @@ def run_section(res) -> dict:
     """The run's table: per case and cache, samples, the first gradient with its spread, the phases."""
     if res is None:
         return {"shown": False}
-    rows = tables.run_rows(res)
-    varying, fixed = tables.case_layout([r["case"] for r in rows])
+    rows = run_views.run_rows(res)
+    varying, fixed = case_layout([r["case"] for r in rows])
     caches = ("cache",) if len({r["cache"] for r in rows}) > 1 else ()
     columns = [c for c in RUN_COLUMNS if any(r[c] not in ("", fmt.MISSING) for r in rows)]
-    body = [{"case": r["case"], "parts": tables.case_cells(r["case"], varying), "caches": [r[c] for c in caches],
+    body = [{"case": r["case"], "parts": case_cells(r["case"], varying), "caches": [r[c] for c in caches],
              "cells": [r[c] for c in columns], "short": r["short"]} for r in rows]
     failed = [c for c in res.cases if not c.skipped and not c.good("timing")]
     samples = sum(len(c.samples) for c in res.cases)

@@ -10,8 +10,8 @@ missing or failed.
 from __future__ import annotations
 
 from .. import fmt
-from .markdown import _table, _verdict
-from .tables import Fitted, fitted
+from .markdown_table import table, verdict
+from .terminal import Fitted, fitted
 
 __all__ = ["merged_gate_markdown", "partition_table"]
 
@@ -23,7 +23,7 @@ def partition_table(plan, repeat: int) -> Fitted:
              f"{len(plan.sources) - measured} estimated; expected wall time "
              f"{fmt.seconds(plan.makespan_s * repeat)} for {repeat} process(es) per case "
              f"(one runner: {fmt.seconds(plan.total_s * repeat)})")
-    # Fits the terminal without cutting a case id (see tables.Fitted).
+    # Fits the terminal without cutting a case id (see terminal.Fitted).
     table = fitted(title, (("shard", "left"), ("cases", "right"), ("expected", "right"), ("case ids", "left")),
                    boxed=True)
     for s in plan.shards:
@@ -35,7 +35,7 @@ def partition_table(plan, repeat: int) -> Fitted:
 def _noise_headline(shard: dict, metric: str) -> str:
     """What the shard's runner could detect (its gate.json's noise floor, checked when it was read): runners differ."""
     from ..results.validate import noise_from_json
-    from .noise import headline
+    from .noise_views import headline
 
     return headline(noise_from_json(shard.get("noise"), shard.get("file") or "gate.json"), metric)
 
@@ -64,10 +64,10 @@ def merged_gate_markdown(merged: dict) -> str:
     cases = merged["cases"]
     rows = verdict_rows(cases)
     lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
-    lines += _table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
-                    [[md_code(r.case), c["shard"], _verdict(r.word, md(r.label))
-                      + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error")), r.decided_by,
-                      r.base, r.head, r.ratio, r.interval] for r, c in zip(rows, cases)]) + [""]
+    lines += table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
+                   [[md_code(r.case), c["shard"], verdict(r.word, md(r.label))
+                     + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error")), r.decided_by,
+                     r.base, r.head, r.ratio, r.interval] for r, c in zip(rows, cases)]) + [""]
     if merged.get("passing_means"):
         lines += [f"_{md(merged['passing_means'], 2000)}_", ""]
     problems = [s for s in shards if s["status"] in ("missing", "failed")]
@@ -81,9 +81,9 @@ def merged_gate_markdown(merged: dict) -> str:
               f"({md((head.get('commit') or '?')[:10])}); gated metric {md_code(metric)}, minimum effect "
               f"{fmt.percent(settings.get('min_effect'))}, alpha {md(settings.get('alpha', '?'))}, each case paired and "
               "interleaved on its shard's runner", ""]
-    lines += _table(["case", "base and head are", "pairs", "wall", "stopped"],
-                    [[md_code(r.case), md(r.statistic) or fmt.MISSING, str(c["pairs"]), fmt.seconds(c.get("wall_s")),
-                      md(c["stop"])] for r, c in zip(rows, cases)]) + [""]
+    lines += table(["case", "base and head are", "pairs", "wall", "stopped"],
+                   [[md_code(r.case), md(r.statistic) or fmt.MISSING, str(c["pairs"]), fmt.seconds(c.get("wall_s")),
+                     md(c["stop"])] for r, c in zip(rows, cases)]) + [""]
     for r, c in zip(rows, cases):
         lines.append(f"- {md_code(r.case)} (decided by the {md(r.tier)} tier on {md(r.metric)}): {md(r.reason)}")
         lines += [f"  - context, not decided on: {md(text)}" for text in r.context]

@@ -21,10 +21,13 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from rich.table import Table
+
 from ..results.model import DepthEntry, EffectEntry, StudySection
 
 from .. import metrics
 from .. import fmt
+from .terminal import fitted
 
 #: The studies ``ttfg study`` runs (ttfg.decide.study.STUDIES).
 KINDS = ("params", "chain", "depth")
@@ -195,5 +198,37 @@ def read_studies(runs: Iterable) -> list[Study]:
     return studies
 
 
-__all__ = ["DEPTH_METRICS", "DepthSeries", "EffectRow", "Fit", "KINDS", "Study", "arm_medians",
-           "read_studies", "read_study", "split_runs", "study_of"]
+# ---------------------------------------------------------------------------- terminal tables (``ttfg study``)
+
+
+def effects_table(study) -> Table:
+    axis = {"params": "params", "chain": "chain", "env": "env"}[study.study]
+    table = fitted(f"{study.study} study on {study.model}: effect = treatment / control, "
+                   f"paired cold processes, 95 % interval",
+                   [(col, "right" if col in ("pairs", "p") else "left")
+                    for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note")],
+                   label=2)
+    for row in study.effects:
+        e = row.effect
+        effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if e else fmt.MISSING
+        table.add_row(row.backend, row.metric, f"{row.control} -> {row.treatment}", effect,
+                      str(e.n) if e else fmt.MISSING, fmt.p_value(e.p_value) if e else fmt.MISSING, row.note)
+    return table
+
+
+def depth_table(study) -> Table:
+    table = fitted(f"depth study on {study.model}: t = a + b * depth^k, 95 % interval for k",
+                   [(col, "right" if col in ("a", "b") else "left")
+                    for col in ("backend", "metric", "k", "growth", "a", "b", "median by depth", "note")], label=2)
+    for row in study.depth:
+        points = " ".join(f"{d}:{fmt.seconds(v)}" for d, v in row.points)
+        fit = row.fit
+        growth = fmt.exponent(fit.k, fit.k_ci_low, fit.k_ci_high) if fit else fmt.MISSING
+        table.add_row(row.backend, row.metric, growth, row.growth,
+                      fmt.seconds(fit.a) if fit else fmt.MISSING, fmt.seconds(fit.b) if fit else fmt.MISSING, points,
+                      row.note)
+    return table
+
+
+__all__ = ["DEPTH_METRICS", "DepthSeries", "EffectRow", "Fit", "KINDS", "Study", "arm_medians", "depth_table",
+           "effects_table", "read_studies", "read_study", "split_runs", "study_of"]

@@ -9,7 +9,7 @@ raises). Two places interpret text:
   ``ttfg gate`` exit 2 before measuring, ``run --out 'r[/x].json'`` exited 2, ``merge
   results --out 'out[/x].json'`` wrote its file and then exited 2, and ``[link=...]``
   became a terminal hyperlink. So every console ttfg makes has markup off
-  (``tables.console``); styled output is built as ``rich.text.Text``
+  (``terminal.console``); styled output is built as ``rich.text.Text``
   (``Text.assemble(("failed", "red"), " ", error)``), whose plain parts are never parsed.
 * **Markdown** (``summary.md``, posted as the pull-request comment): a head's exception
   reached it with Markdown links, raw HTML and comment openers intact, and a 2 MB

@@ -8,7 +8,7 @@ and the HTML report must say the same thing the same way: "on this machine a
 from __future__ import annotations
 
 from .. import fmt
-from .tables import Fitted, case_cells, case_layout, case_parts, fitted
+from .terminal import Fitted, case_cells, case_layout, case_parts, fitted
 
 #: The gate budget the headline speaks of (the gate's default, 10 minutes).
 HEADLINE_BUDGET_S = 600.0
