@@ -428,7 +428,7 @@ def cmd_regressions(args) -> int:
         return list_release_steps(args)
     import json
 
-    from ..decide.gate import parse_duration
+    from ..fmt import parse_duration
     from ..present.report import prepare
     from ..present.tables import console as make_console
 

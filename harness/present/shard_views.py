@@ -49,8 +49,7 @@ def merged_gate_markdown(merged: dict) -> str:
     revisions, reasons, errors, notes, paths) is escaped or fenced and clipped (``untrusted``): a
     pull request's code wrote some of it, and this summary is posted as the pull-request comment.
     """
-    from .gate_views import DECISIONS, verdict_rows
-    from .markdown import GATE_MARKER
+    from .gate_views import DECISIONS, GATE_MARKER, cases_of, verdict_rows
     from .untrusted import md, md_code
     from .verdicts import failures_note
 
@@ -62,7 +61,7 @@ def merged_gate_markdown(merged: dict) -> str:
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
     cases = merged["cases"]
-    rows = verdict_rows(cases)
+    rows = verdict_rows(cases_of(cases))
     lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
     lines += _table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
                     [[md_code(r.case), c["shard"], _verdict(r.word, md(r.label))

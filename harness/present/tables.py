@@ -457,7 +457,7 @@ def gate_table(outcome) -> Table:
     """Per case: the verdict, the tier and metric that decided it, and that metric's base, head, ratio and interval."""
     from .gate_views import revision_label, verdict_rows, verdict_table
 
-    rows = verdict_rows([c.to_json() for c in outcome.cases])
+    rows = verdict_rows(outcome.cases)
     return verdict_table(rows, f"gate verdicts, base {revision_label(outcome.base)} vs head "
                                f"{revision_label(outcome.head)}")
 
