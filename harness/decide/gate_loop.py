@@ -323,7 +323,7 @@ def _outcomes(states: list[policy.CaseState], writers: dict[str, ResultsWriter],
         elif broken is not None:
             verdict, tier = broken, tiering.TIME
         else:
-            guards = policy.guards(st, settings)
+            guards = policy.guards_of(st, settings)
             lead, verdict = policy.combined_verdict(guards, settings.metric)
             tier, figure = tiering.TIME, lead.figure()
             context = policy.count_context(trail)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .stats import SequentialPairedTest
 
 __all__ = ["CaseState", "brief", "broken_verdict", "combined_verdict", "count_context", "evidence_figure",
-           "failure_test", "failure_verdict", "geometric_mean", "guards", "leading", "metric_verdict", "new_state",
+           "failure_test", "failure_verdict", "geometric_mean", "guards_of", "leading", "metric_verdict", "new_state",
            "new_tests", "not_settled_verdict", "screen", "settled_and_screened", "stop_after_pair", "time_context",
            "value", "verdict_words", "with_failures"]
 
@@ -126,8 +126,8 @@ def value(sample: Sample, metric: str) -> float | None:
     """The metric of a good sample; NaN for a failed one; None when a good sample lacks it."""
     if not sample.ok:
         return math.nan
-    value = metrics.sample_value(sample, metric)
-    return value if value is not None and value > 0 else None
+    found = metrics.sample_value(sample, metric)
+    return found if found is not None and found > 0 else None
 
 
 def failure_verdict(verdict: str, reason: str, st: CaseState):
@@ -174,7 +174,7 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def guards(st: CaseState, settings: GateSettings) -> list[Guard]:
+def guards_of(st: CaseState, settings: GateSettings) -> list[Guard]:
     out = []
     for m in st.tests:
         base, head = st.complete(m)
@@ -289,7 +289,7 @@ def settled_and_screened(st: CaseState, settings: GateSettings, trail: "tiering.
                                                 f"not run: {names} are not counted by the tiers before it, and the "
                                                 "time tier was not selected, so they were not guarded"))
         return verdict, tier, figure, context, []
-    guards = guards(st, settings)
+    guards = guards_of(st, settings)
     lead, screened = combined_verdict(guards, settings.metric)
     if screened.verdict == "regressed":
         return screened, tiering.TIME, lead.figure(), [figure] if figure else [], guards
