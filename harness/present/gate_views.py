@@ -130,7 +130,9 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
 
 def cases_of(doc_cases: list[dict]) -> list[CaseOutcome]:
     """The typed cases of a ``gate.json``'s (or a merged gate's) ``cases``, older files' shapes migrated."""
-    return [CaseOutcome.from_json(c) for c in migrate({"cases": doc_cases})["cases"]]
+    import copy
+
+    return [CaseOutcome.from_json(c) for c in migrate({"cases": copy.deepcopy(doc_cases)})["cases"]]
 
 
 ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
