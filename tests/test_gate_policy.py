@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from ttfg.decide import gate_policy
+from ttfg.decide import gate_loop
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GUARDED, GateSettings
 from ttfg.measure.sides import Side
@@ -358,7 +358,7 @@ def test_the_guarded_timings_share_one_alpha(gate_with):
     assert GateSettings(guard=("first_grad_s",)).guard_alpha == 0.01
     assert GateSettings(guard=("build_s",)).guard == ("first_grad_s", "build_s")  # the gated metric is always in
     outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
-    tests = gate_policy.new_tests(GateSettings(), GUARDED)
+    tests = gate_loop._new_tests(GateSettings(), GUARDED)
     assert {t.alpha for t in tests.values()} == {0.0025}
     assert outcome.cases[0].verdict.verdict == "unchanged" and len(outcome.cases[0].guards) == 4
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -60,9 +60,9 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
-    from .stats import Verdict
+    from .stats import SequentialPairedTest, Verdict
 
-__all__ = ["Clock", "PairEvent", "Sampler", "run_gate"]
+__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "run_gate"]
 
 #: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
 #: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
@@ -88,6 +88,82 @@ class PairEvent:
     budget_s: float
 
 
+@dataclass
+class CaseState:
+    """One case's sampling so far: its tests, every pair's values, its failures and why it stopped."""
+
+    case: Case
+    #: The gated metric (progress lines, the noise floor).
+    metric: str
+    #: One sequential test per guarded timing still tested (all of the guard, or the screen's part).
+    tests: "dict[str, SequentialPairedTest]"
+    #: Per guarded timing and side, every attempted pair's value (NaN: failed, or not reported).
+    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    pair_wall_s: list[float] = field(default_factory=list)
+    ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    first_error: dict[str, str] = field(default_factory=dict)
+    stop: str | None = None
+    #: True when the count tier settled the case and the time tier screens what the counts do not cover.
+    screened: bool = False
+
+    @property
+    def attempted(self) -> int:
+        return len(self.pair_wall_s)
+
+    @property
+    def test(self) -> "SequentialPairedTest":
+        """The gated metric's test (the first one tested when it is not screened)."""
+        return self.tests.get(self.metric) or next(iter(self.tests.values()))
+
+    def complete(self, metric: str | None = None) -> tuple[list[float], list[float]]:
+        """The complete pairs (both values there) of ``metric`` (default: the gated one)."""
+        found = self.values.get(metric or self.metric, {"base": [], "head": []})
+        pairs = [(b, h) for b, h in zip(found["base"], found["head"]) if not (math.isnan(b) or math.isnan(h))]
+        return [b for b, _ in pairs], [h for _, h in pairs]
+
+    def regressed(self) -> bool:
+        return any(t.done() and t.verdict().verdict == "regressed" for t in self.tests.values())
+
+    def decided(self) -> bool:
+        """A guarded timing regressed (that settles the case), or every test is done."""
+        return self.regressed() or all(t.done() for t in self.tests.values())
+
+    def fits(self, elapsed: float, budget: float) -> bool:
+        """Whether one more pair is expected to end within the budget."""
+        if elapsed >= budget:
+            return False
+        recent = sorted(self.pair_wall_s[-5:])
+        estimate = recent[len(recent) // 2] if recent else 0.0
+        return elapsed + estimate <= budget
+
+
+def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None):
+    """One sequential test per guarded timing, each at the guard's share of alpha."""
+    from .stats import SequentialPairedTest
+
+    return {m: SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.guard_alpha,
+                                    min_pairs=min(settings.min_pairs, max_pairs or settings.max_pairs),
+                                    max_pairs=max_pairs or settings.max_pairs) for m in names}
+
+
+def _new_state(case: Case, settings: GateSettings) -> CaseState:
+    return CaseState(case, settings.metric, _new_tests(settings, settings.guard),
+                     {m: {"base": [], "head": []} for m in settings.guard})
+
+
+def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
+    """After the count tier settled the case: test only ``names`` (what the counts did not cover), in one look
+    at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken."""
+    st.tests = _new_tests(settings, names, max_pairs=settings.min_pairs)
+    st.screened = True
+    for m, test in st.tests.items():
+        for b, h in zip(*st.complete(m)):
+            if not test.done():
+                test.add(b, h)
+
+
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
             out: Path, shard: ShardSection | None = None) -> ResultsWriter:
     """One side's results file: this side's source and git state, and the gate section."""
@@ -102,7 +178,7 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     return ResultsWriter(results, out)
 
 
-def _run_pair(st: policy.CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
+def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
               settings: GateSettings, sampler: Sampler, clock: Clock) -> dict[str, Sample]:
     """One base and one head process back to back; the order alternates A B, B A, ..."""
     index = st.attempted
@@ -207,12 +283,12 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         raise
     for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
         (out_dir / stale).unlink(missing_ok=True)
-    states = [policy.new_state(case, settings) for case in cases]
+    states = [_new_state(case, settings) for case in cases]
     by_id = {st.case.id: st for st in states}
     start = began = clock()
     finished = False
 
-    def take_pair(st: policy.CaseState) -> dict[str, Sample]:
+    def take_pair(st: CaseState) -> dict[str, Sample]:
         samples = _run_pair(st, sides, writers, settings, sampler, clock)
         for role in sides:
             if samples[role].ok:
@@ -247,7 +323,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 rest = tiering.uncounted_guards(settings.guard, settled.step) if settled.step else ()
                 if (st.stop is None and rest and tiering.TIME in settings.tiers
                         and settled.verdict.verdict != "regressed"):
-                    policy.screen(st, settings, rest)
+                    _screen(st, settings, rest)
                 else:
                     st.stop = st.stop or DECIDED
             elif tiering.TIME not in settings.tiers:
@@ -297,7 +373,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                        writers["head"].results.fingerprint, results=results, attributions=attributions)
 
 
-def _outcomes(states: list[policy.CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
+def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
               trails: "dict[str, tiering.CaseTrail]") -> list[CaseOutcome]:
     """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
     from .compare import compare_results
@@ -317,7 +393,8 @@ def _outcomes(states: list[policy.CaseState], writers: dict[str, ResultsWriter],
             verdict, tier = trail.settled.verdict, trail.settled.tier
             evidence = trail.settled.evidence
             figure = policy.evidence_figure(tier, evidence) if evidence else None
-            verdict, tier, figure, context, guards = policy.settled_and_screened(st, settings, trail, verdict, tier, figure)
+            verdict, tier, figure, context, guards = policy.settled_and_screened(st, settings, trail, verdict, tier,
+                                                                                 figure)
         elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
             verdict, tier = policy.not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
         elif broken is not None:
@@ -336,7 +413,8 @@ def _outcomes(states: list[policy.CaseState], writers: dict[str, ResultsWriter],
         if verdict.method == "fisher-failures" or held is not None:
             figure = None
         outcomes.append(CaseOutcome(st.case.id, VerdictData.of(verdict), len(b), st.attempted, dict(st.failed),
-                                    sum(st.pair_wall_s), stop, SummaryData.of(summarize(b)), SummaryData.of(summarize(h)),
+                                    sum(st.pair_wall_s), stop, SummaryData.of(summarize(b)),
+                                    SummaryData.of(summarize(h)),
                                     [ChangeData.of(r) for r in changes],
                                     None if failures is None else FailureData.of(failures), tier=tier,
                                     trail=[TierData.of(t) for t in trail.steps], first_error=dict(st.first_error),
@@ -344,7 +422,7 @@ def _outcomes(states: list[policy.CaseState], writers: dict[str, ResultsWriter],
     return outcomes
 
 
-def _profile_regressions(outcomes: list[CaseOutcome], states: list[policy.CaseState], sides: dict[str, Side],
+def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
                          writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
                          on_note: Callable[[str], None] | None) -> None:
     """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.

@@ -464,8 +464,8 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
     return lines
 
 
-__all__ = ["DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of", "context_text",
-           "figure_cells", "function_lines", "gate_footer", "gate_markdown", "gate_page", "presented_document",
-           "revision_label", "verdict_table", "where_it_went",
+__all__ = ["DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of",
+           "context_text", "environments_note", "figure_cells", "function_lines", "gate_footer", "gate_markdown",
+           "gate_page", "presented_document", "revision_label", "verdict_table", "where_it_went",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
            "verdict_rows", "wrapped"]

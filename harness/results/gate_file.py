@@ -207,7 +207,7 @@ def _nan(v) -> float:
 
 
 def _record(cls, data: dict):
-    """A plain record of ``cls`` from its JSON: the fields present, numbers' nulls as NaN, the rest at their defaults."""
+    """A plain record of ``cls`` from its JSON: the fields present, numbers' nulls as NaN, the rest as defaults."""
     data = data or {}
     kwargs = {}
     for f in fields(cls):
@@ -558,7 +558,8 @@ class CaseOutcome:
         return cls(data["case"], VerdictData.from_json(data.get("verdict")), data.get("pairs") or 0,
                    data.get("attempted") or 0, dict(data.get("failed") or {"base": 0, "head": 0}),
                    _nan(data.get("wall_s")), data.get("stop") or "", SummaryData.from_json(data.get("base")),
-                   SummaryData.from_json(data.get("head")), [ChangeData.from_json(r) for r in data.get("changes") or []],
+                   SummaryData.from_json(data.get("head")),
+                   [ChangeData.from_json(r) for r in data.get("changes") or []],
                    None if data.get("failures") is None else FailureData.from_json(data["failures"]),
                    data.get("attribution"), data.get("tier") or "time",
                    [TierData.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
