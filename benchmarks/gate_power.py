@@ -100,7 +100,7 @@ def _count(low: int):
 
 
 def _duration(text: str) -> str:
-    from ttfg.decide.gate import parse_duration
+    from ttfg.fmt import parse_duration
     from ttfg.errors import UsageError
 
     try:
@@ -321,7 +321,7 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
 def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
              extra: tuple[str, ...] = ()) -> dict:
     """One real ``ttfg gate`` in a fresh process; its verdict, timing and attribution."""
-    from ttfg.decide.gate import parse_duration
+    from ttfg.fmt import parse_duration
 
     cmd = ["gate", "--repo", str(clone), "--base", base, "--head", head, "--model", args.model, "--backend",
            args.backend, "--budget", args.budget, "--out-dir", str(out_dir), *extra, *args.gate_arg]

@@ -33,9 +33,11 @@ It sits beside the registry, below every stage, so that the verdict sentences th
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 
 from . import metrics
+from .errors import UsageError
 
 MISSING = "–"
 
@@ -309,8 +311,32 @@ def column(values, unit: str) -> list[str]:
     return out
 
 
+#: A duration's parts: a number and its unit (none: seconds).
+DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
+
+
+def parse_duration(text: str) -> float:
+    """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"`` -> seconds (the one reader of a duration people type).
+
+    Raises
+    ------
+    UsageError
+        On anything else, or a duration that is not positive.
+    """
+    raw = text.strip().lower()
+    pos, total = 0, 0.0
+    for match in DURATION_RE.finditer(raw):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+        pos = match.end()
+    if not raw or pos != len(raw) or total <= 0:
+        raise UsageError(f"budget {text!r} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
+    return total
+
+
 AXIS_UNITS = {"s": "seconds", "bytes": "bytes (binary: KiB, MiB, GiB)", "count": "count", "ratio": "share"}
 
 __all__ = ["AXIS_UNITS", "MISSING", "bytes_", "change", "column", "count", "exponent", "factor", "interval",
-           "metric_unit", "metric_value", "number", "p_value", "percent", "plural", "ratio", "seconds", "supported_digits",
+           "metric_unit", "metric_value", "number", "p_value", "parse_duration", "percent", "plural", "ratio", "seconds", "supported_digits",
            "value"]

@@ -122,7 +122,7 @@ class Metric:
     #: for the same code, so the gate's count tier shows it but never lets it settle a case.
     unsteady: tuple[tuple[str, str], ...] = ()
     #: Timings: guarded by the gate's time tier by default, as a phase every cold start pays
-    #: (``decide/gate.py``: one paired test each, alpha shared among them).
+    #: (``decide/gate_loop.py``: one paired test each, alpha shared among them).
     guarded: bool = False
     #: Timings: the instruction count that covers it, so that the count tier settling a case settles
     #: it too; None: the counts miss it (the import: under callgrind it would cost about 65 times its

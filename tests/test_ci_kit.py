@@ -215,7 +215,7 @@ def _gate_step(steps):
 def test_perf_gate_posts_summary_as_one_updated_pull_request_comment():
     """The summary the gate writes is what the comment posts, by a maintained action that
     edits its earlier comment (found by a hidden marker) instead of adding one per push."""
-    from ttfg.present.markdown import GATE_MARKER
+    from ttfg.present.gate_views import GATE_MARKER
 
     doc = load(ROOT / "ci" / "workflows" / "perf-gate.yml")
     assert doc["permissions"]["pull-requests"] == "write"

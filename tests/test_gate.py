@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from ttfg.results import record
-from ttfg.decide.gate import parse_duration
+from ttfg.fmt import parse_duration
 from ttfg.errors import UsageError
 
 from .conftest import ROOT, interruptible
@@ -114,13 +114,13 @@ def test_refusals_exit_2_before_measuring(repo):
     assert out.returncode == 2 and "base revision 'no-such-branch' not found" in out.stderr
     out = gate(repo, "--base", repo.first, "--head", "deadbeef")
     assert out.returncode == 2 and "head revision 'deadbeef' not found" in out.stderr
-    target = repo.path / "harness" / "decide" / "gate.py"
+    target = repo.path / "harness" / "decide" / "gate_loop.py"
     original = target.read_text()
     try:
         target.write_text(original + "\n# local change\n")
         out = gate(repo, "--base", repo.first)
         assert out.returncode == 2, out.stdout + out.stderr
-        assert "uncommitted changes" in out.stderr and "harness/decide/gate.py" in out.stderr and "--allow-dirty" in out.stderr
+        assert "uncommitted changes" in out.stderr and "harness/decide/gate_loop.py" in out.stderr and "--allow-dirty" in out.stderr
     finally:
         target.write_text(original)
     assert len(worktrees(repo)) == 1

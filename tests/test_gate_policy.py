@@ -10,12 +10,14 @@ The real processes, worktrees and a real regression are in test_gate.py.
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
-from ttfg.decide import gate
-from ttfg.decide.gate import GateSettings, Side, run_gate
+from ttfg.decide import gate_loop
+from ttfg.decide.gate_loop import run_gate
+from ttfg.decide.gate_settings import GUARDED, GateSettings
+from ttfg.measure.sides import Side
+from ttfg.results import gate_file
 from ttfg.measure.cases import select
 from ttfg.measure.worktrees import Revision
 from ttfg.results import record
@@ -101,10 +103,9 @@ def gate_with(sides, tmp_path, monkeypatch):
 
     def run(base, head, backends=("autograd",), wall_s=10.0, interrupt_at=None, **settings):
         fake = FakeSampler(sides, base, head, wall_s, interrupt_at)
-        monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
         cases, skipped = select([MODEL], list(backends), None, check_availability=False)
         outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings),
-                           tmp_path / "out", sampler=fake)
+                           tmp_path / "out", sampler=fake, clock=fake.monotonic)
         return outcome, fake
 
     return run
@@ -120,7 +121,7 @@ def noisy(level: float, spread: float = 0.02, shift: int = 0):
 def test_a_gross_regression_stops_at_min_pairs_and_alternates_the_order(gate_with):
     outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), min_pairs=5)
     (case,) = outcome.cases
-    assert case.stop == gate.DECIDED and case.pairs == case.attempted == 5
+    assert case.stop == gate_file.DECIDED and case.pairs == case.attempted == 5
     assert case.verdict.verdict == "regressed" and 1.9 < case.verdict.ratio < 2.1
     assert outcome.exit_code() == 1 and outcome.regressions() == [case]
     roles = [role for _, role, _ in fake.calls]
@@ -131,7 +132,7 @@ def test_a_gross_regression_stops_at_min_pairs_and_alternates_the_order(gate_wit
 def test_identical_sides_pass(gate_with):
     outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
     (case,) = outcome.cases
-    assert case.verdict.verdict == "unchanged" and case.stop == gate.DECIDED
+    assert case.verdict.verdict == "unchanged" and case.stop == gate_file.DECIDED
     assert outcome.exit_code() == 0
 
 
@@ -139,7 +140,7 @@ def test_max_pairs_ends_an_undecidable_case(gate_with):
     """A 4 % shift with 10 % noise cannot be decided against a 5 % effect in 6 pairs."""
     outcome, _ = gate_with(noisy(1.0, 0.1), noisy(1.04, 0.1, shift=3), min_pairs=3, max_pairs=6)
     (case,) = outcome.cases
-    assert case.stop == gate.MAX_PAIRS and case.attempted == 6
+    assert case.stop == gate_file.MAX_PAIRS and case.attempted == 6
     assert case.verdict.verdict == "inconclusive"
 
 
@@ -149,7 +150,7 @@ def test_budget_ends_sampling_and_the_final_look_decides(gate_with):
     at the level reserved for the last look."""
     outcome, fake = gate_with(noisy(1.0, 0.05), noisy(1.25, 0.05, shift=3), budget_s=100, min_pairs=5, max_pairs=60)
     (case,) = outcome.cases
-    assert case.stop == gate.BUDGET and case.attempted == 5 and len(fake.calls) == 10
+    assert case.stop == gate_file.BUDGET and case.attempted == 5 and len(fake.calls) == 10
     assert case.verdict.verdict == "regressed"
     assert "final look" in case.verdict.method
     assert "the time budget ran out after 5 of at most 60 pairs" in case.verdict.reason
@@ -163,13 +164,13 @@ def test_budget_is_shared_round_robin_and_a_decided_case_stops(gate_with):
     first, second = outcome.cases
     order = [case for case, role, _ in fake.calls if role == "base"]
     assert order[:4] == [first.case, second.case, first.case, second.case]
-    assert first.stop == second.stop == gate.DECIDED and first.attempted == second.attempted == 5
+    assert first.stop == second.stop == gate_file.DECIDED and first.attempted == second.attempted == 5
 
 
 def test_budget_too_short_for_two_pairs_is_inconclusive(gate_with):
     outcome, _ = gate_with(noisy(1.0), noisy(3.0, shift=3), budget_s=15)
     (case,) = outcome.cases
-    assert case.stop == gate.BUDGET and case.attempted == 1
+    assert case.stop == gate_file.BUDGET and case.attempted == 1
     assert case.verdict.verdict == "inconclusive" and "at least 2 are needed" in case.verdict.reason
     assert outcome.exit_code() == 0
 
@@ -177,7 +178,7 @@ def test_budget_too_short_for_two_pairs_is_inconclusive(gate_with):
 def test_a_base_that_never_runs_exits_2(gate_with):
     outcome, fake = gate_with(lambda i: "RuntimeError: broken model", noisy(1.0), max_failures=2)
     (case,) = outcome.cases
-    assert case.stop == gate.BASE_BROKEN and case.attempted == 2 and case.failed == {"base": 2, "head": 0}
+    assert case.stop == gate_file.BASE_BROKEN and case.attempted == 2 and case.failed == {"base": 2, "head": 0}
     assert case.verdict.verdict == "inconclusive" and "RuntimeError: broken model" in case.verdict.reason
     assert outcome.exit_code() == 2 and outcome.base_broken() == [case]
 
@@ -185,7 +186,7 @@ def test_a_base_that_never_runs_exits_2(gate_with):
 def test_a_head_that_never_runs_is_a_regression(gate_with):
     outcome, _ = gate_with(noisy(1.0), lambda i: "ImportError: gone", max_failures=3)
     (case,) = outcome.cases
-    assert case.stop == gate.HEAD_BROKEN and case.attempted == 3
+    assert case.stop == gate_file.HEAD_BROKEN and case.attempted == 3
     assert case.verdict.verdict == "regressed" and "head cannot run" in case.verdict.reason
     assert outcome.exit_code() == 1
 
@@ -198,13 +199,13 @@ def test_failures_after_good_samples_stop_the_case_and_drop_incomplete_pairs(gat
     assert case.failed == {"base": 0, "head": 2}
     assert "sampling stopped after repeated failures after 3 of at most" in case.verdict.reason
     # 3 complete pairs are fewer than --min-pairs (5), and only head failed: not a pass (issue 25, class 4).
-    assert case.stop == gate.HEAD_FAILING and case.verdict.verdict == "inconclusive" and outcome.exit_code() == 2
+    assert case.stop == gate_file.HEAD_FAILING and case.verdict.verdict == "inconclusive" and outcome.exit_code() == 2
 
 
 def test_a_metric_the_backend_does_not_report_stops_at_once(gate_with):
     outcome, _ = gate_with(lambda i: 1.0, lambda i: 1.0, metric="compile_s")  # good samples, no compile phase
     (case,) = outcome.cases
-    assert case.stop == gate.NO_METRIC and case.attempted == 1
+    assert case.stop == gate_file.NO_METRIC and case.attempted == 1
     assert case.verdict.verdict == "inconclusive" and "does not report compile_s" in case.verdict.reason
 
 
@@ -258,7 +259,8 @@ def test_a_regression_is_attributed_to_the_phase_that_grew(gate_with):
                            profiles=0)
     (case,) = outcome.cases
     assert case.verdict.verdict == "regressed" and case.attribution is not None
-    a = case.attribution
+    a = outcome.attributions[case.case]  # the decide layer's Attribution; the outcome keeps its plain data
+    assert case.attribution == a.to_json()
     assert a.paired and a.largest_phase().phase == "trace"
     assert a.largest_phase().delta == pytest.approx(0.5, rel=0.05)
     assert {p.phase for p in a.phases} >= {"import", "build", "trace", "lower", "compile", "execute"}
@@ -273,7 +275,7 @@ def test_an_unchanged_case_is_not_attributed(gate_with):
 
 
 def test_summary_states_what_passing_means_and_where_a_regression_went(gate_with):
-    from ttfg.present.markdown import GATE_MARKER, gate_markdown
+    from ttfg.present.gate_views import GATE_MARKER, gate_markdown
     from ttfg.present.verdicts import passing_means
 
     outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)))
@@ -294,9 +296,9 @@ def test_a_regressed_case_gets_sampled_stacks_and_names_the_function_that_grew(g
     assert case.verdict.verdict == "regressed"
     assert sorted(fake.profiles) == sorted([(case.case, "base", 0), (case.case, "head", 0), (case.case, "base", 1),
                                             (case.case, "head", 1)])
-    top = case.attribution.top_function("s")
+    top = outcome.attributions[case.case].top_function("s")
     assert (top.fn, top.where) == ("slow_helper", "models/spec.py:77") and top.delta_self == pytest.approx(0.04)
-    assert case.attribution.function_samples == {"s": {"base": 2, "head": 2}}
+    assert outcome.attributions[case.case].function_samples == {"s": {"base": 2, "head": 2}}
     saved = record.load(tmp_path / "out" / "head.json")
     assert len([s for s in saved.cases[0].samples if s.kind == "profile"]) == 2 and saved.complete
 
@@ -305,7 +307,7 @@ def test_no_profiles_for_a_case_that_did_not_regress_or_when_switched_off(gate_w
     _, fake = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
     assert fake.profiles == []
     outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), profiles=0)
-    assert fake.profiles == [] and outcome.cases[0].attribution.functions == []
+    assert fake.profiles == [] and outcome.cases[0].attribution["functions"] == []
 
 
 def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
@@ -316,7 +318,7 @@ def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
     outcome, _ = gate_with(noisy(1.0), noisy(2.0, shift=3))
     (case,) = outcome.cases
     assert case.verdict.verdict == "regressed" and outcome.exit_code() == 1
-    assert case.attribution.functions == [] and case.failed == {"base": 0, "head": 0}
+    assert case.attribution["functions"] == [] and case.failed == {"base": 0, "head": 0}
 
 
 # --------------------------------------------------------------------------- every phase a cold start pays
@@ -350,13 +352,13 @@ def test_the_guarded_timings_share_one_alpha(gate_with):
     """Bonferroni over the guard: each timing's test runs at alpha / 4, so the case's false-alarm rate stays
     at most alpha; a guard of one timing is the old gate, at the whole alpha."""
     settings = GateSettings()
-    assert settings.guard == gate.GUARDED and settings.guard_alpha == pytest.approx(0.01 / 4)
+    assert settings.guard == GUARDED and settings.guard_alpha == pytest.approx(0.01 / 4)
     assert GateSettings(metric="first_grad_cpu_s").guard == ("first_grad_cpu_s", "process_ttfg_s", "import_s",
                                                                "build_s")
     assert GateSettings(guard=("first_grad_s",)).guard_alpha == 0.01
     assert GateSettings(guard=("build_s",)).guard == ("first_grad_s", "build_s")  # the gated metric is always in
     outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
-    tests = gate._new_tests(GateSettings(), gate.GUARDED)
+    tests = gate_loop._new_tests(GateSettings(), GUARDED)
     assert {t.alpha for t in tests.values()} == {0.0025}
     assert outcome.cases[0].verdict.verdict == "unchanged" and len(outcome.cases[0].guards) == 4
 

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from ttfg.present.gate_views import interpreter_internal, shown_functions, wrapped
-from ttfg.present.markdown import GATE_MARKER, gate_markdown
+from ttfg.present.gate_views import GATE_MARKER, gate_markdown
 
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture)
 from tests.test_gate_tiers import Side_, gate_with  # noqa: F401  (the fixture)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from types import SimpleNamespace
 
 import pytest
 
-from ttfg.decide import gate, tiers
-from ttfg.decide.gate import GateSettings, Side, run_gate
+from ttfg.decide import gate_loop, tiers
+from ttfg.decide.gate_loop import run_gate
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.measure.sides import Side
+from ttfg.results import gate_file
 from ttfg.errors import UsageError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
@@ -96,7 +98,6 @@ def gate_with(sides, tmp_path, monkeypatch):
 
     def run(base: Side_, head: Side_, backends=("autograd",), valgrind=True, barrier=None, **settings):
         fake = FakeSampler(sides, {"base": base, "head": head}, barrier=barrier)
-        monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
         monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind") if valgrind else
                             (False, "valgrind is not installed; decisions fall back to wall time"))
         notes: list[str] = []
@@ -104,7 +105,7 @@ def gate_with(sides, tmp_path, monkeypatch):
         settings.setdefault("tiers", tiers.DEFAULT_TIERS)
         settings.setdefault("profiles", 0)  # sampled stacks after a regression: tests/test_gate_policy.py
         outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings),
-                           tmp_path / "out", on_note=notes.append, sampler=fake)
+                           tmp_path / "out", on_note=notes.append, sampler=fake, clock=fake.monotonic)
         return outcome, fake, notes
 
     return run
@@ -234,7 +235,7 @@ def test_the_budget_goes_to_the_cases_the_counts_left(gate_with):
     assert len(settled) == len(timed) == 1 and settled[0].attempted == 5 and timed[0].attempted > 5
     pairs = [case for case, role, kind in fake.calls if kind == "timing" and role == "base"]
     assert pairs.count(timed[0].case) == timed[0].attempted
-    assert timed[0].stop == gate.BUDGET
+    assert timed[0].stop == gate_file.BUDGET
 
 
 def test_a_failed_count_sample_does_not_settle(gate_with):
@@ -271,10 +272,10 @@ def test_files_hold_every_tier_sample_and_validate(gate_with, tmp_path):
 
 
 def test_the_summary_and_table_name_the_tier(gate_with):
-    from ttfg.present.markdown import gate_markdown
+    from ttfg.present.gate_views import gate_markdown
     from rich.console import Console
 
-    from ttfg.present.tables import gate_table
+    from ttfg.present.gate_views import gate_table
 
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))
     text = gate_markdown(outcome)
@@ -326,7 +327,6 @@ def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_s
     monkeypatch.setattr(runner, "stop_running_probes", lambda: stopped.append(True))
     monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
     fake = FakeSampler(sides, {"base": Side_(), "head": Side_()})
-    monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=fake.monotonic))
 
     def sampler(case, kind, cache, index, run):
         if kind == "instructions" and fake.role[str(run.source)] == "head":
@@ -336,7 +336,7 @@ def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_s
     cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
     with pytest.raises(KeyboardInterrupt):
         run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=tiers.DEFAULT_TIERS, profiles=0),
-                 tmp_path / "out", sampler=sampler)
+                 tmp_path / "out", sampler=sampler, clock=fake.monotonic)
     assert stopped == [True]
     base = record.load(tmp_path / "out" / "base.json")
     assert not base.complete and [s.kind for s in base.cases[0].samples][:1] == ["timing"]
@@ -346,7 +346,7 @@ def test_a_valgrind_failure_without_the_time_tier_exits_2_and_keeps_the_samples(
     outcome, _, _ = gate_with(Side_(), Side_(instructions="probe exited with status 1 and no valid report (valgrind: "
                                              "failed to start tool 'callgrind')"), tiers=("structural", "instructions"))
     (case,) = outcome.cases
-    assert case.stop == gate.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
+    assert case.stop == gate_file.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
     assert "failed to start tool" in case.verdict.reason and outcome.exit_code() == 2
     head = record.load(outcome.files["head"])
     assert [s.kind for s in head.cases[0].samples if not s.ok] == ["instructions"]
@@ -361,8 +361,8 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     head = {"instructions": [count("instructions", 0, 8_807_000_000)], "allocations": [count("allocations", 0, 2_354_081)]}
     strict = tiers.count_step(base, head, None)
     assert strict.settled and strict.verdict == "regressed"  # what the power benchmark's A/A trial saw
-    unsteady = gate._unsteady("jax.jit")
-    assert set(unsteady) == {"alloc_count"} and gate._unsteady("autograd") == {}
+    unsteady = gate_loop._unsteady("jax.jit")
+    assert set(unsteady) == {"alloc_count"} and gate_loop._unsteady("autograd") == {}
     step = tiers.count_step(base, head, None, unsteady=unsteady)
     assert step.verdict == "unchanged" and step.settled  # instructions agree; the allocations are set aside
     assert "alloc_count: not repeatable for this backend" in step.reason

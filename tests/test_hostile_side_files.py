@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ttfg.cli import main
-from ttfg.decide import gate, noise
+from ttfg.decide import noise
 from ttfg.history import confirm
 from ttfg.history.trends import CONFIRMED, step_key
 
@@ -132,9 +132,7 @@ GATE_TARGETS = {
 @pytest.fixture(scope="module")
 def gate_shards(tmp_path_factory):
     root = tmp_path_factory.mktemp("gates")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gate, "time", SimpleNamespace(monotonic=lambda: 0.0))
-        _, dirs, _ = build_sharded_gates(root)
+    _, dirs, _ = build_sharded_gates(root)
     return dirs
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from ttfg.decide import noise
 from ttfg import fmt
-from ttfg.present import compare_views, noise_views, run_views, study_views, tables, terminal
+from ttfg.present import compare_views, gate_views, noise_views, run_views, study_views, terminal
 from ttfg.results.model import Sample
 
 from .synthetic_results import alloc_sample, results, timing_sample
@@ -85,9 +85,9 @@ def test_wide_run_table_is_one_table_with_every_column():
 
 def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     from ttfg.decide.compare import compare_results
-    from ttfg.decide.gate import CaseOutcome, GateOutcome, GateSettings
+    from ttfg.decide.gate_settings import GateSettings
+    from ttfg.results.gate_file import CaseOutcome, GateOutcome, RevisionData, SettingsData, SummaryData, VerdictData
     from ttfg.decide.stats import compare_paired, summarize
-    from ttfg.measure.worktrees import Revision
 
     base, head = a_run(), a_run()
     for case in head.cases:
@@ -100,11 +100,12 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     reachable(text, "counters.persistent_cache_hits", "torch.compile.aot_eager", "inconclusive", "3.62 s")
 
     b, h = [1.0, 1.1, 0.9, 1.05, 1.0], [1.3, 1.4, 1.2, 1.35, 1.3]
-    cases = [CaseOutcome(case.id, compare_paired(b, h), 5, 5, {"base": 0, "head": 1}, 12.5, "decided",
-                         summarize(b), summarize(h), []) for case in base.cases]
-    outcome = GateOutcome(Revision("origin/main", "a" * 40, "base"), Revision("HEAD", "b" * 40, "head"),
-                          GateSettings(), cases, [], 60.0, {})
-    text = render(tables.gate_table(outcome))
+    cases = [CaseOutcome(case.id, VerdictData.of(compare_paired(b, h)), 5, 5, {"base": 0, "head": 1}, 12.5,
+                         "decided", SummaryData.of(summarize(b)), SummaryData.of(summarize(h)), [])
+             for case in base.cases]
+    outcome = GateOutcome(RevisionData("origin/main", "a" * 40, "base"), RevisionData("HEAD", "b" * 40, "head"),
+                          SettingsData(GateSettings().to_json()), cases, [], 60.0, {})
+    text = render(gate_views.gate_table(outcome))
     assert_fits(text)
     reachable(text, "torch.compile.aot_eager", "convnext_tiny:depths=1x1x2x1", "decided", "regressed")
 

@@ -22,7 +22,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ttfg.decide import gate, noise
+from ttfg.decide import noise
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.results import gate_file
 from ttfg.errors import TtfgError
 from ttfg.files import OneWriter
 from ttfg.history import asv_results, confirm
@@ -52,9 +54,7 @@ def a_calibration(sd: float = 0.1, seconds: float = 4.0, pairs: int = 40):
 def gate_template(tmp_path_factory):
     """``test_shards.sharded_gates``, built once for this module (four seconds each time otherwise)."""
     root = tmp_path_factory.mktemp("gates")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gate, "time", SimpleNamespace(monotonic=lambda: 0.0))
-        return root, build_sharded_gates(root)
+    return root, build_sharded_gates(root)
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_1_a_shard_that_exited_2_never_merges_into_a_pass(sharded_gates, cli, tm
     """Both shards' counting failed (exit 2, no case regressed): the merge exits 2, not 0."""
     _, dirs, slow = sharded_gates
     for doc in _gate_docs(dirs):
-        _edit(doc, lambda d: (d.update(exit_code=2), [c.update(stop=gate.COUNT_BROKEN, verdict={
+        _edit(doc, lambda d: (d.update(exit_code=2), [c.update(stop=gate_file.COUNT_BROKEN, verdict={
             **c["verdict"], "verdict": "inconclusive"}) for c in d["cases"]]))
     out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
     summary = (tmp_path / "m" / "summary.md").read_text()
@@ -163,9 +163,9 @@ def test_4_a_head_failing_2_of_3_processes_is_not_a_pass(gate_with):
     outcome, _ = gate_with(noisy(1.0), head, budget_s=60, max_failures=3)
     (case,) = outcome.cases
     assert case.attempted == 3 and case.failed == {"base": 0, "head": 2} and case.pairs == 1
-    assert case.verdict.verdict == "inconclusive" and case.stop == gate.HEAD_FAILING
+    assert case.verdict.verdict == "inconclusive" and case.stop == gate_file.HEAD_FAILING
     assert outcome.exit_code() == 2
-    from ttfg.present.markdown import gate_markdown
+    from ttfg.present.gate_views import gate_markdown
 
     summary = gate_markdown(outcome)
     row = next(line for line in summary.splitlines() if line.startswith("| ") and "autograd" in line)
@@ -461,7 +461,7 @@ def test_13_markup_in_paths_and_subjects_is_printed_as_text(cli, tmp_path, capsy
     from ttfg.present.terminal import console
 
     rev = Revision("HEAD", "b" * 40, "fix [/red] and [link=https://evil.example]click[/link]")
-    request = SimpleNamespace(settings=gate.GateSettings(), cases=[], out_dir=tmp_path)
+    request = SimpleNamespace(settings=GateSettings(), cases=[], out_dir=tmp_path)
     _PrintedEvents(console()).started(request, rev, rev)
     printed = capsys.readouterr().out
     assert "[/red]" in printed and "[link=https://evil.exampl" in printed and "\x1b]8;" not in printed
@@ -471,7 +471,7 @@ def test_13_markup_in_paths_and_subjects_is_printed_as_text(cli, tmp_path, capsy
 
 
 def test_14_a_heads_exception_reaches_summary_md_escaped_and_clipped(gate_with, tmp_path):
-    from ttfg.present.markdown import gate_markdown
+    from ttfg.present.gate_views import gate_markdown
     from ttfg.results.format import MAX_ERROR_CHARS
 
     hostile = "<!-- [click](https://evil.example) <img src=x onerror=alert(1)> " + "x" * 2_000_000

@@ -18,8 +18,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ttfg.decide import gate
-from ttfg.decide.gate import GateSettings, Side, gate_document, run_gate
+from ttfg.decide.gate_loop import run_gate
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.measure.sides import Side
+from ttfg.results import gate_file
 from ttfg.decide.merge_gate import load_shard, merge_gates
 from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import metadata
@@ -361,21 +363,20 @@ class CaseSampler:
 def _gate(tmp_path, cases, skipped, out, shard=None, slow=None):
     sides = _sides(tmp_path)
     outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(max_pairs=20), out,
-                       sampler=CaseSampler(sides, slow), shard=shard)
-    (out / "gate.json").write_text(json.dumps(gate_document(outcome), indent=1))
+                       sampler=CaseSampler(sides, slow), shard=shard, clock=lambda: 0.0)
+    (out / "gate.json").write_text(json.dumps(gate_file.document(outcome), indent=1))
     return outcome
 
 
 @pytest.fixture
-def sharded_gates(tmp_path, monkeypatch):
+def sharded_gates(tmp_path):
     """An unsharded gate and three shard gates of the same four cases, one of them regressed."""
-    monkeypatch.setattr(gate, "time", SimpleNamespace(monotonic=lambda: 0.0))
     return build_sharded_gates(tmp_path)
 
 
 def build_sharded_gates(tmp_path: Path):
-    """:func:`sharded_gates` in ``tmp_path``: ``(the unsharded outcome, [g1, g2, g3], the slow case)``;
-    the caller fixes ``gate.time``."""
+    """:func:`sharded_gates` in ``tmp_path``: ``(the unsharded outcome, [g1, g2, g3], the slow case)``,
+    measured at a clock that stands still."""
     cases, skipped = select(["resnet15:blocks=2"], ["autograd", "jax.jit", "torch.eager", "torch.func"], None,
                             check_availability=False)
     slow = cases[1].id
@@ -404,7 +405,7 @@ def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     summary = (tmp_path / "merged" / "summary.md").read_text()
     assert "3 of 3 shard(s) merged: regression" in summary and slow in summary
     # Like one gate's: the PR comment's marker, what passing means, verdicts with what they rest on.
-    from ttfg.present.markdown import GATE_MARKER
+    from ttfg.present.gate_views import GATE_MARKER
 
     merged_doc = json.loads((tmp_path / "merged" / "gate.json").read_text())
     assert summary.startswith(GATE_MARKER + "\n") and merged_doc["passing_means"] in summary
@@ -608,8 +609,10 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
 
     def loop(cases, skipped, base, head, settings, out_dir, on_pair=None, on_note=None, shard=None, **_):
         seen.update(cases=[c.id for c in cases], shard=shard)
-        return gate.GateOutcome(base.revision, head.revision, settings, [], list(skipped), 0.0,
-                                {"base": "", "head": ""}, shard, metadata.fingerprint({}))
+        return gate_file.GateOutcome(gate_file.RevisionData.of(base.revision), gate_file.RevisionData.of(head.revision),
+                                     gate_file.SettingsData(settings.to_json()), [],
+                                     [gate_file.SkipData(s.id, s.reason) for s in skipped], 0.0,
+                                     {"base": "", "head": ""}, shard, metadata.fingerprint({}))
 
     @contextmanager
     def unbuilt(repo, revisions, requests=None, on_note=None, project_dir=""):  # the sides, without worktrees or installs

@@ -3,7 +3,7 @@
 ``run(request, events)`` does everything ``ttfg gate`` does except parse options and
 print: it resolves the revisions, warns when the budget cannot detect the minimum
 effect, builds both sides (:func:`build_sides`, the one place that does), measures and
-decides (``decide.gate.run_gate``), checks the head against expectations, records the
+decides (``decide.gate_loop.run_gate``), checks the head against expectations, records the
 noise floor in both results files, and writes ``gate.json``, ``summary.md`` and the
 GitHub step summary. What happens on the way is told to ``events`` (the CLI prints it);
 what came out is the returned :class:`GateReport`.
@@ -16,7 +16,6 @@ samples stay in the results files, marked incomplete.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from contextlib import contextmanager
@@ -24,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from ..decide.gate import GateOutcome, GateSettings, PairEvent, gate_document, revisions, run_gate
+from ..decide.gate_loop import PairEvent, run_gate
+from ..decide.gate_settings import GateSettings
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
-from ..measure.worktrees import Revision, repo_root
+from ..measure.worktrees import Revision, repo_root, revisions
+from ..results.gate_file import GateOutcome
 
 if TYPE_CHECKING:
     from ..decide.expect import ExpectationCheck
@@ -180,9 +181,7 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
     check = None
     if expectations is not None:
-        from ..results import record
-
-        check = expect.check(expectations, [record.load(outcome.files["head"])], path=request.expectations)
+        check = expect.check(expectations, [outcome.results["head"]], path=request.expectations)
         if request.write_suggested:
             expect.save(request.write_suggested, check.suggested)
     code = outcome.exit_code()
@@ -212,36 +211,30 @@ def _budget_check(request: GateRequest, events: GateEvents):
 
 
 def _record_noise(outcome: GateOutcome, settings: GateSettings, floor, why_no_floor: str):
-    """The noise floor in both results files: the stored calibration, else the gate's own pairs."""
+    """The noise floor in both results files (the gate's own, held in memory): the stored calibration, else the
+    gate's own pairs."""
     from ..decide import noise
-    from ..results import record
     from ..results.writer import save_again
 
-    paths = [outcome.files.get(role) for role in ("base", "head")]
-    if not all(p and Path(p).is_file() for p in paths):  # nothing was measured (an empty shard)
+    if set(outcome.results) != {"base", "head"}:  # nothing was measured
         return floor
-    base, head = (record.load(p) for p in paths)
     if floor is None:
-        floor = noise.in_gate(base, head, settings.metric, settings.max_pairs)
+        floor = noise.in_gate(outcome.results["base"], outcome.results["head"], settings.metric, settings.max_pairs)
         if why_no_floor:
             floor.note = "; ".join(filter(None, [floor.note, why_no_floor]))
-    for results in (base, head):
-        results.noise = floor
-        save_again(results, results.path)
+    for role in ("base", "head"):
+        outcome.results[role].noise = floor
+        save_again(outcome.results[role], outcome.files[role])
     return floor
 
 
 def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     """``gate.json``'s ``environments``: each side's, as its results file recorded it (name, versions),
     and the files whose declared dependencies differ between base and head."""
-    from ..results import record
-
     sides = {}
-    for role in ("base", "head"):
-        path = outcome.files.get(role)
-        if path and Path(path).is_file():
-            env = record.load(path).environment.get("env") or {}
-            sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
+    for role, results in outcome.results.items():
+        env = results.environment.get("env") or {}
+        sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
     return {**sides, "changed": plan.changed if plan else []}
 
 
@@ -250,14 +243,15 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
 
     ``gate.json`` is strict JSON (a NaN in it made it unreadable to ``ttfg merge gate``);
     the two files replace the old pair as one set; a step summary that cannot be
-    appended to is a warning, never a change of the exit code."""
+    appended to is a warning, never a change of the exit code. The words for people that
+    ``gate.json`` carries are added by the presenter (``gate_views.presented_document``),
+    never written into the outcome."""
     from ..present import noise_views
-    from ..present.attribution_views import headline
-    from ..present.gate_views import environments_note
-    from ..present.markdown import gate_footer, gate_markdown
+    from ..present.gate_views import environments_note, gate_footer, gate_markdown, presented_document
     from ..present.untrusted import md
-    from ..present.verdicts import passing_means, verdict_label
+    from ..present.verdicts import passing_means
     from ..results.format import strict_json
+    from ..results.gate_file import dumps
 
     outcome, check, floor, metric = report.outcome, report.check, report.floor, request.settings.metric
     report.passing_means = passing_means(outcome, check)
@@ -268,21 +262,15 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     if sides:
         notes.insert(0, md(sides))
     report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes)
-    document = {**gate_document(outcome, check, report.code), "noise": floor.to_json() if floor else None,
-                "budget_warnings": report.budget_warnings, "passing_means": report.passing_means,
-                "footer": gate_footer(outcome),
-                "environments": environments,
-                "unmeasured": report.plan.unmeasured if report.plan else None}
-    for case, decided in zip(document["cases"], outcome.cases):
-        case["verdict"]["label"] = verdict_label(decided.verdict)
-        if decided.attribution is not None:
-            case["attribution"]["headline"] = headline(decided.attribution)
+    document = presented_document(outcome, check, report.code, noise=floor.to_json() if floor else None,
+                                  budget_warnings=report.budget_warnings, passing_means=report.passing_means,
+                                  footer=gate_footer(outcome), environments=environments,
+                                  unmeasured=report.plan.unmeasured if report.plan else None)
     report.document = document = strict_json(document)
     out_dir = request.out_dir
     report.files = {"base": Path(outcome.files["base"]), "head": Path(outcome.files["head"]),
                     "gate": out_dir / "gate.json", "summary": out_dir / "summary.md"}
-    replace_together({report.files["gate"]: json.dumps(document, indent=1, allow_nan=False) + "\n",
-                      report.files["summary"]: report.summary})
+    replace_together({report.files["gate"]: dumps(document), report.files["summary"]: report.summary})
     warning = append_step_summary(request.step_summary, report.summary)
     if warning:
         events.warning(warning)

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import fmt, metrics
-from ..decide.gate import GateSettings, run_gate
+from ..decide.gate_loop import run_gate
+from ..decide.gate_settings import GateSettings
 from ..errors import TtfgError
 from ..files import atomic_write_text
 from ..measure import environments
@@ -70,7 +71,7 @@ class SweepEvents:
         """A line of progress."""
 
     def pair(self, event) -> None:
-        """A timing pair of the current gate finished (``decide.gate.PairEvent``)."""
+        """A timing pair of the current gate finished (``decide.gate_loop.PairEvent``)."""
 
 
 def _median(values):

@@ -65,7 +65,7 @@ def cmd_env_build(args) -> int:
 
 
 def cmd_env_prune(args) -> int:
-    from ..decide.gate import parse_duration
+    from ..fmt import parse_duration
     from ..decide.noise import describe_age
     from ..measure import environments
 

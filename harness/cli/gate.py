@@ -202,30 +202,28 @@ def _progress_line(event) -> str:
 
 
 def _guard(text: str) -> tuple[str, ...]:
-    """``--guard``: timings, comma-separated; an unknown name is refused by argparse (exit 2), naming the known."""
+    """``--guard``: timings, comma-separated, refused by argparse (exit 2) when ``GateSettings`` would refuse them
+    (``gate_settings.checked_guard``, the one check), so that a typo costs no work."""
+    from ..decide.gate_settings import checked_guard
     from ..errors import UsageError
 
-    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
     if not names:
         raise argparse.ArgumentTypeError("expected timings such as first_grad_s,build_s")
-    for name in names:
-        try:
-            info = metrics.get(name)
-        except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-        if info.deterministic or info.sample != "timing":
-            raise argparse.ArgumentTypeError(f"{name} is not a timing of the probe (counters are compared by the "
-                                             "structural and instructions tiers)")
-    return names
+    try:
+        return checked_guard(names)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--guard ")) from None
 
 
 def _tiers(text: str) -> tuple[str, ...]:
-    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when unknown."""
-    from ..decide.tiers import parse_tiers
+    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when ``GateSettings`` would refuse it
+    (``gate_settings.checked_tiers``, the one check)."""
+    from ..decide.gate_settings import checked_tiers
     from ..errors import UsageError
 
     try:
-        return parse_tiers(text)
+        return checked_tiers(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
 
@@ -272,7 +270,8 @@ def cmd_gate(args) -> int:
     from .config import project_dir
     from ..app import gate as use_case
     from ..errors import UsageError
-    from ..decide.gate import GateSettings, parse_duration
+    from ..decide.gate_settings import GateSettings
+    from ..fmt import parse_duration
     from ..measure.runner import RunSettings
     from ..present.terminal import console as make_console
 
@@ -336,31 +335,30 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     from ..present import noise_views
     from ..present.attribution_views import print_attribution
     from ..present.gate_views import case_lines, verdict_rows, wrapped
-    from ..present.tables import gate_detail_table, gate_table
-    from ..decide.gate import COUNT_BROKEN, HEAD_FAILING
+    from ..present.gate_views import gate_detail_table, gate_table
+    from ..results.gate_file import COUNT_BROKEN, HEAD_FAILING
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
     width = console.width
     say = lambda text, indent="": [console.print(line, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
                                    for line in wrapped(text, width, indent)]
     console.print(gate_table(outcome))
-    cases = report.document["cases"]
-    for data, row in zip(cases, verdict_rows(cases)):
+    for case, row in zip(outcome.cases, verdict_rows(outcome.cases)):
         if verbose:
             say(f"{row.label} (decided by the {row.tier} tier, {row.metric}): {row.case}: {row.reason}")
-            for step in data.get("tiers") or []:
-                if not step["settled"]:
-                    say(f"{step['tier']} tier: {step['verdict']}: {step['reason']}", "  ")
+            for step in case.trail:
+                if not step.settled:
+                    say(f"{step.tier} tier: {step.verdict}: {step.reason}", "  ")
         elif row.word != "unchanged":
-            for line in case_lines(data, row, width):
+            for line in case_lines(case, row, width):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
     for s in outcome.skipped:
         say(f"skipped {s.id}: {s.reason}")
     if verbose:
         console.print(gate_detail_table(outcome))
         for c in outcome.cases:
-            if c.attribution is not None:
-                print_attribution(console, c.attribution)
+            if c.case in outcome.attributions:
+                print_attribution(console, outcome.attributions[c.case])
     if check is not None and (verbose or check.failures()):
         print_expectations(console, check, write_suggested, "cases not gated")
     if verbose or code != 1:  # what passing means, and what this machine lets a gate see: for a pass

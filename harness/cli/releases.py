@@ -40,7 +40,8 @@ steps.
 def cmd_releases(args) -> int:
     from . import runnable_selection
     from ..app import releases as sweep
-    from ..decide.gate import GateSettings, parse_duration
+    from ..decide.gate_settings import GateSettings
+    from ..fmt import parse_duration
     from ..files import atomic_write_text
     from ..measure import releases
     from ..measure.runner import RunSettings

@@ -196,7 +196,7 @@ def cmd_regressions(args) -> int:
     import json
 
     from ..app.report import regressions
-    from ..decide.gate import parse_duration
+    from ..fmt import parse_duration
     from ..present import terminal
     from ..present.regressions_views import regressions_json, regressions_table, step_counts
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import stats
-from .gate import GateSettings, parse_duration
+from ..fmt import parse_duration
+from .gate_settings import GateSettings
 from .. import metrics
 from ..errors import UsageError
 from ..measure.cases import Case, select

@@ -33,7 +33,7 @@ from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
 from ..results.model import Results
 from ..results.validate import fingerprint_from_json, shard_from_json
-from .gate import BASE_BROKEN, COUNT_BROKEN
+from ..results.gate_file import BASE_BROKEN, COUNT_BROKEN
 
 __all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_exit_code", "side_mismatch"]
 
@@ -233,7 +233,7 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
     return MergedGate(doc, merged_sides, notes)
 
 
-#: Why a shard's cases stopped, when that makes the shard's own exit code 2 (``decide.gate``).
+#: Why a shard's cases stopped, when that makes the shard's own exit code 2 (``results.gate_file``).
 BROKEN_STOPS = (BASE_BROKEN, COUNT_BROKEN)
 
 

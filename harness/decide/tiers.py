@@ -19,11 +19,11 @@ for jax.jit resnet15) to see a 5 % change, and an A/A gate never ends better tha
   instructions count the work: a backend that does part of its first gradient in
   child processes (Inductor's C++ compiler) declares that (``Backend.uncounted``),
   and its case goes on to wall time.
-* **time** (tier c): the paired, interleaved sequential test of ``gate.py`` on the
+* **time** (tier c): the paired, interleaved sequential test of ``gate_loop.py`` on the
   cases the tiers before could not settle, within the budget.
 
 Each case's outcome names the tier that decided it and keeps the trail of every tier
-it went through (``TierStep``). The gate's loop stays in ``gate.py``; this module holds
+it went through (``TierStep``). The gate's loop stays in ``gate_loop.py``; this module holds
 the policy and takes its samples through the callables the gate passes in, so tests
 drive it with in-process samplers.
 """

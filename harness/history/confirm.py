@@ -2,7 +2,7 @@
 
 Why: a step in a history is two stretches of commits recorded at different times, so
 machine drift between the recordings looks exactly like a code change, however many
-samples each commit kept. The gate (``ttfg.decide.gate``) answers the question that
+samples each commit kept. The gate (``ttfg.decide.gate_loop``) answers the question that
 matters: with both commits checked out side by side and run interleaved on this
 machine (A B, B A, ...), is the later one slower? A step is then
 
@@ -272,7 +272,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     gate run (and each step left aside), before the next run starts: the caller saves
     them there, so an interruption loses only the run in progress.
     """
-    from ..decide.gate import GateSettings, run_gate
+    from ..decide.gate_loop import run_gate
+    from ..decide.gate_settings import GateSettings
     from .. import metrics
     from ..decide.stats import compare_paired
     from ..measure.cases import select

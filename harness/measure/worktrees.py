@@ -147,3 +147,39 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str =
             git(repo, "worktree", "remove", "--force", str(folder), check=False)
         shutil.rmtree(tmp, ignore_errors=True)
         git(repo, "worktree", "prune", check=False)
+
+
+def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = False) -> tuple[Revision, Revision]:
+    """Resolve base and head, refusing a dirty tree when head is the checked-out commit.
+
+    Parameters
+    ----------
+    repo : Path
+        Repository root.
+    base, head : str
+        Revision names.
+    allow_dirty : bool
+        Measure the committed head even though the working tree has uncommitted
+        changes to tracked files (anywhere in the repository: the whole project is installed).
+
+    Returns
+    -------
+    tuple of Revision
+
+    Raises
+    ------
+    GitError
+        A revision that does not exist, or a dirty tree where it matters: head is
+        measured from its commit, so uncommitted changes would silently not be.
+    """
+    base_rev = resolve(repo, base, "base")
+    head_rev = resolve(repo, head, "head")
+    checked_out = resolve(repo, "HEAD", "checked-out")
+    if head_rev.commit == checked_out.commit and not allow_dirty:
+        dirty = dirty_files(repo, ())
+        if dirty:
+            shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+            raise GitError(f"uncommitted changes to tracked files ({shown}) would not be "
+                           f"measured: head is the committed {head!r} ({head_rev.short}). Commit them, or pass "
+                           "--allow-dirty to measure the commit without them")
+    return base_rev, head_rev

@@ -1,14 +1,18 @@
 """A gate's verdicts for people: one row per case, the same in the terminal, ``summary.md`` and the report page.
 
-Why one module, and why from ``gate.json``'s case dicts: the three outputs used to print
-numbers of different metrics beside one ratio ("base 42.5 ms, head 51.1 ms, ratio
-1.022×", the ratio being the instruction count's). A row here holds the numbers of the
-metric that decided and nothing else: base, head, their ratio and its interval, all in
+Why one module, and why from the typed outcome (``results.gate_file``): the three outputs
+used to print numbers of different metrics beside one ratio ("base 42.5 ms, head 51.1 ms,
+ratio 1.022×", the ratio being the instruction count's). A row here holds the numbers of
+the metric that decided and nothing else: base, head, their ratio and its interval, all in
 that metric's unit (instructions with instructions, seconds with seconds). Numbers of
 other tiers are context, on a line of their own, labelled with their tier and what they
-are. The terminal builds its rows from ``outcome.to_json()``, the report page from
-``gate.json`` on disk: one dict, one function, so they agree number for number
-(``tests/test_gate.py`` holds them to it).
+are. The terminal and ``summary.md`` build their rows from the gate's outcome, the report
+page from ``gate.json`` read back into the same types (``gate_file``): one type, one
+function, so they agree number for number (``tests/test_gate.py`` holds them to it).
+
+``summary.md`` (:func:`gate_markdown`) and the words ``gate.json`` carries for people
+(:func:`presented_document`: each verdict's label, each attribution's headline) are made
+here too, from the same outcome.
 
 The ten-second view of a regressed case (:func:`case_lines`) is the verdict, the
 deciding numbers, the three largest phase changes and the five functions of the user's
@@ -25,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
+from ..results.gate_file import CaseOutcome, Figure, GateOutcome, document, migrate
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -67,20 +72,20 @@ def _ratio(v) -> str:
     return fmt.factor(v) if v is not None else fmt.MISSING
 
 
-def figure_cells(fig: dict | None) -> tuple[str, str, str, str]:
+def figure_cells(fig: Figure | None) -> tuple[str, str, str, str]:
     """``(base, head, ratio, interval)`` of a figure, each in its unit; dashes when nothing was measured."""
     if not fig:
         return (fmt.MISSING,) * 4
-    m = fig["metric"]
-    interval = (fmt.interval(fig["ci_low"], fig["ci_high"]) if fig.get("ci_low") is not None
-                and fig.get("ci_high") is not None and fig["ci_low"] != fig["ci_high"] else fmt.MISSING)
-    return _number(m, fig.get("base")), _number(m, fig.get("head")), _ratio(fig.get("ratio")), interval
+    m = fig.metric
+    interval = (fmt.interval(fig.ci_low, fig.ci_high) if fig.ci_low is not None
+                and fig.ci_high is not None and fig.ci_low != fig.ci_high else fmt.MISSING)
+    return _number(m, fig.base), _number(m, fig.head), _ratio(fig.ratio), interval
 
 
-def context_text(fig: dict) -> str:
+def context_text(fig: Figure) -> str:
     """``first gradient (time tier, geometric mean of 1 pair): 42.5 ms -> 51.1 ms, 1.202×``."""
     base, head, ratio, _ = figure_cells(fig)
-    return (f"{metric_label(fig['metric'])} ({fig['tier']} tier, {fig['statistic']}): {base} -> {head}, {ratio}")
+    return (f"{metric_label(fig.metric)} ({fig.tier} tier, {fig.statistic}): {base} -> {head}, {ratio}")
 
 
 @dataclass
@@ -110,29 +115,24 @@ class VerdictRow:
         return f"{self.tier}: {what}"
 
 
-def _figure_of_an_older_file(case: dict, verdict: dict) -> dict | None:
-    """A ``gate.json`` written before each case named its deciding numbers: the gated timing's medians
-    and the verdict's ratio and interval (which then were the time tier's, in that timing's unit)."""
-    if verdict.get("ratio") is None:
-        return None
-    return {"metric": case.get("metric") or "first_grad_s", "tier": case.get("tier") or "time", "statistic": "median",
-            "base": (case.get("base") or {}).get("median"), "head": (case.get("head") or {}).get("median"),
-            "ratio": verdict.get("ratio"), "ci_low": verdict.get("ci_low"), "ci_high": verdict.get("ci_high")}
-
-
-def verdict_rows(cases: list[dict]) -> list[VerdictRow]:
-    """The rows of ``gate.json``'s cases (or ``outcome.to_json()["cases"]``), in their order."""
-    from .verdicts import verdict_label_of
+def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
+    """The rows of a gate's cases, in their order."""
+    from .verdicts import verdict_label
 
     rows = []
     for c in cases:
-        v = c.get("verdict") or {}
-        fig = c.get("figure") if "figure" in c else _figure_of_an_older_file(c, v)
-        rows.append(VerdictRow(c["case"], v.get("verdict", "inconclusive"), verdict_label_of(v), c.get("tier") or "time",
-                               metric_label(c.get("metric")), fig.get("statistic", "") if fig else "",
-                               *figure_cells(fig), [context_text(f) for f in c.get("context") or []],
-                               v.get("reason") or ""))
+        fig = c.figure
+        rows.append(VerdictRow(c.case, c.verdict.verdict, verdict_label(c.verdict), c.tier or "time",
+                               metric_label(c.metric), fig.statistic or "" if fig else "",
+                               *figure_cells(fig), [context_text(f) for f in c.context], c.verdict.reason or ""))
     return rows
+
+
+def cases_of(doc_cases: list[dict]) -> list[CaseOutcome]:
+    """The typed cases of a ``gate.json``'s (or a merged gate's) ``cases``, older files' shapes migrated."""
+    import copy
+
+    return [CaseOutcome.from_json(c) for c in migrate({"cases": copy.deepcopy(doc_cases)})["cases"]]
 
 
 ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
@@ -177,12 +177,169 @@ def gate_page(head_results_path) -> dict | None:
     if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate" or not isinstance(doc.get("cases"), list):
         return None
     code = doc.get("exit_code")
-    rows = verdict_rows(doc["cases"])
+    rows = verdict_rows(cases_of(doc["cases"]))
     return {"decision": DECISIONS.get(code, "unknown"), "failed": code == 1, "file": str(path),
             "header": ["case", *ROW_HEADER, "base and head are"],
             "rows": [{"word": r.word, "cells": [r.case, *row_cells(r), r.statistic or fmt.MISSING],
                       "context": r.context} for r in rows],
             "passing_means": doc.get("passing_means") or "", "footer": doc.get("footer") or ""}
+
+
+def presented_document(outcome: GateOutcome, check=None, exit_code: int | None = None, **fields) -> dict:
+    """``gate.json``'s document: the outcome (``gate_file.document``), then ``fields`` (what the gate adds: noise,
+    passing_means, footer, environments, ...), then the words for people that ``gate.json`` has always carried.
+
+    The one place presenter-made text enters ``gate.json``: each case's ``verdict.label``
+    (:func:`verdicts.verdict_label`) and each attribution's ``headline``
+    (``attribution_views.headline``). The outcome itself holds none of them; they are added
+    here, at serialisation, so that the file stays byte-identical to what earlier gates wrote.
+    """
+    from .attribution_views import headline
+    from .verdicts import verdict_label
+
+    doc = {**document(outcome, check, exit_code), **fields}
+    for data, case in zip(doc["cases"], outcome.cases):
+        data["verdict"]["label"] = verdict_label(case.verdict)
+        if case.case in outcome.attributions:
+            data["attribution"] = {**data["attribution"], "headline": headline(outcome.attributions[case.case])}
+    return doc
+
+
+#: First line of the gate's summary.md: a PR comment that carries it is the gate's, and is updated in place.
+GATE_MARKER = "<!-- ttfg-perf-gate -->"
+
+
+#: Rows of the verdict table shown above the fold; the rest (all unchanged) go into the details.
+VISIBLE_ROWS = 8
+
+
+def where_it_went(a) -> str:
+    """One visible line for a regressed case: its largest phase change and the functions of the user's and the
+    framework's code whose own cost grew most (the full attribution is in the details)."""
+    from .markdown_table import cell
+    from .untrusted import md, md_code
+
+    data = a.to_json()
+    parts = phase_lines(data, top=1)
+    for title, found in function_lines(data, top=3)[:1]:
+        parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
+    return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
+
+
+def gate_footer(outcome: GateOutcome) -> str:
+    """One line on the gate that actually ran: its tiers (and whether instructions were counted), the guarded
+    timings and their level, the pairs and time it took, the revisions."""
+    s = outcome.settings
+    ran: list[str] = []
+    counted = None
+    for c in outcome.cases:
+        for step in c.trail:
+            ran.append(step.tier)
+            if step.tier == "instructions":
+                counted = counted or any(e["metric"] == "instructions" for e in step.evidence)
+        if c.guards or c.tier == "time":
+            ran.append("time")
+    order = [t for t in ("structural", "instructions", "time") if t in ran]
+    names = [t + (" (callgrind)" if t == "instructions" and counted else
+                  " (not counted here)" if t == "instructions" else "") for t in order]
+    guard = list(s.guard)
+    labels = ", ".join(metrics.get(g).brief for g in guard)
+    level = f"alpha {s.alpha:g}" + (f" over all {len(guard)} (Bonferroni)" if len(guard) > 1 else "")
+    timed = (f"the time tier guarded {labels} at {level}, minimum effect {fmt.percent(s.min_effect)}" if "time" in order
+             else "the counts decided every case, so no timing was tested (one pair was taken for the counters)")
+    pairs = sum(c.attempted for c in outcome.cases)
+    return (f"Gate that ran: {' → '.join(names) or 'no tier'}; {timed}; {len(outcome.cases)} case(s), {pairs} "
+            f"pair(s) of processes, {fmt.seconds(outcome.elapsed_s)} (time budget {fmt.seconds(s.budget_s)}); "
+            f"base {outcome.base.short}, head {outcome.head.short}.")
+
+
+def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: str | None = None,
+                  notes: list[str] | None = None) -> str:
+    """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
+
+    Parameters
+    ----------
+    outcome : GateOutcome
+    check : expect.ExpectationCheck or None
+        Appended when the gate checked expectations.
+    attributions : list of Attribution or None
+        Default: those the gate made for its regressed cases.
+    noise : str or None
+        The noise floor's sentence, for the details.
+    notes : list of str or None
+        What a reader must see whatever the verdict (a dependency change not measured), above the fold.
+
+    Returns
+    -------
+    str
+        Starts with :data:`GATE_MARKER` (hidden when rendered), then the verdict table
+        (the numbers of the metric that decided each case, :func:`verdict_rows`),
+        one sentence on what passing means, a line per regression on where it went, the
+        details folded away, and a footer on the gate that ran: at most 15 visible lines
+        on a failure with up to a few regressed cases.
+    """
+    from .attribution_views import attribution_markdown
+    from .compare_views import counter_changes
+    from .markdown import ORDER, expectations_markdown
+    from .markdown_table import cell, table, verdict
+    from .untrusted import md, md_code
+    from .verdicts import failures_note, passing_means
+
+    code = outcome.exit_code()
+    if check is not None and check.failures() and code == 0:
+        code = 1
+    decision = DECISIONS[code]
+    s = outcome.settings
+    shard = getattr(outcome, "shard", None)
+    where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""
+    rows = verdict_rows(outcome.cases)
+    header = ["case", "verdict", "decided by", "base", "head", "ratio", "interval"]
+
+    failed = {c.case: failures_note(c.failed, c.attempted, c.first_error) for c in outcome.cases}
+
+    def cells(r):
+        return [md_code(r.case), verdict(r.word, r.label) + failed.get(r.case, ""), r.decided_by, r.base, r.head,
+                r.ratio, r.interval]
+
+    order = sorted(rows, key=lambda r: ORDER.get(r.word, 9))
+    visible = order if len(order) <= VISIBLE_ROWS else [r for r in order if r.word != "unchanged"][:VISIBLE_ROWS]
+    lines = [GATE_MARKER, f"## ttfg gate{where}: {decision}", ""]
+    lines += table(header, [cells(r) for r in visible]) if rows else ["No case was gated."]
+    if len(visible) < len(rows):
+        lines.append(f"{len(rows) - len(visible)} more case(s) in the details.")
+    lines += ["", f"_{passing_means(outcome, check)}_", ""]
+    lines += [f"> {note}" for note in notes or ()]
+    if attributions is None:
+        attributions = [outcome.attributions[c.case] for c in outcome.cases if c.case in outcome.attributions]
+    regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
+    for a in [a for a in attributions if a.case in regressed][:3]:
+        lines.append(where_it_went(a))
+    if check is not None and check.failures():
+        lines.append(f"**{len(check.failures())} expectation(s) violated** (details below).")
+    lines += ["", "<details><summary>Details: each case's numbers and tiers, where changes went, noise</summary>",
+              "", f"base {revision_label(outcome.base)} vs head {revision_label(outcome.head)}; gated metric "
+              f"`{s.metric}`, paired and interleaved.", ""]
+    lines += table(["case", *header[1:], "base and head are", "pairs", "wall", "stopped"],
+                    [[*cells(r), md(r.statistic) or fmt.MISSING, f"{c.pairs}/{c.attempted}", fmt.seconds(c.wall_s),
+                      md(c.stop)] for r, c in zip(rows, outcome.cases)]) + [""]
+    for r, c in zip(rows, outcome.cases):
+        lines.append(f"- {md_code(c.case)} ({md(r.label)}, decided by the {md(c.tier)} tier on {md(r.metric)}): "
+                     f"{cell(md(c.verdict.reason))}")
+        lines += [f"  - context, not decided on: {cell(md(text))}" for text in r.context]
+        lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {cell(md(t.reason))}"
+                  for t in c.trail if not t.settled]
+        if c.changes:
+            lines.append(f"  - counters changed: {counter_changes(c.changes)}")
+    lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
+    lines.append("")
+    for a in attributions:
+        lines.append(attribution_markdown(a, open_=False))
+    if check is not None:
+        lines.append(expectations_markdown(check))
+    if noise:
+        lines += [f"> {noise}", ""]
+    lines += ["</details>", "", f"<sub>{gate_footer(outcome)}</sub>"]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 # ---------------------------------------------------------------------------- which functions a person sees
@@ -279,7 +436,7 @@ def wrapped(text: str, width: int, indent: str = "") -> list[str]:
     return [line.replace("\u00a0", " ") for line in lines]
 
 
-def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = False) -> list[str]:
+def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: bool = False) -> list[str]:
     """The ten-second view of one case that did not pass unchanged: verdict and numbers, context, and for a
     regression the top phase changes and functions."""
     if row.statistic:
@@ -290,7 +447,7 @@ def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = F
         lines = wrapped(f"{row.label}: {row.case}: {row.reason}", width)
     for text in row.context:
         lines += wrapped(f"context, not decided on: {text}", width, "  ")
-    a = case.get("attribution")
+    a = case.attribution
     if row.word != "regressed" or not a:
         return lines
     phases = phase_lines(a)
@@ -308,6 +465,31 @@ def case_lines(case: dict, row: VerdictRow, width: int = 80, internals: bool = F
     return lines
 
 
-__all__ = ["DECISIONS", "ROW_HEADER", "VerdictRow", "gate_page", "revision_label", "case_lines", "verdict_table", "context_text", "figure_cells", "function_lines",
+def gate_table(outcome):
+    """Per case: the verdict, the tier and metric that decided it, and that metric's base, head, ratio and interval."""
+    rows = verdict_rows(outcome.cases)
+    return verdict_table(rows, f"gate verdicts, base {revision_label(outcome.base)} vs head "
+                               f"{revision_label(outcome.head)}")
+
+
+def gate_detail_table(outcome):
+    """``--verbose``: per case the pairs, failures, wall time, why sampling stopped and the counters that changed."""
+    from .compare_views import counter_changes
+    from .terminal import case_cells, case_layout, fitted, titled
+
+    varying, fixed = case_layout([c.case for c in outcome.cases])
+    table = fitted(titled("gate, how each case was sampled", fixed),
+                   [(c, "left") for c in varying]
+                   + [("pairs", "right"), ("failed b/h", "right"), ("wall", "right"), ("stopped", "left"),
+                      ("counters changed", "left")], label=len(varying))
+    for c in outcome.cases:
+        table.add_row(*case_cells(c.case, varying), f"{c.pairs}/{c.attempted}", f"{c.failed['base']}/{c.failed['head']}",
+                      fmt.seconds(c.wall_s), c.stop, counter_changes(c.changes))
+    return table
+
+
+__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of",
+           "context_text", "environments_note", "figure_cells", "function_lines", "gate_footer", "gate_markdown",
+           "gate_page", "presented_document", "revision_label", "verdict_table", "where_it_went",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
            "verdict_rows", "wrapped"]

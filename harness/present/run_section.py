@@ -98,12 +98,12 @@ def host_rows(res) -> list[tuple[str, str]]:
 def gate_rows(doc: dict) -> list[dict]:
     """Per case of a ``gate.json``: the verdict, the tier and metric that decided, and that metric's own numbers,
     built by the same row builder as the terminal and ``summary.md`` (``gate_views.verdict_rows``)."""
-    from .gate_views import verdict_rows
+    from .gate_views import cases_of, verdict_rows
 
     cases = doc.get("cases") or []
     return [{"case": r.case, "verdict": r.word, "label": r.label, "tier": r.decided_by, "base": r.base,
              "head": r.head, "ratio": r.ratio, "interval": r.interval, "pairs": str(c.get("pairs", fmt.MISSING)),
-             "context": r.context} for r, c in zip(verdict_rows(cases), cases)]
+             "context": r.context} for r, c in zip(verdict_rows(cases_of(cases)), cases)]
 
 
 def gate_section(doc: dict | None) -> dict:

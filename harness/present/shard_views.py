@@ -2,7 +2,7 @@
 
 Why here: a merged gate is read in a pull request like any gate, so its Markdown
 leads with the decision and uses the same formatter (``fmt``) and table helper as
-``markdown.gate_markdown``; the difference is that it is rebuilt from the shards'
+``gate_views.gate_markdown``; the difference is that it is rebuilt from the shards'
 ``gate.json`` documents and says which shard each case ran on, and which shards are
 missing or failed.
 """
@@ -43,14 +43,13 @@ def _noise_headline(shard: dict, metric: str) -> str:
 def merged_gate_markdown(merged: dict) -> str:
     """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
 
-    Like ``markdown.gate_markdown``: the verdict table first (each case's deciding numbers, from
+    Like ``gate_views.gate_markdown``: the verdict table first (each case's deciding numbers, from
     ``gate_views.verdict_rows``, and its shard), one sentence on passing, the shards that are missing or
     failed, and the rest folded into details. Every text that came from a shard's files (case ids,
     revisions, reasons, errors, notes, paths) is escaped or fenced and clipped (``untrusted``): a
     pull request's code wrote some of it, and this summary is posted as the pull-request comment.
     """
-    from .gate_views import DECISIONS, verdict_rows
-    from .markdown import GATE_MARKER
+    from .gate_views import DECISIONS, GATE_MARKER, cases_of, verdict_rows
     from .untrusted import md, md_code
     from .verdicts import failures_note
 
@@ -62,7 +61,7 @@ def merged_gate_markdown(merged: dict) -> str:
     shards = merged["shards"]
     present = [s for s in shards if s["status"] != "missing"]
     cases = merged["cases"]
-    rows = verdict_rows(cases)
+    rows = verdict_rows(cases_of(cases))
     lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
     lines += table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
                    [[md_code(r.case), c["shard"], verdict(r.word, md(r.label))

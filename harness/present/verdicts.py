@@ -23,7 +23,12 @@ def verdict_label(v) -> str:
     * ``unchanged (+2.1 %, under the 5 % minimum)``: a significant change below the minimum effect;
     * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged;
     * ``unchanged (+0.1 %, margin ±1.32 %)``: a count of a gate tier within its margin.
+
+    ``v`` is a ``decide.stats.Verdict`` or a gate's ``gate_file.VerdictData``; the label a ``gate.json`` stored
+    beside its verdict (the words of the ttfg that wrote it) wins.
     """
+    if getattr(v, "label", None):
+        return v.label
     word = v.verdict
     margin = getattr(v, "margin", math.nan)
     if str(getattr(v, "method", "")).startswith("tier ") and word == "unchanged" and _finite(margin) \
@@ -80,11 +85,12 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
 
 
 def passing_means(outcome, check=None) -> str:
-    """:func:`passing_sentence` for a gate's outcome (and its expectations check, when it ran one)."""
+    """:func:`passing_sentence` for a gate's outcome (``gate_file.GateOutcome``) and its expectations check, when
+    it ran one."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
     return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None,
-                            getattr(s, "guard", None), getattr(s, "tiers", None))
+                            s.guard, s.tiers)
 
 
 def failures_note(failed: dict | None, attempted: int | None, first_error: dict | None) -> str:
@@ -106,18 +112,4 @@ def failures_note(failed: dict | None, attempted: int | None, first_error: dict 
             + (f"; {first[0]}: {md(first[1], 160)}" if first else "") + ")")
 
 
-def verdict_label_of(data: dict) -> str:
-    """:func:`verdict_label` of a verdict as ``gate.json`` stores it (null for NaN); its stored label wins."""
-    from types import SimpleNamespace
-
-    if data.get("label"):
-        return data["label"]
-    nan = math.nan
-    return verdict_label(SimpleNamespace(
-        verdict=data.get("verdict", "inconclusive"), method=data.get("method", ""),
-        ratio=nan if data.get("ratio") is None else data["ratio"],
-        margin=nan if data.get("margin") is None else data["margin"], equivalent=bool(data.get("equivalent")),
-        detectable=nan if data.get("detectable") is None else data["detectable"]))
-
-
-__all__ = ["failures_note", "passing_means", "passing_sentence", "verdict_label", "verdict_label_of"]
+__all__ = ["failures_note", "passing_means", "passing_sentence", "verdict_label"]

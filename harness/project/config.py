@@ -57,7 +57,7 @@ class Key:
 
 
 def _duration(value) -> str | None:
-    from ..decide.gate import parse_duration
+    from ..fmt import parse_duration
 
     try:
         parse_duration(str(value))

@@ -190,7 +190,7 @@ class GateSection:
     rev: str
     commit: str
     subject: str
-    settings: dict[str, Any]       # ttfg.decide.gate.GateSettings.to_json()
+    settings: dict[str, Any]       # ttfg.decide.gate_settings.GateSettings.to_json()
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "rev": self.rev, "commit": self.commit, "subject": self.subject,

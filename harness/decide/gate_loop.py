@@ -1,0 +1,445 @@
+"""The gate's loop: base and head measured interleaved and paired, decided sequentially.
+
+Why paired and interleaved: on a small CI machine one cold sample's CV is 11-25 % and
+the machine's speed drifts by tens of percent within minutes, for every process alike.
+Two results files measured ten minutes apart therefore differ by drift as much as by
+code. The gate runs one base process and one head process back to back, in the order
+A B, B A, A B, ... (so neither side is always first), with the same Python, the same
+installed frameworks and fresh compile caches, and tests the *pair* log-ratios
+``log(head / base)``: the drift both processes shared cancels.
+
+Why sequential: a 2x regression is obvious after a handful of pairs, a 5 % one needs
+about 56. ``stats.SequentialPairedTest`` looks after every pair with alpha-spending
+that keeps the overall false-alarm rate at ``alpha``, so the gate stops as soon as a
+case is decided and spends the rest of the budget on the cases still inconclusive
+(cases are sampled round-robin, one pair each per round).
+
+Every phase a cold start pays is guarded (``gate_settings.py``), each timing by its own
+test at ``alpha / k``. A case regresses when any guarded timing does; it is unchanged
+only when every one is; else inconclusive, quoting the guard that could see least. When
+the count tier settled a case, the timings no count covers are screened by one look at
+``min_pairs`` pairs. When the time budget runs out, each test's last look is taken on the
+pairs there are. These rules are ``gate_policy.py``; this module samples, keeps the
+state, and asks them.
+
+Failures: a sample that fails leaves its pair incomplete (dropped by the test). After
+``max_failures`` consecutive failures on one side the case stops: a base that never
+ran means there is nothing to compare against (exit 2); a head that never ran while
+the base did is a regression (the change broke the case).
+
+Attribution: every case whose verdict or one of whose counters regressed gets an
+``attribution.Attribution`` (phase deltas, counter deltas, the function-level diff of
+the first-gradient window when the samples carry it), shown by every output.
+
+The clock is an argument (``clock``, ``time.monotonic`` by default), as in
+``history.confirm.confirm``: the budget and the progress lines read it, and tests of the
+stopping rules pass a fake one. The git side (revisions, worktrees, the dirty-tree check)
+is ``measure/worktrees.py``; the outcome and its file, ``results/gate_file.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .. import metrics
+from . import gate_policy as policy
+from . import head_failures
+from . import tiers as tiering
+from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings
+from ..measure.cases import Case, Skipped
+from ..measure.runner import RunSettings, new_results, run_sample
+from ..measure.sides import Side, environments_differ
+from ..results.gate_file import (BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED,
+                                 CaseOutcome, ChangeData, FailureData, GateOutcome, RevisionData, SettingsData,
+                                 SkipData, SummaryData, TierData, VerdictData)
+from ..results.model import GateSection, Sample, ShardSection
+from ..results.writer import ResultsWriter
+
+if TYPE_CHECKING:
+    from .stats import SequentialPairedTest, Verdict
+
+__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "run_gate"]
+
+#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
+#: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
+#: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
+Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
+#: Seconds from an arbitrary start that never go back (``time.monotonic``; a fake one in tests).
+Clock = Callable[[], float]
+
+
+@dataclass
+class PairEvent:
+    """What the progress line shows after each pair."""
+
+    case: str
+    pair: int
+    base: Sample
+    head: Sample
+    metric: str
+    #: The sequential test's latest look (before the first look: the running ratio only).
+    verdict: "Verdict"
+    complete_pairs: int
+    elapsed_s: float
+    budget_s: float
+
+
+@dataclass
+class CaseState:
+    """One case's sampling so far: its tests, every pair's values, its failures and why it stopped."""
+
+    case: Case
+    #: The gated metric (progress lines, the noise floor).
+    metric: str
+    #: One sequential test per guarded timing still tested (all of the guard, or the screen's part).
+    tests: "dict[str, SequentialPairedTest]"
+    #: Per guarded timing and side, every attempted pair's value (NaN: failed, or not reported).
+    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    pair_wall_s: list[float] = field(default_factory=list)
+    ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    first_error: dict[str, str] = field(default_factory=dict)
+    stop: str | None = None
+    #: True when the count tier settled the case and the time tier screens what the counts do not cover.
+    screened: bool = False
+
+    @property
+    def attempted(self) -> int:
+        return len(self.pair_wall_s)
+
+    @property
+    def test(self) -> "SequentialPairedTest":
+        """The gated metric's test (the first one tested when it is not screened)."""
+        return self.tests.get(self.metric) or next(iter(self.tests.values()))
+
+    def complete(self, metric: str | None = None) -> tuple[list[float], list[float]]:
+        """The complete pairs (both values there) of ``metric`` (default: the gated one)."""
+        found = self.values.get(metric or self.metric, {"base": [], "head": []})
+        pairs = [(b, h) for b, h in zip(found["base"], found["head"]) if not (math.isnan(b) or math.isnan(h))]
+        return [b for b, _ in pairs], [h for _, h in pairs]
+
+    def regressed(self) -> bool:
+        return any(t.done() and t.verdict().verdict == "regressed" for t in self.tests.values())
+
+    def decided(self) -> bool:
+        """A guarded timing regressed (that settles the case), or every test is done."""
+        return self.regressed() or all(t.done() for t in self.tests.values())
+
+    def fits(self, elapsed: float, budget: float) -> bool:
+        """Whether one more pair is expected to end within the budget."""
+        if elapsed >= budget:
+            return False
+        recent = sorted(self.pair_wall_s[-5:])
+        estimate = recent[len(recent) // 2] if recent else 0.0
+        return elapsed + estimate <= budget
+
+
+def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None):
+    """One sequential test per guarded timing, each at the guard's share of alpha."""
+    from .stats import SequentialPairedTest
+
+    return {m: SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.guard_alpha,
+                                    min_pairs=min(settings.min_pairs, max_pairs or settings.max_pairs),
+                                    max_pairs=max_pairs or settings.max_pairs) for m in names}
+
+
+def _new_state(case: Case, settings: GateSettings) -> CaseState:
+    return CaseState(case, settings.metric, _new_tests(settings, settings.guard),
+                     {m: {"base": [], "head": []} for m in settings.guard})
+
+
+def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
+    """After the count tier settled the case: test only ``names`` (what the counts did not cover), in one look
+    at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken."""
+    st.tests = _new_tests(settings, names, max_pairs=settings.min_pairs)
+    st.screened = True
+    for m, test in st.tests.items():
+        for b, h in zip(*st.complete(m)):
+            if not test.done():
+                test.add(b, h)
+
+
+def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
+            out: Path, shard: ShardSection | None = None) -> ResultsWriter:
+    """One side's results file: this side's source and git state, and the gate section."""
+    from ..measure import metadata
+
+    results = new_results(cases, skipped, side.run_settings(settings.run), env=side.env)
+    results.environment["git"] = metadata.git_state(side.tree)
+    results.environment["side"] = side.to_json()
+    rev = side.revision
+    results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
+    results.shard = shard
+    return ResultsWriter(results, out)
+
+
+def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
+              settings: GateSettings, sampler: Sampler, clock: Clock) -> dict[str, Sample]:
+    """One base and one head process back to back; the order alternates A B, B A, ..."""
+    index = st.attempted
+    order = ("base", "head") if index % 2 == 0 else ("head", "base")
+    samples = {}
+    started = clock()
+    for position, role in enumerate(order):
+        run = sides[role].run_settings(settings.run)
+        sample = sampler(st.case, "timing", "cold", index, run)
+        sample.pair, sample.pair_position = index, position
+        writers[role].append(st.case.id, sample)
+        samples[role] = sample
+    st.pair_wall_s.append(clock() - started)
+    return samples
+
+
+def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
+                   sampler: Sampler) -> "tiering.TakeSample":
+    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
+
+    def take(case: Case, kind: str, index: int, role: str) -> Sample:
+        sample = sampler(case, kind, "cold", index, sides[role].run_settings(settings.run))
+        writers[role].append(case.id, sample)
+        return sample
+
+    return take
+
+
+def _uncounted(backend: str) -> str | None:
+    from .. import engines
+
+    try:
+        return engines.get(backend).uncounted
+    except Exception:  # a plugin that cannot load: nothing known about it
+        return None
+
+
+def _unsteady(backend: str) -> dict[str, str]:
+    """The count-tier metrics this backend's framework does not repeat (registry ``Metric.unsteady``)."""
+    from .. import engines
+
+    try:
+        framework = engines.get(backend).framework
+    except Exception:  # a plugin that cannot load: nothing known about it
+        return {}
+    found = {m: metrics.get(m).unsteady_for(framework) for m in tiering.tier_metrics(tiering.INSTRUCTIONS)}
+    return {m: why for m, why in found.items() if why}
+
+
+def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
+             out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
+             on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
+             shard: ShardSection | None = None, clock: Clock = time.monotonic) -> GateOutcome:
+    """Measure base and head interleaved and paired until every case is decided or the budget is spent.
+
+    Parameters
+    ----------
+    cases : list of Case
+        What to measure; each case gets its own sequential test.
+    skipped : list of Skipped
+        Recorded in both results files.
+    base, head : Side
+        The two revisions and the folders they are checked out in.
+    settings : GateSettings
+    out_dir : Path
+        Receives ``base.json`` and ``head.json`` (the normal results format, every
+        sample with its ``pair`` index), rewritten after every sample.
+    on_pair : callable or None
+        Called with a :class:`PairEvent` after each pair (progress output).
+    on_note : callable or None
+        Called with a line of text for other events (allocation runs).
+    sampler : Sampler
+        Takes each sample; by default a cold process (``run_sample``).
+    shard : ShardSection or None
+        With ``--shard I/N``: recorded in both results files and the outcome, for ``ttfg merge gate``.
+    clock : Clock
+        Reads the time for the budget, the pairs' wall time and the progress lines (``time.monotonic``).
+
+    Returns
+    -------
+    GateOutcome
+        With both sides' results and the attributions in memory (``results``, ``attributions``).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Re-raised after saving the finished samples (files marked incomplete).
+    """
+    from .attribution import attribute
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sides = {"base": base, "head": head}
+    writers: dict[str, ResultsWriter] = {}
+    try:  # a second writer refused, or a first save that fails (a full disk), gives up every lock taken
+        for role, side in sides.items():
+            writers[role] = _writer(cases, skipped, side, settings, out_dir / f"{role}.json", shard)
+        for writer in writers.values():
+            writer.save()
+    except BaseException:
+        for writer in writers.values():
+            writer.close()
+        raise
+    for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
+        (out_dir / stale).unlink(missing_ok=True)
+    states = [_new_state(case, settings) for case in cases]
+    by_id = {st.case.id: st for st in states}
+    start = began = clock()
+    finished = False
+
+    def take_pair(st: CaseState) -> dict[str, Sample]:
+        samples = _run_pair(st, sides, writers, settings, sampler, clock)
+        for role in sides:
+            if samples[role].ok:
+                st.ok[role] += 1
+                st.streak[role] = 0
+            else:
+                st.failed[role] += 1
+                st.streak[role] += 1
+                st.first_error.setdefault(role, samples[role].error or "unknown error")
+        for m in settings.guard:
+            found = {role: policy.value(samples[role], m) for role in sides}
+            for role in sides:
+                st.values[m][role].append(math.nan if found[role] is None else found[role])
+            b, h = st.values[m]["base"][-1], st.values[m]["head"][-1]
+            test = st.tests.get(m)
+            if test is not None and not test.done() and not (math.isnan(b) or math.isnan(h)):
+                test.add(b, h)
+        policy.stop_after_pair(st, settings, {role: policy.value(samples[role], settings.metric) for role in sides})
+        if on_pair:
+            on_pair(PairEvent(st.case.id, st.attempted - 1, samples["base"], samples["head"], settings.metric,
+                              st.test.verdict(), len(st.complete()[0]), clock() - start,
+                              settings.budget_s))
+        return samples
+
+    try:
+        trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
+                                   _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
+                                   _uncounted, on_note, _unsteady, across_envs=environments_differ(sides))
+        for st in states:
+            settled = trails[st.case.id].settled
+            if settled:
+                rest = tiering.uncounted_guards(settings.guard, settled.step) if settled.step else ()
+                if (st.stop is None and rest and tiering.TIME in settings.tiers
+                        and settled.verdict.verdict != "regressed"):
+                    _screen(st, settings, rest)
+                else:
+                    st.stop = st.stop or DECIDED
+            elif tiering.TIME not in settings.tiers:
+                broken = any(t.broken for t in trails[st.case.id].steps)
+                st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
+        start = clock()  # the budget is the time tier's
+        while True:
+            active = [st for st in states if st.stop is None]
+            if not active:
+                break
+            for st in active:
+                if not st.fits(clock() - start, settings.budget_s):
+                    st.stop = BUDGET
+                    continue
+                take_pair(st)
+        if settings.allocations:
+            for st in states:
+                if st.stop in (BASE_BROKEN, HEAD_BROKEN):
+                    continue
+                for i in range(settings.alloc_repeat):
+                    for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
+                        sample = sampler(st.case, "allocations", "cold", i,
+                                         sides[role].run_settings(settings.run))
+                        writers[role].append(st.case.id, sample)
+                        if on_note:
+                            state = "ok" if sample.ok else f"failed: {sample.error}"
+                            on_note(f"allocations {role} {st.case.id}: "
+                                    + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
+        outcomes = _outcomes(states, writers, settings, trails)
+        if settings.profiles:
+            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note)
+        finished = True
+    finally:
+        for writer in writers.values():
+            writer.finish(finished)
+    elapsed = clock() - began
+    results = {role: w.results for role, w in writers.items()}
+    attributions = {}
+    for outcome in outcomes:
+        if outcome.regressed_anything():
+            found = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
+                              metric=settings.metric)
+            attributions[outcome.case], outcome.attribution = found, found.to_json()
+    files = {role: str(w.out) for role, w in writers.items()}
+    return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
+                       outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
+                       writers["head"].results.fingerprint, results=results, attributions=attributions)
+
+
+def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
+              trails: "dict[str, tiering.CaseTrail]") -> list[CaseOutcome]:
+    """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
+    from .compare import compare_results
+    from .stats import summarize
+
+    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
+                              across_envs=True)  # the gate paired its sides on purpose, environments and all
+    outcomes = []
+    for st in states:
+        b, h = st.complete()
+        changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        failures = policy.failure_test(st)
+        trail = trails[st.case.id]
+        figure, context, guards = None, [], []
+        broken = policy.broken_verdict(st, settings)
+        if trail.settled:
+            verdict, tier = trail.settled.verdict, trail.settled.tier
+            evidence = trail.settled.evidence
+            figure = policy.evidence_figure(tier, evidence) if evidence else None
+            verdict, tier, figure, context, guards = policy.settled_and_screened(st, settings, trail, verdict, tier,
+                                                                                 figure)
+        elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
+            verdict, tier = policy.not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
+        elif broken is not None:
+            verdict, tier = broken, tiering.TIME
+        else:
+            guards = policy.guards_of(st, settings)
+            lead, verdict = policy.combined_verdict(guards, settings.metric)
+            tier, figure = tiering.TIME, lead.figure()
+            context = policy.count_context(trail)
+        verdict = policy.with_failures(verdict, failures, st)
+        stop = st.stop or BUDGET
+        held = head_failures.held_for_head_failures(verdict, st.failed, st.attempted, len(b), settings.min_pairs,
+                                                    st.first_error)
+        if held is not None:
+            verdict, stop = held, HEAD_FAILING
+        if verdict.method == "fisher-failures" or held is not None:
+            figure = None
+        outcomes.append(CaseOutcome(st.case.id, VerdictData.of(verdict), len(b), st.attempted, dict(st.failed),
+                                    sum(st.pair_wall_s), stop, SummaryData.of(summarize(b)),
+                                    SummaryData.of(summarize(h)),
+                                    [ChangeData.of(r) for r in changes],
+                                    None if failures is None else FailureData.of(failures), tier=tier,
+                                    trail=[TierData.of(t) for t in trail.steps], first_error=dict(st.first_error),
+                                    figure=figure, context=context, guards=guards))
+    return outcomes
+
+
+def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
+                         writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
+                         on_note: Callable[[str], None] | None) -> None:
+    """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.
+
+    After the decision and outside the budget: they are only taken when there is a regression
+    to explain, and a profile failing (an older base without the profile probe) costs the
+    attribution its function list, never the verdict.
+    """
+    by_id = {st.case.id: st for st in states}
+    for outcome in outcomes:
+        st = by_id[outcome.case]
+        if not outcome.regressed_anything() or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+            continue
+        for i in range(settings.profiles):
+            for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
+                sample = sampler(st.case, "profile", "cold", i, sides[role].run_settings(settings.run))
+                writers[role].append(st.case.id, sample)
+                if on_note:
+                    on_note(f"profile {role} {st.case.id}: "
+                            + (f"{len(sample.profile_top or [])} functions" if sample.ok else f"failed: {sample.error}"))
