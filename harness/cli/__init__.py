@@ -1,4 +1,9 @@
-"""The ``ttfg`` command line. Each subcommand imports what it needs when it runs.
+"""The ``ttfg`` command line: ``main``, the parser assembled from every command group, dispatch and exit codes.
+
+Each command group parses and prints in a sibling module (``run.py``: check, run, show,
+study; ``listing.py``: list; ``gate.py``, ``report.py``, ...), and its orchestration is a
+use case in ``app/``; options several commands share are defined once in
+``common_args.py``. Each subcommand imports what it needs when it runs.
 
 ``ttfg --help`` and ``ttfg list`` import no AD framework (a test holds us to that).
 Exit codes are the product's contract with CI, and there are only three: 0 pass,

@@ -335,5 +335,5 @@ def add_show_command(sub) -> None:
     p.set_defaults(func=cmd_show)
 
 
-__all__ = ["add_run_commands", "add_show_command", "check_document", "cmd_check", "cmd_run", "cmd_show", "cmd_study", "print_results",
-           "sample_line"]
+__all__ = ["add_run_commands", "add_show_command", "check_document", "cmd_check", "cmd_run", "cmd_show", "cmd_study",
+           "print_results", "sample_line"]
