@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ttfg import cli
-from ttfg.cli import main
+from ttfg.cli import listing as listing_cli, main, run as run_cli
 
 BAD_NUMBERS = [
     ("run", "--timeout", "nan"), ("run", "--timeout", "0"), ("run", "--timeout", "-5"), ("run", "--timeout", "inf"),
@@ -34,7 +33,7 @@ def test_bad_numbers_exit_2_before_any_work(argv, capsys, monkeypatch):
         raise AssertionError("a command ran with an invalid option")
 
     for name in ("cmd_run", "cmd_check", "cmd_study"):
-        monkeypatch.setattr(cli, name, no_work)
+        monkeypatch.setattr(run_cli, name, no_work)
     assert main(list(argv)) == 2
     err = capsys.readouterr().err
     flag = [a for a in argv if a.startswith("--")][-1]
@@ -55,7 +54,7 @@ def test_unexpected_errors_exit_2_with_one_line(exc, capsys, monkeypatch):
     def explode(args):
         raise exc
 
-    monkeypatch.setattr(cli, "cmd_list", explode)
+    monkeypatch.setattr(listing_cli, "cmd_list", explode)
     assert main(["list"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ttfg list: error:") and "--debug" in err, err
@@ -65,7 +64,7 @@ def test_unexpected_errors_exit_2_with_one_line(exc, capsys, monkeypatch):
 
 
 def test_debug_shows_the_traceback_and_still_exits_2(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "cmd_list", lambda args: 1 / 0)
+    monkeypatch.setattr(listing_cli, "cmd_list", lambda args: 1 / 0)
     assert main(["--debug", "list"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and "ZeroDivisionError" in err
@@ -75,13 +74,13 @@ def test_interrupt_exits_2(capsys, monkeypatch):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    monkeypatch.setattr(listing_cli, "cmd_list", interrupted)
     assert main(["list"]) == 2
     assert "interrupted" in capsys.readouterr().err
 
 
 def test_a_stray_exit_code_becomes_2(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "cmd_list", lambda args: 130)
+    monkeypatch.setattr(listing_cli, "cmd_list", lambda args: 130)
     assert main(["list"]) == 2
     assert "internal error" in capsys.readouterr().err
 

@@ -177,18 +177,18 @@ def test_4_a_head_failing_2_of_3_processes_is_not_a_pass(gate_with):
 
 
 def test_5_an_interrupted_or_smaller_calibration_never_replaces_a_better_one(private_user_cache):
-    from ttfg.cli.doctor import _store
+    from ttfg.app.doctor import store
 
     printed = []
     console = SimpleNamespace(print=lambda text, **kw: printed.append(str(text)))
     good_one = a_calibration(sd=0.05, seconds=8.0, pairs=20)
-    assert _store(good_one, console) == noise.store_path()
+    assert store(good_one, console.print) == noise.store_path()
     before = noise.store_path().read_bytes()
     small = a_calibration(sd=0.006, seconds=8.0, pairs=2)
     small.interrupted = True
-    assert _store(small, console) is None and "interrupted" in printed[-1]
+    assert store(small, console.print) is None and "interrupted" in printed[-1]
     small.interrupted = False
-    assert _store(small, console) is None and "rests on 4 pair(s)" in printed[-1]
+    assert store(small, console.print) is None and "rests on 4 pair(s)" in printed[-1]
     assert noise.store_path().read_bytes() == before
 
 

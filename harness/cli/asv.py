@@ -1,4 +1,4 @@
-"""``ttfg asv ...``: the command line only; the logic is ``ttfg.history.asv_record``."""
+"""``ttfg asv ...``: the command line only; the use case is ``ttfg.app.asv`` (the logic ``ttfg.history.asv_record``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 
 def cmd_asv_record(args) -> int:
-    from ..history.asv_record import record
+    from ..app.asv import RecordRequest, record
 
     from .config import project_dir
 
     extra = (["--show-stderr"] if args.show_stderr else []) + shlex.split(args.asv_args)
-    return record(args.revs or ["HEAD"], Path(args.config), args.machine, args.python, args.all_params,
-                  not args.no_publish, extra, shard=args.shard, costs=args.costs,
-                  project_dir=project_dir(args, Path(args.config).resolve().parent))
+    return record(RecordRequest(args.revs or ["HEAD"], Path(args.config), args.machine, args.python, args.all_params,
+                                not args.no_publish, extra, shard=args.shard, costs=args.costs,
+                                project_dir=project_dir(args, Path(args.config).resolve().parent)))
 
 
 def add_asv_commands(sub) -> None:

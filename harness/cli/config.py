@@ -1,4 +1,4 @@
-"""The project's config applied to the command line, once, for every command; ``ttfg config`` and ``ttfg show``.
+"""The project's config applied to the command line, once, for every command; and ``ttfg config``.
 
 Why here and only here: if each command read ``[tool.ttfg]`` itself, every command module
 would grow the same config code and they would drift. Instead ``main`` parses the flags,
@@ -185,7 +185,9 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
         else:
             settings.append(Setting(key, getattr(args, dest), "default"))
     if (command == "gate" or getattr(args, "confirm", False)) and str(getattr(args, "repo", ".")) != ".":
-        _check_repo_has_plugin(Path(args.repo), cfg.project_folder())
+        from ..app.workspace import check_repo_has_plugin
+
+        check_repo_has_plugin(Path(args.repo), cfg.project_folder())
     if command in SELECTING and from_file & {"models", "backends", "variants"}:
         _check_selection(args, cfg, from_file)
     if command == "asv" and getattr(args, "asv_command", None) == "record":
@@ -195,32 +197,16 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
 
 def _check_selection(args, cfg, from_file: set[str]) -> None:
     """A config whose selection names nothing that exists, or selects no case, is refused naming the file."""
-    from ..measure.cases import select
+    from ..app.selection import cases_for
 
     keys = sorted(from_file & {"models", "backends", "variants"})
     where = ", ".join(cfg.where(k) for k in keys)
     try:
-        cases, skipped = select(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant)
+        cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant)
     except UsageError as exc:
         raise project_config.ConfigError(f"{where}: {exc}") from None
     if not cases and not skipped:
         raise project_config.ConfigError(f"{where}: selects nothing (no model x backend x variant case)")
-
-
-def _check_repo_has_plugin(repo: Path, folder: Path | None = None) -> None:
-    """``--repo`` at a project that plugs nothing into ttfg: nothing of it would be measured, so refuse now,
-    before worktrees and installs (ttfg's own repository is the one exception: its code is what is measured)."""
-    from ..measure.worktrees import repo_root
-    from ..project import pyproject
-
-    root = repo_root(repo)
-    project = pyproject.read(folder if folder is not None and folder.is_dir() else root)
-    if project.name != "ttfg" and not project.declares_plugin():
-        raise pyproject.NotAProject(
-            f"--repo {repo}: {project.name} ({project.pyproject}) declares no ttfg plugin (no "
-            f"[project.entry-points.\"{pyproject.MODEL_GROUP}\"] or \"{pyproject.BACKEND_GROUP}\"), so no case "
-            f"would run its code and both sides would measure the same installed code; `ttfg init --repo {repo}` "
-            "writes a starter plugin")
 
 
 def project_dir(args, repo: Path) -> str | None:
@@ -232,22 +218,9 @@ def project_dir(args, repo: Path) -> str | None:
     ConfigError
         For a folder outside the repository, or one that holds no Python project here.
     """
-    from ..measure.worktrees import repo_root
+    from ..app.workspace import project_dir as configured_folder
 
-    cfg = getattr(args, "project_config", None)
-    folder = cfg.project_folder() if cfg is not None else None
-    if folder is None:
-        return None
-    root = repo_root(repo).resolve()
-    where = cfg.where("install-path") if "install-path" in cfg else f"{cfg.path} (its folder, the default install-path)"
-    if not folder.is_relative_to(root):
-        raise project_config.ConfigError(f"{where}: {folder} is outside the git repository {root}; the project "
-                                         "each revision installs must be inside it")
-    if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
-        raise project_config.ConfigError(f"{where}: {folder} holds no Python project (no pyproject.toml, setup.py "
-                                         "or setup.cfg); install-path names the folder each revision installs")
-    rel = folder.relative_to(root).as_posix()
-    return "" if rel == "." else rel
+    return configured_folder(getattr(args, "project_config", None), repo)
 
 
 def _asv_selection(cfg) -> None:
@@ -291,33 +264,19 @@ def cmd_config(args) -> int:
             table.add_row(key, _shown(s.value), s.source)
     console.print(table)
     if cfg.selects() or any(getattr(args, d) for d in ("model", "backend", "variant")):
-        from ..measure.cases import select
+        from ..app.selection import cases_for
 
-        cases, skipped = select(args.model or ["resnet15"], args.backend, args.variant)
+        cases, skipped = cases_for(args.model or ["resnet15"], args.backend, args.variant)
         console.print(f"the selection gives {len(cases)} case(s) to measure here, {len(skipped)} skipped"
                       + (f": {', '.join(c.id for c in cases[:6])}" + (" ..." if len(cases) > 6 else "")
                          if cases else ""), highlight=False)
     return 0
 
 
-def cmd_show(args) -> int:
-    """Print a saved results file's tables again, as ``ttfg run`` printed them."""
-    from ..results import record
-    from . import print_results
-
-    results = record.load(args.file)
-    from ..present.terminal import console as make_console
-
-    console = make_console()
-    console.print(f"{args.file}: {len(results.cases)} case(s), written {results.created or '?'}", highlight=False)
-    print_results(results, console, wide=args.wide)
-    return 0
-
-
 def add_config_commands(sub) -> None:
-    """Register ``config`` and ``show`` on the ``ttfg`` subparsers."""
-    from . import add_selection
+    """Register ``config`` on the ``ttfg`` subparsers."""
     from . import options
+    from .common_args import add_selection
 
     p = sub.add_parser("config", help="print the effective settings and where each comes from",
                        description="Print every setting of [tool.ttfg] (pyproject.toml) or ttfg.toml as the "
@@ -331,14 +290,6 @@ def add_config_commands(sub) -> None:
     p.add_argument("--commit-url", metavar="TEMPLATE", help="as ttfg report --commit-url")
     p.set_defaults(func=cmd_config)
 
-    p = sub.add_parser("show", help="print a saved results file again, as ttfg run printed it",
-                       description="Print the tables of a results file (from ttfg run, or a gate's base.json / "
-                                   "head.json) again: times, phases, counters, skipped and failed cases, the noise "
-                                   "floor. Exit 2 when the file is missing or not a results file.")
-    p.add_argument("file", metavar="FILE", help="a results file (JSON)")
-    p.add_argument("--wide", action="store_true", help="one table with every column however wide")
-    p.set_defaults(func=cmd_show)
 
-
-__all__ = ["Default", "Setting", "TARGETS", "add_config_commands", "apply", "cmd_config", "cmd_show",
-           "mark_defaults"]
+__all__ = ["Default", "Setting", "TARGETS", "add_config_commands", "apply", "cmd_config", "mark_defaults",
+           "project_dir"]

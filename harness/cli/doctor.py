@@ -1,5 +1,5 @@
-"""``ttfg doctor``: wiring only. Facts: ``measure/machine.py``; calibration: ``decide/calibrate.py``;
-output: ``present/doctor.py``."""
+"""``ttfg doctor``: parsing and printing only. The use case: ``app/doctor.py`` (facts from
+``measure/machine.py``, calibration from ``decide/calibrate.py``); output: ``present/doctor.py``."""
 
 from __future__ import annotations
 
@@ -36,56 +36,32 @@ def add_doctor_commands(sub) -> None:
 def cmd_doctor(args) -> int:
     import json
 
-    from ..decide.calibrate import calibrate, calibration_cases, parse_budget
-    from ..measure.machine import examine, required_missing
+    from ..app import doctor
     from ..present import doctor as view
 
-    budget_s = parse_budget(args.budget)
+    budget_s = doctor.budget_seconds(args.budget)
     as_json = args.format == "json"
     out = view.console()
     progress = view.console(stderr=True) if as_json else out
-    findings = examine()
-    missing = required_missing(findings)
+    findings, missing = doctor.examine_machine()
     if not as_json:
         for table in view.findings_tables(findings):
             out.print(table)
         out.print(view.summary_line(findings, missing))
     calibration = stored_at = None
     if args.calibrate:
-        cases, notes = calibration_cases()
+        cases, notes = doctor.cases_to_calibrate()
         what = f"{cases[0].model} with {', '.join(c.backend for c in cases)}" if cases else "nothing"
         progress.print(f"calibrating for about {budget_s:g} s on {what} (Ctrl-C stops and keeps what is done)",
                        highlight=False)
-        calibration = calibrate(cases, budget_s,
-                                on_pair=lambda case, a, b: progress.print(view.pair_line(case, a, b), highlight=False))
+        calibration = doctor.run_calibration(
+            cases, budget_s, on_pair=lambda case, a, b: progress.print(view.pair_line(case, a, b), highlight=False))
         calibration.notes += notes
         if not as_json:
             view.print_calibration(out, calibration)
-        stored_at = _store(calibration, progress)
+        stored_at = doctor.store(calibration, lambda line: progress.print(line, highlight=False))
     code = 2 if missing or (calibration is not None and calibration.interrupted) else 0
     if as_json:
         print(json.dumps({**view.doctor_json(findings, missing, calibration, code),
                           "stored": None if stored_at is None else str(stored_at)}, indent=1))
     return code
-
-
-def _store(calibration, progress):
-    """Keep the calibration for ``ttfg run`` and ``ttfg gate`` (their noise floor and the gate's check)."""
-    from ..decide import noise
-
-    floor = noise.from_calibration(calibration)
-    if not any(e.log_ratio_sd is not None for e in floor.entries):
-        progress.print("calibration not stored: no case has two good pairs", highlight=False)
-        return None
-    keep = noise.why_keep_stored(floor, calibration.interrupted)
-    if keep:
-        progress.print(f"calibration not stored: {keep}", highlight=False)
-        return None
-    try:
-        path = noise.save(floor)
-    except OSError as exc:
-        progress.print(f"calibration not stored: {exc.strerror or exc}: {exc.filename or ''}", highlight=False)
-        return None
-    progress.print(f"calibration stored in {path}: ttfg run and ttfg gate use it on this machine for "
-                   f"{noise.MAX_AGE_S / 3600:g} hours", highlight=False)
-    return path

@@ -1,4 +1,4 @@
-"""``ttfg env list|build|prune``: the cached environments (``measure/environments.py``), shown and managed.
+"""``ttfg env list|build|prune``: the cached environments (``app/environments.py``), shown and managed.
 
 An environment is an interpreter plus an exact set of packages, built with uv and kept
 in the user cache folder; gates, ``run --env`` and release sweeps build them on demand.
@@ -24,14 +24,14 @@ package cache, so ten jax releases do not cost ten copies.
 
 def cmd_env_list(args) -> int:
     from .. import fmt
-    from ..decide.noise import describe_age
-    from ..measure import environments
+    from ..app import environments
     from ..present.terminal import console as make_console, fitted
 
-    envs = environments.cached(sizes=True)
+    found = environments.listing()
+    envs = found.envs
     if args.format == "json":
         sys.stdout.write(json.dumps({"environments": [e.to_json() for e in envs],
-                                     "uv_cache_bytes": environments.uv_cache_size()}, indent=1) + "\n")
+                                     "uv_cache_bytes": found.uv_cache_bytes}, indent=1) + "\n")
         return 0
     console = make_console()
     if not envs:
@@ -39,25 +39,24 @@ def cmd_env_list(args) -> int:
         return 0
     table = fitted("cached environments", [("name", "left"), ("frameworks", "left"), ("size", "right"),
                                            ("age", "right"), ("key", "left")], boxed=True)
-    for e in envs:
+    for e, age in zip(envs, found.ages):
         table.add_row(e.name, " ".join(f"{k} {v}" for k, v in e.versions.items()), fmt.bytes_(e.size_bytes),
-                      describe_age(e.age_s), e.key)
+                      age, e.key)
     console.print(table)
     total = sum(e.size_bytes for e in envs)
     console.print(f"{len(envs)} environment(s), {fmt.bytes_(total)} counted apart; files hard-linked from uv's "
-                  f"cache ({fmt.bytes_(environments.uv_cache_size())}) are shared", highlight=False)
+                  f"cache ({fmt.bytes_(found.uv_cache_bytes)}) are shared", highlight=False)
     return 0
 
 
 def cmd_env_build(args) -> int:
     from .. import fmt
-    from ..measure import environments
+    from ..app import environments
 
-    request = environments.parse(args.requirements, "ttfg env build")
-    if request.current:
+    env = environments.build_one(args.requirements, on_note=lambda text: print(text, file=sys.stderr, flush=True))
+    if env is None:
         print("'current' is this interpreter: nothing to build", file=sys.stderr)
         return 0
-    env = environments.build(request, on_note=lambda text: print(text, file=sys.stderr, flush=True))
     versions = ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
     how = "cached" if env.cached else f"built in {fmt.seconds(env.seconds)}"
     print(f"{env.name}: {versions} ({how}); python {env.python}")
@@ -65,18 +64,15 @@ def cmd_env_build(args) -> int:
 
 
 def cmd_env_prune(args) -> int:
-    from ..fmt import parse_duration
-    from ..decide.noise import describe_age
-    from ..measure import environments
+    from ..app import environments
 
     if not args.all and not args.names and args.older_than is None:
         from ..errors import UsageError
 
         raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all")
-    older = parse_duration(args.older_than) if args.older_than else None
-    removed = environments.prune(args.names or None, older) if not args.all else environments.prune()
-    for e in removed:
-        print(f"removed {e.name} ({e.key}, {describe_age(e.age_s)} old)")
+    removed = environments.prune(args.names, args.older_than, args.all)
+    for e, age in removed:
+        print(f"removed {e.name} ({e.key}, {age} old)")
     if not removed:
         print("nothing matched: no environment removed")
     return 0

@@ -4,14 +4,14 @@ The gate attributes every regressed case by itself; this command does the same f
 two measurements, regressed or not: two results files (``ttfg run --out``, a gate's
 ``base.json`` and ``head.json``), or a gate's output (its folder or ``gate.json``), which
 is the common case after a red CI run: download the artifact, run ``ttfg explain
-runs/gate``. Gate files carry pair indices, so phase changes are paired.
+runs/gate``. Gate files carry pair indices, so phase changes are paired. Which files, and the
+attribution, are ``app/explain.py``; this module parses and prints.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 EXPLAIN_HELP = """\
 Where a change between BASE and HEAD went, per case: the phase deltas (import,
@@ -32,88 +32,18 @@ explained, 2 on bad input (a missing or invalid file, no common case).
 """
 
 
-def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
-    """``(base, head, gate.json's document)`` when ``path`` is a gate's folder or gate.json, else None.
-
-    The results files are the ones beside ``gate.json``, never the paths it recorded:
-    those are relative to wherever the gate ran, so a downloaded artifact was explained
-    with the local ``runs/gate/`` of another gate. Each must be the side the gate
-    measured (its role and commit), or the folder is refused: an interrupted gate can
-    leave new results files beside an older ``gate.json``.
-    """
-    from ..decide.merge_gate import side_mismatch
-    from ..errors import UsageError
-    from ..results.gate_file import load_gate
-    from ..results.jsonfile import sniff_format
-    from ..results.record import load
-
-    if path.is_dir():
-        doc_path = path / "gate.json"
-        if not doc_path.is_file():
-            if (path / "base.json").is_file() and (path / "head.json").is_file():
-                return path / "base.json", path / "head.json", None
-            raise UsageError(f"{path}: a folder without gate.json or base.json and head.json")
-    else:
-        doc_path = path
-        if path.suffix != ".json" or not path.is_file() or sniff_format(path) != "ttfg-gate":
-            return None
-    doc = load_gate(doc_path)
-    found = []
-    for role in ("base", "head"):
-        candidate = doc_path.parent / f"{role}.json"
-        if not candidate.is_file():
-            raise UsageError(f"{doc_path}: no {role}.json beside it (a gate writes base.json and head.json in its "
-                             "folder; give BASE HEAD to explain other files)")
-        problem = side_mismatch(doc, role, load(candidate))
-        if problem:
-            raise UsageError(f"{candidate}: {problem}, so it does not belong to {doc_path} (a later gate, "
-                             "interrupted, may have written it); give BASE HEAD to explain it anyway")
-        found.append(candidate)
-    return found[0], found[1], doc
-
-
-def resolve_inputs(paths: list[str]) -> tuple[Path, Path, str | None, dict | None]:
-    """``(base, head, case, gate document)`` from the positional arguments.
-
-    Raises
-    ------
-    UsageError
-        On a wrong number of arguments or an unusable gate output.
-    """
-    from ..errors import UsageError
-
-    if not 1 <= len(paths) <= 3:
-        raise UsageError("expected BASE HEAD [CASE] or GATE [CASE]")
-    gate = _gate_pair(Path(paths[0]))
-    if gate is not None:
-        if len(paths) > 2:
-            raise UsageError(f"{paths[0]} is a gate's output: give at most a CASE after it, got {paths[1:]}")
-        return gate[0], gate[1], (paths[1] if len(paths) == 2 else None), gate[2]
-    if len(paths) == 1:
-        raise UsageError(f"{paths[0]} is not a gate's output (a folder with gate.json, or gate.json): give BASE HEAD")
-    return Path(paths[0]), Path(paths[1]), (paths[2] if len(paths) == 3 else None), None
-
-
 def cmd_explain(args) -> int:
-    from ..decide.attribution import attribute_results
+    from ..app.explain import explain, resolve_inputs
     from ..files import atomic_write_text
     from ..present.attribution_views import attribution_markdown, headline, print_attribution
     from ..present.terminal import console as make_console
-    from ..results import record
     from .outputs import not_an_input, output_file
 
     output_file(args.output, "--output")
     base_path, head_path, case, gate_doc = resolve_inputs(args.paths)
     not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
     metric = args.metric or ((gate_doc or {}).get("settings") or {}).get("metric") or "first_grad_s"
-    from .. import metrics
-
-    if metrics.get(metric).deterministic:
-        from ..errors import UsageError
-
-        raise UsageError(f"--metric {metric} is a counter; explain a timing (counters are always listed)")
-    base, head = record.load(base_path), record.load(head_path)
-    found = attribute_results(base, head, case, metric=metric, cache=args.cache, top=args.top)
+    found = explain(base_path, head_path, case, metric, args.cache, args.top).attributions
     if args.format == "json":
         doc = {"format": "ttfg-explain", "version": 1, "base": str(base_path), "head": str(head_path),
                "attributions": [{**a.to_json(), "headline": headline(a)} for a in found]}
@@ -157,4 +87,4 @@ def add_explain_command(sub) -> None:
     p.set_defaults(func=cmd_explain)
 
 
-__all__ = ["add_explain_command", "cmd_explain", "resolve_inputs"]
+__all__ = ["add_explain_command", "cmd_explain"]

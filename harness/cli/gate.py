@@ -266,7 +266,7 @@ class _PrintedEvents:
 
 
 def cmd_gate(args) -> int:
-    from . import runnable_selection
+    from .selection import runnable_selection
     from .config import project_dir
     from ..app import gate as use_case
     from ..errors import UsageError
@@ -453,7 +453,7 @@ def add_gate_commands(sub) -> None:
     sub : argparse._SubParsersAction
         The object ``build_parser`` got from ``add_subparsers``.
     """
-    from . import add_selection
+    from .common_args import add_selection, add_threads, add_timeout
     from ..decide.tiers import DEFAULT_TIERS
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
@@ -527,8 +527,8 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60, help="pairs at most per case (default: 60)")
     p.add_argument("--max-failures", type=options.count(1, options.MAX_REPEAT, "--max-failures"), default=3,
                    help="consecutive failed samples of one side before its case stops (default: 3)")
-    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per sample (default: 600)")
-    p.add_argument("--threads", type=options.threads, default=1, help="intra-op threads (default: 1)")
+    add_timeout(p)
+    add_threads(p)
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")

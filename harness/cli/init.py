@@ -1,43 +1,16 @@
-"""``ttfg init``: set up a user's repository for ttfg; the plan and the files are ``ttfg.project.scaffold``."""
+"""``ttfg init``: set up a user's repository for ttfg; parsing and printing (the use case: ``app/init.py``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 def cmd_init(args) -> int:
-    from ..measure.worktrees import GitError, git
+    from ..app.init import init
     from ..present.terminal import console as make_console
-    from ..project import pyproject, scaffold
 
     console = make_console()
-    if args.commit_url:
-        from ..project.config import KEYS
-
-        problem = KEYS["commit-url"].check(args.commit_url)
-        if problem:
-            raise scaffold.Refused(f"--commit-url {args.commit_url!r}: {problem}")
-    folder = Path(args.repo).resolve()
-    if not folder.is_dir():
-        raise scaffold.Refused(f"--repo {args.repo}: no such folder")
-    try:
-        top = Path(git(folder, "rev-parse", "--show-toplevel").stdout.strip())
-    except GitError:
-        raise scaffold.Refused(f"{folder}: not a git repository; ttfg measures a project's commits, so run "
-                               "`git init` and commit first (nothing was written)") from None
-    if top.resolve() != folder:
-        raise scaffold.Refused(f"{folder}: not the root of its git repository ({top}); run ttfg init at the root, "
-                               "where the project's pyproject.toml is (nothing was written)")
-    try:
-        project = pyproject.read(folder)
-    except pyproject.NotAProject as exc:
-        raise scaffold.Refused(f"{exc} (nothing was written)") from None
-    branch = git(folder, "rev-parse", "--abbrev-ref", "HEAD", check=False).stdout.strip()
-    if branch in ("", "HEAD"):
-        branch = "main"
-    files = scaffold.plan(project, branch, args.commit_url)
-    scaffold.write(project, files, args.force)
-    models, backends, starter = scaffold.selection(project)
+    done = init(args.repo, args.force, args.commit_url)
+    project, folder, files, models, backends, starter = (done.project, done.folder, done.files, done.models,
+                                                         done.backends, done.starter)
     console.print(f"ttfg init: {project.name} in {folder}, measuring {', '.join(models)} x {', '.join(backends)}"
                   + (" (a starter plugin: the project declared none)" if starter else " (the project's own plugins)"),
                   highlight=False)

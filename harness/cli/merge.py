@@ -1,14 +1,13 @@
 """``ttfg merge results|gate|asv``: shards' outputs into one; argument parsing and output only.
 
-The merging lives in ``ttfg.results.merge`` (results files), ``ttfg.decide.merge_gate``
-(gate outcomes) and ``ttfg.history.asv_merge`` (asv result files); the merged gate's
-summary is rendered by ``ttfg.present.shard_views``. Every input is checked before
+The merging lives in ``ttfg.results.merge`` (results files) and, through ``ttfg.app.merge``,
+``ttfg.decide.merge_gate`` (gate outcomes) and ``ttfg.history.asv_merge`` (asv result
+files); the merged gate's summary is rendered by ``ttfg.present.shard_views``. Every input is checked before
 anything is written: a bad input exits 2 naming the files and leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -79,48 +78,27 @@ def cmd_merge_results(args) -> int:
 
 
 def cmd_merge_gate(args) -> int:
-    from ..decide.merge_gate import load_shard, merge_gates
-    from ..present.shard_views import merged_gate_markdown
-    from ..present.verdicts import passing_sentence
+    from ..app.merge import merge_gate
     from ..present.terminal import console as make_console
-    from ..results.format import strict_json
-    from ..results.io import dumps
 
-    from ..files import append_step_summary, replace_together
     from .outputs import holding, not_an_input_dir, output_dir
 
     out_dir = output_dir(args.out_dir, "--out-dir", files=GATE_OUTPUTS)
     not_an_input_dir(out_dir, "--out-dir", args.dirs, GATE_OUTPUTS)
     # A running gate holds its base.json and head.json: a merge into its folder is refused, not interleaved.
     with holding([out_dir / name for name in GATE_OUTPUTS if name.endswith(".json")], "--out-dir"):
-        merged = merge_gates([load_shard(p) for p in args.dirs], force=args.force)
-        texts = {name: dumps(res, out_dir / f"{name}.json") for name, res in merged.sides.items()}
-        merged.doc["files"] = {name: str(out_dir / f"{name}.json") for name in texts}
-        settings = merged.doc.get("settings") or {}
-        if settings.get("min_effect") is not None and settings.get("alpha") is not None:
-            merged.doc["passing_means"] = passing_sentence(
-                settings.get("metric", "first_grad_s"), settings["min_effect"], settings["alpha"],
-                [c["verdict"].get("detectable") for c in merged.doc["cases"]
-                 if c["verdict"].get("verdict") == "inconclusive"],
-                guard=settings.get("guard"), tiers=settings.get("tiers"))
-        summary = merged_gate_markdown(merged.doc)
-        document = json.dumps(strict_json(merged.doc), indent=1, allow_nan=False) + "\n"
-        # Every output is built before any is written; then the set replaces the old one as a whole
-        # (a results file this merge has none for is removed: it belonged to an older outcome).
-        replace_together({out_dir / "base.json": texts.get("base"), out_dir / "head.json": texts.get("head"),
-                          out_dir / "gate.json": document, out_dir / "summary.md": summary})
+        merged = merge_gate(args.dirs, out_dir, force=args.force, step_summary=os.environ.get("GITHUB_STEP_SUMMARY"))
     console = make_console()
-    warning = append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), summary)
-    console.print(summary, highlight=False)
+    console.print(merged.summary, highlight=False)
     console.print(f"results: {', '.join([*merged.doc['files'].values(), str(out_dir / 'gate.json')])}, "
                   f"{out_dir / 'summary.md'}", highlight=False)
-    if warning:
-        _print_notes(console, [warning])
+    if merged.warning:
+        _print_notes(console, [merged.warning])
     return merged.exit_code
 
 
 def cmd_merge_asv(args) -> int:
-    from ..history.asv_merge import merge_asv_files
+    from ..app.merge import merge_asv
     from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_dir, output_file
@@ -132,8 +110,8 @@ def cmd_merge_asv(args) -> int:
     output_file(args.out, "--out", create_parents=True)
     not_an_input(args.out, "--out", args.files)
     output_dir(args.results_dir, "--results-dir")
-    out, notes = merge_asv_files(args.files, Path(args.out) if args.out else None,
-                                 Path(args.results_dir) if args.results_dir else None)
+    out, notes = merge_asv(args.files, Path(args.out) if args.out else None,
+                           Path(args.results_dir) if args.results_dir else None)
     console = make_console()
     _print_notes(console, notes)
     console.print(f"merged asv results -> {out}", highlight=False)

@@ -79,11 +79,11 @@ def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, hig
 
 def shard(text: str):
     """``--shard I/N``: the I-th of N shards (``ttfg.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
+    from ..app.selection import parse_shard
     from ..errors import UsageError
-    from ..measure.shard import parse_spec
 
     try:
-        return parse_spec(text)
+        return parse_shard(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

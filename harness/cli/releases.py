@@ -1,7 +1,8 @@
 """``ttfg releases PACKAGE``: time to first gradient across real releases, adjacent releases paired.
 
-The command line side only: the releases to build come from ``measure/releases.py``, the
-sweep is ``app/releases.py``, the tables and page ``present/releases_views.py``.
+The command line side only: the releases to build and each pair's settings come from
+``app/release_plan.py``, the sweep is ``app/releases.py``, the tables and page
+``present/releases_views.py``.
 """
 
 from __future__ import annotations
@@ -38,34 +39,29 @@ steps.
 
 
 def cmd_releases(args) -> int:
-    from . import runnable_selection
+    from ..app import release_plan
     from ..app import releases as sweep
-    from ..decide.gate_settings import GateSettings
-    from ..fmt import parse_duration
     from ..files import atomic_write_text
-    from ..measure import releases
-    from ..measure.runner import RunSettings
     from ..present.releases_views import print_sweep, sweep_markdown, sweep_page
     from ..present.terminal import console as make_console
 
     from .gate import _progress_line
     from .outputs import output_dir
+    from .selection import runnable_selection
 
     output_dir(args.out_dir, "--out-dir")
     as_json = args.format == "json"
     console = make_console(stderr=as_json)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None
-    planned, notes = releases.plan(args.package, versions, args.low, args.high, args.every, tuple(args.with_ or ()))
+    planned, notes = release_plan.plan(args.package, versions, args.low, args.high, args.every,
+                                       tuple(args.with_ or ()))
     if args.backend is None:
-        args.backend = list(releases.BACKENDS[args.package])
+        args.backend = release_plan.default_backends(args.package)
     cases, skipped = runnable_selection(args, console, "measure")
     if not cases:
         return 2
-    settings = GateSettings(metric="first_grad_s", min_effect=args.min_effect, alpha=args.alpha,
-                            min_pairs=args.min_pairs, max_pairs=args.max_pairs,
-                            budget_s=parse_duration(args.budget_per_pair), profiles=0, tiers=("time",),
-                            guard=("first_grad_s",),  # the pair's wall-time verdict is the first gradient's
-                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads))
+    settings = release_plan.pair_settings(args.min_effect, args.alpha, args.min_pairs, args.max_pairs,
+                                          args.budget_per_pair, args.timeout, args.threads)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     console.print(f"releases: {args.package} {', '.join(r.version for r in planned)}; "
@@ -103,27 +99,26 @@ def add_releases_command(sub) -> None:
     """Register ``releases`` on the ``ttfg`` subparsers."""
     import argparse
 
-    from . import add_selection, options
+    from . import options
+    from ..app.release_plan import packages, thinnings
+    from .common_args import add_selection, add_threads, add_timeout
     from .gate import exit_codes
-    from ..measure.releases import BACKENDS, EVERY
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=exit_codes(extra=": an adjacent pair of releases regressed",
                                          extra2="; also a release or case that could not be measured, when no pair "
                                                 "regressed"))
-    p.add_argument("package", choices=sorted(BACKENDS), help="whose releases")
+    p.add_argument("package", choices=packages(), help="whose releases")
     p.add_argument("--from", dest="low", metavar="VERSION", help="first release of the range (included)")
     p.add_argument("--to", dest="high", metavar="VERSION", help="last release of the range (included)")
     p.add_argument("--versions", metavar="A,B,...", help="exactly these releases, instead of a range")
-    p.add_argument("--every", choices=EVERY, default="minor",
+    p.add_argument("--every", choices=thinnings(), default="minor",
                    help="thin a range: the last patch of each minor version (default), or every release")
     p.add_argument("--with", dest="with_", action="append", metavar="REQ",
                    help="a requirement added to every release's environment, e.g. numpy==2.4.6 (repeatable)")
-    add_selection(p, default_model="resnet15")
-    for action in p._actions:
-        if action.dest == "backend":
-            action.help = "backend name (default: jax.jit for jax, autograd for autograd, torch.eager for torch)"
+    add_selection(p, default_model="resnet15",
+                  backend_help="backend name (default: jax.jit for jax, autograd for autograd, torch.eager for torch)")
     p.add_argument("--budget-per-pair", default="60s", metavar="DURATION",
                    help="wall-clock budget of each adjacent pair's timing pairs (default: 60s)")
     p.add_argument("--min-effect", type=options.min_effect, default=0.05, metavar="FRACTION",
@@ -133,8 +128,8 @@ def add_releases_command(sub) -> None:
                    help="pairs before the first look (default: 5)")
     p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=30,
                    help="pairs at most per adjacent pair of releases (default: 30)")
-    p.add_argument("--timeout", type=options.timeout, default=600, metavar="SECONDS", help="per process (default: 600)")
-    p.add_argument("--threads", type=options.threads, default=1, help="intra-op threads (default: 1)")
+    add_timeout(p)
+    add_threads(p)
     p.add_argument("--no-instructions", action="store_true", help="skip the callgrind count of each release")
     p.add_argument("--out-dir", default="runs/releases", metavar="DIR", help="where results go (default: runs/releases)")
     p.add_argument("--format", choices=("table", "json"), default="table",

@@ -1,8 +1,8 @@
 """``--shard I/N`` on run, check, gate and asv record, and ``ttfg shards N``: the command-line side.
 
 The partition itself is ``ttfg.measure.shard`` (a pure function of the case list, N
-and the costs); measured costs are read by ``ttfg.history.shard_costs``. This module
-adds the options, cuts a command's selection down to its shard, and prints the split.
+and the costs), reached through ``ttfg.app.selection``. This module adds the options,
+cuts a command's selection down to its shard, and prints the split.
 """
 
 from __future__ import annotations
@@ -24,46 +24,31 @@ def add_shard_options(parser) -> None:
     group.add_argument("--costs", metavar="FILE", help=HELP_COSTS)
 
 
-def partition_of(args):
-    """``(case ids, costs)``: every case of the selection in ``args``, available here or not, and ``--costs``."""
-    from ..history.shard_costs import load_costs
-    from ..measure.cases import select
-
-    universe, _ = select(args.model or [args.default_model], args.backend, args.variant, check_availability=False)
-    ids = [c.id for c in universe]
-    return ids, load_costs(args.costs)
-
-
 def shard_selection(args, cases, skipped, console=None):
     """The shard's ``(cases, skipped, ShardSection)``; unchanged (and None) without ``--shard``."""
     spec = getattr(args, "shard", None)
     if spec is None:
         return cases, skipped, None
-    from ..measure.shard import select_shard
     from .. import fmt
-    from ..results.model import ShardSection
+    from ..app.selection import cut_shard
 
-    ids, costs = partition_of(args)
-    mine, mine_skipped, plan = select_shard(ids, cases, skipped, spec, costs)
-    section = ShardSection(spec.index, spec.count, plan.shard(spec).cases, plan.digest, ids)
+    cut = cut_shard(args.model or [args.default_model], args.backend, args.variant, args.costs, spec, cases, skipped)
     if console is not None:
-        console.print(f"shard {spec.label}: {len(section.cases)} of {len(ids)} case(s), expected "
-                      f"{fmt.seconds(plan.shard(spec).cost_s)} per round of processes (busiest shard "
-                      f"{fmt.seconds(plan.makespan_s)}); partition {plan.digest}", highlight=False)
-    return mine, mine_skipped, section
+        console.print(f"shard {spec.label}: {len(cut.section.cases)} of {cut.total} case(s), expected "
+                      f"{fmt.seconds(cut.cost_s)} per round of processes (busiest shard "
+                      f"{fmt.seconds(cut.makespan_s)}); partition {cut.digest}", highlight=False)
+    return cut.cases, cut.skipped, cut.section
 
 
 def cmd_shards(args) -> int:
-    from ..measure.shard import partition
-
+    from ..app.selection import split
     from ..present.shard_views import partition_table
     from ..present.terminal import console as make_console
 
-    ids, costs = partition_of(args)
-    if not ids:
+    plan = split(args.model or [args.default_model], args.backend, args.variant, args.costs, args.count)
+    if plan is None:
         print("ttfg shards: error: the selection has no case", file=sys.stderr)
         return 2
-    plan = partition(ids, args.count, costs)
     if args.format == "matrix":
         sys.stdout.write(json.dumps(plan.matrix(), separators=(",", ":")) + "\n")
         return 0
@@ -76,7 +61,7 @@ def cmd_shards(args) -> int:
 
 
 def add_shards_command(sub) -> None:
-    from . import add_selection
+    from .common_args import add_repeat, add_selection
 
     p = sub.add_parser("shards", help="print how the selection splits over N runners (--shard I/N)",
                        description="Split the selected cases into N shards by expected cost (longest processing "
@@ -89,8 +74,7 @@ def add_shards_command(sub) -> None:
     p.add_argument("count", type=options.shard_count, metavar="N", help="number of shards (runners)")
     add_selection(p, default_model="resnet15")
     p.add_argument("--costs", metavar="FILE", help=HELP_COSTS)
-    p.add_argument("--repeat", type=options.repeat, default=5,
-                   help="processes per case, for the expected wall time in the table (default: 5)")
+    add_repeat(p)
     p.add_argument("--format", choices=("table", "json", "matrix"), default="table")
     p.add_argument("--compact", action="store_true", help="JSON on one line (for $GITHUB_OUTPUT)")
     p.set_defaults(func=cmd_shards)

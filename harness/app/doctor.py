@@ -1,0 +1,64 @@
+"""``ttfg doctor`` as one use case: the machine examined, optionally calibrated, the calibration stored.
+
+Facts come from ``measure/machine.py``, the A/A calibration from ``decide/calibrate.py``;
+the CLI prints the findings (``present/doctor.py``) and passes progress lines through.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def examine_machine() -> tuple[list, list]:
+    """``(findings, missing)``: every check of tools and noise sources, and the required ones that are missing."""
+    from ..measure import machine
+
+    findings = machine.examine()
+    return findings, machine.required_missing(findings)
+
+
+def budget_seconds(text: str) -> float:
+    """``--budget`` in seconds (60, 90s, 2m)."""
+    from ..decide.calibrate import parse_budget
+
+    return parse_budget(text)
+
+
+def cases_to_calibrate() -> tuple[list, list[str]]:
+    """``(cases, notes)``: what the calibration measures here, and why others are left out."""
+    from ..decide.calibrate import calibration_cases
+
+    return calibration_cases()
+
+
+def run_calibration(cases: list, budget_s: float, on_pair: Callable):
+    """Paired A/A cold processes within ``budget_s``; ``on_pair(case, a, b)`` after each pair."""
+    from ..decide.calibrate import calibrate
+
+    return calibrate(cases, budget_s, on_pair=on_pair)
+
+
+def store(calibration, note: Callable[[str], None]):
+    """Keep the calibration for ``ttfg run`` and ``ttfg gate`` (their noise floor and the gate's check);
+    where it was stored, or None (``note`` says why not)."""
+    from ..decide import noise
+
+    floor = noise.from_calibration(calibration)
+    if not any(e.log_ratio_sd is not None for e in floor.entries):
+        note("calibration not stored: no case has two good pairs")
+        return None
+    keep = noise.why_keep_stored(floor, calibration.interrupted)
+    if keep:
+        note(f"calibration not stored: {keep}")
+        return None
+    try:
+        path = noise.save(floor)
+    except OSError as exc:
+        note(f"calibration not stored: {exc.strerror or exc}: {exc.filename or ''}")
+        return None
+    note(f"calibration stored in {path}: ttfg run and ttfg gate use it on this machine for "
+         f"{noise.MAX_AGE_S / 3600:g} hours")
+    return path
+
+
+__all__ = ["budget_seconds", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]

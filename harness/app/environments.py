@@ -1,0 +1,73 @@
+"""Environments as the commands use them: ``run --env`` / ``study --env`` and ``ttfg env list|build|prune``.
+
+Why a use case: building an environment (uv, the cache, the notes on the way) is
+orchestration; the CLI only says which ones and prints what comes back. The gate's
+per-side environments are built by ``app/gate.py``; a later step unifies the two routes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+
+def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> dict:
+    """``--env`` (repeatable): each environment built (or found cached) before any sample; ``{name: Environment}``.
+
+    ``on_note`` gets uv's progress and, per environment, one line naming it, its frameworks and
+    whether it was cached or built (and how long that took).
+    """
+    from ..errors import UsageError
+    from ..measure import environments
+
+    envs = {}
+    for text in texts or ():
+        request = environments.parse(text, "--env")
+        if request.name in envs:
+            raise UsageError(f"--env {text!r}: the name {request.name!r} is given twice; name them: NAME=REQS")
+        env = environments.build(request, on_note=on_note)
+        on_note(f"environment {env.name}: " + ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
+                + ("" if env.current else " (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"))
+        envs[env.name] = env
+    return envs
+
+
+@dataclass
+class Listing:
+    """``ttfg env list``: the cached environments, each one's age in words, and uv's package cache size."""
+
+    envs: list
+    ages: list[str]
+    uv_cache_bytes: int
+
+
+def listing() -> Listing:
+    from ..decide.noise import describe_age
+    from ..measure import environments
+
+    envs = environments.cached(sizes=True)
+    return Listing(envs, [describe_age(e.age_s) for e in envs], environments.uv_cache_size())
+
+
+def build_one(text: str, on_note: Callable[[str], None]):
+    """``ttfg env build REQS``: the environment built (or found); None for ``current`` (nothing to build)."""
+    from ..measure import environments
+
+    request = environments.parse(text, "ttfg env build")
+    if request.current:
+        return None
+    return environments.build(request, on_note=on_note)
+
+
+def prune(names: list[str] | None, older_than: str | None, everything: bool) -> list[tuple[object, str]]:
+    """``ttfg env prune``: the environments removed, each with its age in words."""
+    from ..fmt import parse_duration
+    from ..decide.noise import describe_age
+    from ..measure import environments
+
+    older = parse_duration(older_than) if older_than else None
+    removed = environments.prune(names or None, older) if not everything else environments.prune()
+    return [(e, describe_age(e.age_s)) for e in removed]
+
+
+__all__ = ["Listing", "build_all", "build_one", "listing", "prune"]
