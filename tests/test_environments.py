@@ -22,6 +22,7 @@ from ttfg.measure import cache, environments
 from ttfg.measure.cases import select
 from ttfg.measure.dependencies import buildable, declared
 from ttfg.measure.runner import RunSettings, run_sample
+from ttfg.measure.target import ProbeTarget
 from ttfg.measure.sources import self_overlay
 
 from .conftest import run_ttfg
@@ -157,8 +158,7 @@ def test_an_environment_is_built_once_reused_and_runs_a_probe(shared_cache):
     assert [e.key for e in environments.cached()] == [env.key]
     # A real probe in it: numpy, autograd 1.7.0 and the running ttfg (from its overlay), nothing else.
     case = select(["resnet15:blocks=2"], ["autograd"], None)[0][0]
-    run = RunSettings(repeat=1, timeout_s=120, python=env.python,
-                      extra_env={"PYTHONPATH": str(self_overlay())})
+    run = RunSettings(repeat=1, timeout_s=120, target=ProbeTarget.of(env, overlay=self_overlay()))
     sample = run_sample(case, "timing", "cold", 0, run)
     assert sample.ok, sample.error
     assert sample.counters["autograd_primitives"] > 0

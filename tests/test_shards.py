@@ -353,7 +353,7 @@ class CaseSampler:
         self.slow = slow
 
     def __call__(self, case, kind, cache, index, run):
-        role = self.role[str(run.source)]
+        role = self.role[str(run.target.source)]
         factor = 2.0 if role == "head" and case.id == self.slow else 1.0
         return good(index, noisy(1.0, shift=3 if role == "head" else 0)(index) * factor)
 

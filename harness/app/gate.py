@@ -240,7 +240,8 @@ def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     for role in ("base", "head"):
         path = outcome.files.get(role)
         if path and Path(path).is_file():
-            env = record.load(path).environment.get("env") or {}
+            envs = record.load(path).environment.get("envs") or {}
+            env = next(iter(envs.values())) if len(envs) == 1 else {}  # a gate side runs in one environment
             sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
     return {**sides, "changed": plan.changed if plan else []}
 

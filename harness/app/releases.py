@@ -148,7 +148,7 @@ def check_gradient(side: Side, case, run) -> dict:
     settings = side.run_settings(run)
     env = probe_env(settings, Path(os.environ.get("TMPDIR", "/tmp")), "cold")
     variant = ",".join(f"{k}={v}" for k, v in case.variant)
-    cmd = [settings.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
+    cmd = [settings.target.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
            "--variant", variant, "--format", "json"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=run.timeout_s,

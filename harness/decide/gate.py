@@ -95,7 +95,7 @@ EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.determinist
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
-#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
+#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.target.source``
 #: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
 #: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
 Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
@@ -496,7 +496,7 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    results = new_results(cases, skipped, side.run_settings(settings.run), env=side.env)
+    results = new_results(cases, skipped, side.run_settings(settings.run), envs={side.env.name: side.env} if side.env else None)
     results.environment["git"] = metadata.git_state(side.tree)
     results.environment["side"] = side.to_json()
     rev = side.revision

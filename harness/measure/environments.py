@@ -48,6 +48,7 @@ from pathlib import Path
 
 from . import cache
 from .sources import LOG_TAIL_CHARS, interpreter_tag, uv_binary
+from .target import ProbeTarget
 from ..errors import TtfgError, UsageError
 
 CURRENT = "current"
@@ -227,7 +228,7 @@ def _installed(python: str) -> tuple[dict[str, str], str]:
             "print(json.dumps([{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}, "
             "platform.python_version()]))")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                         env=ProbeTarget(python, isolated=True).asking_environ())
     if out.returncode != 0:
         raise EnvError(f"{python} cannot list its packages: {out.stderr.strip()[-500:]}")
     packages, version = json.loads(out.stdout.strip().splitlines()[-1])
@@ -453,7 +454,7 @@ def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[
     out, skips = [], list(skipped)
     for name, env in envs.items():
         modules = sorted({m for c in cases for m in _backend_modules(engines, c.backend)})
-        found = whence(env.python, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, modules, {}).modules \
+        found = whence(env.python, ProbeTarget.of(env).asking_environ(), modules, {}).modules \
             if modules else {}
         for case in cases:
             missing = [m for m in _backend_modules(engines, case.backend) if not found.get(m)]

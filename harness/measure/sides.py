@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 from . import environments
 from .environments import Environment, Request
 from .sources import Installed, InstallError, Whence, install, self_overlay, whence
+from .target import ProbeTarget
 from .worktrees import Revision, worktrees
 from ..errors import TtfgError
 
@@ -76,13 +77,15 @@ class Side:
         """Whether the side runs in a built environment (not the current interpreter)."""
         return self.env is not None and not self.env.current
 
+    @property
+    def target(self) -> ProbeTarget:
+        """Where this side's probes run: its interpreter, its installed revision first on the path, and in
+        a built environment ttfg's overlay after it (the parent's path would leak its packages in)."""
+        return ProbeTarget.of(self.env, source=self.source, overlay=self.ttfg_overlay)
+
     def run_settings(self, run: "RunSettings") -> "RunSettings":
-        """``run`` for this side's probes: its import root, its interpreter, and in a built environment a
-        ``PYTHONPATH`` of the revision and ttfg only (the parent's path would leak its packages in)."""
-        extra = dict(run.extra_env)
-        if self.built_env:
-            extra["PYTHONPATH"] = os.pathsep.join(str(p) for p in (self.source, self.ttfg_overlay) if p)
-        return replace(run, source=self.source, python=self.python, extra_env=extra)
+        """``run`` for this side's probes: the same sampling, this side's target."""
+        return replace(run, target=self.target)
 
     def to_json(self) -> dict:
         """What a results file records of the side (``environment.side``)."""
