@@ -37,6 +37,20 @@ def test_each_release_asks_for_its_companions():
     assert planned[0].requirements == ("autograd==1.7.0", "scipy", "autograd", "numpy==2.4.6")
 
 
+def test_two_spellings_of_one_release_are_one_release():
+    """``1.7`` and ``1.7.0`` are one release: gated against itself it would report a difference from itself."""
+    planned, notes = releases.plan("autograd", ["1.7", "1.7.0", "1.9.1"])
+    assert [r.version for r in planned] == ["1.7", "1.9.1"]
+    assert any("1.7 and 1.7.0 are one release" in n for n in notes)
+
+
+@pytest.mark.parametrize("versions, says", [([], "names no version"), (["", " "], "names no version"),
+                                            (["foo"], "'foo' is not a version"), (["1.7", "1.x"], "'1.x'")])
+def test_bad_version_lists_are_refused_naming_them(versions, says):
+    with pytest.raises(UsageError, match=says):
+        releases.plan("autograd", versions)
+
+
 def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatch):
     (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))

@@ -93,31 +93,38 @@ class Request:
                 "origin": self.origin}
 
 
-def requirement_lines(text: str, where: str) -> tuple[str, ...]:
-    """Requirement lines from text (a file's contents or an option's value), validated.
+#: Spaces around a version operator or a comma are allowed by PEP 508 (``autograd == 1.7.0``,
+#: ``numpy >= 1.26, < 3``); they are closed up before an option's value is split into requirements.
+OPERATOR_SPACES = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<|,)\s*")
 
-    Comments, blank lines and pip options (``-c``, ``--index-url`` ...) are refused or
-    dropped: an environment is exact package requirements only.
+
+def requirement_lines(text: str, where: str) -> tuple[str, ...]:
+    """Requirement lines from an option's value, each checked by ``packaging`` (PEP 508).
+
+    Requirements are separated by whitespace or new lines (``jax==0.4.38 jaxlib==0.4.38``);
+    spaces around operators and commas belong to one requirement (``autograd == 1.7.0``,
+    ``numpy>=1.26,<3``); a line with a marker (``;``) is one requirement. pip options
+    (``-r``, ``--index-url`` ...) are refused: a file is given as ``@FILE`` and read by uv.
 
     Raises
     ------
     UsageError
-        Naming the bad line.
+        Naming the bad requirement.
     """
     from packaging.requirements import InvalidRequirement, Requirement
 
     lines = []
     pieces = []
     for raw in text.splitlines():
-        raw = raw.split("#", 1)[0].strip()
-        # "jax==0.4.38 jaxlib==0.4.38" on one line is two requirements; a marker keeps its line whole.
-        pieces += [raw] if ";" in raw else raw.replace(",", " ").split() if "==" in raw else [raw]
+        raw = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        pieces += [raw] if ";" in raw else OPERATOR_SPACES.sub(r"\1", raw).split()
     for line in pieces:
         line = line.strip()
         if not line:
             continue
         if line.startswith("-"):
-            raise UsageError(f"{where}: {line!r} is a pip option; give requirement lines only (name==version)")
+            raise UsageError(f"{where}: {line!r} is a pip option; give requirement lines (name==version), "
+                             "or a requirements file as NAME=@FILE")
         try:
             name = Requirement(line).name
         except InvalidRequirement as exc:
@@ -156,13 +163,23 @@ def parse(text: str, what: str = "--env") -> Request:
     else:
         name, value = "", text
     if value.startswith("@"):
+        # A requirements file is read by uv, as pip reads it (includes, continuations, hashes, markers),
+        # and stands for what it resolves to: exact pins of everything it installs.
+        from .dependencies import DeclarationError, resolve_file
+
         path = Path(value[1:]).expanduser()
         try:
-            content = path.read_text()
+            path.read_bytes()
         except OSError as exc:
             raise UsageError(f"{what} {text!r}: cannot read {path}: {exc.strerror or exc}") from None
-        lines = requirement_lines(content, f"{what} {path}")
+        try:
+            lines = resolve_file(path).lines
+        except DeclarationError as exc:
+            raise UsageError(f"{what} {text!r}: {exc}") from None
+        if not lines:
+            raise UsageError(f"{what} {path}: no requirement given")
         origin = str(path)
+        name = name or re.sub(r"[^A-Za-z0-9._+-]", "-", path.stem)[:64]
     else:
         lines = requirement_lines(value, f"{what} {text!r}")
         origin = what
@@ -205,6 +222,13 @@ class Environment:
                 "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
                 "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
 
+    @property
+    def digest(self) -> str:
+        """The environment's identity: its interpreter and exact packages (``results.identity.digest``)."""
+        from ..results.identity import digest
+
+        return digest(self.to_json())
+
     def differs_from(self, other: "Environment") -> dict[str, tuple[str | None, str | None]]:
         """Packages whose versions differ: ``{name: (mine, theirs)}``."""
         names = set(self.packages) | set(other.packages)
@@ -241,12 +265,29 @@ def current(python: str = sys.executable) -> Environment:
     return Environment(CURRENT, python, packages, version, origin="this interpreter")
 
 
+def check_distinct(envs: "dict[str, Environment]", what: str = "--env") -> None:
+    """Refuse two names for one environment: measured against itself, it would report noise as effects.
+
+    Raises
+    ------
+    UsageError
+        Naming the environments that hold the same interpreter and packages.
+    """
+    seen: dict[str, str] = {}
+    for name, env in envs.items():
+        other = seen.setdefault(env.digest, name)
+        if other != name:
+            raise UsageError(f"{what}: {other} and {name} are the same environment (the same interpreter and "
+                             f"packages: {', '.join(f'{k} {v}' for k, v in env.recorded().items() if v)}); "
+                             "comparing it with itself would measure one thing twice")
+
+
 def find_links() -> list[str]:
     """The local wheel folders pip is told about (``PIP_FIND_LINKS``): uv gets them too."""
     return [p for p in os.environ.get("PIP_FIND_LINKS", "").split() if p]
 
 
-def _uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
     cmd = [uv_binary(), *args]
     if args[0] == "pip":
         for folder in find_links():
@@ -259,7 +300,7 @@ def _uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> 
         raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None
 
 
-def _resolver_message(text: str) -> str:
+def resolver_message(text: str) -> str:
     text = "\n".join(line for line in text.strip().splitlines() if line.strip())
     if re.search(r"dns error|failed to lookup|Connection refused|network|timed out|Failed to fetch", text, re.I):
         text = "no network (the package registry cannot be reached): " + text
@@ -302,14 +343,14 @@ def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
     spec = folder / f".{digest}.{os.getpid()}.in"
     spec.write_text("\n".join(wanted) + "\n")
     try:
-        out = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet", "--no-header",
+        out = run_uv(["pip", "compile", str(spec), "--python", request.python, "--quiet", "--no-header",
                    "--no-annotate"], what, RESOLVE_TIMEOUT_S)
         if out.returncode != 0:
-            message = _resolver_message(out.stderr + out.stdout)
+            message = resolver_message(out.stderr + out.stdout)
             alone = None
             if tools:
                 spec.write_text("\n".join(request.requirements or ()) + "\n")
-                alone = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet"], what,
+                alone = run_uv(["pip", "compile", str(spec), "--python", request.python, "--quiet"], what,
                             RESOLVE_TIMEOUT_S)
             if alone is not None and alone.returncode == 0:
                 raise EnvError(f"{what}: {' '.join(request.requirements or ())} conflicts with ttfg's own "
@@ -326,21 +367,21 @@ def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
 
 def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> None:
     venv = folder / "venv"
-    out = _uv(["venv", "--quiet", "--python", request.python, str(venv)], what, BUILD_TIMEOUT_S)
+    out = run_uv(["venv", "--quiet", "--python", request.python, str(venv)], what, BUILD_TIMEOUT_S)
     if out.returncode != 0:
-        raise EnvError(f"{what}: uv venv failed:\n{_resolver_message(out.stderr)}")
+        raise EnvError(f"{what}: uv venv failed:\n{resolver_message(out.stderr)}")
     lock_file = folder / "lock.txt"
     lock_file.write_text("\n".join(lock) + "\n")
     # --compile-bytecode: a fresh environment has no .pyc files, and the first processes would otherwise
     # bill bytecode compilation to the framework's import (measured: 4.85 s against 2.02 s for autograd).
-    out = _uv(["pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
+    out = run_uv(["pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
                "-r", str(lock_file)], what, BUILD_TIMEOUT_S)
     if out.returncode != 0:
         text = out.stderr + out.stdout
         if re.search(r"No space left on device", text):
             raise EnvError(f"{what}: the disk filled while installing (the partial environment was "
                                     f"removed): {text.strip()[-500:]}")
-        raise EnvError(f"{what}: installing the resolved packages failed:\n{_resolver_message(text)}")
+        raise EnvError(f"{what}: installing the resolved packages failed:\n{resolver_message(text)}")
     python = str(venv / "bin" / "python")
     modules = sorted({FRAMEWORK_MODULES[name] for name in map(_requirement_name, request.requirements or ())
                       if name in FRAMEWORK_MODULES})
@@ -435,12 +476,12 @@ def prune(keys: list[str] | None = None, older_than_s: float | None = None) -> l
 
 def uv_cache_size() -> int:
     """Bytes of uv's shared package cache (what the environments' files are hard-linked from)."""
-    out = _uv(["cache", "dir"], "uv cache dir", 60)
+    out = run_uv(["cache", "dir"], "uv cache dir", 60)
     folder = Path(out.stdout.strip()) if out.returncode == 0 else None
     return cache.size_bytes(folder) if folder and folder.is_dir() else 0
 
 
-__all__ = ["CURRENT", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
+__all__ = ["CURRENT", "check_distinct", "resolver_message", "run_uv", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
            "parse", "probe_tools", "prune", "requirement_lines", "resolve", "uv_cache_size"]
 
 
