@@ -334,11 +334,13 @@ def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
     tools = probe_tools()
     wanted = sorted(set(request.requirements or ()) | set(tools))
     digest = hashlib.sha256(json.dumps([tag, wanted, find_links()]).encode()).hexdigest()[:20]
-    folder = cache.root() / "locks"
+    folder = cache.folder("locks")
     lock = folder / f"{digest}.txt"
     if lock.is_file():
-        return [line for line in lock.read_text().splitlines() if line and not line.startswith("#")], True
-    folder.mkdir(parents=True, exist_ok=True)
+        lines = [line for line in lock.read_text(errors="replace").splitlines() if line and not line.startswith("#")]
+        if not _missing(wanted, _lock_versions(lines)):
+            return lines, True
+        lock.unlink(missing_ok=True)  # a truncated or edited lock: resolved again, never trusted
     what = f"environment {request.name!r} ({request.origin})"
     spec = folder / f".{digest}.{os.getpid()}.in"
     spec.write_text("\n".join(wanted) + "\n")
@@ -392,6 +394,10 @@ def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> N
             raise EnvError(f"{what} builds but cannot import {', '.join(modules)}: "
                                     f"{check.stderr.strip().splitlines()[-1] if check.stderr.strip() else 'no message'}")
     packages, version = _installed(python)
+    missing = _missing(list(request.requirements or ()), packages)
+    if missing:
+        raise EnvError(f"{what} builds but lacks {', '.join(missing)}: the resolved lock did not install "
+                       f"{'it' if len(missing) == 1 else 'them'}")
     (folder / "ttfg-env.json").write_text(json.dumps({
         "name": request.name, "requested": list(request.requirements or ()), "origin": request.origin,
         "interpreter": version, "packages": packages, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -421,10 +427,84 @@ def build(request: Request, on_note=None) -> Environment:
     if not cache.complete(cache.root() / "envs" / key):
         note(f"building {what}: {' '.join(request.requirements or ())} ({len(lock)} packages)")
     entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
-    info = json.loads((entry.path / "ttfg-env.json").read_text())
+    info, problem = _entry_info(entry.path, lock)
+    if problem:  # a cached entry damaged after it was finished: removed and built once more
+        note(f"{what}: the cached environment {key} is broken ({problem}); building it again")
+        cache.remove(entry.path)
+        entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
+        info, problem = _entry_info(entry.path, lock)
+        if problem:
+            raise EnvError(f"{what}: the environment built in {entry.path} is broken: {problem}")
+    cache.hold(entry.path)  # ttfg env prune in another process leaves it alone while this one measures
+    _remember_name(entry.path, info, request.name)
     return Environment(request.name, str(entry.path / "venv" / "bin" / "python"), info["packages"],
                        info["interpreter"], key, entry.path, tuple(request.requirements or ()), request.origin,
                        entry.cached, time.monotonic() - started)
+
+
+def _lock_versions(lines: list[str]) -> dict[str, str]:
+    """``{name: version}`` of exact lock lines (``name==version``); other lines are ignored."""
+    out = {}
+    for line in lines:
+        name, sep, version = line.partition("==")
+        if sep:
+            out[_normalise(name.split("[")[0].strip())] = version.split(";")[0].strip()
+    return out
+
+
+def _missing(wanted: list[str], installed: dict[str, str]) -> list[str]:
+    """The requirements ``installed`` (``{name: version}``) does not satisfy, each as written."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for line in wanted:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        version = installed.get(_normalise(req.name))
+        if version is None or (req.specifier and not req.specifier.contains(version.split("+")[0], prereleases=True)
+                               and not req.specifier.contains(version, prereleases=True)):
+            out.append(line)
+    return out
+
+
+def _entry_info(path: Path, lock: list[str]) -> tuple[dict, str | None]:
+    """An entry's ``ttfg-env.json`` and why the entry cannot be used (None when it can): the record must
+    read, and every locked package must be installed at its locked version."""
+    record = path / "ttfg-env.json"
+    try:
+        info = json.loads(record.read_text())
+        packages = info["packages"]
+        info["interpreter"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {}, f"{record.name} cannot be read ({type(exc).__name__})"
+    if not isinstance(packages, dict):
+        return {}, f"{record.name} holds no package list"
+    if not (path / "venv" / "bin" / "python").exists():
+        return info, "its interpreter is missing"
+    locked = _lock_versions(lock)
+    wrong = [f"{n}=={v}" for n, v in locked.items() if packages.get(n) not in (v, None) or n not in packages]
+    if wrong:
+        return info, f"{', '.join(wrong[:5])} {'is' if len(wrong) == 1 else 'are'} not installed as locked"
+    return info, None
+
+
+def _remember_name(path: Path, info: dict, name: str) -> None:
+    """Add ``name`` to the entry's names: two requests for the same packages are one environment with two names."""
+    names = list(info.get("names") or [info.get("name")])
+    if name in names:
+        return
+    info["names"] = [*filter(None, names), name]
+    record = path / "ttfg-env.json"
+    tmp = record.with_name(f".{record.name}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(info, indent=1) + "\n")
+        os.replace(tmp, record)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a read-only cache: the name is only not remembered
 
 
 @dataclass
@@ -439,38 +519,69 @@ class CachedEnv:
     versions: dict[str, str | None]
     size_bytes: int
     age_s: float
+    #: Every name it was asked for under (one environment, several labels).
+    names: list[str] = field(default_factory=list)
+    #: Why the entry cannot be used (listed so that ``prune`` can remove it); None when it can.
+    problem: str | None = None
 
     def to_json(self) -> dict:
-        return {"key": self.key, "path": str(self.path), "name": self.name, "requested": self.requested,
-                "interpreter": self.interpreter, "versions": self.versions, "size_bytes": self.size_bytes,
-                "age_s": round(self.age_s, 1)}
+        return {"key": self.key, "path": str(self.path), "name": self.name, "names": self.names,
+                "requested": self.requested, "interpreter": self.interpreter, "versions": self.versions,
+                "size_bytes": self.size_bytes, "age_s": round(self.age_s, 1), "problem": self.problem}
 
 
 def cached(sizes: bool = True) -> list[CachedEnv]:
-    """Every finished environment in the cache, newest first."""
+    """Every finished environment in the cache, newest first; a broken one is listed with its problem."""
     out = []
     for path in cache.entries("envs"):
+        lock_file = path / "lock.txt"
+        lock = lock_file.read_text(errors="replace").splitlines() if lock_file.is_file() else []
+        info, problem = _entry_info(path, lock)
+        packages = info.get("packages") if isinstance(info.get("packages"), dict) else {}
         try:
-            info = json.loads((path / "ttfg-env.json").read_text())
-        except (OSError, ValueError):
-            continue
-        packages = info.get("packages") or {}
-        age = time.time() - (path / cache.MARKER).stat().st_mtime
-        out.append(CachedEnv(path.name, path, info.get("name", "?"), info.get("requested") or [],
-                             info.get("interpreter", "?"), {p: packages.get(p) for p in RECORDED if packages.get(p)},
-                             cache.size_bytes(path) if sizes else 0, age))
+            age = time.time() - (path / cache.MARKER).stat().st_mtime
+        except OSError:
+            continue  # removed meanwhile
+        names = [n for n in (info.get("names") or [info.get("name")]) if isinstance(n, str)]
+        out.append(CachedEnv(path.name, path, names[0] if names else "(broken)", list(info.get("requested") or []),
+                             str(info.get("interpreter", "?")),
+                             {p: packages.get(p) for p in RECORDED if packages.get(p)},
+                             cache.size_bytes(path) if sizes else 0, age, names, problem))
     return sorted(out, key=lambda e: e.age_s)
 
 
-def prune(keys: list[str] | None = None, older_than_s: float | None = None) -> list[CachedEnv]:
-    """Remove cached environments: the given keys (or names), those older than a duration, or all; returns them."""
+def prune(keys: list[str] | None = None, older_than_s: float | None = None,
+          on_note=None) -> list[CachedEnv]:
+    """Remove cached environments and return them.
+
+    Every filter given must hold (NAME and ``--older-than``: that name, and only if older);
+    none given removes all. An environment another process is using is kept, and said.
+
+    Raises
+    ------
+    UsageError
+        For a name or key that matches no cached environment (a typo would otherwise say
+        "nothing matched" and exit 0).
+    """
+    note = on_note or (lambda text: None)
+    envs = cached(sizes=False)
+    if keys:
+        known = {k for e in envs for k in (e.key, *e.names)}
+        unknown = [k for k in keys if k not in known]
+        if unknown:
+            raise UsageError(f"no cached environment is named {', '.join(map(repr, unknown))}; "
+                             "ttfg env list shows the names and keys")
     removed = []
-    for env in cached(sizes=False):
-        hit = (keys is None and older_than_s is None) or (keys and (env.key in keys or env.name in keys)) or (
-            older_than_s is not None and env.age_s > older_than_s)
-        if hit:
-            cache.remove(env.path)
-            removed.append(env)
+    for env in envs:
+        if keys and not (env.key in keys or set(env.names) & set(keys)):
+            continue
+        if older_than_s is not None and env.age_s <= older_than_s:
+            continue
+        if cache.in_use(env.path):
+            note(f"kept {env.name} ({env.key}): a running ttfg is measuring in it")
+            continue
+        cache.remove(env.path)
+        removed.append(env)
     return removed
 
 
