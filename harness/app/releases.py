@@ -44,9 +44,8 @@ from ..measure.sides import Side, check_imports, locate
 from ..measure.sources import self_overlay
 from ..measure.worktrees import Revision
 from ..results.format import strict_json
+from ..results.sweep_file import FORMAT, VERSION
 
-FORMAT = "ttfg-releases"
-VERSION = 1
 PHASES = ("trace", "lower", "compile", "execute")
 
 
