@@ -13,6 +13,7 @@ stdout: frameworks print). The object is::
     {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
+    {"ok": true, "files": [...]}      (coverage: the source files that ran, import to first gradient)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
 
 ``first_grad_end_monotonic`` is ``time.monotonic()`` when the first gradient returned;
@@ -262,10 +263,43 @@ def profile(case: Case, out: dict) -> dict:
     return out
 
 
+def coverage(case: Case, out: dict) -> dict:
+    """Which source files ran from the import to the end of the first gradient (their functions or module code).
+
+    Why: a pull request that changes files the measured path never runs cannot move the
+    measurement, and a gate that calls it "unchanged" says something it never tested. The
+    trace costs time (a Python call per function call), so it runs in a process of its own,
+    never in a timed one. ``sys.settrace``'s global function sees each new frame once
+    ("call") and returns None, so no line is traced.
+    """
+    import threading
+
+    seen: set[str] = set()
+
+    def tracer(frame, event, arg):
+        seen.add(frame.f_code.co_filename)
+        return None
+
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    try:
+        out["phase"] = "import"
+        _import_plugins(case)
+        engine = _built_engine(case, out)
+        out["phase"] = "first_gradient"
+        engine.first_gradient()
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    out["files"] = sorted(f for f in seen if not f.startswith("<"))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttfg.measure.probe", description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
-    parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile"), default="timing")
+    parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile", "coverage"),
+                        default="timing")
     parser.add_argument("--report", required=True, help="file to write the result object to")
     parser.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc too")
     args = parser.parse_args(argv)
@@ -279,6 +313,8 @@ def main(argv=None) -> int:
             instructions(case, out)
         elif args.kind == "profile":
             profile(case, out)
+        elif args.kind == "coverage":
+            coverage(case, out)
         else:
             timing(case, out)
         out["ok"] = True
