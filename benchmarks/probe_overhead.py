@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 def minimal_ttfg(settings: RunSettings) -> float:
     with tempfile.TemporaryDirectory(prefix="ttfg-minimal-") as tmp:
         spawned = time.monotonic()
-        out = subprocess.run([settings.python, str(HERE / "minimal_jax_resnet15.py")], capture_output=True, text=True,
+        out = subprocess.run([settings.target.python, str(HERE / "minimal_jax_resnet15.py")], capture_output=True, text=True,
                              env=probe_env(settings, Path(tmp), "cold"), check=True)
     return float(out.stdout.strip().splitlines()[-1]) - spawned
 

@@ -8,6 +8,7 @@ on the cache itself with builders that fail on purpose.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,8 +21,8 @@ import pytest
 from ttfg.errors import UsageError
 from ttfg.measure import cache, environments
 from ttfg.measure.cases import select
-from ttfg.measure.dependencies import buildable, declared
 from ttfg.measure.runner import RunSettings, run_sample
+from ttfg.measure.target import ProbeTarget
 from ttfg.measure.sources import self_overlay
 
 from .conftest import run_ttfg
@@ -57,6 +58,10 @@ OLD = "old=autograd==1.7.0 scipy"  # ttfg's autograd backend uses autograd.scipy
     ("jax==0.4.38 jaxlib==0.4.38", "jax-0.4.38", ("jax==0.4.38", "jaxlib==0.4.38")),
     ("old=jax==0.4.38 jaxlib==0.4.38", "old", ("jax==0.4.38", "jaxlib==0.4.38")),
     ("autograd>=1.7,<1.8", "autograd", ("autograd>=1.7,<1.8",)),
+    # PEP 508 allows spaces around operators and commas: one requirement each, as pip reads them.
+    ("autograd == 1.7.0", "autograd-1.7.0", ("autograd==1.7.0",)),
+    ("old=numpy >= 1.26, < 3 autograd==1.7.0", "old", ("numpy>=1.26,<3", "autograd==1.7.0")),
+    ('autograd==1.7.0; python_version >= "3"', "autograd-1.7.0", ('autograd==1.7.0; python_version >= "3"',)),
 ])
 def test_requests_parse(text, name, requirements):
     request = environments.parse(text)
@@ -73,11 +78,14 @@ def test_bad_requests_are_refused_naming_the_problem(text, says):
 
 
 def test_a_request_from_a_requirements_file(tmp_path):
+    """The file is read by uv, includes and all, and stands for what it resolves to."""
+    (tmp_path / "base.txt").write_text("numpy==2.4.6\n")
     path = tmp_path / "reqs.txt"
-    path.write_text("# pinned\nautograd==1.7.0  # the old one\n\nnumpy==2.4.6\n")
+    path.write_text("# pinned\nautograd == 1.7.0  # the old one\n\n-r base.txt\n")
     request = environments.parse(f"old=@{path}")
     assert request.name == "old" and request.requirements == ("autograd==1.7.0", "numpy==2.4.6")
     assert request.origin == str(path)
+    assert environments.parse(f"@{path}").name == "reqs"  # unnamed: the file's stem
 
 
 # ---------------------------------------------------------------------------- the cache's rules
@@ -157,8 +165,7 @@ def test_an_environment_is_built_once_reused_and_runs_a_probe(shared_cache):
     assert [e.key for e in environments.cached()] == [env.key]
     # A real probe in it: numpy, autograd 1.7.0 and the running ttfg (from its overlay), nothing else.
     case = select(["resnet15:blocks=2"], ["autograd"], None)[0][0]
-    run = RunSettings(repeat=1, timeout_s=120, python=env.python,
-                      extra_env={"PYTHONPATH": str(self_overlay())})
+    run = RunSettings(repeat=1, timeout_s=120, target=ProbeTarget.of(env, overlay=self_overlay()))
     sample = run_sample(case, "timing", "cold", 0, run)
     assert sample.ok, sample.error
     assert sample.counters["autograd_primitives"] > 0
@@ -174,6 +181,49 @@ def test_prune_removes_by_name_or_age_and_lists_what_it_removed(ttfg_cache):
     assert [e.name for e in environments.prune(["a"])] == ["a"]
     assert environments.prune(older_than_s=3600) == []  # b is seconds old
     assert [e.name for e in environments.prune()] == ["b"] and environments.cached() == []
+
+
+def test_prune_filters_all_hold_and_an_environment_in_use_is_kept(ttfg_cache):
+    import json
+    import subprocess
+    import sys
+
+    for key, name in (("k-a", "a"), ("k-b", "b")):
+        cache.get("envs", key, lambda folder, name=name: (folder / "ttfg-env.json").write_text(
+            json.dumps({"name": name, "packages": {}, "interpreter": "3.11"})))
+    assert environments.prune(["a"], older_than_s=3600) == []  # a, and only if older than an hour: it is not
+    # Another process uses b (a running gate): pruning everything keeps it, and says so.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from ttfg.measure import cache; cache.hold(Path(sys.argv[1])); print('held', flush=True); "
+                               "time.sleep(60)", str(ttfg_cache / "envs" / "k-b")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        notes = []
+        assert [e.name for e in environments.prune(on_note=notes.append)] == ["a"]
+        assert notes and "kept b" in notes[0] and "running" in notes[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [e.name for e in environments.prune()] == ["b"]
+
+
+@pytest.mark.slow
+def test_a_broken_cached_environment_is_listed_and_built_again(shared_cache):
+    """An emptied ``ttfg-env.json`` hid the entry and failed every build with a bare JSONDecodeError; a
+    truncated lock built an environment without what it was asked for. Neither is trusted now."""
+    request = environments.parse(OLD)
+    env = environments.build(request)
+    (env.path / "ttfg-env.json").write_text("")
+    listed = {e.key: e for e in environments.cached(sizes=False)}
+    assert listed[env.key].problem and "ttfg-env.json cannot be read" in listed[env.key].problem
+    notes = []
+    again = environments.build(request, on_note=notes.append)
+    assert again.version("scipy") and any("broken" in n for n in notes)
+    assert environments.cached(sizes=False)[0].problem is None
+    # A cached lock cut short (scipy gone) is resolved again, not built without scipy.
+    for lock in (shared_cache / "locks").glob("*.txt"):
+        lock.write_text("\n".join(line for line in lock.read_text().splitlines() if not line.startswith("scipy")))
+    assert environments.build(request).version("scipy")
 
 
 @pytest.mark.slow
@@ -214,30 +264,9 @@ def test_env_command_lists_builds_and_prunes(shared_cache):
     assert out.returncode == 0 and "old" in out.stdout and "autograd 1.7.0" in out.stdout
     out = run_ttfg("env", "build", "autograd==99.0", env=env)
     assert out.returncode == 2 and "cannot resolve autograd==99.0" in out.stderr
-    out = run_ttfg("env", "prune", "no-such-env", env=env)
-    assert out.returncode == 0 and "nothing matched" in out.stdout
+    out = run_ttfg("env", "prune", "no-such-env", env=env)  # a typo is not "nothing matched", exit 0
+    assert out.returncode == 2 and "no cached environment is named 'no-such-env'" in out.stdout + out.stderr
     assert run_ttfg("env", "prune", env=env).returncode == 2  # says what to remove
-
-
-# ---------------------------------------------------------------------------- declared dependencies
-
-
-def test_what_a_revision_declares(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    for tree in (a, b):
-        tree.mkdir()
-        (tree / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["autograd>=1.7"]\n'
-                                             '[tool.other]\nx = 1\n')
-    assert declared(a).requirements == ("autograd>=1.7",) and declared(a).source == "pyproject.toml"
-    (b / "pyproject.toml").write_text((b / "pyproject.toml").read_text().replace("x = 1", "x = 2"))
-    assert declared(a).differs(declared(b)) == []  # other tables are not dependencies
-    (b / "requirements.txt").write_text("-e .\nautograd==1.7.0\n")
-    assert declared(b).requirements == ("autograd==1.7.0",) and declared(a).differs(declared(b)) == ["requirements.txt"]
-    (b / "constraints.txt").write_text("autograd==1.7.0\nnumpy==2.4.6\n# a comment\nscipy>=1\n")
-    assert declared(b).requirements == ("autograd==1.7.0", "numpy==2.4.6") and declared(b).source == "constraints.txt"
-    (b / "uv.lock").write_text("version = 1\n")
-    assert "uv.lock" in buildable(declared(b), declared(a).differs(declared(b)))
-    assert buildable(declared(b), ["constraints.txt"]) is None
 
 
 # ---------------------------------------------------------------------------- the environment axis
@@ -283,6 +312,20 @@ def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tm
     paired = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "current.json"), "--across-envs",
                       "--metric", "counters.*", env=env)
     assert paired.returncode == 0 and "autograd_primitives" in paired.stdout, paired.stdout + paired.stderr
+    # Environments are their contents. A file with two environments compared with itself across
+    # environments would pair old with current and report a difference from itself: refused.
+    itself = run_ttfg("compare", str(tmp_path / "both.json"), str(tmp_path / "both.json"), "--across-envs",
+                      "--metric", "counters.*", env=env)
+    assert itself.returncode == 2 and "in 2 environments (current, old)" in itself.stdout + itself.stderr
+    # One name, other packages: refused naming the package, not compared as "old" against "old".
+    doc = json.loads((tmp_path / "old.json").read_text())
+    doc["environment"]["envs"]["old"]["packages"]["autograd"] = "1.9.1"
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    renamed = run_ttfg("compare", str(tmp_path / "old.json"), str(tmp_path / "other.json"), "--metric", "counters.*",
+                       env=env)
+    assert renamed.returncode == 2 and "autograd 1.7.0 -> 1.9.1" in renamed.stdout + renamed.stderr
+    # The single environment's own packages are what the file records, not this interpreter's.
+    assert record.load(tmp_path / "old.json").environment["packages"]["autograd"] == "1.7.0"
 
 
 def test_an_upgrade_gates_summary_names_both_environments():
@@ -298,3 +341,13 @@ def test_an_upgrade_gates_summary_names_both_environments():
         "jaxlib 0.10.2).")
     assert environments_note({"base": base, "head": dict(base)}) is None
     assert environments_note({"changed": []}) is None
+
+
+def test_two_names_for_one_environment_are_refused():
+    """``study env`` and ``run --env`` with two names for the same packages would measure one thing twice."""
+    def env(name, autograd):
+        return environments.Environment(name, "/py", {"autograd": autograd, "numpy": "2.4.6"}, "3.11.7", key="k")
+
+    environments.check_distinct({"old": env("old", "1.7.0"), "new": env("new", "1.9.1")})
+    with pytest.raises(UsageError, match="old and again are the same environment"):
+        environments.check_distinct({"old": env("old", "1.7.0"), "again": env("again", "1.7.0")})

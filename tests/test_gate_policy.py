@@ -75,7 +75,7 @@ class FakeSampler:
     def __call__(self, case, kind, cache, index, run) -> dict:
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
-        role = self.role[str(run.source)]
+        role = self.role[str(run.target.source)]
         if kind == "profile":  # sampled stacks, after the decision: outside the clock and the pair calls
             self.profiles.append((case.id, role, index))
             return self.profile(role, index)

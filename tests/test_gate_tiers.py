@@ -78,7 +78,7 @@ class FakeSampler:
         return self.now
 
     def __call__(self, case, kind, cache, index, run) -> Sample:
-        role = self.role[str(run.source)]
+        role = self.role[str(run.target.source)]
         script = self.scripts[role]
         if kind != "timing" and self.barrier is not None:
             self.barrier.wait(timeout=5)  # both sides must be in flight at once
@@ -329,7 +329,7 @@ def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_s
     fake = FakeSampler(sides, {"base": Side_(), "head": Side_()})
 
     def sampler(case, kind, cache, index, run):
-        if kind == "instructions" and fake.role[str(run.source)] == "head":
+        if kind == "instructions" and fake.role[str(run.target.source)] == "head":
             raise KeyboardInterrupt
         return fake(case, kind, cache, index, run)
 

@@ -27,6 +27,7 @@ from ttfg import engines
 from ttfg.measure import environments
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, run_sample
+from ttfg.measure.target import ProbeTarget
 from ttfg.measure.sources import self_overlay
 
 pytestmark = [pytest.mark.full, pytest.mark.slow]
@@ -61,7 +62,7 @@ def test_every_variant_runs_and_agrees_with_the_reference_on_a_real_release(vers
     assert statuses == expected, check.stdout[-3000:] + check.stderr[-2000:]
     assert check.returncode == (1 if version in MISCOMPILED else 0)
 
-    settings = RunSettings(repeat=1, timeout_s=600, python=env.python, extra_env=overlay)
+    settings = RunSettings(repeat=1, timeout_s=600, target=ProbeTarget.of(env, overlay=self_overlay()))
     for case in CASES:
         sample = run_sample(case, "timing", "cold", 0, settings)
         assert sample.ok, f"{version} {case.id}: {sample.error}"

@@ -138,3 +138,34 @@ def test_listing_names_imports_no_plugin(plugins):
             "assert not loaded, loaded")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_plugins_import_is_timed_in_the_import_phase(plugins):
+    """A library whose package takes 0.4 s to import (its ``__init__`` pulls in scipy, torch): that time
+    is the import phase's. Loaded before the clock started, such a library showed an import of 0.2 ms
+    and its import regression was billed to build and compile."""
+    from ttfg.measure.cases import select
+    from ttfg.measure.runner import RunSettings, run_sample
+
+    case = select(["test_slow_import"], ["autograd"], None)[0][0]
+    sample = run_sample(case, "timing", "cold", 0, RunSettings(repeat=1, timeout_s=120))
+    assert sample.ok, sample.error
+    assert sample.import_s >= 0.4 and sample.build_s < 0.4, (sample.import_s, sample.build_s)
+
+
+def test_which_of_a_librarys_files_ran_on_the_measured_path(plugins):
+    """The proof a gate needs before calling a change "unchanged": did the changed files run at all?"""
+    from ttfg.measure import coverage
+    from ttfg.measure.cases import select
+    from ttfg.measure.runner import RunSettings
+
+    case = select(["test_mlp"], ["test.autograd"], None)[0][0]
+    ran = coverage.package_paths(coverage.executed(case, RunSettings(repeat=1, timeout_s=120)), plugins)
+    assert {"ttfg_test_backends/models.py", "ttfg_test_backends/backends.py"} <= ran
+    assert "ttfg_test_backends/slow_import.py" not in ran  # another model's module: never imported here
+    on = coverage.check(["src/ttfg_test_backends/models.py", "README.md"], ran)
+    assert on.changed == ["src/ttfg_test_backends/models.py"] and on.ran == on.changed and not on.off_path
+    off = coverage.check(["src/ttfg_test_backends/slow_import.py", "docs/x.md"], ran)
+    assert off.off_path and off.not_ran == ["src/ttfg_test_backends/slow_import.py"]
+    assert "cannot see this change" in off.describe()
+    assert not coverage.check(["README.md"], ran).off_path  # no code changed: nothing to prove

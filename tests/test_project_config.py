@@ -240,19 +240,3 @@ def test_install_path_names_the_project_folder_inside_the_repository(tmp_path):
         project_config.read(repo / "ttfg.toml")
     # No config: each command keeps its own default (the repository's root).
     assert project_dir(argparse.Namespace(project_config=project_config.Config()), repo) is None
-
-
-def test_dependencies_are_read_from_the_projects_folder(tmp_path):
-    import subprocess
-
-    from ttfg.measure.dependencies import declared, declared_at
-
-    (tmp_path / "python").mkdir()
-    (tmp_path / "python" / "requirements.txt").write_text("numpy==2.4.6\n")
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m",
-                    "x"], check=True)
-    assert declared(tmp_path, "python").requirements == ("numpy==2.4.6",)
-    assert declared_at(tmp_path, "HEAD", "python").requirements == ("numpy==2.4.6",)
-    assert declared_at(tmp_path, "HEAD").requirements == ()

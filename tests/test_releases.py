@@ -37,6 +37,20 @@ def test_each_release_asks_for_its_companions():
     assert planned[0].requirements == ("autograd==1.7.0", "scipy", "autograd", "numpy==2.4.6")
 
 
+def test_two_spellings_of_one_release_are_one_release():
+    """``1.7`` and ``1.7.0`` are one release: gated against itself it would report a difference from itself."""
+    planned, notes = releases.plan("autograd", ["1.7", "1.7.0", "1.9.1"])
+    assert [r.version for r in planned] == ["1.7", "1.9.1"]
+    assert any("1.7 and 1.7.0 are one release" in n for n in notes)
+
+
+@pytest.mark.parametrize("versions, says", [([], "names no version"), (["", " "], "names no version"),
+                                            (["foo"], "'foo' is not a version"), (["1.7", "1.x"], "'1.x'")])
+def test_bad_version_lists_are_refused_naming_them(versions, says):
+    with pytest.raises(UsageError, match=says):
+        releases.plan("autograd", versions)
+
+
 def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatch):
     (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
@@ -107,3 +121,42 @@ def test_the_pair_row_names_what_decided_and_the_phase_that_moved_most_in_second
     assert row["phase"].startswith("compile 800 ms → 910 ms")
     assert pair_rows({"pairs": [{**pair, "tier": "instructions", "verdict": "regressed"}]})[0]["verdict"] == \
         "regressed (instructions)"
+
+
+def _sweep() -> dict:
+    return {"format": "ttfg-releases", "version": 1, "package": "autograd", "cases": ["c"], "notes": [],
+            "releases": [{"version": "1.7.0", "name": "autograd-1.7.0", "requirements": ["autograd==1.7.0"],
+                          "env": {"versions": {"autograd": "1.7.0"}}, "error": None,
+                          "cells": {"c": {"samples": 3, "first_grad_s": 0.02, "phases": {}, "counters": {}}}},
+                         {"version": "1.9.1", "name": "autograd-1.9.1", "requirements": [], "env": None,
+                          "error": None, "cells": {}}],
+            "pairs": [{"base": "1.7.0", "head": "1.9.1", "case": "c", "verdict": "regressed", "tier": "time",
+                       "pairs": 4, "wall_s": 12.0, "wall": {"verdict": "regressed", "ratio": 1.16},
+                       "phases": {"trace": {"base": 0.1, "head": 0.2, "ratio": 2.0}}, "instructions": None}],
+            "settings": {"budget_per_pair_s": 10}, "load": {"start": [1.0, 1.0, 1.0]}, "complete": True,
+            "exit_code": 1}
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["pairs"][0].pop("head"), "pairs[0].head: missing"),
+    (lambda d: d["pairs"][0].update(wall="fast"), "pairs[0].wall: expected an object"),
+    (lambda d: d.update(pairs=[1, 2]), "pairs[0]: expected an object"),
+    (lambda d: d["releases"][0].update(version=17), "releases[0].version: expected text"),
+    (lambda d: d["pairs"][0].update(head="2.0"), "'2.0' is not one of the sweep's releases"),
+    (lambda d: d["pairs"][0].update(verdict="worse"), "pairs[0].verdict"),
+    (lambda d: d.update(exit_code="0"), "exit_code"),
+    (lambda d: d.update(format="ttfg-gate"), "not a release sweep"),
+])
+def test_a_hostile_sweep_is_refused_naming_the_field(tmp_path, edit, field):
+    from ttfg.results.format import ResultsError
+    from ttfg.results.sweep_file import load_sweep
+
+    doc = _sweep()
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(doc))
+    assert load_sweep(path)["package"] == "autograd"  # the untouched document reads
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsError, match=field.replace("[", r"\[").replace("]", r"\]")) as caught:
+        load_sweep(path)
+    assert str(path) in str(caught.value)

@@ -355,7 +355,7 @@ class CaseSampler:
         self.slow = slow
 
     def __call__(self, case, kind, cache, index, run):
-        role = self.role[str(run.source)]
+        role = self.role[str(run.target.source)]
         factor = 2.0 if role == "head" and case.id == self.slow else 1.0
         return good(index, noisy(1.0, shift=3 if role == "head" else 0)(index) * factor)
 
@@ -619,11 +619,16 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
         yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
 
     from ttfg.app import gate as use_case
+    from ttfg.measure.environments import Request
+    from ttfg.measure.sides import EnvPlan
 
     monkeypatch.setattr(use_case, "run_gate", loop)
     monkeypatch.setattr(use_case, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
                                                              Revision("HEAD", "b" * 40, "head")))
     monkeypatch.setattr(use_case, "prepared", unbuilt)
+    # The fake commits are in no repository: both sides run in this interpreter, as with no dependency change.
+    monkeypatch.setattr(use_case, "plan_environments", lambda *a, **k: EnvPlan(
+        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
     selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd"]
     out = cli("gate", "--base", "HEAD~1", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
     ids = [c.id for c in select(MODELS, ["autograd"], None, check_availability=False)[0]]

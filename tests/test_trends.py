@@ -205,7 +205,7 @@ class MarkerSampler:
 
     def __call__(self, case, kind, cache, index, run) -> Sample:
         self.calls += 1
-        value = (1.5 if (run.source / "slow").exists() else 1.0) * float(np.exp(0.01 * self.rng.standard_normal()))
+        value = (1.5 if (run.target.source / "slow").exists() else 1.0) * float(np.exp(0.01 * self.rng.standard_normal()))
         return Sample(kind="timing", ok=True, index=index, cache="cold", started_at="2026-12-03T00:00:00+00:00",
                       process_wall_s=1.0, import_s=0.5, build_s=0.01, first_grad_s=value, second_grad_s=0.01,
                       execute_s=value, process_ttfg_s=value + 1, cpu_s=1.0, peak_rss_bytes=10**8, loss=1.0,

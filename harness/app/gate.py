@@ -233,7 +233,8 @@ def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     and the files whose declared dependencies differ between base and head."""
     sides = {}
     for role, results in outcome.results.items():
-        env = results.environment.get("env") or {}
+        envs = results.environment.get("envs") or {}
+        env = next(iter(envs.values())) if len(envs) == 1 else {}  # a gate side runs in one environment
         sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
     return {**sides, "changed": plan.changed if plan else []}
 

@@ -45,9 +45,8 @@ from ..measure.sides import Side, check_imports, locate
 from ..measure.sources import self_overlay
 from ..measure.worktrees import Revision
 from ..results.format import strict_json
+from ..results.sweep_file import FORMAT, VERSION
 
-FORMAT = "ttfg-releases"
-VERSION = 1
 PHASES = ("trace", "lower", "compile", "execute")
 
 
@@ -149,7 +148,7 @@ def check_gradient(side: Side, case, run) -> dict:
     settings = side.run_settings(run)
     env = probe_env(settings, Path(os.environ.get("TMPDIR", "/tmp")), "cold")
     variant = ",".join(f"{k}={v}" for k, v in case.variant)
-    cmd = [settings.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
+    cmd = [settings.target.python, "-m", "ttfg", "check", "--model", case.model, "--backend", case.backend,
            "--variant", variant, "--format", "json"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=run.timeout_s,

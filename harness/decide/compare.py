@@ -370,6 +370,7 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     out.notes += check_machines([(out.base_label, base.fingerprint), (out.head_label, head.fingerprint)],
                                 "timings" if timings else "counts", force, across_envs=across_envs)
     out.notes += condition_notes(base, head)
+    out.notes += _environment_notes(base, head, out, across_envs)
     # A case's id names its environment (``model/backend/variant/env``, ``ttfg run --env``): cases of
     # different environments pair only when asked, by the id without the environment.
     key = plain_id if across_envs else (lambda case_id: case_id)
@@ -419,6 +420,43 @@ def compare_results(base: Results, head: Results, metrics: Iterable[str] | None 
     out.attributions = [a for case in regressed
                         if (a := attribute(*pairs[case], headline, cache)) is not None]
     return out
+
+
+def _environment_notes(base: Results, head: Results, out: "Comparison", across_envs: bool) -> list[str]:
+    """Check that the pairing compares environments by content, never by name; notes for what it crosses.
+
+    Raises
+    ------
+    EnvironmentMismatch
+        When both files name an environment alike but hold different packages in it (the
+        packages named; ``--across-envs`` pairs them on purpose), or when ``--across-envs``
+        would pair one case of one file with several environments of the other.
+    """
+    from ..results import identity
+
+    notes = []
+    differing = identity.same_named(base, head)
+    for name, changes in differing.items():
+        if not across_envs:
+            raise identity.EnvironmentMismatch(
+                f"{out.base_label} and {out.head_label} both name an environment {name!r}, but it holds different "
+                f"packages ({'; '.join(changes[:8])}{' ...' if len(changes) > 8 else ''}): a name is a label, not "
+                "an environment. --across-envs compares them as two environments")
+        notes.append(f"environment {name!r} differs between the files: {'; '.join(changes)}")
+    if across_envs:
+        for results, label in ((base, out.base_label), (head, out.head_label)):
+            by_plain: dict[str, set] = {}
+            for case in results.cases:
+                if not case.skipped:
+                    by_plain.setdefault(plain_id(case.id), set()).add(identity.label(case.id))
+            several = {p: sorted(filter(None, envs)) for p, envs in by_plain.items() if len(envs) > 1}
+            if several:
+                case, envs = next(iter(several.items()))
+                raise identity.EnvironmentMismatch(
+                    f"{label} holds {case} in {len(envs)} environments ({', '.join(envs)}): --across-envs pairs one "
+                    "environment a side, so the pairing would be a guess. Compare files of one environment each "
+                    "(ttfg run --env NAME=... per file), or drop --across-envs to pair environments by name")
+    return notes
 
 
 def plain_id(case_id: str) -> str:

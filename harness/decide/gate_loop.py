@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "run_gate"]
 
-#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.source``
+#: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.target.source``
 #: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
 #: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
 Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
@@ -169,7 +169,8 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     from ..measure import metadata
 
-    results = new_results(cases, skipped, side.run_settings(settings.run), env=side.env)
+    results = new_results(cases, skipped, side.run_settings(settings.run),
+                          envs={side.env.name: side.env} if side.env else None)
     results.environment["git"] = metadata.git_state(side.tree)
     results.environment["side"] = side.to_json()
     rev = side.revision

@@ -58,7 +58,14 @@ class Entry:
     seconds: float
 
 
-def _folder(kind: str) -> Path:
+def folder(kind: str) -> Path:
+    """``root()/kind``, made and checked writable.
+
+    Raises
+    ------
+    CacheError
+        When it cannot be (``TTFG_CACHE_DIR`` a file, a read-only folder), naming it.
+    """
     folder = root() / kind
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -110,11 +117,10 @@ def get(kind: str, key: str, build: Callable[[Path], None]) -> Entry:
     if not key or "/" in key or key in (".", "..") or key.startswith("."):
         raise ValueError(f"cache key {key!r} is not one path component")
     started = time.monotonic()
-    folder = _folder(kind)
-    path = folder / key
+    path = folder(kind) / key
     if complete(path):
         return Entry(path, True, time.monotonic() - started)
-    with _locked(folder / f".{key}.lock"):
+    with _locked(path.parent / f".{key}.lock"):
         if complete(path):  # another process built it while we waited
             return Entry(path, True, time.monotonic() - started)
         shutil.rmtree(path, ignore_errors=True)  # leftovers of a build that was killed
@@ -130,10 +136,10 @@ def get(kind: str, key: str, build: Callable[[Path], None]) -> Entry:
 
 def entries(kind: str) -> list[Path]:
     """The finished entries of ``kind`` (for listing and pruning)."""
-    folder = root() / kind
-    if not folder.is_dir():
+    where = root() / kind
+    if not where.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.is_dir() and complete(p))
+    return sorted(p for p in where.iterdir() if p.is_dir() and complete(p))
 
 
 def remove(path: Path) -> None:
@@ -141,6 +147,44 @@ def remove(path: Path) -> None:
     with _locked(path.parent / f".{path.name}.lock"):
         (path / MARKER).unlink(missing_ok=True)
         shutil.rmtree(path, ignore_errors=True)
+
+
+#: Use locks this process holds (``hold``): released when it exits, however it exits.
+_HELD: dict[Path, int] = {}
+
+
+def hold(path: Path) -> None:
+    """Mark an entry as in use by this process until it exits (a shared lock on ``.KEY.use``).
+
+    Why: ``ttfg env prune`` in another terminal removed an environment a running gate was
+    measuring in; its probes then failed as if the head could not run. Pruning now skips
+    an entry some process holds.
+    """
+    import fcntl
+
+    lock = path.parent / f".{path.name}.use"
+    if lock in _HELD:
+        return
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _HELD[lock] = fd
+
+
+def in_use(path: Path) -> bool:
+    """Whether another process holds the entry (:func:`hold`); this process's own holds do not count."""
+    import fcntl
+
+    lock = path.parent / f".{path.name}.use"
+    if lock in _HELD or not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def size_bytes(path: Path) -> int:
@@ -159,4 +203,5 @@ def size_bytes(path: Path) -> int:
     return total
 
 
-__all__ = ["CacheError", "Entry", "MARKER", "complete", "entries", "get", "remove", "root", "size_bytes"]
+__all__ = ["CacheError", "Entry", "MARKER", "complete", "entries", "folder", "get", "hold", "in_use", "remove", "root",
+           "size_bytes"]

@@ -1,124 +1,212 @@
-"""What a revision declares it depends on, read from its own files.
+"""What a revision depends on, resolved by uv from the revision's own files.
 
-Why: a pull request that only bumps jax in ``constraints.txt`` changes nothing in the
-code, and a gate that runs both sides in one interpreter measures the same jax twice and
-calls the change "unchanged". So before the first pair the gate compares what base and
-head *declare*; when they differ, each side runs in the environment its own revision
-declares (``environments.py``), and when they agree, both share one (the fast path).
+Why: a pull request that only bumps a dependency changes nothing in the code, and a gate
+that runs both sides in one interpreter measures the same packages twice and calls the
+change "unchanged". So before the first pair the gate asks what each side *resolves to*.
 
-What counts as a declaration, in order of precedence for building an environment:
+Why uv reads the files, not ttfg: a hand-written reader of requirement files disagreed
+with pip on the first hostile input (a bump inside a ``-r requirements/base.txt``
+include was not seen; a range in ``constraints.txt`` was dropped, so both sides got the
+same numpy; a pin changed in ``pyproject.toml`` was ignored because ``requirements.txt``
+took precedence). uv's ``pip compile`` reads what pip reads: includes (``-r``, ``-c``),
+line continuations, hashes, ranges, markers, extras, ``pyproject.toml``'s
+``[project] dependencies``; ``uv export`` reads ``uv.lock``.
 
-1. ``constraints.txt``: exact pins of everything (ttfg's own convention, and a common
-   one): every ``name==version`` line becomes a requirement.
-2. ``requirements.txt``: its requirement lines (options such as ``-e .`` are skipped).
-3. ``pyproject.toml``: ``[project] dependencies``.
+What a revision declares, all of it at once (each file that exists, in the project's
+folder; a conflict between them is the revision's problem and is refused, quoting uv):
 
-Lock files ttfg cannot turn into requirement lines (``uv.lock``, ``poetry.lock``,
-``pylock.toml``, ``Pipfile.lock``) still count as declarations: when one differs between
-base and head the gate refuses to guess, and says how to choose environments by hand.
+- ``requirements.txt``, with whatever it includes;
+- ``pyproject.toml``'s ``[project] dependencies`` (optional groups are not installed:
+  a pull request's environment is what ``pip install .`` gives);
+- ``constraints.txt``: ttfg's convention is that it pins everything the project runs
+  with, so its lines are requirements too (ranges kept);
+- ``uv.lock`` (through ``uv export --frozen``), in place of the above when present.
+
+``poetry.lock``, ``Pipfile.lock`` and ``pylock.toml`` are compared, not read: when one
+of them changes the gate refuses to guess and says how to choose environments by hand.
+
+When declarations changed: both sides are resolved, and identical resolutions mean the
+change resolved to the same packages (measured once, and every verdict says so); only
+different resolutions are built and measured as two environments.
 """
 
 from __future__ import annotations
 
-import re
+import fnmatch
+import subprocess
+import tarfile
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-#: Files whose content, when it differs, means the dependencies differ.
-LOCKS = ("constraints.txt", "requirements.txt", "uv.lock", "poetry.lock", "pylock.toml", "Pipfile.lock")
-#: Those ttfg can build an environment from (the rest it can only compare).
-READABLE = ("constraints.txt", "requirements.txt", "pyproject.toml")
+#: Files that can carry dependency declarations (a change to one means: resolve both sides and compare).
+DECLARATION_PATTERNS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements*.txt", "requirements*.in",
+                        "constraints*.txt", "constraints*.in", "requirements/*", "*/requirements/*", "*.lock",
+                        "pylock*.toml", "Pipfile")
+#: Lock files ttfg can compare but not build from.
+UNREADABLE = ("poetry.lock", "Pipfile.lock", "pylock.toml")
+RESOLVE_TIMEOUT_S = 300
+
+
+class DeclarationError(Exception):
+    """A revision's declarations cannot be resolved (uv's message is quoted)."""
 
 
 @dataclass
-class Declaration:
-    """One revision's dependency declarations: comparable content per file, and the lines to build from."""
+class Resolution:
+    """What one revision's declarations resolve to: exact requirement lines, and the files they came from."""
 
-    #: ``{file: normalised content}`` (for pyproject.toml, only its dependency tables).
-    files: dict[str, str] = field(default_factory=dict)
-    #: Requirement lines to build its environment from, and the file they came from.
-    requirements: tuple[str, ...] = ()
-    source: str | None = None
+    lines: tuple[str, ...] = ()
+    #: The declaration files read, relative to the project's folder (``requirements.txt``, ``pyproject.toml`` ...).
+    files: tuple[str, ...] = ()
 
-    def differs(self, other: "Declaration") -> list[str]:
-        """The files whose declared dependencies differ between the two revisions."""
-        return sorted(f for f in set(self.files) | set(other.files) if self.files.get(f) != other.files.get(f))
+    @property
+    def source(self) -> str:
+        return " + ".join(self.files) if self.files else "nothing declared"
 
-
-def _lines(text: str, pins_only: bool) -> tuple[str, ...]:
-    out = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        if pins_only and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*===?\s*\S+", line):
-            continue
-        out.append(line)
-    return tuple(out)
+    def differs(self, other: "Resolution") -> dict[str, tuple[str | None, str | None]]:
+        """``{package: (mine, theirs)}`` for every package whose pin differs (None: absent on that side)."""
+        mine, theirs = _pins(self.lines), _pins(other.lines)
+        return {n: (mine.get(n), theirs.get(n)) for n in sorted(set(mine) | set(theirs)) if mine.get(n) != theirs.get(n)}
 
 
-def _pyproject_tables(text: str) -> tuple[str, tuple[str, ...]]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return text, ()
-    project = data.get("project") or {}
-    deps = tuple(project.get("dependencies") or ())
-    tables = {"dependencies": list(deps), "optional-dependencies": project.get("optional-dependencies") or {},
-              "build-system": (data.get("build-system") or {}).get("requires") or []}
-    return repr(sorted(tables.items())), deps
+def _pins(lines: tuple[str, ...]) -> dict[str, str]:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    out = {}
+    for line in lines:
+        req = Requirement(line)
+        out[canonicalize_name(req.name)] = str(req.specifier) + (f"; {req.marker}" if req.marker else "")
+    return out
 
 
-def declared(tree: Path, project_dir: str = "") -> Declaration:
-    """What the revision checked out at ``tree`` declares (its project in ``project_dir``, relative to the root)."""
-
-    def read(name: str) -> str | None:
-        path = tree / project_dir / name
-        return path.read_text(errors="replace") if path.is_file() else None
-
-    return _declaration(read)
+def is_declaration(path: str) -> bool:
+    """Whether a file of the repository can carry dependency declarations (``DECLARATION_PATTERNS``)."""
+    name = PurePosixPath(path).name
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) for p in DECLARATION_PATTERNS)
 
 
-def declared_at(repo: Path, commit: str, project_dir: str = "") -> Declaration:
-    """What ``commit`` declares, read from git without checking it out (the project in ``project_dir``)."""
+def changed_declarations(repo: Path, base: str, head: str) -> list[str]:
+    """The files of the repository that can declare dependencies and differ between two commits."""
     from .worktrees import git
 
-    def read(name: str) -> str | None:
-        out = git(repo, "show", f"{commit}:{PurePosixPath(project_dir, name)}", check=False)
-        return out.stdout if out.returncode == 0 else None
-
-    return _declaration(read)
+    out = git(repo, "diff", "--name-only", "--no-renames", base, head)
+    return sorted(p for p in out.stdout.splitlines() if p and is_declaration(p))
 
 
-def _declaration(read) -> Declaration:
-    decl = Declaration()
-    for name in LOCKS:
-        text = read(name)
-        if text is not None:
-            decl.files[name] = text
-    deps: tuple[str, ...] = ()
-    pyproject = read("pyproject.toml")
-    if pyproject is not None:
-        decl.files["pyproject.toml"], deps = _pyproject_tables(pyproject)
-    if "constraints.txt" in decl.files:
-        decl.requirements, decl.source = _lines(decl.files["constraints.txt"], pins_only=True), "constraints.txt"
-    elif "requirements.txt" in decl.files:
-        decl.requirements, decl.source = _lines(decl.files["requirements.txt"], pins_only=False), "requirements.txt"
-    elif deps:
-        decl.requirements, decl.source = deps, "pyproject.toml"
-    return decl
+def resolve_at(repo: Path, commit: str, project_dir: str = "", python: str | None = None) -> Resolution:
+    """``commit``'s declarations, resolved by uv in a copy of its tree (nothing is checked out in the repository).
+
+    Raises
+    ------
+    DeclarationError
+        When uv cannot read or resolve them, quoting uv and naming the commit.
+    """
+    from .worktrees import git
+
+    with tempfile.TemporaryDirectory(prefix="ttfg-decl-") as tmp:
+        archive = Path(tmp) / "tree.tar"
+        out = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", "-o", str(archive), commit],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise DeclarationError(f"cannot read the files of {commit[:12]}: {out.stderr.strip()}")
+        tree = Path(tmp) / "tree"
+        with tarfile.open(archive) as tar:
+            tar.extractall(tree, filter=_safe_member)
+        short = git(repo, "rev-parse", "--short", commit).stdout.strip()
+        return resolve(tree / project_dir, python, f"the declarations at {short}")
 
 
-def buildable(decl: Declaration, changed: list[str]) -> str | None:
-    """Why an environment cannot be built from ``decl`` for the ``changed`` files, or None when it can."""
-    unreadable = [f for f in changed if f not in READABLE]
-    if unreadable:
-        return (f"{', '.join(unreadable)} changed, and ttfg cannot build an environment from "
-                f"{'it' if len(unreadable) == 1 else 'them'}")
-    if not decl.requirements:
-        return "no requirement lines to build from (constraints.txt, requirements.txt or [project] dependencies)"
-    return None
+def resolve(folder: Path, python: str | None = None, what: str = "the declarations") -> Resolution:
+    """What the project in ``folder`` declares, resolved by uv to exact requirement lines.
+
+    Raises
+    ------
+    DeclarationError
+        When uv cannot resolve them (a conflict, a version that does not exist, no network),
+        quoting uv.
+    """
+    import sys
+
+    from .environments import resolver_message, run_uv
+
+    python = python or sys.executable
+    if (folder / "uv.lock").is_file() and (folder / "pyproject.toml").is_file():
+        out = run_uv(["export", "--frozen", "--no-hashes", "--no-header", "--no-annotate", "--no-emit-project",
+                   "--format", "requirements-txt", "--directory", str(folder)], what, RESOLVE_TIMEOUT_S)
+        if out.returncode != 0:
+            raise DeclarationError(f"{what}: uv cannot read uv.lock:\n{resolver_message(out.stderr)}")
+        return Resolution(_requirement_lines(out.stdout, folder), ("uv.lock",))
+    inputs = [name for name in ("constraints.txt", "requirements.txt") if (folder / name).is_file()]
+    if _has_dependencies(folder / "pyproject.toml"):
+        inputs.append("pyproject.toml")
+    if not inputs:
+        return Resolution()
+    out = run_uv(["pip", "compile", *inputs, "--python", python, "--quiet", "--no-header", "--no-annotate"], what,
+              RESOLVE_TIMEOUT_S, cwd=folder)
+    if out.returncode != 0:
+        raise DeclarationError(f"{what} ({' + '.join(inputs)}) cannot be resolved:\n"
+                               f"{resolver_message(out.stderr + out.stdout)}")
+    return Resolution(_requirement_lines(out.stdout, folder), tuple(inputs))
 
 
-__all__ = ["Declaration", "LOCKS", "buildable", "declared", "declared_at"]
+def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter, skipping (not failing on) a member it refuses (a link out of the tree)."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None
+
+
+def resolve_file(path: Path, python: str | None = None) -> Resolution:
+    """A requirements file (``ttfg run --env NAME=@FILE``), resolved by uv to exact requirement lines.
+
+    Raises
+    ------
+    DeclarationError
+        Quoting uv.
+    """
+    import sys
+
+    from .environments import resolver_message, run_uv
+
+    path = path.resolve()
+    out = run_uv(["pip", "compile", path.name, "--python", python or sys.executable, "--quiet", "--no-header",
+                  "--no-annotate"], str(path), RESOLVE_TIMEOUT_S, cwd=path.parent)
+    if out.returncode != 0:
+        raise DeclarationError(f"{path.name} cannot be resolved:\n{resolver_message(out.stderr + out.stdout)}")
+    return Resolution(_requirement_lines(out.stdout, path.parent), (path.name,))
+
+
+def _has_dependencies(pyproject: Path) -> bool:
+    """Whether a ``pyproject.toml`` declares ``[project] dependencies`` (a project with none adds nothing)."""
+    if not pyproject.is_file():
+        return False
+    try:
+        project = tomllib.loads(pyproject.read_text(errors="replace")).get("project") or {}
+    except tomllib.TOMLDecodeError:
+        return True  # uv says what is wrong with it
+    return bool(project.get("dependencies")) or "dependencies" in (project.get("dynamic") or [])
+
+
+def _requirement_lines(text: str, folder: Path) -> tuple[str, ...]:
+    """uv's output as requirement lines; the project itself (``-e .``, a path inside the tree) is left out:
+    each side installs its own revision of it."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "-")) or str(folder) in line or "file://" in line:
+            continue
+        out.append(line)
+    return tuple(sorted(out, key=str.lower))
+
+
+def unreadable(files: list[str]) -> list[str]:
+    """The changed lock files ttfg can compare but not build from."""
+    return [f for f in files if PurePosixPath(f).name in UNREADABLE]
+
+
+__all__ = ["DECLARATION_PATTERNS", "DeclarationError", "Resolution", "changed_declarations", "is_declaration",
+           "resolve", "resolve_at", "resolve_file", "unreadable"]

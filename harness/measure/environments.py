@@ -48,6 +48,7 @@ from pathlib import Path
 
 from . import cache
 from .sources import LOG_TAIL_CHARS, interpreter_tag, uv_binary
+from .target import ProbeTarget
 from ..errors import TtfgError, UsageError
 
 CURRENT = "current"
@@ -92,31 +93,38 @@ class Request:
                 "origin": self.origin}
 
 
-def requirement_lines(text: str, where: str) -> tuple[str, ...]:
-    """Requirement lines from text (a file's contents or an option's value), validated.
+#: Spaces around a version operator or a comma are allowed by PEP 508 (``autograd == 1.7.0``,
+#: ``numpy >= 1.26, < 3``); they are closed up before an option's value is split into requirements.
+OPERATOR_SPACES = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<|,)\s*")
 
-    Comments, blank lines and pip options (``-c``, ``--index-url`` ...) are refused or
-    dropped: an environment is exact package requirements only.
+
+def requirement_lines(text: str, where: str) -> tuple[str, ...]:
+    """Requirement lines from an option's value, each checked by ``packaging`` (PEP 508).
+
+    Requirements are separated by whitespace or new lines (``jax==0.4.38 jaxlib==0.4.38``);
+    spaces around operators and commas belong to one requirement (``autograd == 1.7.0``,
+    ``numpy>=1.26,<3``); a line with a marker (``;``) is one requirement. pip options
+    (``-r``, ``--index-url`` ...) are refused: a file is given as ``@FILE`` and read by uv.
 
     Raises
     ------
     UsageError
-        Naming the bad line.
+        Naming the bad requirement.
     """
     from packaging.requirements import InvalidRequirement, Requirement
 
     lines = []
     pieces = []
     for raw in text.splitlines():
-        raw = raw.split("#", 1)[0].strip()
-        # "jax==0.4.38 jaxlib==0.4.38" on one line is two requirements; a marker keeps its line whole.
-        pieces += [raw] if ";" in raw else raw.replace(",", " ").split() if "==" in raw else [raw]
+        raw = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        pieces += [raw] if ";" in raw else OPERATOR_SPACES.sub(r"\1", raw).split()
     for line in pieces:
         line = line.strip()
         if not line:
             continue
         if line.startswith("-"):
-            raise UsageError(f"{where}: {line!r} is a pip option; give requirement lines only (name==version)")
+            raise UsageError(f"{where}: {line!r} is a pip option; give requirement lines (name==version), "
+                             "or a requirements file as NAME=@FILE")
         try:
             name = Requirement(line).name
         except InvalidRequirement as exc:
@@ -155,13 +163,23 @@ def parse(text: str, what: str = "--env") -> Request:
     else:
         name, value = "", text
     if value.startswith("@"):
+        # A requirements file is read by uv, as pip reads it (includes, continuations, hashes, markers),
+        # and stands for what it resolves to: exact pins of everything it installs.
+        from .dependencies import DeclarationError, resolve_file
+
         path = Path(value[1:]).expanduser()
         try:
-            content = path.read_text()
+            path.read_bytes()
         except OSError as exc:
             raise UsageError(f"{what} {text!r}: cannot read {path}: {exc.strerror or exc}") from None
-        lines = requirement_lines(content, f"{what} {path}")
+        try:
+            lines = resolve_file(path).lines
+        except DeclarationError as exc:
+            raise UsageError(f"{what} {text!r}: {exc}") from None
+        if not lines:
+            raise UsageError(f"{what} {path}: no requirement given")
         origin = str(path)
+        name = name or re.sub(r"[^A-Za-z0-9._+-]", "-", path.stem)[:64]
     else:
         lines = requirement_lines(value, f"{what} {text!r}")
         origin = what
@@ -204,6 +222,13 @@ class Environment:
                 "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
                 "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
 
+    @property
+    def digest(self) -> str:
+        """The environment's identity: its interpreter and exact packages (``results.identity.digest``)."""
+        from ..results.identity import digest
+
+        return digest(self.to_json())
+
     def differs_from(self, other: "Environment") -> dict[str, tuple[str | None, str | None]]:
         """Packages whose versions differ: ``{name: (mine, theirs)}``."""
         names = set(self.packages) | set(other.packages)
@@ -227,7 +252,7 @@ def _installed(python: str) -> tuple[dict[str, str], str]:
             "print(json.dumps([{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}, "
             "platform.python_version()]))")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                         env=ProbeTarget(python, isolated=True).asking_environ())
     if out.returncode != 0:
         raise EnvError(f"{python} cannot list its packages: {out.stderr.strip()[-500:]}")
     packages, version = json.loads(out.stdout.strip().splitlines()[-1])
@@ -240,12 +265,29 @@ def current(python: str = sys.executable) -> Environment:
     return Environment(CURRENT, python, packages, version, origin="this interpreter")
 
 
+def check_distinct(envs: "dict[str, Environment]", what: str = "--env") -> None:
+    """Refuse two names for one environment: measured against itself, it would report noise as effects.
+
+    Raises
+    ------
+    UsageError
+        Naming the environments that hold the same interpreter and packages.
+    """
+    seen: dict[str, str] = {}
+    for name, env in envs.items():
+        other = seen.setdefault(env.digest, name)
+        if other != name:
+            raise UsageError(f"{what}: {other} and {name} are the same environment (the same interpreter and "
+                             f"packages: {', '.join(f'{k} {v}' for k, v in env.recorded().items() if v)}); "
+                             "comparing it with itself would measure one thing twice")
+
+
 def find_links() -> list[str]:
     """The local wheel folders pip is told about (``PIP_FIND_LINKS``): uv gets them too."""
     return [p for p in os.environ.get("PIP_FIND_LINKS", "").split() if p]
 
 
-def _uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
     cmd = [uv_binary(), *args]
     if args[0] == "pip":
         for folder in find_links():
@@ -258,7 +300,7 @@ def _uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> 
         raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None
 
 
-def _resolver_message(text: str) -> str:
+def resolver_message(text: str) -> str:
     text = "\n".join(line for line in text.strip().splitlines() if line.strip())
     if re.search(r"dns error|failed to lookup|Connection refused|network|timed out|Failed to fetch", text, re.I):
         text = "no network (the package registry cannot be reached): " + text
@@ -292,23 +334,25 @@ def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
     tools = probe_tools()
     wanted = sorted(set(request.requirements or ()) | set(tools))
     digest = hashlib.sha256(json.dumps([tag, wanted, find_links()]).encode()).hexdigest()[:20]
-    folder = cache.root() / "locks"
+    folder = cache.folder("locks")
     lock = folder / f"{digest}.txt"
     if lock.is_file():
-        return [line for line in lock.read_text().splitlines() if line and not line.startswith("#")], True
-    folder.mkdir(parents=True, exist_ok=True)
+        lines = [line for line in lock.read_text(errors="replace").splitlines() if line and not line.startswith("#")]
+        if not _missing(wanted, _lock_versions(lines)):
+            return lines, True
+        lock.unlink(missing_ok=True)  # a truncated or edited lock: resolved again, never trusted
     what = f"environment {request.name!r} ({request.origin})"
     spec = folder / f".{digest}.{os.getpid()}.in"
     spec.write_text("\n".join(wanted) + "\n")
     try:
-        out = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet", "--no-header",
+        out = run_uv(["pip", "compile", str(spec), "--python", request.python, "--quiet", "--no-header",
                    "--no-annotate"], what, RESOLVE_TIMEOUT_S)
         if out.returncode != 0:
-            message = _resolver_message(out.stderr + out.stdout)
+            message = resolver_message(out.stderr + out.stdout)
             alone = None
             if tools:
                 spec.write_text("\n".join(request.requirements or ()) + "\n")
-                alone = _uv(["pip", "compile", str(spec), "--python", request.python, "--quiet"], what,
+                alone = run_uv(["pip", "compile", str(spec), "--python", request.python, "--quiet"], what,
                             RESOLVE_TIMEOUT_S)
             if alone is not None and alone.returncode == 0:
                 raise EnvError(f"{what}: {' '.join(request.requirements or ())} conflicts with ttfg's own "
@@ -325,21 +369,21 @@ def resolve(request: Request, tag: str) -> tuple[list[str], bool]:
 
 def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> None:
     venv = folder / "venv"
-    out = _uv(["venv", "--quiet", "--python", request.python, str(venv)], what, BUILD_TIMEOUT_S)
+    out = run_uv(["venv", "--quiet", "--python", request.python, str(venv)], what, BUILD_TIMEOUT_S)
     if out.returncode != 0:
-        raise EnvError(f"{what}: uv venv failed:\n{_resolver_message(out.stderr)}")
+        raise EnvError(f"{what}: uv venv failed:\n{resolver_message(out.stderr)}")
     lock_file = folder / "lock.txt"
     lock_file.write_text("\n".join(lock) + "\n")
     # --compile-bytecode: a fresh environment has no .pyc files, and the first processes would otherwise
     # bill bytecode compilation to the framework's import (measured: 4.85 s against 2.02 s for autograd).
-    out = _uv(["pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
+    out = run_uv(["pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
                "-r", str(lock_file)], what, BUILD_TIMEOUT_S)
     if out.returncode != 0:
         text = out.stderr + out.stdout
         if re.search(r"No space left on device", text):
             raise EnvError(f"{what}: the disk filled while installing (the partial environment was "
                                     f"removed): {text.strip()[-500:]}")
-        raise EnvError(f"{what}: installing the resolved packages failed:\n{_resolver_message(text)}")
+        raise EnvError(f"{what}: installing the resolved packages failed:\n{resolver_message(text)}")
     python = str(venv / "bin" / "python")
     modules = sorted({FRAMEWORK_MODULES[name] for name in map(_requirement_name, request.requirements or ())
                       if name in FRAMEWORK_MODULES})
@@ -350,6 +394,10 @@ def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> N
             raise EnvError(f"{what} builds but cannot import {', '.join(modules)}: "
                                     f"{check.stderr.strip().splitlines()[-1] if check.stderr.strip() else 'no message'}")
     packages, version = _installed(python)
+    missing = _missing(list(request.requirements or ()), packages)
+    if missing:
+        raise EnvError(f"{what} builds but lacks {', '.join(missing)}: the resolved lock did not install "
+                       f"{'it' if len(missing) == 1 else 'them'}")
     (folder / "ttfg-env.json").write_text(json.dumps({
         "name": request.name, "requested": list(request.requirements or ()), "origin": request.origin,
         "interpreter": version, "packages": packages, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -379,10 +427,84 @@ def build(request: Request, on_note=None) -> Environment:
     if not cache.complete(cache.root() / "envs" / key):
         note(f"building {what}: {' '.join(request.requirements or ())} ({len(lock)} packages)")
     entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
-    info = json.loads((entry.path / "ttfg-env.json").read_text())
+    info, problem = _entry_info(entry.path, lock)
+    if problem:  # a cached entry damaged after it was finished: removed and built once more
+        note(f"{what}: the cached environment {key} is broken ({problem}); building it again")
+        cache.remove(entry.path)
+        entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
+        info, problem = _entry_info(entry.path, lock)
+        if problem:
+            raise EnvError(f"{what}: the environment built in {entry.path} is broken: {problem}")
+    cache.hold(entry.path)  # ttfg env prune in another process leaves it alone while this one measures
+    _remember_name(entry.path, info, request.name)
     return Environment(request.name, str(entry.path / "venv" / "bin" / "python"), info["packages"],
                        info["interpreter"], key, entry.path, tuple(request.requirements or ()), request.origin,
                        entry.cached, time.monotonic() - started)
+
+
+def _lock_versions(lines: list[str]) -> dict[str, str]:
+    """``{name: version}`` of exact lock lines (``name==version``); other lines are ignored."""
+    out = {}
+    for line in lines:
+        name, sep, version = line.partition("==")
+        if sep:
+            out[_normalise(name.split("[")[0].strip())] = version.split(";")[0].strip()
+    return out
+
+
+def _missing(wanted: list[str], installed: dict[str, str]) -> list[str]:
+    """The requirements ``installed`` (``{name: version}``) does not satisfy, each as written."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for line in wanted:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        version = installed.get(_normalise(req.name))
+        if version is None or (req.specifier and not req.specifier.contains(version.split("+")[0], prereleases=True)
+                               and not req.specifier.contains(version, prereleases=True)):
+            out.append(line)
+    return out
+
+
+def _entry_info(path: Path, lock: list[str]) -> tuple[dict, str | None]:
+    """An entry's ``ttfg-env.json`` and why the entry cannot be used (None when it can): the record must
+    read, and every locked package must be installed at its locked version."""
+    record = path / "ttfg-env.json"
+    try:
+        info = json.loads(record.read_text())
+        packages = info["packages"]
+        info["interpreter"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {}, f"{record.name} cannot be read ({type(exc).__name__})"
+    if not isinstance(packages, dict):
+        return {}, f"{record.name} holds no package list"
+    if not (path / "venv" / "bin" / "python").exists():
+        return info, "its interpreter is missing"
+    locked = _lock_versions(lock)
+    wrong = [f"{n}=={v}" for n, v in locked.items() if packages.get(n) not in (v, None) or n not in packages]
+    if wrong:
+        return info, f"{', '.join(wrong[:5])} {'is' if len(wrong) == 1 else 'are'} not installed as locked"
+    return info, None
+
+
+def _remember_name(path: Path, info: dict, name: str) -> None:
+    """Add ``name`` to the entry's names: two requests for the same packages are one environment with two names."""
+    names = list(info.get("names") or [info.get("name")])
+    if name in names:
+        return
+    info["names"] = [*filter(None, names), name]
+    record = path / "ttfg-env.json"
+    tmp = record.with_name(f".{record.name}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(info, indent=1) + "\n")
+        os.replace(tmp, record)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a read-only cache: the name is only not remembered
 
 
 @dataclass
@@ -397,49 +519,80 @@ class CachedEnv:
     versions: dict[str, str | None]
     size_bytes: int
     age_s: float
+    #: Every name it was asked for under (one environment, several labels).
+    names: list[str] = field(default_factory=list)
+    #: Why the entry cannot be used (listed so that ``prune`` can remove it); None when it can.
+    problem: str | None = None
 
     def to_json(self) -> dict:
-        return {"key": self.key, "path": str(self.path), "name": self.name, "requested": self.requested,
-                "interpreter": self.interpreter, "versions": self.versions, "size_bytes": self.size_bytes,
-                "age_s": round(self.age_s, 1)}
+        return {"key": self.key, "path": str(self.path), "name": self.name, "names": self.names,
+                "requested": self.requested, "interpreter": self.interpreter, "versions": self.versions,
+                "size_bytes": self.size_bytes, "age_s": round(self.age_s, 1), "problem": self.problem}
 
 
 def cached(sizes: bool = True) -> list[CachedEnv]:
-    """Every finished environment in the cache, newest first."""
+    """Every finished environment in the cache, newest first; a broken one is listed with its problem."""
     out = []
     for path in cache.entries("envs"):
+        lock_file = path / "lock.txt"
+        lock = lock_file.read_text(errors="replace").splitlines() if lock_file.is_file() else []
+        info, problem = _entry_info(path, lock)
+        packages = info.get("packages") if isinstance(info.get("packages"), dict) else {}
         try:
-            info = json.loads((path / "ttfg-env.json").read_text())
-        except (OSError, ValueError):
-            continue
-        packages = info.get("packages") or {}
-        age = time.time() - (path / cache.MARKER).stat().st_mtime
-        out.append(CachedEnv(path.name, path, info.get("name", "?"), info.get("requested") or [],
-                             info.get("interpreter", "?"), {p: packages.get(p) for p in RECORDED if packages.get(p)},
-                             cache.size_bytes(path) if sizes else 0, age))
+            age = time.time() - (path / cache.MARKER).stat().st_mtime
+        except OSError:
+            continue  # removed meanwhile
+        names = [n for n in (info.get("names") or [info.get("name")]) if isinstance(n, str)]
+        out.append(CachedEnv(path.name, path, names[0] if names else "(broken)", list(info.get("requested") or []),
+                             str(info.get("interpreter", "?")),
+                             {p: packages.get(p) for p in RECORDED if packages.get(p)},
+                             cache.size_bytes(path) if sizes else 0, age, names, problem))
     return sorted(out, key=lambda e: e.age_s)
 
 
-def prune(keys: list[str] | None = None, older_than_s: float | None = None) -> list[CachedEnv]:
-    """Remove cached environments: the given keys (or names), those older than a duration, or all; returns them."""
+def prune(keys: list[str] | None = None, older_than_s: float | None = None,
+          on_note=None) -> list[CachedEnv]:
+    """Remove cached environments and return them.
+
+    Every filter given must hold (NAME and ``--older-than``: that name, and only if older);
+    none given removes all. An environment another process is using is kept, and said.
+
+    Raises
+    ------
+    UsageError
+        For a name or key that matches no cached environment (a typo would otherwise say
+        "nothing matched" and exit 0).
+    """
+    note = on_note or (lambda text: None)
+    envs = cached(sizes=False)
+    if keys:
+        known = {k for e in envs for k in (e.key, *e.names)}
+        unknown = [k for k in keys if k not in known]
+        if unknown:
+            raise UsageError(f"no cached environment is named {', '.join(map(repr, unknown))}; "
+                             "ttfg env list shows the names and keys")
     removed = []
-    for env in cached(sizes=False):
-        hit = (keys is None and older_than_s is None) or (keys and (env.key in keys or env.name in keys)) or (
-            older_than_s is not None and env.age_s > older_than_s)
-        if hit:
-            cache.remove(env.path)
-            removed.append(env)
+    for env in envs:
+        if keys and not (env.key in keys or set(env.names) & set(keys)):
+            continue
+        if older_than_s is not None and env.age_s <= older_than_s:
+            continue
+        if cache.in_use(env.path):
+            note(f"kept {env.name} ({env.key}): a running ttfg is measuring in it")
+            continue
+        cache.remove(env.path)
+        removed.append(env)
     return removed
 
 
 def uv_cache_size() -> int:
     """Bytes of uv's shared package cache (what the environments' files are hard-linked from)."""
-    out = _uv(["cache", "dir"], "uv cache dir", 60)
+    out = run_uv(["cache", "dir"], "uv cache dir", 60)
     folder = Path(out.stdout.strip()) if out.returncode == 0 else None
     return cache.size_bytes(folder) if folder and folder.is_dir() else 0
 
 
-__all__ = ["CURRENT", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
+__all__ = ["CURRENT", "check_distinct", "resolver_message", "run_uv", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
            "parse", "probe_tools", "prune", "requirement_lines", "resolve", "uv_cache_size"]
 
 
@@ -453,7 +606,7 @@ def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[
     out, skips = [], list(skipped)
     for name, env in envs.items():
         modules = sorted({m for c in cases for m in _backend_modules(engines, c.backend)})
-        found = whence(env.python, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, modules, {}).modules \
+        found = whence(env.python, ProbeTarget.of(env).asking_environ(), modules, {}).modules \
             if modules else {}
         for case in cases:
             missing = [m for m in _backend_modules(engines, case.backend) if not found.get(m)]

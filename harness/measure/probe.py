@@ -13,6 +13,7 @@ stdout: frameworks print). The object is::
     {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
+    {"ok": true, "files": [...]}      (coverage: the source files that ran, import to first gradient)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
 
 ``first_grad_end_monotonic`` is ``time.monotonic()`` when the first gradient returned;
@@ -44,14 +45,19 @@ COMPILE_PHASES = ("trace", "lower", "compile")
 def timing(case: Case, out: dict) -> dict:
     """Fill ``out`` as the phases pass (``out["phase"]`` names the one running)."""
     clock = time.perf_counter
-    spec = case.spec
-    weights, x = spec.init(0), spec.example_input(0)
-    impl = engines.get(case.backend)()
     out["phase"] = "import"
     t0 = clock()
+    # Imports are measured where they happen: a plugin's model and backend live in the library's own
+    # package, and importing it (with whatever its __init__ imports: torch, scipy) is import time.
+    # Loaded before this clock, a library that imports torch showed a 0.2 ms import phase.
+    _import_plugins(case)
+    impl = engines.get(case.backend)()
     impl.import_framework()
     t1 = clock()
+    spec = case.spec  # the spec and its weights are NumPy data, made outside every phase
+    weights, x = spec.init(0), spec.example_input(0)
     out["phase"] = "build"
+    t1b = clock()
     engine = impl.build(spec, weights, x, case.variant_dict)
     t2 = clock()
     out["phase"] = "first_gradient"
@@ -72,7 +78,7 @@ def timing(case: Case, out: dict) -> dict:
     if not phases:
         split["execute"] = first
     out.update({
-        "import_s": t1 - t0, "build_s": t2 - t1, "first_grad_s": first, "first_grad_cpu_s": first_cpu,
+        "import_s": t1 - t0, "build_s": t2 - t1b, "first_grad_s": first, "first_grad_cpu_s": first_cpu,
         "second_grad_s": t4 - t3,
         **{f"{p}_s": split[p] for p in GRADIENT_PHASES},
     })
@@ -85,6 +91,23 @@ def timing(case: Case, out: dict) -> dict:
     if not math.isfinite(loss):
         raise FloatingPointError(f"first gradient's loss is {loss}")
     return out
+
+
+def _import_plugins(case: Case) -> None:
+    """Import the modules that define the case's model and backend (a plugin's package, and what it imports).
+
+    A model that cannot be loaded fails here, in the import phase, with the same error
+    ``case.spec`` gives.
+    """
+    from ttfg import models
+
+    from .cases import parse_model
+
+    try:
+        models.builder(parse_model(case.model)[0])
+    except Exception:  # the spec, loaded next, raises the user-facing error (unknown model, broken plugin)
+        case.spec
+        raise
 
 
 def _built_engine(case: Case, out: dict, window=None):
@@ -240,10 +263,43 @@ def profile(case: Case, out: dict) -> dict:
     return out
 
 
+def coverage(case: Case, out: dict) -> dict:
+    """Which source files ran from the import to the end of the first gradient (their functions or module code).
+
+    Why: a pull request that changes files the measured path never runs cannot move the
+    measurement, and a gate that calls it "unchanged" says something it never tested. The
+    trace costs time (a Python call per function call), so it runs in a process of its own,
+    never in a timed one. ``sys.settrace``'s global function sees each new frame once
+    ("call") and returns None, so no line is traced.
+    """
+    import threading
+
+    seen: set[str] = set()
+
+    def tracer(frame, event, arg):
+        seen.add(frame.f_code.co_filename)
+        return None
+
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    try:
+        out["phase"] = "import"
+        _import_plugins(case)
+        engine = _built_engine(case, out)
+        out["phase"] = "first_gradient"
+        engine.first_gradient()
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    out["files"] = sorted(f for f in seen if not f.startswith("<"))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ttfg.measure.probe", description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, help="case as JSON: {model, backend, variant}")
-    parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile"), default="timing")
+    parser.add_argument("--kind", choices=("timing", "allocations", "instructions", "profile", "coverage"),
+                        default="timing")
     parser.add_argument("--report", required=True, help="file to write the result object to")
     parser.add_argument("--python-allocators", action="store_true", help="memray: trace pymalloc too")
     args = parser.parse_args(argv)
@@ -257,6 +313,8 @@ def main(argv=None) -> int:
             instructions(case, out)
         elif args.kind == "profile":
             profile(case, out)
+        elif args.kind == "coverage":
+            coverage(case, out)
         else:
             timing(case, out)
         out["ok"] = True

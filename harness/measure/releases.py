@@ -134,6 +134,34 @@ def thin(versions: list[str], every: str) -> list[str]:
     return sorted({versions[0], *last.values()}, key=_key)
 
 
+def _distinct(versions: list[str], notes: list[str]) -> list[str]:
+    """The versions as releases: each checked (PEP 440), one per release (``1.7`` and ``1.7.0`` are one
+    release, measured once: gating it against itself would report a difference between a thing and itself).
+
+    Raises
+    ------
+    UsageError
+        For an empty list or a string that is not a version, naming it.
+    """
+    from packaging.version import InvalidVersion
+
+    seen: dict = {}
+    for text in versions:
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            key = _key(text)
+        except InvalidVersion:
+            raise UsageError(f"--versions: {text!r} is not a version (write e.g. 0.4.38)") from None
+        if key in seen and seen[key] != text:
+            notes.append(f"{seen[key]} and {text} are one release: measured once")
+        seen.setdefault(key, text)
+    if not seen:
+        raise UsageError("--versions names no version (write e.g. --versions 0.4.38,0.10.2)")
+    return [seen[k] for k in sorted(seen)]
+
+
 def plan(package: str, versions: list[str] | None = None, low: str | None = None, high: str | None = None,
          every: str = "minor", extra: tuple[str, ...] = ()) -> tuple[list[Release], list[str]]:
     """The releases to sweep, and notes on those that cannot be had here.
@@ -160,8 +188,8 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
     if package not in BACKENDS:
         raise UsageError(f"ttfg releases {package!r}: known packages are {', '.join(BACKENDS)}")
     notes = []
-    if versions:
-        chosen = sorted(dict.fromkeys(versions), key=_key)
+    if versions is not None:
+        chosen = _distinct(versions, notes)
     elif package == "torch":
         local = in_range(local_wheels("torch"), low, high)
         notes.append("torch: this machine can install " + (", ".join(local) if local else "no release")

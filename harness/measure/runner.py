@@ -20,13 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from . import instructions, metadata
 from .cases import Case, Skipped
 from .schedule import Step, schedule
+from .target import ProbeTarget, child_environ
 from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
 from ..results.model import CaseResult, ColdEvidence, Results, Sample
 from ..results.validate import sample_problem
@@ -51,52 +52,26 @@ class RunSettings:
     instructions: bool = False
     #: Sampled-stack processes (pyinstrument) per case, after the timings: the function-level attribution.
     profiles: int = 0
-    python: str = sys.executable
-    #: An import root put first on the probe's ``PYTHONPATH``: a gate side's installed revision
-    #: (``sides.py``). None: the probe imports this interpreter's own packages.
-    source: Path | None = None
-    extra_env: dict[str, str] = field(default_factory=dict)
+    #: Where the probes run (``target.py``): the interpreter and the import roots first on its path
+    #: (a gate side's installed revision, ttfg's overlay in a built environment). What to sample is
+    #: everything above; where is this one field, built by ``ProbeTarget.of`` alone.
+    target: ProbeTarget = field(default_factory=ProbeTarget)
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        data["source"] = None if self.source is None else str(self.source)
+        """The settings as results files record them. The target is written as the three keys files have
+        always held (``python``, ``source``: the project's import root, ``extra_env``: a built environment's
+        whole ``PYTHONPATH``), so files before and after this field compare and merge alike."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "target"}
         data["caches"] = list(self.caches)
+        data["python"] = self.target.python
+        data["source"] = None if self.target.source is None else str(self.target.source)
+        data["extra_env"] = ({"PYTHONPATH": self.target.pythonpath(None)} if self.target.isolated else {})
         return data
 
 
 def probe_env(settings: RunSettings, cache_dir: Path, cache: str) -> dict[str, str]:
-    """The child's environment: pinned threads and hash seed, caches under ``cache_dir``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "TORCHINDUCTOR_", "TRITON_"))}
-    threads = str(settings.threads)
-    env.update({
-        "PYTHONHASHSEED": "0",
-        "PYTHONPATH": os.pathsep.join(filter(None, [settings.source and str(settings.source),
-                                                    os.environ.get("PYTHONPATH")])),
-        "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
-        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
-        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
-        "XDG_CACHE_HOME": str(cache_dir / "xdg"),
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-    })
-    if settings.threads == 1:
-        # Only the first token is an XLA flag. ``intra_op_parallelism_threads=1`` is not one, and XLA
-        # stops reading XLA_FLAGS at it (measured: a --xla_dump_to after it dumps nothing). It is kept,
-        # inert, because every stored results file's fingerprint carries this exact string, and files
-        # that differ in it are refused as measured on different machines; nothing may follow it.
-        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    if cache == "warm":
-        env.update({
-            "JAX_ENABLE_COMPILATION_CACHE": "true",
-            "JAX_COMPILATION_CACHE_DIR": str(cache_dir / "jax"),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-        })
-    else:
-        env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
-    env.update(settings.extra_env)
-    return env
+    """The child's environment for ``settings`` (``target.child_environ``, the one place it is built)."""
+    return child_environ(settings.target, settings.threads, cache_dir, cache)
 
 
 def count_files(folder: Path) -> int:
@@ -124,7 +99,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
     cache_dir = cache_dir or workdir / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     report, out_log, err_log = workdir / "report.json", workdir / "stdout.log", workdir / "stderr.log"
-    cmd = [settings.python, "-m", "ttfg.measure.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
+    cmd = [settings.target.python, "-m", "ttfg.measure.probe", "--case", json.dumps(case.to_json()), "--kind", kind,
            "--report", str(report)]
     if settings.python_allocators and kind == "allocations":
         cmd.append("--python-allocators")
@@ -275,28 +250,29 @@ def garbage(sample: dict) -> str | None:
 
 
 def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings,
-                env: "Environment | None" = None, envs: "dict[str, Environment] | None" = None) -> Results:
+                envs: "Mapping[str, Environment] | None" = None) -> Results:
     """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case.
 
-    ``envs`` (``ttfg run --env``) are the environments the cases name, each recorded under
-    ``environment.envs``. ``env`` is the one environment the probes run in (``environments.py``); it is recorded as
-    ``environment.env`` (name, interpreter, every framework's and numpy's version), and a
-    built one's versions replace this interpreter's in ``packages`` and the fingerprint:
-    they are what was measured.
+    ``envs`` are the environments the probes run in, by name (a gate side's one, or the ones
+    ``ttfg run --env`` cases name in ``Case.env``), recorded the same way on every route:
+    ``environment.envs`` maps each name to what was read inside it (interpreter, key, every
+    package's version). When every probe runs in one built environment, its versions replace
+    this interpreter's in ``packages`` and the fingerprint: they are what was measured.
     """
     env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
                     if k in metadata.THREAD_VARS}
     collected = metadata.collect(env_settings)
     fingerprint = metadata.fingerprint(env_settings)
-    if env is not None:
-        collected["env"] = env.to_json()
+    envs = dict(envs or {})
+    if envs:
+        collected["envs"] = {name: e.to_json() for name, e in envs.items()}
+    if len(envs) == 1:
+        (env,) = envs.values()
         if not env.current:
             collected["packages"] = {**{name: env.version(name) for name in metadata.PACKAGES},
                                      "ttfg": collected["packages"].get("ttfg")}
             collected["python_executable"] = env.python
             fingerprint.packages = {**fingerprint.packages, **collected["packages"]}
-    if envs:  # a run over several environments: each case's id names its own (``Case.env``)
-        collected["envs"] = {name: e.to_json() for name, e in envs.items()}
     results = Results(collected, settings.to_json(), fingerprint=fingerprint)
     for case in cases:
         results.cases.append(CaseResult(case.id, case.model, case.backend, case.variant_dict))
@@ -319,8 +295,7 @@ class Runner:
         self._overlay = None
 
     def settings_for(self, case: Case) -> RunSettings:
-        """The settings a case's probes run with: its environment's interpreter, and there ttfg's overlay
-        as the only ``PYTHONPATH`` (the parent's path would leak this interpreter's packages in)."""
+        """The settings a case's probes run with: the target of the environment it names (``Case.env``)."""
         env = self.envs.get(case.env) if case.env else None
         if env is None or env.current:
             return self.settings
@@ -328,8 +303,7 @@ class Runner:
             from .sources import self_overlay
 
             self._overlay = self_overlay()
-        return replace(self.settings, python=env.python,
-                       extra_env={**self.settings.extra_env, "PYTHONPATH": str(self._overlay)})
+        return replace(self.settings, target=ProbeTarget.of(env, overlay=self._overlay))
 
     def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""

@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from . import environments
 from .environments import Environment, Request
 from .sources import Installed, InstallError, Whence, install, self_overlay, whence
+from .target import ProbeTarget
 from .worktrees import Revision, worktrees
 from ..errors import TtfgError
 
@@ -76,13 +77,15 @@ class Side:
         """Whether the side runs in a built environment (not the current interpreter)."""
         return self.env is not None and not self.env.current
 
+    @property
+    def target(self) -> ProbeTarget:
+        """Where this side's probes run: its interpreter, its installed revision first on the path, and in
+        a built environment ttfg's overlay after it (the parent's path would leak its packages in)."""
+        return ProbeTarget.of(self.env, source=self.source, overlay=self.ttfg_overlay)
+
     def run_settings(self, run: "RunSettings") -> "RunSettings":
-        """``run`` for this side's probes: its import root, its interpreter, and in a built environment a
-        ``PYTHONPATH`` of the revision and ttfg only (the parent's path would leak its packages in)."""
-        extra = dict(run.extra_env)
-        if self.built_env:
-            extra["PYTHONPATH"] = os.pathsep.join(str(p) for p in (self.source, self.ttfg_overlay) if p)
-        return replace(run, source=self.source, python=self.python, extra_env=extra)
+        """``run`` for this side's probes: the same sampling, this side's target."""
+        return replace(run, target=self.target)
 
     def to_json(self) -> dict:
         """What a results file records of the side (``environment.side``)."""
@@ -152,15 +155,20 @@ class EnvPlan:
     """Each side's environment request, and what the choice leaves unmeasured (said in every verdict)."""
 
     requests: dict[str, Request]
-    #: Files whose declared dependencies differ between base and head.
+    #: Files that can declare dependencies and differ between base and head.
     changed: list[str]
     #: Set when a dependency change is deliberately not measured (``--envs current``).
     unmeasured: str | None = None
+    #: Set when declarations changed but both sides resolve to the same packages: measured once, and said.
+    same_packages: str | None = None
+    #: ``{package: (base, head)}`` where the two resolutions differ (empty when not resolved or the same).
+    differences: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def describe(self) -> str:
         names = {role: r.name for role, r in self.requests.items()}
         if len(set(names.values())) == 1 and all(r.current for r in self.requests.values()):
-            return "both sides in this interpreter" + (f" ({self.unmeasured})" if self.unmeasured else "")
+            note = self.unmeasured or self.same_packages
+            return "both sides in this interpreter" + (f" ({note})" if note else "")
         return "; ".join(f"{role} in {r.name} ({r.origin})" for role, r in self.requests.items())
 
 
@@ -170,21 +178,23 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
 
     - ``--base-env``/``--head-env`` given: those (a side without one runs in this interpreter);
       an upgrade gate gives both for one revision.
-    - ``auto`` (the default): when base and head declare the same dependencies
-      (``dependencies.py``), both run in this interpreter, the fast path; when they differ,
-      each runs in the environment its own revision declares.
-    - ``declared``: always each revision's declared environment.
+    - ``auto`` (the default): when no file that can declare dependencies differs between base
+      and head, both run in this interpreter, the fast path. When one does, uv resolves each
+      revision's own declarations (``dependencies.py``): the same packages on both sides are
+      measured once, in this interpreter, and the plan says the change resolved to the same
+      packages; different packages are built as one environment per side.
+    - ``declared``: always each revision's resolved declarations, each in its environment.
     - ``current``: this interpreter for both; a dependency change is then *not measured*,
       and the plan says so, for every verdict to repeat.
 
     Raises
     ------
     UsageError
-        For an unknown mode, a bad environment option, or changed declarations ttfg cannot
-        build from (naming the files and the options that choose by hand).
+        For an unknown mode, a bad environment option, declarations uv cannot resolve, or a
+        changed lock ttfg cannot build from (naming the files and the options that choose by hand).
     """
     from ..errors import UsageError
-    from .dependencies import buildable, declared_at
+    from .dependencies import DeclarationError, changed_declarations, resolve_at, unreadable
 
     current = Request(environments.CURRENT, None, "this interpreter")
     if base_env or head_env:
@@ -192,23 +202,37 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
                         "head": environments.parse(head_env, "--head-env") if head_env else current}, [])
     if mode not in ENV_MODES:
         raise UsageError(f"--envs {mode!r}: choose one of {', '.join(ENV_MODES)}")
-    decls = {"base": declared_at(repo, base.commit, project_dir), "head": declared_at(repo, head.commit, project_dir)}
-    changed = decls["base"].differs(decls["head"])
+    changed = changed_declarations(repo, base.commit, head.commit) if base.commit != head.commit else []
     if mode == "current" or (mode == "auto" and not changed):
         unmeasured = (f"the dependency change ({', '.join(changed)}) was not measured: both sides ran in this "
                       "interpreter (--envs current)") if changed else None
         return EnvPlan({"base": current, "head": current}, changed, unmeasured)
+    by_hand = ("Choose environments with --base-env/--head-env, or pass --envs current to measure the code alone "
+               "(the dependency change is then not measured, and every verdict says so)")
+    locks = unreadable(changed)
+    if locks:
+        raise UsageError(f"{', '.join(locks)} changed between base and head, and ttfg cannot build an environment "
+                         f"from {'it' if len(locks) == 1 else 'them'}. {by_hand}")
+    resolved = {}
+    for role, rev in (("base", base), ("head", head)):
+        try:
+            resolved[role] = resolve_at(repo, rev.commit, project_dir)
+        except DeclarationError as exc:
+            raise UsageError(f"the {role} side's dependencies cannot be resolved: {exc}. {by_hand}") from None
+    differences = resolved["base"].differs(resolved["head"])
+    if mode == "auto" and not differences:
+        same = (f"the dependency files changed ({', '.join(changed)}) but resolve to the same packages on both "
+                "sides: measured once, in this interpreter") if changed else None
+        return EnvPlan({"base": current, "head": current}, changed, same_packages=same)
     requests = {}
     for role, rev in (("base", base), ("head", head)):
-        why = buildable(decls[role], changed or [decls[role].source or "pyproject.toml"])
-        if why:
-            raise UsageError(f"base and head declare different dependencies ({', '.join(changed)}), and the {role} "
-                             f"environment cannot be built: {why}. Choose environments with --base-env/--head-env, or "
-                             "pass --envs current to measure the code alone (the dependency change is then not "
-                             "measured, and every verdict says so)")
-        requests[role] = Request(f"{role}-{rev.short[:8]}", decls[role].requirements,
-                                 f"{decls[role].source} at {rev.short}")
-    return EnvPlan(requests, changed)
+        if not resolved[role].lines:
+            raise UsageError(f"the {role} side declares no dependencies to build an environment from "
+                             f"(requirements.txt, pyproject.toml's [project] dependencies, constraints.txt or uv.lock "
+                             f"at {rev.short}). {by_hand}")
+        requests[role] = Request(f"{role}-{rev.short[:8]}", resolved[role].lines,
+                                 f"{resolved[role].source} at {rev.short}")
+    return EnvPlan(requests, changed, differences=differences)
 
 
 def _modules_of(cases: list["Case"]) -> tuple[list[str], list[str], dict[str, list[str]]]:

@@ -2,6 +2,11 @@
 
 Format history (``"format": "ttfg-results"``):
 
+* version 2, change of 2026-12-04: every route records the environments its probes ran
+  in the same way, ``environment.envs`` (name -> interpreter, key, requested lines,
+  versions, packages, read inside the environment). A gate side's files wrote
+  ``environment.env`` (one object) before, ``ttfg run --env`` wrote ``envs``; nothing
+  reads the older ``env`` key, so those files read unchanged.
 * version 2, addition of 2026-12-03 (optional; earlier files read with it null): timing
   samples carry ``first_grad_cpu_s``, the CPU time of the first gradient (every thread
   of the probe), which a busier machine moves less than the wall time.

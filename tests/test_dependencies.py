@@ -1,0 +1,139 @@
+"""A dependency change is seen however it is declared, because uv reads the declarations.
+
+Each case here was a silent pass before (the hostile user's findings): a bump inside a
+``-r`` include, a pin changed in ``pyproject.toml`` beside a ``requirements.txt``, a range
+narrowed in ``constraints.txt``, a valid requirement ttfg's own reader rejected. Every
+test makes a real repository and lets uv resolve against the package registry (cached
+after the first run), as the gate does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ttfg.errors import UsageError
+from ttfg.measure.dependencies import changed_declarations, is_declaration, resolve, resolve_at
+from ttfg.measure.sides import plan_environments
+from ttfg.measure.worktrees import Revision
+
+PYPROJECT = '[project]\nname = "lib"\nversion = "1"\ndependencies = [{deps}]\n'
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _rev(repo: Path, commit: str) -> Revision:
+    return Revision(commit, commit, "subject")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    _git(tmp_path, "init", "-q", "-b", "main")
+    return tmp_path
+
+
+def _plan(repo: Path, base: str, head: str, **kw):
+    return plan_environments(repo, _rev(repo, base), _rev(repo, head), **kw)
+
+
+def test_a_bump_inside_an_included_file_is_resolved_and_measured(repo):
+    base = _commit(repo, {"requirements.txt": "-r requirements/base.txt\n",
+                          "requirements/base.txt": "autograd==1.7.0\n", "lib.py": ""}, "base")
+    head = _commit(repo, {"requirements/base.txt": "autograd==1.9.1\n"}, "bump inside the include")
+    assert changed_declarations(repo, base, head) == ["requirements/base.txt"]
+    plan = _plan(repo, base, head)
+    assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
+    assert "autograd==1.9.1" in plan.requests["head"].requirements
+    assert "autograd==1.7.0" in plan.requests["base"].requirements
+    assert not plan.requests["base"].current and not plan.requests["head"].current
+
+
+def test_a_pin_changed_in_pyproject_beside_requirements_is_seen(repo):
+    base = _commit(repo, {"requirements.txt": "autograd\n", "pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')},
+                   "base")
+    head = _commit(repo, {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')}, "bump in pyproject only")
+    plan = _plan(repo, base, head)
+    assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
+    assert "requirements.txt + pyproject.toml" in plan.requests["head"].origin
+
+
+def test_declarations_that_contradict_each_other_are_refused_quoting_uv(repo):
+    base = _commit(repo, {"requirements.txt": "autograd==1.9.1\n", "pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')},
+                   "base")
+    head = _commit(repo, {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')}, "pyproject disagrees")
+    with pytest.raises(UsageError, match="head side's dependencies cannot be resolved"):
+        _plan(repo, base, head)
+
+
+def test_a_range_narrowed_in_constraints_is_kept(repo):
+    base = _commit(repo, {"constraints.txt": "numpy<2.5\n"}, "base")
+    head = _commit(repo, {"constraints.txt": "numpy<2.3\n"}, "narrow the range")
+    plan = _plan(repo, base, head)
+    base_numpy, head_numpy = plan.differences["numpy"]
+    assert base_numpy != head_numpy and head_numpy.startswith("==2.2"), plan.differences
+
+
+def test_a_change_that_resolves_to_the_same_packages_is_measured_once_and_said(repo):
+    base = _commit(repo, {"requirements.txt": "autograd==1.7.0\n"}, "base")
+    head = _commit(repo, {"requirements.txt": "# pinned for the release\nautograd == 1.7.0\n"}, "comment and spaces")
+    plan = _plan(repo, base, head)
+    assert all(r.current for r in plan.requests.values())
+    assert plan.same_packages and "resolve to the same packages" in plan.same_packages
+    assert "resolve to the same packages" in plan.describe()
+    assert plan.unmeasured is None
+
+
+def test_requirements_pip_reads_are_read(tmp_path):
+    """Markers, spaces around operators, ranges with commas and line continuations: all valid for pip."""
+    (tmp_path / "requirements.txt").write_text(
+        'autograd == 1.7.0 ; python_version >= "3"\n'
+        "numpy>=1.26,<3 \\\n"
+        "  # a continued line\n"
+        "scipy; sys_platform == 'win32'\n")
+    got = resolve(tmp_path)
+    assert "autograd==1.7.0" in got.lines and any(line.startswith("numpy==") for line in got.lines)
+    assert not any(line.startswith("scipy") for line in got.lines)  # its marker excludes this machine
+    assert got.files == ("requirements.txt",)
+
+
+def test_the_project_itself_is_never_a_requirement(tmp_path):
+    (tmp_path / "requirements.txt").write_text("-e .\nautograd==1.7.0\n")
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT.format(deps='"autograd>=1.7"'))
+    assert all("lib" not in line and "file:" not in line for line in resolve(tmp_path).lines)
+
+
+def test_what_counts_as_a_declaration_file():
+    for path in ("pyproject.toml", "requirements.txt", "requirements-dev.txt", "requirements/base.txt",
+                 "python/requirements/gpu.in", "constraints.txt", "uv.lock", "sub/poetry.lock", "setup.cfg"):
+        assert is_declaration(path), path
+    for path in ("README.md", "lib/model.py", "docs/notes.txt"):
+        assert not is_declaration(path), path
+
+
+def test_the_project_folder_is_where_declarations_are_read(repo):
+    commit = _commit(repo, {"python/requirements.txt": "autograd==1.7.0\n"}, "monorepo")
+    assert "autograd==1.7.0" in resolve_at(repo, commit, "python").lines
+    assert resolve_at(repo, commit).lines == ()
+
+
+def test_a_changed_lock_that_uv_cannot_read_is_refused_naming_it(repo):
+    base = _commit(repo, {"poetry.lock": "a\n", "requirements.txt": "autograd==1.7.0\n"}, "base")
+    head = _commit(repo, {"poetry.lock": "b\n"}, "lock changed")
+    with pytest.raises(UsageError, match="poetry.lock changed"):
+        _plan(repo, base, head)
