@@ -1,4 +1,4 @@
-"""``gate.json`` as one typed document (``results/gate_file.py``): written, read back, and older files migrated.
+"""``gate.json`` as one typed document (``results/gate_outcome.py``, ``results/gate_file.py``): written, read back, and older files migrated.
 
 The outcome the gate holds in memory and the one a reader loads from ``gate.json`` are one type, so
 every presenter takes either; a file of an older ttfg (before figures, before tiers) is brought to

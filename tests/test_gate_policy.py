@@ -17,7 +17,7 @@ from ttfg.decide import gate_loop
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GUARDED, GateSettings
 from ttfg.measure.sides import Side
-from ttfg.results import gate_file
+from ttfg.results import gate_outcome
 from ttfg.measure.cases import select
 from ttfg.measure.worktrees import Revision
 from ttfg.results import record
@@ -121,7 +121,7 @@ def noisy(level: float, spread: float = 0.02, shift: int = 0):
 def test_a_gross_regression_stops_at_min_pairs_and_alternates_the_order(gate_with):
     outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), min_pairs=5)
     (case,) = outcome.cases
-    assert case.stop == gate_file.DECIDED and case.pairs == case.attempted == 5
+    assert case.stop == gate_outcome.DECIDED and case.pairs == case.attempted == 5
     assert case.verdict.verdict == "regressed" and 1.9 < case.verdict.ratio < 2.1
     assert outcome.exit_code() == 1 and outcome.regressions() == [case]
     roles = [role for _, role, _ in fake.calls]
@@ -132,7 +132,7 @@ def test_a_gross_regression_stops_at_min_pairs_and_alternates_the_order(gate_wit
 def test_identical_sides_pass(gate_with):
     outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
     (case,) = outcome.cases
-    assert case.verdict.verdict == "unchanged" and case.stop == gate_file.DECIDED
+    assert case.verdict.verdict == "unchanged" and case.stop == gate_outcome.DECIDED
     assert outcome.exit_code() == 0
 
 
@@ -140,7 +140,7 @@ def test_max_pairs_ends_an_undecidable_case(gate_with):
     """A 4 % shift with 10 % noise cannot be decided against a 5 % effect in 6 pairs."""
     outcome, _ = gate_with(noisy(1.0, 0.1), noisy(1.04, 0.1, shift=3), min_pairs=3, max_pairs=6)
     (case,) = outcome.cases
-    assert case.stop == gate_file.MAX_PAIRS and case.attempted == 6
+    assert case.stop == gate_outcome.MAX_PAIRS and case.attempted == 6
     assert case.verdict.verdict == "inconclusive"
 
 
@@ -150,7 +150,7 @@ def test_budget_ends_sampling_and_the_final_look_decides(gate_with):
     at the level reserved for the last look."""
     outcome, fake = gate_with(noisy(1.0, 0.05), noisy(1.25, 0.05, shift=3), budget_s=100, min_pairs=5, max_pairs=60)
     (case,) = outcome.cases
-    assert case.stop == gate_file.BUDGET and case.attempted == 5 and len(fake.calls) == 10
+    assert case.stop == gate_outcome.BUDGET and case.attempted == 5 and len(fake.calls) == 10
     assert case.verdict.verdict == "regressed"
     assert "final look" in case.verdict.method
     assert "the time budget ran out after 5 of at most 60 pairs" in case.verdict.reason
@@ -164,13 +164,13 @@ def test_budget_is_shared_round_robin_and_a_decided_case_stops(gate_with):
     first, second = outcome.cases
     order = [case for case, role, _ in fake.calls if role == "base"]
     assert order[:4] == [first.case, second.case, first.case, second.case]
-    assert first.stop == second.stop == gate_file.DECIDED and first.attempted == second.attempted == 5
+    assert first.stop == second.stop == gate_outcome.DECIDED and first.attempted == second.attempted == 5
 
 
 def test_budget_too_short_for_two_pairs_is_inconclusive(gate_with):
     outcome, _ = gate_with(noisy(1.0), noisy(3.0, shift=3), budget_s=15)
     (case,) = outcome.cases
-    assert case.stop == gate_file.BUDGET and case.attempted == 1
+    assert case.stop == gate_outcome.BUDGET and case.attempted == 1
     assert case.verdict.verdict == "inconclusive" and "at least 2 are needed" in case.verdict.reason
     assert outcome.exit_code() == 0
 
@@ -178,7 +178,7 @@ def test_budget_too_short_for_two_pairs_is_inconclusive(gate_with):
 def test_a_base_that_never_runs_exits_2(gate_with):
     outcome, fake = gate_with(lambda i: "RuntimeError: broken model", noisy(1.0), max_failures=2)
     (case,) = outcome.cases
-    assert case.stop == gate_file.BASE_BROKEN and case.attempted == 2 and case.failed == {"base": 2, "head": 0}
+    assert case.stop == gate_outcome.BASE_BROKEN and case.attempted == 2 and case.failed == {"base": 2, "head": 0}
     assert case.verdict.verdict == "inconclusive" and "RuntimeError: broken model" in case.verdict.reason
     assert outcome.exit_code() == 2 and outcome.base_broken() == [case]
 
@@ -186,7 +186,7 @@ def test_a_base_that_never_runs_exits_2(gate_with):
 def test_a_head_that_never_runs_is_a_regression(gate_with):
     outcome, _ = gate_with(noisy(1.0), lambda i: "ImportError: gone", max_failures=3)
     (case,) = outcome.cases
-    assert case.stop == gate_file.HEAD_BROKEN and case.attempted == 3
+    assert case.stop == gate_outcome.HEAD_BROKEN and case.attempted == 3
     assert case.verdict.verdict == "regressed" and "head cannot run" in case.verdict.reason
     assert outcome.exit_code() == 1
 
@@ -199,13 +199,13 @@ def test_failures_after_good_samples_stop_the_case_and_drop_incomplete_pairs(gat
     assert case.failed == {"base": 0, "head": 2}
     assert "sampling stopped after repeated failures after 3 of at most" in case.verdict.reason
     # 3 complete pairs are fewer than --min-pairs (5), and only head failed: not a pass (issue 25, class 4).
-    assert case.stop == gate_file.HEAD_FAILING and case.verdict.verdict == "inconclusive" and outcome.exit_code() == 2
+    assert case.stop == gate_outcome.HEAD_FAILING and case.verdict.verdict == "inconclusive" and outcome.exit_code() == 2
 
 
 def test_a_metric_the_backend_does_not_report_stops_at_once(gate_with):
     outcome, _ = gate_with(lambda i: 1.0, lambda i: 1.0, metric="compile_s")  # good samples, no compile phase
     (case,) = outcome.cases
-    assert case.stop == gate_file.NO_METRIC and case.attempted == 1
+    assert case.stop == gate_outcome.NO_METRIC and case.attempted == 1
     assert case.verdict.verdict == "inconclusive" and "does not report compile_s" in case.verdict.reason
 
 

@@ -17,7 +17,7 @@ from ttfg.decide import gate_loop, tiers
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.measure.sides import Side
-from ttfg.results import gate_file
+from ttfg.results import gate_outcome
 from ttfg.errors import UsageError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
@@ -235,7 +235,7 @@ def test_the_budget_goes_to_the_cases_the_counts_left(gate_with):
     assert len(settled) == len(timed) == 1 and settled[0].attempted == 5 and timed[0].attempted > 5
     pairs = [case for case, role, kind in fake.calls if kind == "timing" and role == "base"]
     assert pairs.count(timed[0].case) == timed[0].attempted
-    assert timed[0].stop == gate_file.BUDGET
+    assert timed[0].stop == gate_outcome.BUDGET
 
 
 def test_a_failed_count_sample_does_not_settle(gate_with):
@@ -346,7 +346,7 @@ def test_a_valgrind_failure_without_the_time_tier_exits_2_and_keeps_the_samples(
     outcome, _, _ = gate_with(Side_(), Side_(instructions="probe exited with status 1 and no valid report (valgrind: "
                                              "failed to start tool 'callgrind')"), tiers=("structural", "instructions"))
     (case,) = outcome.cases
-    assert case.stop == gate_file.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
+    assert case.stop == gate_outcome.COUNT_BROKEN and case.verdict.verdict == "inconclusive"
     assert "failed to start tool" in case.verdict.reason and outcome.exit_code() == 2
     head = record.load(outcome.files["head"])
     assert [s.kind for s in head.cases[0].samples if not s.ok] == ["instructions"]

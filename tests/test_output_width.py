@@ -86,7 +86,7 @@ def test_wide_run_table_is_one_table_with_every_column():
 def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     from ttfg.decide.compare import compare_results
     from ttfg.decide.gate_settings import GateSettings
-    from ttfg.results.gate_file import CaseOutcome, GateOutcome, RevisionData, SettingsData, SummaryData, VerdictData
+    from ttfg.results.gate_outcome import CaseOutcome, GateOutcome, RevisionData, SettingsData, SummaryData, VerdictData
     from ttfg.decide.stats import compare_paired, summarize
 
     base, head = a_run(), a_run()

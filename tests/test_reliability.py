@@ -24,7 +24,7 @@ import pytest
 
 from ttfg.decide import noise
 from ttfg.decide.gate_settings import GateSettings
-from ttfg.results import gate_file
+from ttfg.results import gate_outcome
 from ttfg.errors import TtfgError
 from ttfg.files import OneWriter
 from ttfg.history import asv_results, confirm
@@ -84,7 +84,7 @@ def test_1_a_shard_that_exited_2_never_merges_into_a_pass(sharded_gates, cli, tm
     """Both shards' counting failed (exit 2, no case regressed): the merge exits 2, not 0."""
     _, dirs, slow = sharded_gates
     for doc in _gate_docs(dirs):
-        _edit(doc, lambda d: (d.update(exit_code=2), [c.update(stop=gate_file.COUNT_BROKEN, verdict={
+        _edit(doc, lambda d: (d.update(exit_code=2), [c.update(stop=gate_outcome.COUNT_BROKEN, verdict={
             **c["verdict"], "verdict": "inconclusive"}) for c in d["cases"]]))
     out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
     summary = (tmp_path / "m" / "summary.md").read_text()
@@ -163,7 +163,7 @@ def test_4_a_head_failing_2_of_3_processes_is_not_a_pass(gate_with):
     outcome, _ = gate_with(noisy(1.0), head, budget_s=60, max_failures=3)
     (case,) = outcome.cases
     assert case.attempted == 3 and case.failed == {"base": 0, "head": 2} and case.pairs == 1
-    assert case.verdict.verdict == "inconclusive" and case.stop == gate_file.HEAD_FAILING
+    assert case.verdict.verdict == "inconclusive" and case.stop == gate_outcome.HEAD_FAILING
     assert outcome.exit_code() == 2
     from ttfg.present.gate_views import gate_markdown
 

@@ -21,7 +21,7 @@ import pytest
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.measure.sides import Side
-from ttfg.results import gate_file
+from ttfg.results import gate_outcome
 from ttfg.decide.merge_gate import load_shard, merge_gates
 from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import metadata
@@ -364,7 +364,7 @@ def _gate(tmp_path, cases, skipped, out, shard=None, slow=None):
     sides = _sides(tmp_path)
     outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(max_pairs=20), out,
                        sampler=CaseSampler(sides, slow), shard=shard, clock=lambda: 0.0)
-    (out / "gate.json").write_text(json.dumps(gate_file.document(outcome), indent=1))
+    (out / "gate.json").write_text(json.dumps(gate_outcome.document(outcome), indent=1))
     return outcome
 
 
@@ -609,9 +609,9 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
 
     def loop(cases, skipped, base, head, settings, out_dir, on_pair=None, on_note=None, shard=None, **_):
         seen.update(cases=[c.id for c in cases], shard=shard)
-        return gate_file.GateOutcome(gate_file.RevisionData.of(base.revision), gate_file.RevisionData.of(head.revision),
-                                     gate_file.SettingsData(settings.to_json()), [],
-                                     [gate_file.SkipData(s.id, s.reason) for s in skipped], 0.0,
+        return gate_outcome.GateOutcome(gate_outcome.RevisionData.of(base.revision), gate_outcome.RevisionData.of(head.revision),
+                                     gate_outcome.SettingsData(settings.to_json()), [],
+                                     [gate_outcome.SkipData(s.id, s.reason) for s in skipped], 0.0,
                                      {"base": "", "head": ""}, shard, metadata.fingerprint({}))
 
     @contextmanager

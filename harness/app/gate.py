@@ -24,16 +24,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from ..decide.gate_loop import PairEvent, run_gate
-from ..decide.gate_settings import GateSettings
+from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers
+from ..decide.tiers import DEFAULT_TIERS
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
 from ..measure.worktrees import Revision, repo_root, revisions
-from ..results.gate_file import GateOutcome
+from ..results.gate_outcome import GateOutcome
 
 if TYPE_CHECKING:
     from ..decide.expect import ExpectationCheck
     from ..measure.cases import Case, Skipped
     from ..results.model import NoiseFloor, ShardSection
+
+def settings(*, timeout_s: float, threads: int, **gate) -> GateSettings:
+    """The gate's settings from the command line's values: sampling in one probe a side per pair
+    (``RunSettings(repeat=1)``), everything else as ``GateSettings`` takes it, validated once there."""
+    from ..measure.runner import RunSettings
+
+    return GateSettings(run=RunSettings(repeat=1, timeout_s=timeout_s, threads=threads), **gate)
+
 
 #: What a finished report can say happened.
 DECIDED, SAME_COMMIT, INTERRUPTED = "decided", "same commit", "interrupted"
@@ -277,4 +286,4 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
         events.warning(warning)
 
 
-__all__ = ["DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]
+__all__ = ["DEFAULT_TIERS", "checked_guard", "checked_tiers", "settings", "DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]

@@ -137,8 +137,7 @@ def _out(text: str, path: str | None) -> None:
 
 
 def cmd_compare(args) -> int:
-    from ..results import record
-    from ..decide.compare import Thresholds, compare_results
+    from ..app.compare import compare
     from ..present.markdown import comparison_markdown
     from ..present.compare_views import compare_table, row_change
     from ..present.terminal import console as make_console
@@ -148,13 +147,8 @@ def cmd_compare(args) -> int:
 
     output_file(args.output, "--output")
     not_an_input(args.output, "--output", [args.base, args.head])
-    base = record.load(args.base)
-    head = record.load(args.head)
-    cmp = compare_results(base, head, metrics=args.metric,
-                          min_effect=Thresholds.parse(args.min_effect, None, "--min-effect"),
-                          threshold=Thresholds.parse(args.threshold, None, "--threshold"),
-                          alpha=args.alpha, cache=args.cache, base_label=args.base, head_label=args.head,
-                          force=args.force, across_envs=args.across_envs)
+    cmp = compare(args.base, args.head, args.metric, args.min_effect, args.threshold, args.alpha, args.cache,
+                  force=args.force, across_envs=args.across_envs)
     code = cmp.exit_code()
     if args.format == "json":
         _out(json.dumps(cmp.to_json(), indent=1) + "\n", args.output)
@@ -204,7 +198,7 @@ def _progress_line(event) -> str:
 def _guard(text: str) -> tuple[str, ...]:
     """``--guard``: timings, comma-separated, refused by argparse (exit 2) when ``GateSettings`` would refuse them
     (``gate_settings.checked_guard``, the one check), so that a typo costs no work."""
-    from ..decide.gate_settings import checked_guard
+    from ..app.gate import checked_guard
     from ..errors import UsageError
 
     names = tuple(t.strip() for t in text.split(",") if t.strip())
@@ -219,7 +213,7 @@ def _guard(text: str) -> tuple[str, ...]:
 def _tiers(text: str) -> tuple[str, ...]:
     """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when ``GateSettings`` would refuse it
     (``gate_settings.checked_tiers``, the one check)."""
-    from ..decide.gate_settings import checked_tiers
+    from ..app.gate import checked_tiers
     from ..errors import UsageError
 
     try:
@@ -270,9 +264,7 @@ def cmd_gate(args) -> int:
     from .config import project_dir
     from ..app import gate as use_case
     from ..errors import UsageError
-    from ..decide.gate_settings import GateSettings
     from ..fmt import parse_duration
-    from ..measure.runner import RunSettings
     from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_dir, output_file
@@ -287,12 +279,12 @@ def cmd_gate(args) -> int:
     output_dir(args.out_dir, "--out-dir", files=("base.json", "head.json", "gate.json", "summary.md"))
     output_file(args.write_suggested, "--write-suggested")
     not_an_input(args.write_suggested, "--write-suggested", [args.expectations])
-    settings = GateSettings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
-                            min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
-                            max_failures=args.max_failures, allocations=args.allocations,
-                            alloc_repeat=args.alloc_repeat, profiles=args.profiles,
-                            run=RunSettings(repeat=1, timeout_s=args.timeout, threads=args.threads),
-                            tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard)
+    settings = use_case.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
+                                 min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
+                                 max_failures=args.max_failures, allocations=args.allocations,
+                                 alloc_repeat=args.alloc_repeat, profiles=args.profiles, timeout_s=args.timeout,
+                                 threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat,
+                                 guard=args.guard)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
@@ -336,7 +328,7 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     from ..present.attribution_views import print_attribution
     from ..present.gate_views import case_lines, verdict_rows, wrapped
     from ..present.gate_views import gate_detail_table, gate_table
-    from ..results.gate_file import COUNT_BROKEN, HEAD_FAILING
+    from ..results.gate_outcome import COUNT_BROKEN, HEAD_FAILING
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
     width = console.width
@@ -386,14 +378,8 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
 
 
-def _load_runs(paths):
-    from ..results import record
-
-    return [record.load(p) for p in paths]
-
-
 def cmd_expect_check(args) -> int:
-    from ..decide import expect
+    from ..app.compare import check_expectations
     from ..present.markdown import expectations_markdown
     from ..present.terminal import console as make_console
 
@@ -401,10 +387,7 @@ def cmd_expect_check(args) -> int:
 
     output_file(args.write_suggested, "--write-suggested")
     not_an_input(args.write_suggested, "--write-suggested", [args.file, *args.runs])
-    expectations = expect.load(args.file)
-    check = expect.check(expectations, _load_runs(args.runs), path=args.file)
-    if args.write_suggested:
-        expect.save(args.write_suggested, check.suggested)
+    check = check_expectations(args.file, args.runs, args.write_suggested)
     code = check.exit_code()
     if args.format == "json":
         sys.stdout.write(json.dumps(check.to_json(), indent=1) + "\n")
@@ -420,28 +403,17 @@ def cmd_expect_check(args) -> int:
 
 
 def cmd_expect_update(args) -> int:
-    from ..decide import expect
-    from ..decide.compare import parse_fraction
+    from ..app.compare import update_expectations
 
     from .outputs import not_an_input, output_file
 
     output_file(args.out, "--out")
     not_an_input(args.out, "--out", args.runs)
-    existing = expect.load(args.out) if Path(args.out).exists() and not args.fresh else []
-    margins = {}
-    for text in args.margin or ():
-        key, eq, value = text.partition("=")
-        if not eq:
-            from ..errors import UsageError
-
-            raise UsageError(f"--margin {text!r}: expected METRIC=VALUE, e.g. alloc_count=0.02 or 'counters.*=0'")
-        margins[key.strip()] = parse_fraction(value, f"--margin {key}")
-    rows = expect.update(existing, _load_runs(args.runs), metrics=args.metric, margins=margins)
-    if not rows:
+    written = update_expectations(args.out, args.runs, args.metric, args.margin, fresh=args.fresh)
+    if not written:
         print(f"ttfg expect update: error: no deterministic metric found in {', '.join(args.runs)}", file=sys.stderr)
         return 2
-    expect.save(args.out, rows)
-    print(f"wrote {len(rows)} expectation(s) to {args.out}")
+    print(f"wrote {written} expectation(s) to {args.out}")
     return 0
 
 
@@ -454,7 +426,7 @@ def add_gate_commands(sub) -> None:
         The object ``build_parser`` got from ``add_subparsers``.
     """
     from .common_args import add_selection, add_threads, add_timeout
-    from ..decide.tiers import DEFAULT_TIERS
+    from ..app.gate import DEFAULT_TIERS
 
     p = sub.add_parser("compare", help="regression verdicts between two results files",
                        description=COMPARE_HELP, formatter_class=_formatter,

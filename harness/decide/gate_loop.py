@@ -34,7 +34,7 @@ the first-gradient window when the samples carry it), shown by every output.
 The clock is an argument (``clock``, ``time.monotonic`` by default), as in
 ``history.confirm.confirm``: the budget and the progress lines read it, and tests of the
 stopping rules pass a fake one. The git side (revisions, worktrees, the dirty-tree check)
-is ``measure/worktrees.py``; the outcome and its file, ``results/gate_file.py``.
+is ``measure/worktrees.py``; the outcome, ``results/gate_outcome.py``, and its file, ``results/gate_file.py``.
 """
 
 from __future__ import annotations
@@ -53,9 +53,7 @@ from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.sides import Side, environments_differ
-from ..results.gate_file import (BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED,
-                                 CaseOutcome, ChangeData, FailureData, GateOutcome, RevisionData, SettingsData,
-                                 SkipData, SummaryData, TierData, VerdictData)
+from ..results.gate_outcome import BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED, CaseOutcome, ChangeData, FailureData, GateOutcome, RevisionData, SettingsData, SkipData, SummaryData, TierData, VerdictData
 from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 

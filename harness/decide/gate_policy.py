@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING
 from .. import fmt, metrics
 from . import tiers as tiering
 from .gate_settings import DEFAULT_INTERIM_SHARE, GateSettings
-from ..results.gate_file import (BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure,
-                                 Guard, VerdictData)
+from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard, VerdictData
 from ..results.model import Sample
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ test on 0 of 3 against 2 of 3 failures is not significant at 10 % (p = 0.2), and
 gate exited 0, "no regression shown", with only the budget in its summary. Failures
 that the head alone had are evidence that something broke; with too few complete
 pairs there is also nothing to show the opposite. Such a case is held inconclusive
-and the gate exits 2 (it could not compare), never 0: its stop is ``gate_file.HEAD_FAILING``.
+and the gate exits 2 (it could not compare), never 0: its stop is ``gate_outcome.HEAD_FAILING``.
 
 The rule: the verdict is not already "regressed", the head failed more often than its
 base, and the complete pairs are fewer than the gate's ``--min-pairs`` (the fewest

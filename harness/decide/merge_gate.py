@@ -33,7 +33,7 @@ from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
 from ..results.model import Results
 from ..results.validate import fingerprint_from_json, shard_from_json
-from ..results.gate_file import BASE_BROKEN, COUNT_BROKEN
+from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN
 
 __all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_exit_code", "side_mismatch"]
 

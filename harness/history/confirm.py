@@ -124,7 +124,7 @@ def load(path: str | os.PathLike) -> dict[str, dict]:
 
 def _check_entry(path: Path, key: str, entry) -> None:
     """One stored outcome: every field of :class:`Confirmation`, typed, and a key that is its own step's."""
-    from ..results.gate_file import VERDICTS
+    from ..results.gate_outcome import VERDICTS
     from ..results.validate import _Reader
     from .trends import step_key
 

@@ -29,7 +29,8 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
-from ..results.gate_file import CaseOutcome, Figure, GateOutcome, document, migrate
+from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome, document
+from ..results.gate_file import migrate
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -186,7 +187,7 @@ def gate_page(head_results_path) -> dict | None:
 
 
 def presented_document(outcome: GateOutcome, check=None, exit_code: int | None = None, **fields) -> dict:
-    """``gate.json``'s document: the outcome (``gate_file.document``), then ``fields`` (what the gate adds: noise,
+    """``gate.json``'s document: the outcome (``gate_outcome.document``), then ``fields`` (what the gate adds: noise,
     passing_means, footer, environments, ...), then the words for people that ``gate.json`` has always carried.
 
     The one place presenter-made text enters ``gate.json``: each case's ``verdict.label``

@@ -24,7 +24,7 @@ def verdict_label(v) -> str:
     * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged;
     * ``unchanged (+0.1 %, margin ±1.32 %)``: a count of a gate tier within its margin.
 
-    ``v`` is a ``decide.stats.Verdict`` or a gate's ``gate_file.VerdictData``; the label a ``gate.json`` stored
+    ``v`` is a ``decide.stats.Verdict`` or a gate's ``gate_outcome.VerdictData``; the label a ``gate.json`` stored
     beside its verdict (the words of the ttfg that wrote it) wins.
     """
     if getattr(v, "label", None):
@@ -85,7 +85,7 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
 
 
 def passing_means(outcome, check=None) -> str:
-    """:func:`passing_sentence` for a gate's outcome (``gate_file.GateOutcome``) and its expectations check, when
+    """:func:`passing_sentence` for a gate's outcome (``gate_outcome.GateOutcome``) and its expectations check, when
     it ran one."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]

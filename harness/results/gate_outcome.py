@@ -1,0 +1,479 @@
+"""The gate's outcome as one typed document: what ``gate.json`` holds, in memory and as JSON.
+
+Why one type: the gate writes this document, and ``ttfg explain``, ``ttfg merge gate``,
+the report page and the terminal read it. Each used to read its own dict (and two parsed
+verdicts back into objects); here the outcome is typed once (:class:`GateOutcome`,
+:class:`CaseOutcome`, :class:`Figure`, :class:`Guard`), written by ``to_json`` and read
+by ``from_json``. Reading a file, checking it and bringing an older one to today's shape
+is ``gate_file.py``'s job.
+
+Why plain records for the statistics: this module sits in ``results/``, below the
+``decide/`` layer that computes verdicts. A case's verdict, summaries, failure test,
+tiers and counter changes are kept as their plain data (:class:`VerdictData`,
+:class:`SummaryData`, ...), with the same attribute names and the same JSON as the
+``decide`` objects they are made from, so a fresh outcome and a loaded one are one type.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .format import strict_json
+from .model import Fingerprint, Results, ShardSection
+from .validate import fingerprint_from_json, shard_from_json
+
+FORMAT, VERSION = "ttfg-gate", 1
+#: A case's verdicts.
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
+#: Why a case stopped sampling (``CaseOutcome.stop``).
+DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
+BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
+NOT_SETTLED, COUNT_BROKEN = "not settled", "counting failed"
+#: A head that failed with too few complete pairs left (``decide/head_failures.py``): exit 2, never a pass.
+HEAD_FAILING = "head failing"
+
+
+
+# ---------------------------------------------------------------------------- the typed document
+
+
+def _finite_or_none(v):
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def _nan(v) -> float:
+    """A number as the document keeps it in memory: null (not estimable) is NaN, as the statistics wrote it."""
+    return math.nan if v is None else v
+
+
+def _record(cls, data: dict):
+    """A plain record of ``cls`` from its JSON: the fields present, numbers' nulls as NaN, the rest as defaults."""
+    data = data or {}
+    kwargs = {}
+    for f in fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _nan(data[f.name]) if f.type == "float" else data[f.name]
+    return cls(**kwargs)
+
+
+@dataclass
+class VerdictData:
+    """A verdict's plain data (``decide.stats.Verdict``'s fields and JSON; NaN where not estimable)."""
+
+    verdict: str = "inconclusive"
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    n_base: int = 0
+    n_head: int = 0
+    method: str = ""
+    reason: str = ""
+    margin: float = math.nan
+    eq_low: float = math.nan
+    eq_high: float = math.nan
+    tost_p: float = math.nan
+    equivalent: bool = False
+    detectable: float = math.nan
+    detectable_high: float = math.nan
+    #: The words a file stored beside the verdict (``verdict_label`` of the ttfg that wrote it); None in a fresh
+    #: outcome. Never written by ``to_json``: the gate adds the label when it writes ``gate.json``.
+    label: str | None = None
+
+    @classmethod
+    def of(cls, verdict) -> "VerdictData":
+        """The plain data of a verdict of ``decide.stats`` (any object with these fields)."""
+        return cls(**{f.name: getattr(verdict, f.name) for f in fields(cls) if f.name != "label"})
+
+    def to_json(self) -> dict:
+        data = strict_json(asdict(self))
+        del data["label"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "VerdictData":
+        return _record(cls, data)
+
+
+@dataclass
+class SummaryData:
+    """Descriptive statistics of one side's values (``decide.stats.Summary``'s fields and JSON)."""
+
+    n: int = 0
+    median: float = math.nan
+    mean: float = math.nan
+    min: float = math.nan
+    max: float = math.nan
+    cv: float = math.nan
+
+    @classmethod
+    def of(cls, summary) -> "SummaryData":
+        return cls(**{f.name: getattr(summary, f.name) for f in fields(cls)})
+
+    def to_json(self) -> dict:
+        return strict_json(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SummaryData":
+        return _record(cls, data)
+
+
+@dataclass
+class FailureData:
+    """Did head fail significantly more often than base (``decide.stats.FailureTest``'s fields and JSON)."""
+
+    base_failed: int = 0
+    base_total: int = 0
+    head_failed: int = 0
+    head_total: int = 0
+    p_value: float = math.nan
+    regressed: bool = False
+    reason: str = ""
+
+    @classmethod
+    def of(cls, test) -> "FailureData":
+        return cls(**{f.name: getattr(test, f.name) for f in fields(cls)})
+
+    def to_json(self) -> dict:
+        return strict_json(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FailureData":
+        return _record(cls, data)
+
+
+@dataclass
+class TierData:
+    """What one tier found for one case (``decide.tiers.TierStep``'s fields and JSON)."""
+
+    tier: str
+    settled: bool
+    verdict: str
+    reason: str
+    #: Per metric: base and head values (medians), ratio, margin, verdict.
+    evidence: list[dict] = field(default_factory=list)
+    broken: str | None = None
+
+    @classmethod
+    def of(cls, step) -> "TierData":
+        return cls(step.tier, step.settled, step.verdict, step.reason, list(step.evidence), step.broken)
+
+    def to_json(self) -> dict:
+        return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
+                "broken": self.broken,
+                "evidence": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                              for k, v in e.items()} for e in self.evidence]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TierData":
+        return cls(data.get("tier") or "", bool(data.get("settled")), data.get("verdict") or "inconclusive",
+                   data.get("reason") or "", list(data.get("evidence") or []), data.get("broken"))
+
+
+@dataclass
+class ChangeData:
+    """A compared counter whose verdict is not "unchanged" (``decide.compare.Row``'s fields and JSON)."""
+
+    case: str
+    metric: str
+    compared_as: str
+    limit: Any
+    base: SummaryData
+    head: SummaryData
+    verdict: VerdictData
+
+    @classmethod
+    def of(cls, row) -> "ChangeData":
+        return cls(row.case, row.metric, row.compared_as, row.limit, SummaryData.of(row.base),
+                   SummaryData.of(row.head), VerdictData.of(row.verdict))
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "metric": self.metric, "compared_as": self.compared_as, "limit": self.limit,
+                "base": self.base.to_json(), "head": self.head.to_json(), "verdict": self.verdict.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ChangeData":
+        return cls(data.get("case") or "", data.get("metric") or "", data.get("compared_as") or "",
+                   data.get("limit"), SummaryData.from_json(data.get("base")), SummaryData.from_json(data.get("head")),
+                   VerdictData.from_json(data.get("verdict")))
+
+
+@dataclass(frozen=True)
+class RevisionData:
+    """A side's revision as the gate recorded it (``measure.worktrees.Revision``'s fields and JSON)."""
+
+    name: str
+    commit: str
+    subject: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.commit[:10]
+
+    @classmethod
+    def of(cls, rev) -> "RevisionData":
+        return cls(rev.name, rev.commit, rev.subject)
+
+    def to_json(self) -> dict:
+        return {"rev": self.name, "commit": self.commit, "subject": self.subject}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RevisionData":
+        return cls(data["rev"], data["commit"], data.get("subject") or "")
+
+
+@dataclass(frozen=True)
+class SkipData:
+    """A case not measured, and why."""
+
+    id: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"case": self.id, "reason": self.reason}
+
+
+@dataclass
+class SettingsData:
+    """How the gate sampled and decided, as ``decide.gate_settings.GateSettings.to_json`` wrote it.
+
+    The whole dict is kept (it is written back as it came); the fields readers use are named.
+    """
+
+    data: dict
+
+    @property
+    def metric(self) -> str:
+        return self.data.get("metric") or "first_grad_s"
+
+    @property
+    def min_effect(self) -> float:
+        return self.data["min_effect"]
+
+    @property
+    def alpha(self) -> float:
+        return self.data["alpha"]
+
+    @property
+    def budget_s(self) -> float:
+        return _nan(self.data.get("budget_s"))
+
+    @property
+    def max_pairs(self) -> int:
+        return self.data.get("max_pairs") or 0
+
+    @property
+    def guard(self) -> tuple[str, ...]:
+        """The guarded timings (gates before the guard: the gated metric alone)."""
+        return tuple(self.data.get("guard") or (self.metric,))
+
+    @property
+    def tiers(self) -> tuple[str, ...]:
+        """The tiers that could decide (gates before tiers: the time tier alone)."""
+        return tuple(self.data.get("tiers") or ("time",))
+
+    @property
+    def guard_alpha(self) -> float:
+        return self.alpha / len(self.guard)
+
+    def to_json(self) -> dict:
+        return self.data
+
+
+@dataclass
+class Figure:
+    """The numbers a verdict rests on, all of one metric in its one unit: base, head, their ratio, its interval.
+
+    ``ratio`` is ``head / base`` of exactly the two values shown: for paired timings they are
+    the geometric means over the complete pairs (the paired test's ratio is the geometric
+    mean of the pair ratios, which is their quotient), for counts the medians. None where
+    nothing was measured; never a placeholder.
+    """
+
+    metric: str
+    tier: str
+    base: float | None
+    head: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    #: What base and head are: "geometric mean of 12 pairs", "median of 3 samples", "1 sample".
+    statistic: str
+    n: int
+
+    def to_json(self) -> dict:
+        return {k: _finite_or_none(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Figure":
+        return cls(**{k: data.get(k) for k in ("metric", "tier", "base", "head", "ratio", "ci_low", "ci_high",
+                                                "statistic", "n")})
+
+
+@dataclass
+class Guard:
+    """One guarded timing's paired test: its verdict and the geometric means whose quotient is its ratio."""
+
+    metric: str
+    verdict: VerdictData
+    base: float
+    head: float
+    pairs: int
+
+    def figure(self) -> Figure:
+        v = self.verdict
+        return Figure(self.metric, "time", _finite_or_none(self.base), _finite_or_none(self.head),
+                      _finite_or_none(v.ratio), _finite_or_none(v.ci_low), _finite_or_none(v.ci_high),
+                      f"geometric mean of {self.pairs} pair{'s' if self.pairs != 1 else ''}", self.pairs)
+
+    def to_json(self) -> dict:
+        return {"metric": self.metric, "verdict": self.verdict.to_json(), "base": _finite_or_none(self.base),
+                "head": _finite_or_none(self.head), "pairs": self.pairs}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Guard":
+        return cls(data["metric"], VerdictData.from_json(data.get("verdict")), _nan(data.get("base")),
+                   _nan(data.get("head")), data.get("pairs") or 0)
+
+
+@dataclass
+class CaseOutcome:
+    """The gate's decision for one case."""
+
+    case: str
+    verdict: VerdictData
+    #: Complete pairs (both samples good) the verdict rests on.
+    pairs: int
+    attempted: int
+    failed: dict[str, int]
+    wall_s: float
+    stop: str
+    #: The gated metric over the complete pairs.
+    base: SummaryData
+    head: SummaryData
+    #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
+    changes: list[ChangeData] = field(default_factory=list)
+    #: Did head fail significantly more often than base? (None when no side failed.)
+    failures: FailureData | None = None
+    #: Where the change went (phases, counters, functions), as plain data, for a case where anything regressed;
+    #: the ``decide.attribution.Attribution`` it was made from is ``GateOutcome.attributions[case]``.
+    attribution: dict | None = None
+    #: The tier that decided (``decide/tiers.py``: structural, instructions, time) and every tier's finding.
+    tier: str = "time"
+    trail: list[TierData] = field(default_factory=list)
+    #: The first error of each side that failed (for the summary's row).
+    first_error: dict[str, str] = field(default_factory=dict)
+    #: The numbers of the metric that decided (None when a failure decided), in its unit.
+    figure: Figure | None = None
+    #: Numbers of other tiers, shown beside the deciding ones and labelled as context.
+    context: list[Figure] = field(default_factory=list)
+    #: The time tier's test of each guarded timing (empty when the time tier did not run).
+    guards: list[Guard] = field(default_factory=list)
+    #: The shard that measured the case (a merged gate's cases only).
+    shard: str | None = None
+
+    @property
+    def metric(self) -> str | None:
+        """The metric that decided the verdict (None when a failure did)."""
+        return self.figure.metric if self.figure is not None else None
+
+    def regressed_anything(self) -> bool:
+        """The gated verdict or a compared counter regressed: what attribution is computed for."""
+        return self.verdict.verdict == "regressed" or any(r.verdict.verdict == "regressed" for r in self.changes)
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "verdict": self.verdict.to_json(), "tier": self.tier, "metric": self.metric,
+                "figure": None if self.figure is None else self.figure.to_json(),
+                "context": [f.to_json() for f in self.context], "guards": [g.to_json() for g in self.guards],
+                "tiers": [t.to_json() for t in self.trail], "pairs": self.pairs, "attempted": self.attempted,
+                "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
+                "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
+                "failures": None if self.failures is None else self.failures.to_json(),
+                "first_error": self.first_error, "attribution": self.attribution}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CaseOutcome":
+        """A case of a (migrated) document; see :func:`migrate`."""
+        fig = data.get("figure")
+        return cls(data["case"], VerdictData.from_json(data.get("verdict")), data.get("pairs") or 0,
+                   data.get("attempted") or 0, dict(data.get("failed") or {"base": 0, "head": 0}),
+                   _nan(data.get("wall_s")), data.get("stop") or "", SummaryData.from_json(data.get("base")),
+                   SummaryData.from_json(data.get("head")),
+                   [ChangeData.from_json(r) for r in data.get("changes") or []],
+                   None if data.get("failures") is None else FailureData.from_json(data["failures"]),
+                   data.get("attribution"), data.get("tier") or "time",
+                   [TierData.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
+                   None if fig is None else Figure.from_json(fig),
+                   [Figure.from_json(f) for f in data.get("context") or []],
+                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"))
+
+
+@dataclass
+class GateOutcome:
+    """Everything the gate decided, and where its results files are."""
+
+    base: RevisionData
+    head: RevisionData
+    settings: SettingsData
+    cases: list[CaseOutcome]
+    skipped: list[SkipData]
+    elapsed_s: float
+    files: dict[str, str]
+    #: The shard this gate measured (``--shard I/N``), None for the whole selection.
+    shard: ShardSection | None = None
+    #: The machine both sides ran on.
+    fingerprint: Fingerprint | None = None
+    #: In memory only, never written: both sides' results as the gate held them when it ended (the same as
+    #: ``files`` on disk), so that the use case need not read back what it just wrote; empty for a loaded file.
+    results: dict[str, Results] = field(default_factory=dict, repr=False, compare=False)
+    #: In memory only: each attributed case's ``decide.attribution.Attribution`` (the presenters' input).
+    attributions: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def regressions(self) -> list[CaseOutcome]:
+        return [c for c in self.cases if c.verdict.verdict == "regressed"]
+
+    def base_broken(self) -> list[CaseOutcome]:
+        return [c for c in self.cases if c.stop == BASE_BROKEN]
+
+    def exit_code(self) -> int:
+        """1 on a regression; else 2 when a base could not run, a count failed with no time tier to fall back
+        on (or nothing ran); else 0.
+
+        A shard with no case of the selection (more shards than cases) passes: the
+        merged gate decides whether anything ran at all.
+        """
+        if self.regressions():
+            return 1
+        if self.base_broken() or any(c.stop in (COUNT_BROKEN, HEAD_FAILING) for c in self.cases) \
+                or not self.cases and not (self.shard is not None and not self.shard.cases):
+            return 2
+        return 0
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "base": self.base.to_json(), "head": self.head.to_json(),
+                "settings": self.settings.to_json(), "elapsed_s": self.elapsed_s, "exit_code": self.exit_code(),
+                "files": self.files, "cases": [c.to_json() for c in self.cases],
+                "skipped": [s.to_json() for s in self.skipped],
+                "shard": None if self.shard is None else self.shard.to_json(),
+                "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict, path: str | os.PathLike = "gate.json") -> "GateOutcome":
+        """A checked, migrated document (:func:`load`) as the typed outcome."""
+        return cls(RevisionData.from_json(data["base"]), RevisionData.from_json(data["head"]),
+                   SettingsData(data["settings"]), [CaseOutcome.from_json(c) for c in data["cases"]],
+                   [SkipData(s["case"], s["reason"]) for s in data.get("skipped") or []], _nan(data.get("elapsed_s")),
+                   dict(data.get("files") or {}), shard_from_json(data.get("shard"), path),
+                   fingerprint_from_json(data.get("fingerprint"), path))
+
+
+def document(outcome: GateOutcome, check=None, exit_code: int | None = None) -> dict:
+    """``gate.json``'s outcome part: the outcome, the expectations check (or None) and the exit code the gate gave."""
+    return {**outcome.to_json(), "expectations": check.to_json() if check is not None else None,
+            "exit_code": outcome.exit_code() if exit_code is None else exit_code}
+
+
+__all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "ChangeData", "DECIDED", "FAILING", "FORMAT", "FailureData", "Figure", "GateOutcome", "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "SettingsData", "SkipData", "SummaryData", "TierData", "VERDICTS", "VERSION", "VerdictData", "document"]
