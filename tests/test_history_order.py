@@ -166,6 +166,20 @@ def test_no_repository_and_a_frame_without_its_order_fall_back_to_date_order(tmp
     assert any(n.startswith("ordered by date: the history came without its git repository") for n in notes)
 
 
+def test_a_branch_or_repository_git_cannot_use_is_named_in_the_date_order_note(tmp_path):
+    root, shas = project(tmp_path, EQUAL[:4])
+    record(root, shas, EQUAL[:4], steps=())
+    conf = root / "asv.conf.json"
+    conf.write_text(conf.read_text().replace('"main"', '"trunk"'))
+    note = asv_results.load(root / "results").attrs["commit_order"].note
+    assert note.startswith("ordered by date: branch 'trunk' is not in the git repository")
+    conf.write_text(conf.read_text().replace('"."', '"https://example.org/lib.git"'))
+    note = asv_results.load(root / "results").attrs["commit_order"].note
+    assert note.startswith("ordered by date: ") and "names a remote repository (https://example.org/lib.git)" in note
+    # Named explicitly (a --repo/--branch of the command line), they win over the config.
+    assert asv_results.load(root / "results", repo=root, branch="main").attrs["commit_order"].by_git
+
+
 # ---------------------------------------------------------------------------- repeatability
 
 

@@ -99,9 +99,12 @@ def locate(results_dir: str | os.PathLike, repo: str | os.PathLike | None = None
     found = _config_for(results_dir) if repo is None or branch is None else None
     if found is not None:
         conf, data = found
-        if repo is None and isinstance(data.get("repo"), str) and data.get("dvcs", "git") == "git":
-            named = Path(data["repo"])
-            repo = named if named.is_absolute() else conf.parent / named
+        named = data.get("repo")
+        if repo is None and isinstance(named, str) and data.get("dvcs", "git") == "git":
+            if "://" in named or named.startswith("git@"):
+                return Source(None, branch, f"{conf} names a remote repository ({named}); git's order needs a "
+                                            "local clone")
+            repo = Path(named) if Path(named).is_absolute() else conf.parent / named
         branches = data.get("branches")
         if branch is None and isinstance(branches, list) and branches and isinstance(branches[0], str):
             branch = branches[0]
