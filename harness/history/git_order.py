@@ -165,12 +165,19 @@ def order(dates: Mapping[str, object], source: Source) -> CommitOrder:
             return by_date(f"{len(missing)} of {len(commits)} commits are not in the git repository at {repo} "
                            f"(e.g. {missing[0][:12]}): results from elsewhere, or a shallow clone")
         anchor: dict[str, tuple[int, int]] = {}
+        if off:
+            # One walk for all of them: each commit's first parent, then each chain followed in Python.
+            first_parent = {}
+            for row in git(repo, "rev-list", "--first-parent", "--parents", *off).stdout.splitlines():
+                parts = row.split()
+                first_parent[parts[0]] = parts[1] if len(parts) > 1 else None
         for c in off:
-            chain = git(repo, "rev-list", "--first-parent", c).stdout.split()
-            hit = next((d for d, x in enumerate(chain) if x in at), None)
-            if hit is None:
+            x, steps = c, 0
+            while x is not None and x not in at:
+                x, steps = first_parent.get(x), steps + 1
+            if x is None:
                 return by_date(f"commit {c[:12]} shares no history with {ref} in {repo}")
-            anchor[c] = (at[chain[hit]], hit)
+            anchor[c] = (at[x], steps)
     except GitError as exc:
         return by_date(f"git could not order the commits: {exc}")
     key = {c: anchor.get(c, (at.get(c, -1), 0)) for c in commits}
