@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import TtfgError
 from ..results.format import is_number
+from . import git_order
 
 COLUMNS = ["commit", "date", "machine", "environment", "benchmark", "params", "value", "unit", "samples"]
 #: Beside the history, not an asv result file (``ttfg regressions --confirm`` writes it); skipped here.
@@ -326,7 +327,8 @@ def _read_v2(path: Path, data: dict, machine: str, meta: dict, param_columns: li
             out.samples.extend(kept)
 
 
-def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_bad: bool = False):
+def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_bad: bool = False, *,
+         repo: str | os.PathLike | None = None, branch: str | None = None):
     """Every stored asv value as a DataFrame.
 
     Columns: ``commit`` (full hash), ``date`` (the commit's date, a UTC pandas Timestamp),
@@ -338,6 +340,12 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
     when it kept none, as for deterministic metrics and older history), then one
     column per param name (``model``, ``backend``, ``variant``). ``dropna=True`` leaves
     out the rows without a number.
+
+    Rows come in git's order of the commits (``ttfg.history.git_order``): the first-parent
+    line of ``branch`` in ``repo`` (by default the ``repo`` and first of the ``branches`` of
+    the asv.conf.json that names this folder), not asv's date order.
+    ``frame.attrs["commit_order"]`` holds that order (a ``git_order.CommitOrder``); when git
+    cannot order the commits it is the date order, and its ``note`` says why.
 
     Raises
     ------
@@ -362,9 +370,19 @@ def load(results_dir: str | os.PathLike = "results", dropna: bool = False, skip_
             gc.enable()
     frame = out.frame(param_columns)
     frame["value"] = frame["value"].astype(float)
-    frame = _sorted(frame)
+    order = commit_order(frame, git_order.locate(results_dir, repo, branch))
+    frame = _sorted(frame, order)
     frame.attrs["skipped_files"] = skipped
+    frame.attrs["commit_order"] = order
     return frame
+
+
+def commit_order(frame, source: "git_order.Source") -> "git_order.CommitOrder":
+    """The order of ``frame``'s commits along ``source``'s branch (each commit's earliest date breaks ties)."""
+    if not len(frame):
+        return git_order.CommitOrder({}, "git")
+    dates = frame.groupby(frame["commit"].astype(str), sort=False)["date"].min()
+    return git_order.order(dates.to_dict(), source)
 
 
 def _load_into(out: _Columns, results_dir: Path, meta: dict, param_columns: list[str], skipped: list[str],
@@ -412,8 +430,9 @@ def _rewind(out: _Columns, mark) -> None:
             del out.per_name[key]
 
 
-def _sorted(frame):
-    """Rows by date, commit, machine, environment, benchmark and params, sorted on integer codes."""
+def _sorted(frame, order: "git_order.CommitOrder | None" = None):
+    """Rows by commit (git's order when ``order`` has it, else date), commit, machine, environment,
+    benchmark and params, sorted on integer codes."""
     import pandas as pd
 
     if not len(frame):
@@ -422,8 +441,12 @@ def _sorted(frame):
     for col in ("params", "benchmark", "environment", "machine", "commit"):
         codes, _ = pd.factorize(frame[col].astype(str), sort=True)
         keys.append(codes)
-    date = frame["date"]
-    keys.append(np.where(date.isna(), np.iinfo(np.int64).max, date.to_numpy(dtype="datetime64[ns]").view(np.int64)))
+    if order is not None and order.by_git:
+        keys.append(frame["commit"].astype(str).map(order.rank).to_numpy(dtype=np.int64))
+    else:
+        date = frame["date"]
+        keys.append(np.where(date.isna(), np.iinfo(np.int64).max,
+                             date.to_numpy(dtype="datetime64[ns]").view(np.int64)))
     order = np.lexsort(keys)  # the last key is the primary one
     return frame.iloc[order].reset_index(drop=True)
 
@@ -458,4 +481,4 @@ def load_file(path: str | os.PathLike, dropna: bool = False):
     return frame
 
 
-__all__ = ["COLUMNS", "HistoryError", "MAX_DATE_MS", "benchmarks", "check_values", "load", "load_file"]
+__all__ = ["COLUMNS", "HistoryError", "MAX_DATE_MS", "benchmarks", "check_values", "commit_order", "load", "load_file"]

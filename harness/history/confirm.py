@@ -51,7 +51,8 @@ from ..errors import TtfgError, UsageError
 from ..files import atomic_write_text
 from ..results.format import strict_json
 from .asv_results import HistoryError
-from .trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, Trends, sort_steps
+from .points import metric as metric_info
+from .trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, Trends, by_size, sort_steps
 
 FILE_NAME = "confirmations.json"
 FORMAT = "ttfg-confirmations"
@@ -212,7 +213,10 @@ def plan(trends: Trends, redo: bool = False, max_steps: int | None = None) -> li
     steps = trends.steps
     if not len(steps):
         return []
-    todo = steps[steps["status"] != DETERMINISTIC]
+    # Only timings: the paired re-run measures cold-process timings. A count that is not repeatable
+    # between processes (``trends.unsteady``) stays a candidate: the gate's count tier never settles on it.
+    timing = ~steps["metric"].astype(str).map(lambda m: metric_info(m).deterministic).astype(bool)
+    todo = by_size(steps[(steps["status"] != DETERMINISTIC) & timing])
     if not redo:
         todo = todo[(todo["status"] == UNCONFIRMED) & ~todo["confirmation"].map(_remeasured)]
     if max_steps is not None:

@@ -4,7 +4,9 @@ The report reads asv history (``ttfg.history.asv_results.load``: one row per ben
 params x commit) and ttfg results files (one sample per row). Plotting, step detection
 and the summary should not care which one a number came from, so both become
 *points*: one row per ``(commit, case, metric)`` with the columns in ``POINT_COLUMNS``,
-where ``pos`` is the commit's place in time order (0 = oldest) and ``samples`` holds every
+where ``pos`` is the commit's place in the history (0 = oldest: git's first-parent order of
+the branch for asv history, ``ttfg.history.git_order``; date order, said in the notes, when git
+cannot give it) and ``samples`` holds every
 sample behind ``value`` (a float array; None when the source kept only the median, as
 asv history recorded without ``--record-samples`` does), ``n`` their count (0: none kept)
 and ``lo``/``hi`` their min and max (NaN without samples). Results files stand in
@@ -30,6 +32,7 @@ import pandas as pd
 
 from .. import metrics
 from ..errors import TtfgError
+from . import git_order
 
 POINT_COLUMNS = ("commit", "label", "date", "pos", "case", "model", "backend", "variant", "metric", "value",
                  "samples", "n", "lo", "hi")
@@ -145,18 +148,26 @@ class History:
     notes: list[str]
 
 
-def from_history(df: pd.DataFrame, machine: str | None = None, environment: str | None = None) -> History:
+def from_history(df: pd.DataFrame, machine: str | None = None, environment: str | None = None,
+                 order: git_order.CommitOrder | None = None) -> History:
     """Normalise the asv loader's frame. One machine and environment per report.
 
     Numbers from different machines or environments are not comparable, so when the
     history holds several, the report shows the one with the newest commit (or
     ``machine`` and ``environment``, asv's environment name) and says which were left out.
+
+    Commits are placed in git's order (``ttfg.history.git_order``): ``order``, else the one
+    ``asv_results.load`` found for the frame (``df.attrs["commit_order"]``). A frame without
+    one (built by hand) is in date order, and, like every date-order fallback, the notes say so.
     """
+    if order is None:
+        order = df.attrs.get("commit_order") or git_order.by_date(
+            "the history came without its git repository (not read by ttfg.history.asv_results.load)")
     missing = [c for c in ("commit", "date", "benchmark", "params", "value") if c not in df.columns]
     if missing:
         raise ReportInputError(f"history: missing column(s) {', '.join(missing)}; "
                                f"expected {', '.join(HISTORY_COLUMNS)}")
-    notes: list[str] = []
+    notes: list[str] = [order.note] if order.note else []
     # A fresh index: the frame may be a concatenation with repeated labels.
     df = df[pd.to_numeric(df["value"], errors="coerce").notna()].reset_index(drop=True)
     df["value"] = pd.to_numeric(df["value"])
@@ -179,7 +190,11 @@ def from_history(df: pd.DataFrame, machine: str | None = None, environment: str 
                                        + (f" on machine {machine!r}" if machine else "") + "; environments: "
                                        + ", ".join(sorted(set(df["environment"]))))
             df = df[df["environment"] == environment]
-        newest = df["date"].idxmax() if df["date"].notna().any() else df.index[-1]
+        if order.by_git:
+            newest = int(np.argmax(df["commit"].astype(str).map(order.rank).fillna(-1).to_numpy()))
+            newest = df.index[newest]
+        else:
+            newest = df["date"].idxmax() if df["date"].notna().any() else df.index[-1]
         chosen_machine, chosen_env = df.at[newest, "machine"], df.at[newest, "environment"]
         keep = (df["machine"] == chosen_machine) & (df["environment"] == chosen_env)
         others = sorted({f"{m} / {e}" for m, e in zip(df.loc[~keep, "machine"], df.loc[~keep, "environment"])})
@@ -210,7 +225,8 @@ def from_history(df: pd.DataFrame, machine: str | None = None, environment: str 
     rows = pd.DataFrame({"commit": df["commit"].astype(str).to_numpy(), "date": df["date"].to_numpy(),
                          "sid": sid, "value": df["value"].to_numpy(dtype=float),
                          "samples": _sample_column(df)})
-    return History(_finish(rows, _series_table(keys)), chosen_machine, chosen_env, notes)
+    return History(_finish(rows, _series_table(keys), order.rank if order.by_git else None),
+                   chosen_machine, chosen_env, notes)
 
 
 # ---------------------------------------------------------------------------- results files
@@ -275,13 +291,14 @@ def _series_table(keys: list[tuple[str, str, str, str]]) -> pd.DataFrame:
     return table
 
 
-def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
+def _finish(rows: pd.DataFrame, series: pd.DataFrame, rank: dict[str, int] | None = None) -> pd.DataFrame:
     """Points from ``rows`` (``commit, date, sid, value``, optionally ``samples``) and the series table.
 
     Duplicates of one commit and series are pooled by the median (their samples
-    together); commits are ordered
-    by date, then by first appearance; ``pos`` numbers them from 0. Text columns come
-    back as categoricals: the report groups by them many times.
+    together); commits are ordered by ``rank`` (commit -> place: git's order,
+    ``ttfg.history.git_order``) when given, else by date, then by first appearance;
+    ``pos`` numbers them from 0. Text columns come back as categoricals: the report
+    groups by them many times.
     """
     if rows.empty:
         out = pd.DataFrame({c: pd.Series(dtype=object) for c in POINT_COLUMNS})
@@ -289,7 +306,11 @@ def _finish(rows: pd.DataFrame, series: pd.DataFrame) -> pd.DataFrame:
     c_codes, c_uniq = pd.factorize(rows["commit"])
     dates = pd.Series(rows["date"].to_numpy()).groupby(c_codes).min()
     order = pd.DataFrame({"date": dates.to_numpy(), "seen": np.arange(len(c_uniq))})
-    order = order.sort_values(["date", "seen"], na_position="last", kind="stable")
+    if rank is not None:
+        order["rank"] = pd.Index(c_uniq).astype(str).map(rank).to_numpy(dtype=float)
+        order = order.sort_values(["rank", "seen"], na_position="last", kind="stable")
+    else:
+        order = order.sort_values(["date", "seen"], na_position="last", kind="stable")
     pos_of_code = np.empty(len(c_uniq), dtype=int)
     pos_of_code[order.index.to_numpy()] = np.arange(len(c_uniq))
     groups = pd.DataFrame({"pos": pos_of_code[c_codes], "sid": rows["sid"].to_numpy(),

@@ -31,7 +31,10 @@ sides differ significantly (``ttfg.decide.stats.compare_segments``: the commit i
 unit, so drift between recordings counts as noise, and the within-commit spread sets
 the floor). Deterministic
 metrics (counters, allocations, instructions) repeat exactly or within their registry
-margin, so for them the margin alone decides.
+margin (at least twice their measured spread: :func:`min_change_for`), so for them the
+margin alone decides; except where the registry says a framework does not repeat them
+(:func:`unsteady`: jax's allocation counts, +7.4 % between identical processes), whose
+steps are tested on the commits' values like a timing's and never counted outright.
 """
 
 from __future__ import annotations
@@ -306,12 +309,34 @@ def test_steps(steps: list[Step], values: np.ndarray, samples, min_change: float
 
 def min_change_for(metric: str, default: float = DEFAULT_MIN_CHANGE) -> float:
     """``default`` (the report's ``--threshold``) for timings; deterministic metrics
-    (counters, allocations, instructions) get their registry threshold when it is tighter."""
+    (counters, allocations, instructions) get their registry threshold when it is tighter,
+    but never less than twice the spread measured between cold processes of the same code
+    (``Metric.spread``: allocation counts 1.2 %, instructions up to 1.2 % per phase), since a
+    step within it is what a rerun of the same commit gives."""
     info = metrics.get(metric) if metric in metrics.METRICS or metrics.is_counter(metric) else None
     if info is not None and info.deterministic:
-        return min(default, info.threshold)
+        return max(min(default, info.threshold), 2 * info.spread if info.spread else 0.0)
     return default
 
 
+def unsteady(metric: str, backend: str) -> str | None:
+    """Why ``metric``, deterministic in the registry, does not repeat between processes of
+    ``backend``'s framework (``Metric.unsteady``: jax's allocation counts), or None.
+
+    Such a count is no exact measurement: one process per commit may differ from the next
+    by more than any margin, so its steps are tested on the commits' values like a timing's.
+    """
+    info = metrics.get(metric) if metric in metrics.METRICS or metrics.is_counter(metric) else None
+    if info is None or not info.deterministic or not info.unsteady:
+        return None
+    from .. import engines
+
+    try:
+        framework = engines.get(backend).framework
+    except Exception:  # a backend this installation does not know: its name starts with its framework
+        framework = backend.split(".", 1)[0]
+    return info.unsteady_for(framework)
+
+
 __all__ = ["DEFAULT_MIN_CHANGE", "STEP_ALPHA", "Step", "detect_steps", "faster_half", "min_change_for", "test_steps",
-           "timing_levels"]
+           "timing_levels", "unsteady"]

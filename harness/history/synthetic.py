@@ -143,11 +143,19 @@ def _grid_axis(values) -> list[str]:
 
 def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, seed: int = 0,
                   steps_per_case: float = 0.5, machine: str = "ttfg-synthetic",
-                  case_list: list[tuple[str, str, str]] | None = None, samples: int = 3) -> SyntheticHistory:
+                  case_list: list[tuple[str, str, str]] | None = None, samples: int = 3,
+                  commits: list[str] | None = None, dates_ms: list[int] | None = None,
+                  plant: list[tuple[str, str, int, float]] | None = None) -> SyntheticHistory:
     """Write ``n_commits`` asv result files of ``n_cases`` cases into ``folder`` (an asv ``results_dir``).
 
     ``samples``: cold processes per commit behind each timing (0: medians only, as asv
     history recorded without ``--record-samples``).
+
+    ``commits`` and ``dates_ms``: the commits' hashes (in the history's true order, e.g. a real
+    repository's) and the dates asv would store for them (ms since the epoch: equal ones for a
+    rebase, decreasing ones for a cherry-pick); by default made-up hashes one to 18 hours apart.
+    ``plant``: steps to put exactly there, ``(case id, metric, position, factor)``, besides
+    the random ones ``steps_per_case`` draws (0: none but these).
 
     Several calls may share one folder (another ``machine``, say) as long as they use
     the same cases: ``benchmarks.json`` describes the last call's grid.
@@ -178,6 +186,9 @@ def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, s
             if level is None:
                 continue
             factor = np.ones(n_commits)
+            for where in (p for p in plant or () if p[0] == case and p[1] == metric):
+                factor[where[2]:] *= where[3]
+                planted.append(tuple(where))
             wants = rng.poisson(steps_per_case) if metric == "first_grad_s" or rng.random() < 0.15 else 0
             for _ in range(wants if level > 0 else 0):
                 pos = int(rng.integers(max(3, n_commits // 10), max(4, n_commits - 2)))
@@ -210,9 +221,14 @@ def write_history(folder: str | Path, n_commits: int = 100, n_cases: int = 12, s
     write_json(folder / "benchmarks.json", meta, api_version=2)
     write_json(folder / machine / "machine.json", {"machine": machine}, api_version=1)
 
-    commits = [hashlib.sha1(f"synthetic commit {i}".encode()).hexdigest() for i in range(n_commits)]
+    if commits is None:
+        commits = [hashlib.sha1(f"synthetic commit {i}".encode()).hexdigest() for i in range(n_commits)]
+    if len(commits) != n_commits:
+        raise ValueError(f"{len(commits)} commits given for a history of {n_commits}")
     start = int(datetime.datetime(2026, 1, 5, tzinfo=datetime.timezone.utc).timestamp() * 1000)
     dates = start + np.cumsum(rng.integers(20, 60 * 60 * 18, n_commits)) * 1000  # ms since the epoch, like asv
+    if dates_ms is not None:
+        dates = np.asarray(dates_ms, dtype=np.int64)
     nothing = [None] * size
     for i, commit in enumerate(commits):
         result = Results({"machine": machine, "python": PYTHON}, {}, commit, int(dates[i]), PYTHON, ENV_NAME, {})

@@ -3,10 +3,14 @@
 Kept apart from rendering so ``ttfg regressions`` (terminal) and ``ttfg report``
 (HTML) report the very same steps, and so both can be tested without matplotlib.
 
-Two kinds of step, listed in this order:
+Steps are listed oldest to newest (``sort_steps``), in the history's commit order
+(git's first-parent order of the branch, ``ttfg.history.git_order``). Two kinds of step:
 
 * deterministic metrics (counters, allocations, instructions): a step beyond the
-  metric's margin is a regression or improvement outright;
+  metric's margin (at least twice its measured spread between processes) is a
+  regression or improvement outright; a count the registry says a framework does
+  not repeat (jax's allocation counts: ``steps.unsteady``) is tested like a timing
+  on its commits' values and stays a candidate;
 * timings: a step is reported only when its samples differ significantly
   (``steps.test_steps``, on the faster half of each commit's samples:
   ``steps.timing_levels``), and even then it is a *candidate* until a paired re-run of
@@ -26,7 +30,7 @@ import pandas as pd
 
 from .points import PRIMARY, commits
 from .points import metric as metric_info
-from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps, timing_levels
+from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps, timing_levels, unsteady
 
 STEP_COLUMNS = ("key", "case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",
                 "label_before", "label_after", "date_after", "before", "after", "change", "kind", "deterministic",
@@ -66,7 +70,7 @@ class Series:
 class Trends:
     series: dict[tuple[str, str], Series]
     commits: pd.DataFrame          # pos, commit, label, date
-    steps: pd.DataFrame            # STEP_COLUMNS: deterministic first, then timings; regressions first, largest first
+    steps: pd.DataFrame            # STEP_COLUMNS: oldest to newest (``sort_steps``)
     #: Timing steps the commits' levels proposed but their samples did not support (not in ``steps``).
     dismissed: int = 0
 
@@ -132,9 +136,12 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
                        str(first["metric"]), pos, values, samples=samples,
                        **{c: (arr[idx] if arr is not None else None) for c, arr in spread.items()})
             min_change = min_change_for(s.metric, threshold)
-            deterministic = metric_info(s.metric).deterministic
-            # A timing's steps are found and tested in each commit's faster half of samples.
-            levels, tested_samples = (values, samples) if deterministic else timing_levels(values, samples)
+            not_repeatable = unsteady(s.metric, s.backend)
+            deterministic = metric_info(s.metric).deterministic and not_repeatable is None
+            # A timing's steps are found and tested in each commit's faster half of samples; a count
+            # that processes do not repeat, in its values as they are (interference is no slowdown there).
+            levels, tested_samples = ((values, samples) if deterministic or not_repeatable
+                                      else timing_levels(values, samples))
             proposed = detect_steps(levels, min_change=min_change)
             if deterministic or not proposed:
                 tested = [(st, None) for st in proposed]
@@ -153,6 +160,11 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
                 if verdict is None:
                     status, p, ci_low, ci_high = DETERMINISTIC, math.nan, math.nan, math.nan
                     evidence = f"medians beyond the {min_change:.3g} margin of a deterministic metric"
+                elif not_repeatable:
+                    status, p, ci_low, ci_high = UNCONFIRMED, verdict.p_value, verdict.ci_low, verdict.ci_high
+                    evidence = (f"not repeatable between {s.backend} processes ({not_repeatable}): "
+                                f"{verdict.method} on each commit's values: {verdict.reason}; a candidate, "
+                                "which --confirm cannot re-measure (it re-runs timings)")
                 else:
                     status, p, ci_low, ci_high = UNCONFIRMED, verdict.p_value, verdict.ci_low, verdict.ci_high
                     evidence = f"{verdict.method} on each commit's faster half: {verdict.reason}"
@@ -167,13 +179,25 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
 
 
 def sort_steps(steps: pd.DataFrame) -> pd.DataFrame:
-    """Deterministic steps first, then timings; within each, regressions first, largest first."""
+    """Oldest to newest (the commit after the step); at one commit, deterministic steps first, then
+    regressions first, largest first. A history is read forwards: the newest step listed first
+    reads as the cause of the older ones."""
     if not len(steps):
         return steps
     rank = np.where(steps["kind"] == "regression", -steps["change"], 1 + steps["change"])
     steps = steps.assign(_det=~steps["deterministic"].astype(bool), _reg=steps["kind"] != "regression", _rank=rank)
-    return (steps.sort_values(["_det", "_reg", "_rank"], kind="stable").drop(columns=["_det", "_reg", "_rank"])
-            .reset_index(drop=True))
+    return (steps.sort_values(["pos", "_det", "_reg", "_rank"], kind="stable")
+            .drop(columns=["_det", "_reg", "_rank"]).reset_index(drop=True))
+
+
+def by_size(steps: pd.DataFrame) -> pd.DataFrame:
+    """Deterministic steps first, then timings; within each, regressions first, largest first
+    (what to re-measure first when the budget is short)."""
+    if not len(steps):
+        return steps
+    rank = np.where(steps["kind"] == "regression", -steps["change"], 1 + steps["change"])
+    steps = steps.assign(_det=~steps["deterministic"].astype(bool), _reg=steps["kind"] != "regression", _rank=rank)
+    return steps.sort_values(["_det", "_reg", "_rank"], kind="stable").drop(columns=["_det", "_reg", "_rank"])
 
 
 def at_or_before(s: Series, pos: int) -> float | None:
@@ -240,4 +264,4 @@ def summary(trends: Trends, back: int = 10) -> list[SummaryRow]:
 
 
 __all__ = ["CONFIRMED", "DETERMINISTIC", "NOT_REPRODUCED", "STEP_COLUMNS", "Series", "SummaryRow", "Trends",
-           "UNCONFIRMED", "analyse", "sort_steps", "step_key", "summary"]
+           "UNCONFIRMED", "analyse", "by_size", "sort_steps", "step_key", "summary"]
