@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ttfg.errors import UsageError
-from ttfg.measure import cache, environments
+from ttfg.measure import cache, env_cache, environments
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, run_sample
 from ttfg.measure.target import ProbeTarget
@@ -162,7 +162,7 @@ def test_an_environment_is_built_once_reused_and_runs_a_probe(shared_cache):
     assert Path(env.python).is_file() and env.version("memray")  # the probe tools are in
     again = environments.build(request)
     assert again.cached and again.key == env.key and again.seconds < 1.0
-    assert [e.key for e in environments.cached()] == [env.key]
+    assert [e.key for e in env_cache.cached()] == [env.key]
     # A real probe in it: numpy, autograd 1.7.0 and the running ttfg (from its overlay), nothing else.
     case = select(["resnet15:blocks=2"], ["autograd"], None)[0][0]
     run = RunSettings(repeat=1, timeout_s=120, target=ProbeTarget.of(env, overlay=self_overlay()))
@@ -177,10 +177,10 @@ def test_prune_removes_by_name_or_age_and_lists_what_it_removed(ttfg_cache):
     for key, name in (("k-a", "a"), ("k-b", "b")):
         cache.get("envs", key, lambda folder, name=name: (folder / "ttfg-env.json").write_text(
             json.dumps({"name": name, "packages": {"autograd": "1.7.0"}, "interpreter": "3.11"})))
-    assert sorted(e.name for e in environments.cached(sizes=False)) == ["a", "b"]
-    assert [e.name for e in environments.prune(["a"])] == ["a"]
-    assert environments.prune(older_than_s=3600) == []  # b is seconds old
-    assert [e.name for e in environments.prune()] == ["b"] and environments.cached() == []
+    assert sorted(e.name for e in env_cache.cached(sizes=False)) == ["a", "b"]
+    assert [e.name for e in env_cache.prune(["a"])] == ["a"]
+    assert env_cache.prune(older_than_s=3600) == []  # b is seconds old
+    assert [e.name for e in env_cache.prune()] == ["b"] and env_cache.cached() == []
 
 
 def test_prune_filters_all_hold_and_an_environment_in_use_is_kept(ttfg_cache):
@@ -191,7 +191,7 @@ def test_prune_filters_all_hold_and_an_environment_in_use_is_kept(ttfg_cache):
     for key, name in (("k-a", "a"), ("k-b", "b")):
         cache.get("envs", key, lambda folder, name=name: (folder / "ttfg-env.json").write_text(
             json.dumps({"name": name, "packages": {}, "interpreter": "3.11"})))
-    assert environments.prune(["a"], older_than_s=3600) == []  # a, and only if older than an hour: it is not
+    assert env_cache.prune(["a"], older_than_s=3600) == []  # a, and only if older than an hour: it is not
     # Another process uses b (a running gate): pruning everything keeps it, and says so.
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
                                "from ttfg.measure import cache; cache.hold(Path(sys.argv[1])); print('held', flush=True); "
@@ -199,12 +199,12 @@ def test_prune_filters_all_hold_and_an_environment_in_use_is_kept(ttfg_cache):
     try:
         assert holder.stdout.readline().strip() == "held"
         notes = []
-        assert [e.name for e in environments.prune(on_note=notes.append)] == ["a"]
+        assert [e.name for e in env_cache.prune(on_note=notes.append)] == ["a"]
         assert notes and "kept b" in notes[0] and "running" in notes[0]
     finally:
         holder.kill()
         holder.wait()
-    assert [e.name for e in environments.prune()] == ["b"]
+    assert [e.name for e in env_cache.prune()] == ["b"]
 
 
 @pytest.mark.slow
@@ -214,12 +214,12 @@ def test_a_broken_cached_environment_is_listed_and_built_again(shared_cache):
     request = environments.parse(OLD)
     env = environments.build(request)
     (env.path / "ttfg-env.json").write_text("")
-    listed = {e.key: e for e in environments.cached(sizes=False)}
+    listed = {e.key: e for e in env_cache.cached(sizes=False)}
     assert listed[env.key].problem and "ttfg-env.json cannot be read" in listed[env.key].problem
     notes = []
     again = environments.build(request, on_note=notes.append)
     assert again.version("scipy") and any("broken" in n for n in notes)
-    assert environments.cached(sizes=False)[0].problem is None
+    assert env_cache.cached(sizes=False)[0].problem is None
     # A cached lock cut short (scipy gone) is resolved again, not built without scipy.
     for lock in (shared_cache / "locks").glob("*.txt"):
         lock.write_text("\n".join(line for line in lock.read_text().splitlines() if not line.startswith("scipy")))
@@ -232,7 +232,7 @@ def test_resolver_refusals_quote_the_resolver(ttfg_cache):
         environments.build(environments.parse("autograd==99.0"))
     with pytest.raises(environments.EnvError, match="conflicts with ttfg's own needs"):
         environments.build(environments.parse("pyinstrument==4.6.0"))
-    assert environments.cached() == []
+    assert env_cache.cached() == []
 
 
 @pytest.mark.slow
@@ -244,7 +244,7 @@ def test_no_network_is_said_and_nothing_is_kept(ttfg_cache, tmp_path, monkeypatc
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # the same message, without uv's three retries' 5 s of backoff
     with pytest.raises(environments.EnvError, match=r"cannot resolve autograd==1\.7\.0:\s*no network"):
         environments.build(environments.parse("autograd==1.7.0"))
-    assert environments.cached() == []
+    assert env_cache.cached() == []
 
 
 @pytest.mark.slow
@@ -252,7 +252,7 @@ def test_an_environment_that_cannot_import_its_framework_is_not_kept(ttfg_cache,
     monkeypatch.setitem(environments.FRAMEWORK_MODULES, "autograd", "autograd_is_not_a_module")
     with pytest.raises(environments.EnvError, match="builds but cannot import autograd_is_not_a_module"):
         environments.build(environments.parse("autograd==1.7.0"))
-    assert environments.cached() == []
+    assert env_cache.cached() == []
 
 
 @pytest.mark.slow

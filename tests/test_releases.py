@@ -160,3 +160,34 @@ def test_a_hostile_sweep_is_refused_naming_the_field(tmp_path, edit, field):
     with pytest.raises(ResultsError, match=field.replace("[", r"\[").replace("]", r"\]")) as caught:
         load_sweep(path)
     assert str(path) in str(caught.value)
+
+
+def test_regressions_lists_a_sweeps_steps_whatever_decided_them(tmp_path):
+    """A sweep's step decided by counts is shown as ``regressed (instructions)``: it is a step all the same
+    (matching the bare word listed none and said "no step", exit 0)."""
+    doc = _sweep()
+    doc["pairs"][0]["tier"] = "instructions"
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(doc))
+    out = run_ttfg("regressions", "--releases", str(path), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    steps = json.loads(out.stdout)["steps"]
+    assert [s["verdict"] for s in steps] == ["regressed (instructions)"]
+    # Stopped before it gated every pair: it cannot say "no step".
+    doc.update(complete=False, pairs=[])
+    path.write_text(json.dumps(doc))
+    out = run_ttfg("regressions", "--releases", str(path))
+    assert out.returncode == 2 and "incomplete" in out.stdout + out.stderr
+    # Its page never overwrites it.
+    out = run_ttfg("report", "--releases", str(path), "--out", str(path))
+    assert out.returncode == 2 and json.loads(path.read_text())["format"] == "ttfg-releases"
+
+
+def test_hostile_names_in_a_sweep_are_shown_not_acted_on(tmp_path):
+    doc = _sweep()
+    doc["releases"][1]["name"] = "autograd-1.9.1\x1b]0;owned\x07"
+    doc["pairs"][0]["case"] = doc["cases"][0] = "c\x1b[31m"
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(doc))
+    out = run_ttfg("regressions", "--releases", str(path))
+    assert out.returncode == 0 and "\x1b" not in out.stdout and "\\x1b[31m" in out.stdout

@@ -29,6 +29,9 @@ def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> di
         on_note(f"environment {env.name}: " + ", ".join(f"{k} {v}" for k, v in env.recorded().items() if v)
                 + ("" if env.current else " (cached)" if env.cached else f" (built in {env.seconds:.1f} s)"))
         envs[env.name] = env
+    # Two names for the same interpreter and packages would measure one thing twice (study env reported
+    # effects with intervals between them): refused, naming them.
+    environments.check_distinct(envs)
     return envs
 
 
@@ -43,10 +46,10 @@ class Listing:
 
 def listing() -> Listing:
     from ..decide.noise import describe_age
-    from ..measure import environments
+    from ..measure import env_cache
 
-    envs = environments.cached(sizes=True)
-    return Listing(envs, [describe_age(e.age_s) for e in envs], environments.uv_cache_size())
+    envs = env_cache.cached(sizes=True)
+    return Listing(envs, [describe_age(e.age_s) for e in envs], env_cache.uv_cache_size())
 
 
 def build_one(text: str, on_note: Callable[[str], None]):
@@ -59,14 +62,16 @@ def build_one(text: str, on_note: Callable[[str], None]):
     return environments.build(request, on_note=on_note)
 
 
-def prune(names: list[str] | None, older_than: str | None, everything: bool) -> list[tuple[object, str]]:
-    """``ttfg env prune``: the environments removed, each with its age in words."""
+def prune(names: list[str] | None, older_than: str | None, everything: bool,
+          on_note: Callable[[str], None] | None = None) -> list[tuple[object, str]]:
+    """``ttfg env prune``: the environments removed, each with its age in words; an environment a running
+    ttfg uses is kept and told to ``on_note``."""
     from ..fmt import parse_duration
     from ..decide.noise import describe_age
-    from ..measure import environments
+    from ..measure import env_cache
 
     older = parse_duration(older_than) if older_than else None
-    removed = environments.prune(names or None, older) if not everything else environments.prune()
+    removed = env_cache.prune(names or None, older, on_note) if not everything else env_cache.prune(on_note=on_note)
     return [(e, describe_age(e.age_s)) for e in removed]
 
 

@@ -26,6 +26,7 @@ def cmd_env_list(args) -> int:
     from .. import fmt
     from ..app import environments
     from ..present.terminal import console as make_console, fitted
+    from ..present.untrusted import plain as untrusted
 
     found = environments.listing()
     envs = found.envs
@@ -40,8 +41,10 @@ def cmd_env_list(args) -> int:
     table = fitted("cached environments", [("name", "left"), ("frameworks", "left"), ("size", "right"),
                                            ("age", "right"), ("key", "left")], boxed=True)
     for e, age in zip(envs, found.ages):
-        table.add_row(e.name, " ".join(f"{k} {v}" for k, v in e.versions.items()), fmt.bytes_(e.size_bytes),
-                      age, e.key)
+        names = " = ".join(e.names) if len(e.names) > 1 else e.name  # one environment asked for under several names
+        frameworks = (f"broken: {e.problem} (ttfg env prune {e.key})" if e.problem
+                      else " ".join(f"{k} {v}" for k, v in e.versions.items()))
+        table.add_row(untrusted(names), untrusted(frameworks), fmt.bytes_(e.size_bytes), age, e.key)
     console.print(table)
     total = sum(e.size_bytes for e in envs)
     console.print(f"{len(envs)} environment(s), {fmt.bytes_(total)} counted apart; files hard-linked from uv's "
@@ -70,7 +73,7 @@ def cmd_env_prune(args) -> int:
         from ..errors import UsageError
 
         raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all")
-    removed = environments.prune(args.names, args.older_than, args.all)
+    removed = environments.prune(args.names, args.older_than, args.all, on_note=print)
     for e, age in removed:
         print(f"removed {e.name} ({e.key}, {age} old)")
     if not removed:

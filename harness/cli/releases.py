@@ -137,35 +137,17 @@ def add_releases_command(sub) -> None:
     p.set_defaults(func=cmd_releases)
 
 
-def load_sweep(path: str) -> dict:
-    """A ``releases.json`` written by ``ttfg releases``; UsageError naming the file and what is wrong."""
-    from ..app.releases import FORMAT, VERSION
-    from ..errors import UsageError
-
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"--releases {path}: cannot read it: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--releases {path}: not JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UsageError(f"--releases {path}: not a release sweep (field 'format' is not {FORMAT!r})")
-    if doc.get("version") != VERSION:
-        raise UsageError(f"--releases {path}: version {doc.get('version')!r}, this ttfg reads version {VERSION}")
-    for key, kind in (("package", str), ("releases", list), ("pairs", list), ("cases", list)):
-        if not isinstance(doc.get(key), kind):
-            raise UsageError(f"--releases {path}: field {key!r} is missing or not a {kind.__name__}")
-    return doc
-
-
 def report_releases(args) -> int:
     """``ttfg report --releases FILE``: the sweep's page, drawn again."""
     from ..files import atomic_write_text
     from ..present.releases_views import sweep_page
 
-    from .outputs import output_file
+    from ..results.sweep_file import load_sweep
+
+    from .outputs import not_an_input, output_file
 
     out = output_file(args.out, "--out", create_parents=True)
+    not_an_input(args.out, "--out", [args.releases])  # --out X --releases X overwrote the sweep with its page
     doc = load_sweep(args.releases)
     atomic_write_text(out, sweep_page(doc))
     print(out)
@@ -173,16 +155,44 @@ def report_releases(args) -> int:
 
 
 def list_release_steps(args) -> int:
-    """``ttfg regressions --releases FILE``: the adjacent pairs whose verdict is a step (all pairs with --all)."""
+    """``ttfg regressions --releases FILE``: the adjacent pairs whose verdict is a step (all pairs with --all).
+
+    A step is read from each pair's own verdict (``regressed``/``improved``), never from the words
+    shown for it: those say what decided it (``regressed (instructions)``), and matching the bare
+    word listed no step at all. A sweep that stopped before it gated every pair cannot say "no
+    step": it says what it lacks and exits 2.
+    """
     from ..present.releases_views import pair_rows
     from ..present.terminal import console as make_console, fitted
+    from ..present.untrusted import plain
+    from ..results.sweep_file import load_sweep
 
     doc = load_sweep(args.releases)
-    rows = [r for r in pair_rows(doc) if r["verdict"] in (("regressed",) if args.only_regressions
-                                                         else ("regressed", "improved"))]
+    wanted = ("regressed",) if args.only_regressions else ("regressed", "improved")
+    rows = [r for pair, r in zip(doc["pairs"], pair_rows(doc)) if pair["verdict"] in wanted]
+    incomplete = doc.get("complete") is False
+    code = 2 if incomplete and not rows else 0
     if args.format == "json":
-        sys.stdout.write(json.dumps({"package": doc["package"], "steps": rows}, indent=1) + "\n")
-        return 0
+        sys.stdout.write(json.dumps({"package": doc["package"], "complete": not incomplete, "steps": rows,
+                                     "exit_code": code}, indent=1) + "\n")
+        return code
+    console = make_console()
+    package = plain(doc["package"])
+    table = fitted(f"steps between adjacent {package} releases (paired verdicts)",
+                   [("releases", "left"), ("case", "left"), ("verdict", "left"), ("wall time", "right"),
+                    ("CPU time", "right"), ("instructions", "right"), ("phase that moved most", "left")], label=2)
+    for r in rows:
+        table.add_row(r["releases"], r["case"], r["verdict"], r["wall"], r["cpu"], r["instructions"], r["phase"])
+    if rows:
+        console.print(table)
+    elif not incomplete:
+        console.print(f"no step between adjacent {package} releases", highlight=False)
+    if incomplete:
+        console.print(f"the sweep is incomplete ({len(doc['pairs'])} pair(s) gated before it stopped): "
+                      + ("no step can be ruled out between the pairs it did not gate" if not rows
+                         else "steps between the pairs it did not gate are not known"), style="yellow",
+                      highlight=False)
+    return code
     console = make_console()
     table = fitted(f"steps between adjacent {doc['package']} releases (paired verdicts)",
                    [("releases", "left"), ("case", "left"), ("verdict", "left"), ("wall time", "right"),

@@ -427,12 +427,12 @@ def build(request: Request, on_note=None) -> Environment:
     if not cache.complete(cache.root() / "envs" / key):
         note(f"building {what}: {' '.join(request.requirements or ())} ({len(lock)} packages)")
     entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
-    info, problem = _entry_info(entry.path, lock)
+    info, problem = entry_problem(entry.path, lock)
     if problem:  # a cached entry damaged after it was finished: removed and built once more
         note(f"{what}: the cached environment {key} is broken ({problem}); building it again")
         cache.remove(entry.path)
         entry = cache.get("envs", key, lambda folder: _build_into(folder, request, lock, what))
-        info, problem = _entry_info(entry.path, lock)
+        info, problem = entry_problem(entry.path, lock)
         if problem:
             raise EnvError(f"{what}: the environment built in {entry.path} is broken: {problem}")
     cache.hold(entry.path)  # ttfg env prune in another process leaves it alone while this one measures
@@ -471,7 +471,7 @@ def _missing(wanted: list[str], installed: dict[str, str]) -> list[str]:
     return out
 
 
-def _entry_info(path: Path, lock: list[str]) -> tuple[dict, str | None]:
+def entry_problem(path: Path, lock: list[str]) -> tuple[dict, str | None]:
     """An entry's ``ttfg-env.json`` and why the entry cannot be used (None when it can): the record must
     read, and every locked package must be installed at its locked version."""
     record = path / "ttfg-env.json"
@@ -507,93 +507,8 @@ def _remember_name(path: Path, info: dict, name: str) -> None:
         tmp.unlink(missing_ok=True)  # a read-only cache: the name is only not remembered
 
 
-@dataclass
-class CachedEnv:
-    """One cache entry, for ``ttfg env list`` and ``prune``."""
-
-    key: str
-    path: Path
-    name: str
-    requested: list[str]
-    interpreter: str
-    versions: dict[str, str | None]
-    size_bytes: int
-    age_s: float
-    #: Every name it was asked for under (one environment, several labels).
-    names: list[str] = field(default_factory=list)
-    #: Why the entry cannot be used (listed so that ``prune`` can remove it); None when it can.
-    problem: str | None = None
-
-    def to_json(self) -> dict:
-        return {"key": self.key, "path": str(self.path), "name": self.name, "names": self.names,
-                "requested": self.requested, "interpreter": self.interpreter, "versions": self.versions,
-                "size_bytes": self.size_bytes, "age_s": round(self.age_s, 1), "problem": self.problem}
-
-
-def cached(sizes: bool = True) -> list[CachedEnv]:
-    """Every finished environment in the cache, newest first; a broken one is listed with its problem."""
-    out = []
-    for path in cache.entries("envs"):
-        lock_file = path / "lock.txt"
-        lock = lock_file.read_text(errors="replace").splitlines() if lock_file.is_file() else []
-        info, problem = _entry_info(path, lock)
-        packages = info.get("packages") if isinstance(info.get("packages"), dict) else {}
-        try:
-            age = time.time() - (path / cache.MARKER).stat().st_mtime
-        except OSError:
-            continue  # removed meanwhile
-        names = [n for n in (info.get("names") or [info.get("name")]) if isinstance(n, str)]
-        out.append(CachedEnv(path.name, path, names[0] if names else "(broken)", list(info.get("requested") or []),
-                             str(info.get("interpreter", "?")),
-                             {p: packages.get(p) for p in RECORDED if packages.get(p)},
-                             cache.size_bytes(path) if sizes else 0, age, names, problem))
-    return sorted(out, key=lambda e: e.age_s)
-
-
-def prune(keys: list[str] | None = None, older_than_s: float | None = None,
-          on_note=None) -> list[CachedEnv]:
-    """Remove cached environments and return them.
-
-    Every filter given must hold (NAME and ``--older-than``: that name, and only if older);
-    none given removes all. An environment another process is using is kept, and said.
-
-    Raises
-    ------
-    UsageError
-        For a name or key that matches no cached environment (a typo would otherwise say
-        "nothing matched" and exit 0).
-    """
-    note = on_note or (lambda text: None)
-    envs = cached(sizes=False)
-    if keys:
-        known = {k for e in envs for k in (e.key, *e.names)}
-        unknown = [k for k in keys if k not in known]
-        if unknown:
-            raise UsageError(f"no cached environment is named {', '.join(map(repr, unknown))}; "
-                             "ttfg env list shows the names and keys")
-    removed = []
-    for env in envs:
-        if keys and not (env.key in keys or set(env.names) & set(keys)):
-            continue
-        if older_than_s is not None and env.age_s <= older_than_s:
-            continue
-        if cache.in_use(env.path):
-            note(f"kept {env.name} ({env.key}): a running ttfg is measuring in it")
-            continue
-        cache.remove(env.path)
-        removed.append(env)
-    return removed
-
-
-def uv_cache_size() -> int:
-    """Bytes of uv's shared package cache (what the environments' files are hard-linked from)."""
-    out = run_uv(["cache", "dir"], "uv cache dir", 60)
-    folder = Path(out.stdout.strip()) if out.returncode == 0 else None
-    return cache.size_bytes(folder) if folder and folder.is_dir() else 0
-
-
-__all__ = ["CURRENT", "check_distinct", "resolver_message", "run_uv", "CachedEnv", "Environment", "EnvError", "Request", "build", "cached", "cases_in", "current",
-           "parse", "probe_tools", "prune", "requirement_lines", "resolve", "uv_cache_size"]
+__all__ = ["CURRENT", "EnvError", "Environment", "Request", "build", "cases_in", "check_distinct", "current",
+           "entry_problem", "parse", "probe_tools", "requirement_lines", "resolve", "resolver_message", "run_uv"]
 
 
 def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[list, list]:

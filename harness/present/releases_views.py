@@ -14,6 +14,7 @@ import html
 import math
 
 from .. import fmt
+from .untrusted import plain
 
 PHASES = ("trace", "lower", "compile", "execute")
 
@@ -59,7 +60,7 @@ def pair_rows(doc: dict) -> list[dict]:
     rows = []
     for pair in doc.get("pairs", []):
         wall = pair.get("wall") or {}
-        rows.append({"releases": f"{pair['base']} → {pair['head']}", "case": pair["case"],
+        rows.append({"releases": plain(f"{pair['base']} → {pair['head']}"), "case": plain(pair["case"]),
                      "verdict": verdict_text(pair), "wall": _ratio(wall), "cpu": _ratio(pair.get("cpu")),
                      "instructions": _instructions(pair), "phase": moved_phase(pair),
                      "pairs": str(pair.get("pairs", 0))})
@@ -74,15 +75,16 @@ def release_rows(doc: dict) -> list[dict]:
         companions = ", ".join(f"{k} {v}" for k, v in versions.items()
                                if v and k not in (doc.get("package"), "numpy", "scipy", "ml-dtypes"))
         if entry.get("error"):
-            rows.append({"release": entry["name"], "case": "", "status": f"failed: {entry['error'].splitlines()[0]}",
-                         "first_grad": "", "cpu": "", "instructions": "", "with": companions})
+            rows.append({"release": plain(entry["name"]), "case": "",
+                         "status": plain(f"failed: {entry['error'].splitlines()[0]}"),
+                         "first_grad": "", "cpu": "", "instructions": "", "with": plain(companions)})
             continue
         for case, cell in (entry.get("cells") or {}).items():
             counted = (cell.get("instructions") or {}).get("instructions")
-            rows.append({"release": entry["name"], "case": case,
-                         "status": f"failed: {cell['error']}" if cell.get("error") else f"{cell.get('samples', 0)} runs",
+            rows.append({"release": plain(entry["name"]), "case": plain(case),
+                         "status": plain(f"failed: {cell['error']}") if cell.get("error") else f"{cell.get('samples', 0)} runs",
                          "first_grad": fmt.seconds(cell.get("first_grad_s")), "cpu": fmt.seconds(cell.get("first_grad_cpu_s")),
-                         "instructions": fmt.count(counted) if counted else fmt.MISSING, "with": companions})
+                         "instructions": fmt.count(counted) if counted else fmt.MISSING, "with": plain(companions)})
     return rows
 
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from .. import fmt
 from .. import metrics
 from .terminal import case_cells, case_layout, fitted, titled
+from .untrusted import plain
 
 #: The two segments of a cold process that are not metrics: they make the bar add up to
 #: process TTFG. Interpreter start-up plus harness overhead outside every phase, and
@@ -306,7 +307,7 @@ def failures_table(results) -> Table | None:
                    label=len(varying))
     for case_id, s in rows:
         last = (s.stderr_tail or "").strip().splitlines()[-1:] or [""]
-        table.add_row(*case_cells(case_id, varying), s.kind, str(s.index), s.error or "", last[0])
+        table.add_row(*case_cells(case_id, varying), s.kind, str(s.index), plain(s.error or ""), plain(last[0]))
     return table
 
 

@@ -26,7 +26,7 @@ import re
 
 from ..results.format import clip
 
-__all__ = ["MD_CHARS", "console_width", "md", "md_code"]
+__all__ = ["MD_CHARS", "console_width", "md", "md_code", "plain"]
 
 #: Untrusted text in a Markdown summary is clipped to this many characters (an error's first lines
 #: say what failed; the results file keeps the sample's stderr tail).
@@ -56,6 +56,21 @@ def console_width(stream, default: int) -> int | None:
     except (AttributeError, OSError, ValueError):
         pass
     return default
+
+
+#: Control characters a terminal would act on (ESC starts colour, cursor and title sequences; the C1 range
+#: holds CSI): everything below a space but tab and newline, DEL, and U+0080-U+009F. rich strips only
+#: a few of them (bell, backspace, carriage return...), not ESC.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text) -> str:
+    """Untrusted text for the terminal: every control character shown as its escape (``\\x1b``), never acted on.
+
+    Why: a hostile ``releases.json`` or results file put ``\\x1b]0;...`` and colour sequences
+    into names that ``ttfg show`` and ``ttfg regressions --releases`` printed raw.
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
 
 
 def md(text, limit: int = MD_CHARS) -> str:
