@@ -56,6 +56,27 @@ def test_a_slower_revision_of_a_src_layout_editable_project_is_flagged_and_named
 
 
 @pytest.mark.slow
+def test_a_change_the_measured_path_never_runs_is_not_called_a_pass(mylab, tmp_path):
+    """The change is a module no case imports: the gate could not see it. Exit 2 by default, never a
+    silent pass; --off-path warn keeps the verdict and every output says so."""
+    args = ("--model", "mylab_mlp", "--backend", "mylab.autograd", "--tiers", "structural")
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["offpath"], *args, "--out-dir", str(tmp_path / "a"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "could not see the change" in out.stdout and "src/mylab/cli.py" in out.stdout
+    doc = json.loads((tmp_path / "a" / "gate.json").read_text())
+    assert doc["measured_path"]["off_path"] and doc["measured_path"]["not_ran"] == ["src/mylab/cli.py"]
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["offpath"], *args, "--off-path", "warn",
+               "--out-dir", str(tmp_path / "w"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "could not see the change" in out.stdout
+    assert "Not on the measured path" in (tmp_path / "w" / "summary.md").read_text()
+    # A change on the path (a comment in ops.py, which every forward pass runs) is proven to have run.
+    out = gate(mylab, "--base", mylab["first"], "--head", mylab["comment"], *args, "--out-dir", str(tmp_path / "c"))
+    doc = json.loads((tmp_path / "c" / "gate.json").read_text())
+    assert doc["measured_path"]["ran"] == ["src/mylab/ops.py"] and not doc["measured_path"]["off_path"]
+
+
+@pytest.mark.slow
 def test_a_comment_only_change_is_unchanged(mylab, tmp_path):
     out = gate(mylab, "--base", mylab["first"], "--head", mylab["comment"], "--model", "mylab_mlp",
                "--backend", "mylab.autograd", "--out-dir", str(tmp_path))

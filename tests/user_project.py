@@ -155,7 +155,8 @@ def layered_venv(path: Path) -> Path:
 
 def make_mylab(root: Path) -> dict:
     """The repository and its environment: commits ``first``, ``slow`` (a deliberate slowdown and
-    twice the depth) and, from ``first``, ``comment`` (a comment only). Returns names and paths."""
+    twice the depth) and, from ``first``, ``comment`` (a comment only) and ``offpath`` (a module
+    nothing measured imports). Returns names and paths."""
     repo = root / "mylab"
     repo.mkdir()
     write_project(repo)
@@ -173,12 +174,18 @@ def make_mylab(root: Path) -> dict:
     write_project(repo, depth=8, slow=True)
     git(repo, "commit", "-q", "-am", "deeper, and a slower scale")
     slow = git(repo, "rev-parse", "HEAD")
+    # A change the measured path never runs: a command-line module of the lab that no model or backend imports.
+    git(repo, "checkout", "-q", "-b", "offpath", first)
+    (repo / "src" / "mylab" / "cli.py").write_text(SLOW_OPS.replace("The lab's own operations", "The lab's command line"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a slower command line, off the measured path")
+    offpath = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "main")
     python = layered_venv(root / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
                    timeout=300)
-    return {"repo": repo, "python": python, "first": first, "slow": slow, "comment": comment}
+    return {"repo": repo, "python": python, "first": first, "slow": slow, "comment": comment, "offpath": offpath}
 
 
 

@@ -33,6 +33,7 @@ from ..results.gate_outcome import GateOutcome
 
 if TYPE_CHECKING:
     from ..decide.expect import ExpectationCheck
+    from ..measure.coverage import PathCheck
     from ..measure.cases import Case, Skipped
     from ..results.model import NoiseFloor, ShardSection
 
@@ -80,6 +81,9 @@ class GateRequest:
     envs: str = "auto"
     #: The project's folder inside the repository (the config's ``install-path``), "" for its root.
     project_dir: str = ""
+    #: When the change touches project code that never runs on the measured path: "fail" (exit 2, the
+    #: default: the gate cannot see the change) or "warn" (every output says so; the verdict stands).
+    off_path: str = "fail"
 
 
 class GateEvents:
@@ -118,6 +122,8 @@ class GateReport:
     document: dict = field(default_factory=dict)
     #: The files written: base, head, gate, summary.
     files: dict[str, Path] = field(default_factory=dict)
+    #: Which of the change's code files ran on the measured path (None: not checked, no code changed).
+    path: "PathCheck | None" = None
 
 
 @contextmanager
@@ -180,10 +186,13 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     events.note(f"environments: {plan.describe()}")
     if plan.unmeasured:
         events.warning(plan.unmeasured)
+    if plan.same_packages:
+        events.warning(plan.same_packages)
     settings = request.settings
     floor, why_no_floor, budget_warnings = _budget_check(request, events)
     try:
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events) as sides:
+            path = measured_path(request, base_rev, head_rev, sides, events)
             outcome = run_gate(request.cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
     except KeyboardInterrupt:
@@ -196,10 +205,49 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
+    if path is not None and path.off_path and request.off_path == "fail" and code == 0:
+        code = 2  # the measurement could not see the change: neither "passed" nor "unchanged"
     floor = _record_noise(outcome, settings, floor, why_no_floor)
-    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings)
+    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings, path=path)
     _write_outputs(report, request, events)
     return report
+
+
+def measured_path(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],
+                  events: GateEvents) -> "PathCheck | None":
+    """Which of the change's code files ran on the measured path: every case traced once on the head side,
+    in a process of its own (``measure/coverage.py``); None when base and head are one commit (an upgrade
+    gate) or a side has no install (a test's fake sides)."""
+    from pathlib import PurePosixPath
+
+    from ..measure import coverage
+    from ..measure.worktrees import git
+
+    side = sides["head"]
+    if base.commit == head.commit or side.installed is None:
+        return None
+    folder = request.project_dir.strip("/") or "."
+    changed = git(request.repo, "diff", "--name-only", "--no-renames", base.commit, head.commit, "--",
+                  folder).stdout.split()
+    if not any(PurePosixPath(c).suffix in coverage.CODE_SUFFIXES for c in changed):
+        return coverage.check(changed, set())
+    events.note(f"measured path: tracing each case once on the head side ({len(request.cases)} process(es))")
+    ran, failed = set(), {}
+    for case in request.cases:
+        try:
+            files = coverage.executed(case, side.run_settings(request.settings.run))
+        except RuntimeError as exc:
+            failed[case.id] = str(exc)
+            continue
+        ran |= coverage.package_paths(files, side.installed.root)
+    found = coverage.check(changed, ran, failed)
+    if found.off_path:
+        events.warning(f"measured path: {found.describe()}"
+                       + (" (exit 2; --off-path warn reports it and keeps the verdict)"
+                          if request.off_path == "fail" else ""))
+    else:
+        events.note(f"measured path: {found.describe()}")
+    return found
 
 
 def _budget_check(request: GateRequest, events: GateEvents):
@@ -271,11 +319,17 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     sides = environments_note(environments)
     if sides:
         notes.insert(0, md(sides))
+    if report.plan is not None and report.plan.same_packages:
+        notes.append(f"**Dependencies:** {md(report.plan.same_packages)}")
+    if report.path is not None and report.path.off_path:
+        notes.insert(0, f"**Not on the measured path:** {md(report.path.describe())}")
     report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes)
     document = presented_document(outcome, check, report.code, noise=floor.to_json() if floor else None,
                                   budget_warnings=report.budget_warnings, passing_means=report.passing_means,
                                   footer=gate_footer(outcome), environments=environments,
-                                  unmeasured=report.plan.unmeasured if report.plan else None)
+                                  unmeasured=report.plan.unmeasured if report.plan else None,
+                                  same_packages=report.plan.same_packages if report.plan else None,
+                                  measured_path=report.path.to_json() if report.path else None)
     report.document = document = strict_json(document)
     out_dir = request.out_dir
     report.files = {"base": Path(outcome.files["base"]), "head": Path(outcome.files["head"]),

@@ -302,7 +302,7 @@ def cmd_gate(args) -> int:
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
         base_env=args.base_env, head_env=args.head_env, envs=args.envs,
-        project_dir=project_dir(args, Path(args.repo)) or "")
+        project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path)
     report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
         console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
@@ -358,6 +358,11 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
         say(noise_views.headline(report.floor, outcome.settings.metric))
     if report.plan is not None and report.plan.unmeasured:
         say(f"not measured: {report.plan.unmeasured}")
+    if report.plan is not None and report.plan.same_packages:
+        say(f"dependencies: {report.plan.same_packages}")
+    off_path = report.path is not None and report.path.off_path
+    if off_path:
+        say(f"not on the measured path: {report.path.describe()}")
     folder = report.files["gate"].parent
     say(f"results in {folder}/" + ("" if verbose else f"; all of it: ttfg explain {folder}, or --verbose"))
     if outcome.base_broken():
@@ -368,12 +373,19 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
         if check is not None and check.failures():
             what.append(f"{len(check.failures())} expectation(s) violated")
         console.print(Text.assemble(("gate failed", "red"), f": {', '.join(what)}"), highlight=False)
+    elif code == 2 and off_path and outcome.exit_code() == 0:
+        console.print(Text.assemble(("gate could not see the change", "red"),
+                                    ": none of its code ran on the measured path (say which case runs it: --model/"
+                                    "--backend, or a library backend; --off-path warn keeps the "
+                                    "verdict)"), highlight=False)
     elif code == 2 and not outcome.base_broken():
         stuck = [f"{c.case} ({c.stop})" for c in outcome.cases if c.stop in (COUNT_BROKEN, HEAD_FAILING)]
         console.print(Text.assemble(("gate could not compare", "red"), f": {', '.join(stuck) or 'no case'}"),
                       highlight=False)
     elif code == 0 and shard is not None and not shard.cases:
         console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
+    elif code == 0 and off_path:
+        console.print("gate passed, but the measurement could not see the change (said above)", highlight=False)
     elif code == 0:
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
 
@@ -476,10 +488,15 @@ def add_gate_commands(sub) -> None:
     envs.add_argument("--head-env", metavar="REQS", help="the head side's environment (as --base-env)")
     envs.add_argument("--envs", choices=("auto", "declared", "current"), default="auto",
                       help="without --base-env/--head-env: 'auto' (default) runs both sides in this interpreter "
-                           "when base and head declare the same dependencies (constraints.txt, requirements.txt, "
-                           "pyproject dependencies) and each in its own revision's declared environment when they "
-                           "differ; 'declared' always builds them; 'current' forces this interpreter, and every "
-                           "verdict then says the dependency change was not measured")
+                           "when no dependency declaration changed, and else resolves each revision's own "
+                           "(requirements.txt with its includes, pyproject dependencies, constraints.txt, uv.lock; "
+                           "read by uv): the same packages are measured once and said, different ones each in its "
+                           "own environment; 'declared' always builds them; 'current' forces this interpreter, and "
+                           "every verdict then says the dependency change was not measured")
+    p.add_argument("--off-path", choices=("fail", "warn"), default="fail",
+                   help="when the change touches project code that no selected case runs (traced once on the head "
+                        "side): 'fail' exits 2, the gate could not see it (default); 'warn' keeps the verdict and "
+                        "every output says so")
     add_selection(p, default_model="resnet15")
     for action in p._actions:
         if action.dest == "backend":

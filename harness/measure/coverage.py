@@ -113,8 +113,22 @@ def check(changed: Iterable[str], ran_relative: set[str], failed: dict[str, str]
     a changed ``src/mylab/layers.py`` ran when it ends with one of them.
     """
     code = sorted(c for c in changed if PurePosixPath(c).suffix in CODE_SUFFIXES)
-    ran = [c for c in code if any(c == r or c.endswith("/" + r) for r in ran_relative)]
+    ran = [c for c in code if any(_same_file(c, r) for r in ran_relative)]
     return PathCheck(code, ran, dict(failed or {}))
+
+
+def _same_file(changed: str, installed: str) -> bool:
+    """Whether a repository path is the source of an installed one.
+
+    ``src/mylab/layers.py`` installs as ``mylab/layers.py`` (the path ends with it). A build that
+    maps a folder to another package name (``package-dir``: ``harness/`` installed as ``ttfg/``)
+    keeps the depth and renames the top folder only: ``harness/decide/x.py`` is ``ttfg/decide/x.py``;
+    a folder mapped into a subpackage (``models/`` as ``ttfg.models``) ends the installed path.
+    """
+    if changed == installed or changed.endswith("/" + installed) or installed.endswith("/" + changed):
+        return True
+    c, i = changed.split("/"), installed.split("/")
+    return len(c) == len(i) > 1 and c[1:] == i[1:]
 
 
 __all__ = ["CODE_SUFFIXES", "PathCheck", "check", "executed", "package_paths"]
