@@ -10,7 +10,9 @@ must stay a device) is marked ``WRONG`` and makes the script exit 1.
 
     python benchmarks/bad_inputs.py            # the table on stdout
 
-The rows after the first 33 are issue 25's 21 classes (``class N`` in the first column), each as a
+The rows ``env N`` are issue 29's classes (environments told apart by content, hostile sweeps, the
+environment cache), none of which builds an environment. The rows after the first 33 are issue 25's
+21 classes (``class N`` in the first column), each as a
 real process. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
 revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
 ``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
@@ -198,6 +200,7 @@ def _files(d: Path) -> dict:
 
     made["confirmations"] = _write(d / "confirmations.json", {"format": "ttfg-confirmations", "version": 1, "steps": {
         step_key("m/b/v", "first_grad_s", "a" * 40, "b" * 40): {"status": "confirmed"}}})
+    made.update(_environment_files(d))
     made["cal-good"] = d / "cache-good"
     _calibration(made["cal-good"], 40)
     made["cal-deep"] = d / "cache-deep"
@@ -205,6 +208,49 @@ def _files(d: Path) -> dict:
     made["bad-sample"] = _history(d, "history-bad-sample", _bad_sample)
     made["twin"] = _history(d, "history-twin", _twin)
     made["confirm-history"] = _history(d, "history-confirm", lambda folder: None)
+    return made
+
+
+def _sweep(**edits) -> dict:
+    """A small valid release sweep (``releases.json``) with one step decided by counts."""
+    doc = {"format": "ttfg-releases", "version": 1, "package": "autograd", "cases": ["c"], "notes": [],
+           "releases": [{"version": v, "name": f"autograd-{v}", "requirements": [], "env": None, "error": None,
+                         "cells": {}} for v in ("1.7.0", "1.9.1")],
+           "pairs": [{"base": "1.7.0", "head": "1.9.1", "case": "c", "verdict": "regressed", "tier": "instructions",
+                      "pairs": 1, "wall_s": 9.0, "wall": {"verdict": "inconclusive", "ratio": 1.01}}],
+           "complete": True, "exit_code": 1}
+    doc.update(edits)
+    return doc
+
+
+def _environment_files(d: Path) -> dict:
+    """Sweeps and results files for issue 29's rows: environments told apart by content, hostile sweeps."""
+    made = {"sweep": str(_write(d / "sweep" / "releases.json", _sweep())),
+            "sweep-incomplete": str(_write(d / "sweep-incomplete.json", _sweep(pairs=[], complete=False)))}
+    headless = _sweep()
+    del headless["pairs"][0]["head"]
+    made["sweep-headless"] = str(_write(d / "sweep-headless.json", headless))
+    wall = _sweep()
+    wall["pairs"][0]["wall"] = "fast"
+    made["sweep-wall"] = str(_write(d / "sweep-wall.json", wall))
+    whole = _sweep()
+    whole["releases"][0]["version"] = 17
+    made["sweep-int"] = str(_write(d / "sweep-int.json", whole))
+    escape = _sweep()
+    escape["releases"][1]["name"] = "autograd-1.9.1\x1b]0;owned\x07"
+    made["sweep-escape"] = str(_write(d / "sweep-escape.json", escape))
+
+    def with_envs(envs: dict, labels: list[str]) -> dict:
+        doc = _results([f"{CASES[0]}/{label}" for label in labels])
+        doc["environment"]["envs"] = envs
+        return doc
+
+    old = {"interpreter": "3.11.7", "packages": {"autograd": "1.7.0", "numpy": "2.4.6"}}
+    other = {"interpreter": "3.11.7", "packages": {"autograd": "1.9.1", "numpy": "2.4.6"}}
+    current = {"interpreter": "3.11.7", "packages": {"autograd": "1.9.1", "numpy": "2.4.6", "jax": "0.10.2"}}
+    made["env-old"] = str(_write(d / "env-old.json", with_envs({"old": old}, ["old"])))
+    made["env-other"] = str(_write(d / "env-other.json", with_envs({"old": other}, ["old"])))
+    made["env-both"] = str(_write(d / "env-both.json", with_envs({"old": old, "current": current}, ["old", "current"])))
     return made
 
 
@@ -398,6 +444,39 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("class 21: run whose first save fails (files limited to 1 KiB)",
             ["run", *tiny, "--repeat", "1", "--out", out("c21.json")], limit=_file_limit,
             check=lambda p: None if not (d / "out" / ".c21.json.lock").exists() else "the .lock sidecar was left"),
+        # Issue 29's classes (environments you can trust): each a real process, none of them building anything.
+        Row("env 1: regressions --releases, a step decided by counts (`regressed (instructions)`)", expect=0,
+            argv=["regressions", "--releases", m["sweep"], "--format", "json"],
+            check=lambda p: None if '"verdict": "regressed (instructions)"' in p.stdout else "the step was not listed"),
+        Row("env 3: compare, one environment name holding other packages in each file",
+            ["compare", m["env-old"], m["env-other"], "--metric", "counters.*"], check=_contains("autograd 1.7.0 -> 1.9.1")),
+        Row("env 3: compare a file of two environments with itself, `--across-envs`",
+            ["compare", m["env-both"], m["env-both"], "--across-envs", "--metric", "counters.*"],
+            check=_contains("in 2 environments")),
+        Row("env 4: releases `--versions ','`", ["releases", "autograd", "--versions", ","]),
+        Row("env 4: releases `--versions foo`", ["releases", "autograd", "--versions", "foo"],
+            check=_contains("'foo' is not a version")),
+        Row("env 7: regressions --releases of a sweep stopped before any pair", ["regressions", "--releases",
+                                                                                m["sweep-incomplete"]],
+            check=_contains("incomplete")),
+        Row("env 9: report `--releases X --out X`", ["report", "--releases", m["sweep"], "--out", m["sweep"]],
+            check=lambda p: None if json.loads(Path(m["sweep"]).read_text())["format"] == "ttfg-releases"
+            else "the sweep was overwritten"),
+        Row("env 14: regressions --releases, a pair without `head`", ["regressions", "--releases", m["sweep-headless"]],
+            check=_contains("pairs[0].head: missing")),
+        Row("env 14: regressions --releases, `\"wall\": \"fast\"`", ["regressions", "--releases", m["sweep-wall"]],
+            check=_contains("pairs[0].wall")),
+        Row("env 14: regressions --releases, an integer version", ["regressions", "--releases", m["sweep-int"]],
+            check=_contains("releases[0].version")),
+        Row("env 14: env list with TTFG_CACHE_DIR a file", ["env", "list"],
+            env={"TTFG_CACHE_DIR": str(d / "plain.json")}, check=_contains("is not a folder")),
+        Row("env 14: env build with TTFG_CACHE_DIR a file", ["env", "build", "autograd==1.7.0"],
+            env={"TTFG_CACHE_DIR": str(d / "plain.json")}, check=_contains("cannot be written")),
+        Row("env 17: env prune of a name nothing has", ["env", "prune", "no-such-env"],
+            env={"TTFG_CACHE_DIR": str(d / "empty-cache")}, check=_contains("no cached environment is named")),
+        Row("env 18: regressions --releases, control characters in a release name", expect=0,
+            argv=["regressions", "--releases", m["sweep-escape"]],
+            check=lambda p: None if "\x1b" not in p.stdout else "an escape sequence reached the terminal"),
     ]
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")

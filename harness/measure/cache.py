@@ -135,7 +135,15 @@ def get(kind: str, key: str, build: Callable[[Path], None]) -> Entry:
 
 
 def entries(kind: str) -> list[Path]:
-    """The finished entries of ``kind`` (for listing and pruning)."""
+    """The finished entries of ``kind`` (for listing and pruning).
+
+    Raises
+    ------
+    CacheError
+        When the cache folder is a file (``TTFG_CACHE_DIR`` pointing at one): nothing could ever be cached there.
+    """
+    if root().exists() and not root().is_dir():
+        raise CacheError(f"the cache folder {root()} is not a folder; set TTFG_CACHE_DIR to a writable folder")
     where = root() / kind
     if not where.is_dir():
         return []
