@@ -180,6 +180,11 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs,
                              request.project_dir)
     if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:
+        if request.base_env or request.head_env:  # an upgrade gate asked to compare one environment with itself
+            from ..errors import UsageError
+
+            raise UsageError(f"--base-env and --head-env name the same environment ({plan.requests['base'].name}) "
+                             f"for one revision ({base_rev.short}): nothing would differ between the sides")
         return GateReport(0, SAME_COMMIT, base_rev, head_rev, plan)
     request.repo = repo
     events.started(request, base_rev, head_rev)

@@ -330,7 +330,10 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     doc["complete"] = True
     doc["load"]["end"] = list(os.getloadavg())
     doc["wall_s"] = round(time.time() - started, 1)
-    doc["exit_code"] = 1 if regression else 2 if broken else 0
+    # A wrong gradient is a finding, as in ``ttfg check`` (exit 1), not an input that could not be measured.
+    mismatch = any((cell.get("check") or {}).get("status") == "mismatch"
+                   for e in doc["releases"] for cell in (e.get("cells") or {}).values())
+    doc["exit_code"] = 1 if regression or mismatch else 2 if broken else 0
     save()
     return doc
 

@@ -305,8 +305,15 @@ def cmd_gate(args) -> int:
         project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path)
     report = use_case.run(request, _PrintedEvents(console, args.verbose))
     if report.status == use_case.SAME_COMMIT:
-        console.print(f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
-                      f"({report.base.short}), so they hold the same code; nothing was measured", highlight=False)
+        said = (f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
+                f"({report.base.short}), so they hold the same code; nothing was measured")
+        console.print(said, highlight=False)
+        if args.format == "json":  # the contract of --format json: one document on stdout, whatever happened
+            sys.stdout.write(json.dumps({"format": "ttfg-gate", "status": "same commit", "exit_code": report.code,
+                                         "base": report.base.to_json(), "head": report.head.to_json(),
+                                         "note": said, "cases": []}, indent=1) + "\n")
+        elif args.format == "markdown":
+            sys.stdout.write(f"## ttfg gate: nothing to gate\n\n{said}.\n")
         return report.code
     if report.status == use_case.INTERRUPTED:
         console.print(Text.assemble(("interrupted", "yellow"), f": worktrees removed; finished samples are in "

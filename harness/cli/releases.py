@@ -50,6 +50,7 @@ def cmd_releases(args) -> int:
     from .selection import runnable_selection
 
     output_dir(args.out_dir, "--out-dir")
+    _refuse_ignored(args)
     as_json = args.format == "json"
     console = make_console(stderr=as_json)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()] if args.versions else None
@@ -77,13 +78,25 @@ def cmd_releases(args) -> int:
 
     request = sweep.SweepRequest(planned, cases, Path(args.out_dir), settings,
                                  instructions=not args.no_instructions, notes=notes)
+    import time
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
     try:
         doc = sweep.run(request, Printed())
     except KeyboardInterrupt:
         from rich.text import Text
 
-        console.print(Text.assemble(("interrupted", "yellow"), f": what finished is in "
-                                    f"{Path(args.out_dir) / 'releases.json'} (marked incomplete)"))
+        saved = Path(args.out_dir) / "releases.json"
+        # The sweep writes its file after every pair: say what is there, not what would be.
+        try:
+            kept = json.loads(saved.read_text())
+            fresh = kept.get("complete") is False and str(kept.get("created")) >= started  # written by this sweep
+        except (OSError, ValueError, AttributeError):
+            fresh = False
+        console.print(Text.assemble(("interrupted", "yellow"),
+                                    f": what finished is in {saved} (marked incomplete)" if fresh else
+                                    ": before any pair was written; nothing of this sweep was kept"
+                                    + (f" ({saved} is an earlier sweep's)" if saved.exists() else "")))
         return 2
     out = Path(args.out_dir)
     atomic_write_text(out / "index.html", sweep_page(doc))
@@ -93,6 +106,23 @@ def cmd_releases(args) -> int:
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     return doc["exit_code"]
+
+
+def _refuse_ignored(args) -> None:
+    """Options that would be silently ignored together are refused, naming both (a typo must not run an
+    hour-long sweep of something else)."""
+    from ..errors import UsageError
+
+    if args.versions is not None:
+        given = [flag for flag, value, default in (("--from", args.low, None), ("--to", args.high, None),
+                                                   ("--every", args.every, "minor")) if value != default]
+        if given:
+            raise UsageError(f"--versions names the releases; {', '.join(given)} choose{'s' if len(given) == 1 else ''} "
+                             "from a range instead: give one or the other")
+    for text in args.with_ or ():
+        if text.strip().startswith("-"):
+            raise UsageError(f"--with {text!r} is a pip option; --with takes requirements (numpy==2.4.6), "
+                             "as --env does")
 
 
 def add_releases_command(sub) -> None:
@@ -106,7 +136,7 @@ def add_releases_command(sub) -> None:
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=exit_codes(extra=": an adjacent pair of releases regressed",
+                       epilog=exit_codes(extra=": an adjacent pair of releases regressed, or a release computes a wrong gradient",
                                          extra2="; also a release or case that could not be measured, when no pair "
                                                 "regressed"))
     p.add_argument("package", choices=packages(), help="whose releases")

@@ -190,8 +190,15 @@ def _print_history_source(prepared) -> None:
 
 def cmd_regressions(args) -> int:
     if args.releases:
+        from ..errors import UsageError
         from .releases import list_release_steps
 
+        ignored = [flag for flag, on in (("--confirm", args.confirm), ("--runs", args.runs),
+                                         ("--results", args.results), ("--last", args.last),
+                                         ("--budget", args.budget != "10m")) if on]
+        if ignored:  # each reads a commit history, which a release sweep is not
+            raise UsageError(f"--releases lists a sweep's steps; {', '.join(ignored)} "
+                             f"{'applies' if len(ignored) == 1 else 'apply'} to a commit history: give one or the other")
         return list_release_steps(args)
     import json
 

@@ -309,8 +309,14 @@ def check_imports(side: Side, cases: list["Case"]) -> None:
         return
     _, frameworks, _ = _modules_of(cases)
     for module in frameworks:
-        origin = side.whence.modules.get(module)
-        if origin and origin.startswith("cannot import"):
+        if module not in side.whence.modules:
+            continue
+        origin = side.whence.modules[module]
+        if origin is None:  # not installed there: every sample would fail and read as "head cannot run", exit 1
+            raise InstallError(f"environment {side.env.name} has no {module}: the {side.role} side cannot run "
+                               f"{', '.join(sorted({c.backend for c in cases}))} (add it to the environment's "
+                               "requirements)")
+        if origin.startswith("cannot import"):
             raise InstallError(f"environment {side.env.name}: {module}: {origin}")
         if origin and not _inside(origin, side.env.path):
             raise SameCode(f"{side.role} runs in environment {side.env.name} but would import {module} from "
