@@ -637,3 +637,22 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
     assert doc["shard"]["index"] == 2 and doc["shard"]["all_cases"] == ids and doc["fingerprint"]["cpu_arch"]
     assert out.returncode == 2  # the replaced loop gated nothing of a non-empty shard: never a pass
     assert "shard 2/3" in (tmp_path / "g" / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_shards_of_a_run_over_environments_merge(tmp_path):
+    """``--shard I/N --env``: each shard's section names its cases as measured, once per environment, so the
+    merge finds every one (it said "lost 1 case")."""
+    from .conftest import run_ttfg
+
+    selection = ("--model", "resnet15:blocks=1", "--model", "resnet15:blocks=2", "--backend", "autograd",
+                 "--repeat", "1", "--env", "current")
+    for i in (1, 2):
+        out = run_ttfg("run", *selection, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}.json"))
+        assert out.returncode == 0, out.stdout + out.stderr
+    merged = run_ttfg("merge", "results", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"),
+                      "--out", str(tmp_path / "all.json"))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    ids = [c["id"] for c in json.loads((tmp_path / "all.json").read_text())["cases"]]
+    assert sorted(ids) == ["resnet15:blocks=1/autograd/params=args,chain=unrolled/current",
+                           "resnet15:blocks=2/autograd/params=args,chain=unrolled/current"]

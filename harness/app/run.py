@@ -114,10 +114,24 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
         python_allocators=request.python_allocators, instructions=instructions, profiles=request.profiles,
     )
     runner = Runner(cases, skipped, settings, request.out, envs=envs)
-    runner.results.shard = request.shard
+    runner.results.shard = _in_envs(request.shard, envs)
     calibration, why_not = noise.stored()
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     return Prepared(request, cases, skipped, envs, runner, len(runner.steps), why_not)
+
+
+def _in_envs(shard, envs: dict):
+    """A shard's section with its case ids as this run measures them: each case once per environment
+    (``model/backend/variant/env``, in ``cases_in``'s order), so ``ttfg merge results`` finds every one
+    (it said "lost 1 case" of a ``--shard I/N --env`` run)."""
+    if shard is None or not envs:
+        return shard
+    from dataclasses import replace
+
+    def tagged(ids: list[str]) -> list[str]:
+        return [f"{case_id}/{name}" for name in envs for case_id in ids]
+
+    return replace(shard, cases=tagged(shard.cases), all_cases=tagged(shard.all_cases))
 
 
 def measure(prepared: Prepared, on_sample: Callable | None = None) -> RunReport:

@@ -526,7 +526,9 @@ def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[
         for case in cases:
             missing = [m for m in _backend_modules(engines, case.backend) if not found.get(m)]
             if missing:
-                skips.append(Skipped(case.model, case.backend, f"{case.plain_id.split('/')[2]} in {name}",
+                # The skip keeps the case's id in that environment (``model/backend/variant/env``): a shard's
+                # list of cases and a merge find it under the same id as a measured one.
+                skips.append(Skipped(case.model, case.backend, f"{case.plain_id.split('/')[2]}/{name}",
                                      f"{', '.join(missing)} is not installed in environment {name}"))
             else:
                 out.append(case.in_env(name))
