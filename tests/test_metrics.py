@@ -110,7 +110,7 @@ def test_derived_compile_total_from_a_sample():
 
 
 def test_steps_compare_expect_and_gate_take_the_registrys_margins():
-    from ttfg.decide import compare, expect, gate
+    from ttfg.decide import compare, expect, gate_settings
     from ttfg.history import steps
 
     for name in ("alloc_bytes", "alloc_count", "counters.jaxpr_eqns", "instructions", "first_grad_s"):
@@ -121,7 +121,7 @@ def test_steps_compare_expect_and_gate_take_the_registrys_margins():
         assert compare.metric_info(name).deterministic == info.deterministic
     assert expect.default_margin("alloc_bytes", [100.0]) == metrics.get("alloc_bytes").expect_margin
     assert expect.default_margin("counters.hlo_ops", [7.0]) == 0
-    assert gate.GateSettings().min_effect == metrics.get("first_grad_s").threshold
+    assert gate_settings.GateSettings().min_effect == metrics.get("first_grad_s").threshold
 
 
 # ---------------------------------------------------------------------------- (b) no other table

@@ -201,6 +201,7 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     from ttfg.app import gate as gate_module
     from ttfg.cli import main
     from ttfg.measure import sides
+    from ttfg.measure.environments import Request
     from ttfg.measure.worktrees import Revision
 
     floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
@@ -220,6 +221,9 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(gate_module, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
                                                                 Revision("HEAD", "b" * 40, "head")))
     monkeypatch.setattr(gate_module, "run_gate", run_gate)
+    # The fake commits are in no repository: both sides run in this interpreter, as with no dependency change.
+    monkeypatch.setattr(gate_module, "plan_environments", lambda *a, **k: sides.EnvPlan(
+        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
     code = main(["gate", "--base", "HEAD~1", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
     assert code == 2 and started  # interrupted at once, after the check
     before = " ".join(started[0].out.split())
