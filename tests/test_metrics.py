@@ -118,7 +118,7 @@ def test_steps_compare_expect_and_gate_take_the_registrys_margins():
         assert compare.Thresholds().get(name) == info.threshold
         # A deterministic metric's step needs its registry threshold, and never less than twice the spread
         # cold processes of the same code show (``Metric.spread``).
-        assert steps.min_change_for(name) == (max(min(steps.DEFAULT_MIN_CHANGE, info.threshold), 2 * info.spread)
+        assert steps.min_change_for(name) == (max(min(steps.DEFAULT_MIN_CHANGE, info.threshold), 2 * (info.spread or 0))
                                               if info.deterministic else steps.DEFAULT_MIN_CHANGE)
         assert compare.metric_info(name).deterministic == info.deterministic
     assert expect.default_margin("alloc_bytes", [100.0]) == metrics.get("alloc_bytes").expect_margin
