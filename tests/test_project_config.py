@@ -18,6 +18,9 @@ from ttfg.cli import main
 from .example_project import make_repository
 from .user_project import git
 
+#: Where the CI files install ttfg from (this checkout has no remote a runner could reach).
+REQ = ["--ttfg-requirement", "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"]
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
@@ -100,7 +103,7 @@ def test_run_without_out_writes_to_the_configured_folder_and_show_prints_it(proj
 
 
 def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project, capsys):
-    assert main(["init"]) == 0
+    assert main(["init", *REQ]) == 0
     out = capsys.readouterr().out
     for name in ("ttfg.toml", "asv.conf.json", "ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
                  ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_plugin.py"):
@@ -128,10 +131,10 @@ def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project,
     runs = " ".join(step.get("run", "") for step in gate["jobs"]["gate"]["steps"])
     assert "ttfg gate --base" in runs and "pip install -e ." in runs
     before = (project / "pyproject.toml").read_text()
-    assert main(["init"]) == 2
-    assert "would overwrite ttfg.toml" in capsys.readouterr().err
+    assert main(["init", *REQ]) == 2
+    assert "would overwrite asv.conf.json" in capsys.readouterr().err
     assert (project / "pyproject.toml").read_text() == before
-    assert main(["init", "--force"]) == 0  # the plugin is declared now: no second starter, no second append
+    assert main(["init", "--force", *REQ]) == 0  # the plugin is declared now: no second starter, no second append
     assert (project / "pyproject.toml").read_text() == before
 
 
@@ -141,7 +144,7 @@ def test_the_starter_plugin_passes_check(project, tmp_path):
 
     from .user_project import layered_venv
 
-    assert main(["init"]) == 0
+    assert main(["init", *REQ]) == 0
     python = layered_venv(tmp_path / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e",
                     str(project)], check=True, capture_output=True, timeout=300)
@@ -156,22 +159,22 @@ def test_the_starter_plugin_passes_check(project, tmp_path):
 def test_init_refuses_outside_git_and_outside_a_python_project(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "not a git repository" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
     (tmp_path / "pyproject.toml").unlink()
     git(tmp_path, "init", "-q")
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "not a Python project: no pyproject.toml" in capsys.readouterr().err
     (tmp_path / "pyproject.toml").write_text('[tool.black]\nline-length = 100\n')
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "no [project] table" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "pyproject.toml"]
 
 
 def test_init_in_the_example_keeps_its_own_plugins(tmp_path, capsys):
     made = make_repository(tmp_path)
-    assert main(["init", "--repo", str(made["repo"])]) == 0
+    assert main(["init", "--repo", str(made["repo"]), *REQ]) == 0
     out = capsys.readouterr().out
     assert "flaxlab_resnet x flaxlab.nnx (the project's own plugins)" in " ".join(out.split())
     assert not (made["repo"] / "src" / "flaxlab" / "ttfg_plugin.py").exists()

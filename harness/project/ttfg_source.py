@@ -133,14 +133,12 @@ def requirement(configured: str | None = None) -> str:
         return with_extra(configured)
     from importlib import metadata
 
-    import ttfg
-
     dist = metadata.distribution("ttfg")
     raw = dist.read_text("direct_url.json")
     record = json.loads(raw) if raw else None
     folder = None
     if record and "dir_info" in record:
-        folder = Path(ttfg.__file__).resolve().parent
+        folder = Path(__file__).resolve().parents[1]  # the ttfg package's folder, in the checkout imported from
     return detected(record, dist.version, folder)
 
 
