@@ -185,6 +185,12 @@ def test_gate_repo_without_a_plugin_is_refused_before_any_work(project, tmp_path
     err = capsys.readouterr().err
     assert "declares no ttfg plugin" in err and "ttfg init" in err
     assert not (tmp_path / "g").exists()
+    # The command it advises works as written (for a monorepo's subfolder too, see test_init_fits).
+    import re
+    import shlex
+
+    advised = shlex.split(re.search(r"`ttfg (init [^`]*)`", " ".join(err.split())).group(1))
+    assert main([*advised, *REQ]) == 0
 
 
 def test_asv_record_gets_the_configs_selection(project, monkeypatch):
@@ -243,3 +249,38 @@ def test_install_path_names_the_project_folder_inside_the_repository(tmp_path):
         project_config.read(repo / "ttfg.toml")
     # No config: each command keeps its own default (the repository's root).
     assert project_dir(argparse.Namespace(project_config=project_config.Config()), repo) is None
+
+
+def test_config_checks_install_path_and_output(project, capsys):
+    """``ttfg config`` shows ``install-path`` and names what is wrong with it (exit 2): outside the
+    repository, a file, a missing folder; ``output`` naming a file is refused the same way."""
+    (project / "afile").write_text("x")
+    (project / "empty").mkdir()
+    for value, words in (("../outside", "outside the git repository"), ("afile", "is a file, not a folder"),
+                         ("missing", "does not exist"), ("empty", "holds no Python project")):
+        config_table(project, f'install-path = "{value}"\n')
+        assert main(["config"]) == 2, value
+        err = " ".join(capsys.readouterr().err.split())
+        assert "tool.ttfg.install-path" in err.replace(" ", "") and words in err, err
+    config_table(project, 'install-path = "."\n')
+    assert main(["config"]) == 0
+    assert "install-path" in capsys.readouterr().out
+    config_table(project, 'output = "afile"\n')
+    assert main(["config"]) == 2
+    assert "is a file; output names the folder" in " ".join(capsys.readouterr().err.split())
+
+
+def test_config_budget_flag_is_checked(project, capsys):
+    assert main(["config", "--budget", "ten"]) == 2
+    err = capsys.readouterr().err
+    assert "--budget 'ten'" in err and "not a positive duration" in err
+
+
+@pytest.mark.parametrize("header", ["[tool.ttfg", "[ tool.ttfg ]]", "[tool . ttfg]\nbudget = ", "[[tool.ttfg]"])
+def test_a_malformed_tool_ttfg_header_is_an_error_naming_the_line(project, capsys, header):
+    base = (project / "pyproject.toml").read_text()
+    (project / "pyproject.toml").write_text(base + f"\n{header}\nmodels = [\"resnet15\"]\n")
+    assert main(["config"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "pyproject.toml: not valid TOML" in err and "(at line" in err, err
+    assert "none found" not in err
