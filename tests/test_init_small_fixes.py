@@ -1,5 +1,5 @@
 """Three small wording and layout fixes of issue 30's list: a revision named once, a quote that ends
-where its note ends, and progress lines kept whole in a log."""
+where its note ends, and progress lines kept whole (wrapped) in a log."""
 
 from __future__ import annotations
 
@@ -45,10 +45,11 @@ def test_progress_lines_are_whole_when_output_is_not_a_terminal():
 
     from ttfg.cli.gate import _PrintedEvents
 
-    line = "pair 3: " + "x" * 200 + " END"
+    line = "pair 3: " + " ".join(f"word{i}" for i in range(40)) + " END"
     piped = io.StringIO()
     _PrintedEvents(Console(file=piped, width=80, force_terminal=False), verbose=False).note(line)
-    assert piped.getvalue() == line + "\n"
+    assert "…" not in piped.getvalue() and " ".join(piped.getvalue().split()) == line
+    assert all(len(shown) <= 80 for shown in piped.getvalue().splitlines())
     tty = io.StringIO()
     _PrintedEvents(Console(file=tty, width=80, force_terminal=True, color_system=None), verbose=False).note(line)
     assert tty.getvalue().rstrip().endswith("…") and len(tty.getvalue().rstrip()) <= 80

@@ -231,8 +231,11 @@ class _PrintedEvents:
         self.verbose = verbose
 
     def _line(self, text: str, style: str | None = None) -> None:
-        if not self.console.is_terminal:  # a log (CI, a pipe) keeps whole lines: never cut with an ellipsis
-            self.console.print(text, style=style, highlight=False, markup=False, soft_wrap=True)
+        if not self.console.is_terminal:  # a log (CI, a pipe) keeps every word: wrapped, never cut with "…"
+            from ..present.gate_views import wrapped
+
+            for line in wrapped(text, self.console.width):
+                self.console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
         elif self.verbose:
             self.console.print(text, style=style, highlight=False, markup=False)
         else:
