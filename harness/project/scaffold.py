@@ -2,23 +2,31 @@
 
 Why a plan first: ``init`` must either write everything or nothing. It refuses a folder that
 is not a git repository or not a Python project, and it refuses to overwrite any existing
-file without ``--force``; both checks run over the whole plan before the first write, so a
-refusal leaves the repository as it was.
+file without ``--force``; both checks run over the whole plan before the first write, and
+the plan is then written as one set (``files.replace_together``: every file or none, new
+folders removed again on a failure), so a refusal or a failure leaves the repository as it was.
 
-The files (templates in ``templates/``, rendered with Jinja2):
+The files (templates in ``templates/``, rendered with Jinja2), at the repository's root:
 
 - ``ttfg.toml``: the project's selection (its own plugins' models and backends), budget,
-  minimum effect, results folder;
+  minimum effect, results folder, and ``install-path`` for a project in a subfolder. A
+  config the project already has (``ttfg.toml``, or ``[tool.ttfg]`` in ``pyproject.toml``)
+  is completed instead: the keys it lacks are added, the ones it sets are kept and named,
+  and no second config is written;
 - ``asv.conf.json``: builds *this* project per commit (one ``--no-deps`` wheel: asv 0.6.6's
   default build leaves the dependencies' wheels beside it and fails with "Found multiple
-  wheels"), and installs ttfg in the ``install_command`` (a ``pip+`` matrix entry with a
-  path or URL is cut at its first folder by asv 0.6.6);
-- ``ttfg_suites/ttfg.py``: one line, ``from ttfg.history.asv_tracks import *``, so the
-  benchmark functions are never copied;
-- ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, from ttfg's own
-  ``ci/workflows/``;
-- when the project declares no ttfg plugin: a starter model and backend module in its
-  package, and their entry points appended to ``pyproject.toml``.
+  wheels"), follows the default branch, and installs ttfg in the ``install_command`` (a
+  ``pip+`` matrix entry with a path or URL is cut at its first folder by asv 0.6.6);
+- ``ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
+  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied;
+- ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, after ttfg's own
+  ``ci/workflows/``: ttfg installed from where this ttfg came from (``ttfg_source``), the
+  pull-request filter over every dependency declaration (``declarations``), the trend on
+  the default branch (``default_branch``);
+- ``.gitignore`` lines for ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
+- when the project declares no ttfg plugin: a starter library backend for the framework it
+  declares, with its model, in its package, and their entry points appended to its
+  ``pyproject.toml``.
 """
 
 from __future__ import annotations
