@@ -39,12 +39,16 @@ def cmd_init(args) -> int:
 def add_init_command(sub) -> None:
     p = sub.add_parser("init", help="set up a project's repository: config, asv, suites, CI workflows",
                        description="Write into a git repository holding a Python project (pyproject.toml with "
-                                   "[project]): ttfg.toml (its selection: the models and backends the project "
-                                   "plugs into ttfg), asv.conf.json (asv builds the project per commit), "
-                                   "ttfg_suites/ (one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
-                                   "perf-gate.yml and ttfg-trend.yml, and, when the project declares no ttfg "
-                                   "plugin, a starter model and backend with their entry points. Existing files "
-                                   "are not overwritten without --force. Exit 2, writing nothing, outside a git "
+                                   "[project], at the root or in --project-dir): ttfg.toml (its selection: the "
+                                   "models and backends the project plugs into ttfg; an existing ttfg.toml or "
+                                   "[tool.ttfg] is completed, never overwritten), asv.conf.json (asv builds the "
+                                   "project per commit on the default branch), ttfg_suites/ (the config's "
+                                   "selection and one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
+                                   "perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
+                                   "from, with the instructions extra), .gitignore lines, and, when the project "
+                                   "declares no ttfg plugin, a starter library backend for the framework it "
+                                   "declares, with its entry points. All or nothing: existing files are not "
+                                   "overwritten without --force, and exit 2 writes nothing outside a git "
                                    "repository's root or a Python project.")
     p.add_argument("--repo", default=".", metavar="DIR", help="the repository's root (default: the current folder)")
     p.add_argument("--force", action="store_true", help="overwrite files ttfg init wrote before")
