@@ -268,3 +268,25 @@ def test_plain_asv_run_measures_the_configs_selection_or_refuses(tmp_path):
     with pytest.raises(NoSelection, match="names no models or backends"):
         select(tmp_path, {})
     assert np  # the numpy import is the starters'
+
+
+def test_the_generated_suite_reads_the_config_before_the_benchmarks(tmp_path, monkeypatch):
+    """The suites file asv imports sets the selection from the config first, or refuses to load."""
+    import runpy
+
+    from ttfg.project.asv_selection import NoSelection
+
+    repo = make_project(tmp_path / "lib")
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    for var in ("TTFG_ASV_MODELS", "TTFG_ASV_BACKENDS", "TTFG_ASV_VARIANTS"):
+        monkeypatch.setenv(var, "")
+    suite = repo / "ttfg_suites" / "ttfg.py"
+    (repo / "ttfg.toml").write_text('budget = "2m"\n')
+    with pytest.raises(NoSelection, match="names no models or backends"):
+        runpy.run_path(str(suite))
+    (repo / "ttfg.toml").write_text('models = ["lib_model"]\nbackends = ["lib.autograd"]\n')
+    namespace = runpy.run_path(str(suite))
+    assert "track_first_grad_seconds" in namespace
+    import os
+
+    assert os.environ["TTFG_ASV_MODELS"] == "lib_model" and os.environ["TTFG_ASV_BACKENDS"] == "lib.autograd"
