@@ -113,6 +113,10 @@ def detected(record: dict | None, version: str, folder: Path | None) -> str:
     remote, commit = _checkout(local)
     public = _public_url(remote) if remote else None
     if public is None or commit is None:
+        from ..measure.worktrees import git
+
+        top = git(local, "rev-parse", "--show-toplevel", check=False)
+        local = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else local
         why = ("is not a git checkout" if commit is None else "has no remote.origin.url" if remote is None
                else f"has remote.origin.url {remote}, a path on this machine")
         raise NoSource(f"this ttfg is installed from the folder {local}, which {why}: a CI runner cannot install "
