@@ -253,6 +253,8 @@ def test_pull_request_paths_cover_every_dependency_declaration(tmp_path):
     for wanted in ("src/lib/**", "pyproject.toml", "requirements*.txt", "requirements/**", "constraints*.txt",
                    "*.lock", "pylock*.toml", "ttfg.toml"):
         assert wanted in paths
+    # Where the code's folder cannot be told, no filter: every pull request is gated.
+    assert declarations.watched_paths(repo, repo, None) == []
 
 
 def test_plain_asv_run_measures_the_configs_selection_or_refuses(tmp_path):

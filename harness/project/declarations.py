@@ -49,9 +49,15 @@ def includes(folder: Path, root: Path) -> list[str]:
 
 
 def watched_paths(root: Path, folder: Path, package_dir: Path | None) -> list[str]:
-    """The pull-request workflow's ``paths:``: the project's code, every dependency declaration, ttfg's files."""
+    """The pull-request workflow's ``paths:``: the project's code, every dependency declaration, ttfg's files.
+
+    Empty (no filter: every pull request is gated) when the code's folder cannot be told: a
+    filter that missed the code would let a pull request that changes it pass ungated.
+    """
     rel = folder.resolve().relative_to(root.resolve()).as_posix()
     prefix = "" if rel == "." else rel + "/"
+    if not prefix and package_dir is None:
+        return []
     paths = [f"{prefix}**"] if prefix else []
     if not prefix and package_dir is not None:
         paths.append(f"{package_dir.resolve().relative_to(root.resolve()).as_posix()}/**")
