@@ -270,6 +270,12 @@ def test_config_checks_install_path_and_output(project, capsys):
     assert "is a file; output names the folder" in " ".join(capsys.readouterr().err.split())
 
 
+def test_a_ttfg_requirement_that_names_no_ttfg_is_refused(project, capsys):
+    config_table(project, 'ttfg-requirement = "numpy>=2"\n')
+    assert main(["config"]) == 2
+    assert "ttfg-requirement = 'numpy>=2'" in capsys.readouterr().err
+
+
 def test_config_budget_flag_is_checked(project, capsys):
     assert main(["config", "--budget", "ten"]) == 2
     err = capsys.readouterr().err

@@ -91,6 +91,16 @@ def _min_effect(value) -> str | None:
     return None
 
 
+def _requirement(value) -> str | None:
+    from .ttfg_source import NoSource, with_extra
+
+    try:
+        with_extra(value)
+    except NoSource as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("models", "strings", "models to measure (NAME or NAME:k=v), as --model", "resnet15 (run, gate, shards), "
         "all (check)"),
@@ -109,7 +119,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "asv.conf.json, else none", _url),
     Key("ttfg-requirement", "string", "the pip requirement CI installs ttfg with (`ttfg init` writes it into the "
         "workflows and asv.conf.json), e.g. 'ttfg @ git+https://github.com/OWNER/ttfg@COMMIT'",
-        "where the running ttfg was installed from"),
+        "where the running ttfg was installed from", _requirement),
 )}
 
 _TYPE_WORDS = {"strings": "a list of strings", "string": "a string", "number-or-string": "a number or a string",
