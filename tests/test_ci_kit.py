@@ -261,3 +261,61 @@ def test_every_venv_program_the_workflows_run_is_installed_by_the_project():
              for m in re.findall(r"\.venv/bin/([\w.-]+)", script)}
     assert "ttfg" in named
     assert named <= scripts | {"python", "pip"}, f"not installed by the project: {sorted(named - scripts)}"
+
+
+@pytest.mark.slow
+def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_path, capsys):
+    """What ``ttfg init`` writes works on a runner that is not this machine: the perf-gate workflow's
+    install and settings steps, run as written in a fresh clone and a fresh virtualenv, install ttfg
+    (from a git URL, with the instructions extra) and the project, and ``ttfg config`` finds the
+    project's starter case. The frameworks come from this run's site-packages (offline)."""
+    import os
+    import subprocess
+
+    from ttfg.cli import main
+
+    from .user_project import git, layered_venv
+
+    # ttfg as a runner sees it: a git repository at a commit (this checkout's HEAD; file://localhost/...: the
+    # pip 23.2 refuses a git+file URL without a host).
+    source = tmp_path / "ttfg-src"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(ROOT), str(source))
+    sha = git(source, "rev-parse", "HEAD")
+    # The user's project, initialised on a feature branch, pushed, then cloned as actions/checkout does.
+    origin = tmp_path / "lib"
+    (origin / "src" / "lib").mkdir(parents=True)
+    (origin / "src" / "lib" / "__init__.py").write_text('"""lib"""\n')
+    (origin / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=64"]\n'
+                                           'build-backend = "setuptools.build_meta"\n\n'
+                                           '[project]\nname = "lib"\nversion = "0.1.0"\ndependencies = ["numpy"]\n')
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "first")
+    git(origin, "checkout", "-q", "-b", "add-ttfg")
+    assert main(["init", "--repo", str(origin), "--ttfg-requirement", f"ttfg @ git+file://localhost{source}@{sha}"]) == 0
+    capsys.readouterr()
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "ttfg init")
+    runner = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", "--branch", "add-ttfg", str(origin), str(runner))
+    for name in ("asv.conf.json", ".github/workflows/ttfg-perf-gate.yml", ".github/workflows/ttfg-trend.yml"):
+        assert str(origin) not in (runner / name).read_text() and "add-ttfg" not in (runner / name).read_text()
+    gate = load(runner / ".github/workflows/ttfg-perf-gate.yml")
+    steps = {step["name"]: step["run"] for step in gate["jobs"]["gate"]["steps"] if "run" in step}
+    install = next(run for name, run in steps.items() if name.startswith("Install ttfg"))
+    listing = next(run for name, run in steps.items() if name.startswith("Show the settings"))
+    python = layered_venv(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PATH=f"{python.parent}{os.pathsep}{env['PATH']}", PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    for script in (install, listing):
+        out = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=runner, env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, script + "\n" + out.stdout[-3000:] + out.stderr[-3000:]
+    shown = " ".join(out.stdout.split())
+    assert "lib_model" in shown and "lib.autograd" in shown and "1 case(s) to measure here" in shown, shown
+    installed = subprocess.run([str(python), "-c", "import ttfg, sys; print(ttfg.__file__)"], env=env,
+                               capture_output=True, text=True, check=True).stdout
+    assert str(tmp_path / "venv") in installed, installed  # the ttfg the workflow installed, not this checkout
+    extra = subprocess.run([str(python), "-m", "pip", "show", "pytest-codspeed"], env=env, capture_output=True)
+    assert extra.returncode == 0  # the instructions extra's package is there

@@ -43,7 +43,8 @@ def flaxlab(tmp_path_factory):
     def setup(repo):
         install(repo, python)  # pip install -e . (Flax from the example's pinned dependencies)
         box["repo"] = repo
-        box["init"] = ttfg(box, "init", "--commit-url", "https://example.com/flaxlab/commit/{sha}")
+        box["init"] = ttfg(box, "init", "--commit-url", "https://example.com/flaxlab/commit/{sha}",
+                           "--ttfg-requirement", "ttfg @ git+https://example.com/ttfg.git@main")
 
     made = make_repository(root, setup)
     return {**made, **box}

@@ -18,6 +18,9 @@ from ttfg.cli import main
 from .example_project import make_repository
 from .user_project import git
 
+#: Where the CI files install ttfg from (this checkout has no remote a runner could reach).
+REQ = ["--ttfg-requirement", "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"]
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
@@ -100,7 +103,7 @@ def test_run_without_out_writes_to_the_configured_folder_and_show_prints_it(proj
 
 
 def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project, capsys):
-    assert main(["init"]) == 0
+    assert main(["init", *REQ]) == 0
     out = capsys.readouterr().out
     for name in ("ttfg.toml", "asv.conf.json", "ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
                  ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_plugin.py"):
@@ -128,10 +131,10 @@ def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project,
     runs = " ".join(step.get("run", "") for step in gate["jobs"]["gate"]["steps"])
     assert "ttfg gate --base" in runs and "pip install -e ." in runs
     before = (project / "pyproject.toml").read_text()
-    assert main(["init"]) == 2
-    assert "would overwrite ttfg.toml" in capsys.readouterr().err
+    assert main(["init", *REQ]) == 2
+    assert "would overwrite asv.conf.json" in capsys.readouterr().err
     assert (project / "pyproject.toml").read_text() == before
-    assert main(["init", "--force"]) == 0  # the plugin is declared now: no second starter, no second append
+    assert main(["init", "--force", *REQ]) == 0  # the plugin is declared now: no second starter, no second append
     assert (project / "pyproject.toml").read_text() == before
 
 
@@ -141,7 +144,7 @@ def test_the_starter_plugin_passes_check(project, tmp_path):
 
     from .user_project import layered_venv
 
-    assert main(["init"]) == 0
+    assert main(["init", *REQ]) == 0
     python = layered_venv(tmp_path / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e",
                     str(project)], check=True, capture_output=True, timeout=300)
@@ -156,22 +159,22 @@ def test_the_starter_plugin_passes_check(project, tmp_path):
 def test_init_refuses_outside_git_and_outside_a_python_project(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "not a git repository" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
     (tmp_path / "pyproject.toml").unlink()
     git(tmp_path, "init", "-q")
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "not a Python project: no pyproject.toml" in capsys.readouterr().err
     (tmp_path / "pyproject.toml").write_text('[tool.black]\nline-length = 100\n')
-    assert main(["init"]) == 2
+    assert main(["init", *REQ]) == 2
     assert "no [project] table" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "pyproject.toml"]
 
 
 def test_init_in_the_example_keeps_its_own_plugins(tmp_path, capsys):
     made = make_repository(tmp_path)
-    assert main(["init", "--repo", str(made["repo"])]) == 0
+    assert main(["init", "--repo", str(made["repo"]), *REQ]) == 0
     out = capsys.readouterr().out
     assert "flaxlab_resnet x flaxlab.nnx (the project's own plugins)" in " ".join(out.split())
     assert not (made["repo"] / "src" / "flaxlab" / "ttfg_plugin.py").exists()
@@ -182,6 +185,12 @@ def test_gate_repo_without_a_plugin_is_refused_before_any_work(project, tmp_path
     err = capsys.readouterr().err
     assert "declares no ttfg plugin" in err and "ttfg init" in err
     assert not (tmp_path / "g").exists()
+    # The command it advises works as written (for a monorepo's subfolder too, see test_init_fits).
+    import re
+    import shlex
+
+    advised = shlex.split(re.search(r"`ttfg (init [^`]*)`", " ".join(err.split())).group(1))
+    assert main([*advised, *REQ]) == 0
 
 
 def test_asv_record_gets_the_configs_selection(project, monkeypatch):
@@ -240,3 +249,44 @@ def test_install_path_names_the_project_folder_inside_the_repository(tmp_path):
         project_config.read(repo / "ttfg.toml")
     # No config: each command keeps its own default (the repository's root).
     assert project_dir(argparse.Namespace(project_config=project_config.Config()), repo) is None
+
+
+def test_config_checks_install_path_and_output(project, capsys):
+    """``ttfg config`` shows ``install-path`` and names what is wrong with it (exit 2): outside the
+    repository, a file, a missing folder; ``output`` naming a file is refused the same way."""
+    (project / "afile").write_text("x")
+    (project / "empty").mkdir()
+    for value, words in (("../outside", "outside the git repository"), ("afile", "is a file, not a folder"),
+                         ("missing", "does not exist"), ("empty", "holds no Python project")):
+        config_table(project, f'install-path = "{value}"\n')
+        assert main(["config"]) == 2, value
+        err = " ".join(capsys.readouterr().err.split())
+        assert "tool.ttfg.install-path" in err.replace(" ", "") and words in err, err
+    config_table(project, 'install-path = "."\n')
+    assert main(["config"]) == 0
+    assert "install-path" in capsys.readouterr().out
+    config_table(project, 'output = "afile"\n')
+    assert main(["config"]) == 2
+    assert "is a file; output names the folder" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_ttfg_requirement_that_names_no_ttfg_is_refused(project, capsys):
+    config_table(project, 'ttfg-requirement = "numpy>=2"\n')
+    assert main(["config"]) == 2
+    assert "ttfg-requirement = 'numpy>=2'" in capsys.readouterr().err
+
+
+def test_config_budget_flag_is_checked(project, capsys):
+    assert main(["config", "--budget", "ten"]) == 2
+    err = capsys.readouterr().err
+    assert "--budget 'ten'" in err and "not a positive duration" in err
+
+
+@pytest.mark.parametrize("header", ["[tool.ttfg", "[ tool.ttfg ]]", "[tool . ttfg]\nbudget = ", "[[tool.ttfg]"])
+def test_a_malformed_tool_ttfg_header_is_an_error_naming_the_line(project, capsys, header):
+    base = (project / "pyproject.toml").read_text()
+    (project / "pyproject.toml").write_text(base + f"\n{header}\nmodels = [\"resnet15\"]\n")
+    assert main(["config"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "pyproject.toml: not valid TOML" in err and "(at line" in err, err
+    assert "none found" not in err

@@ -20,10 +20,13 @@ def check_repo_has_plugin(repo: Path, folder: Path | None = None) -> None:
     root = repo_root(repo)
     project = pyproject.read(folder if folder is not None and folder.is_dir() else root)
     if project.name != "ttfg" and not project.declares_plugin():
+        sub = project.root.resolve().relative_to(root.resolve()).as_posix() \
+            if project.root.resolve().is_relative_to(root.resolve()) else "."
+        init = f"ttfg init --repo {root}" + (f" --project-dir {sub}" if sub != "." else "")
         raise pyproject.NotAProject(
             f"--repo {repo}: {project.name} ({project.pyproject}) declares no ttfg plugin (no "
             f"[project.entry-points.\"{pyproject.MODEL_GROUP}\"] or \"{pyproject.BACKEND_GROUP}\"), so no case "
-            f"would run its code and both sides would measure the same installed code; `ttfg init --repo {repo}` "
+            f"would run its code and both sides would measure the same installed code; `{init}` "
             "writes a starter plugin")
 
 

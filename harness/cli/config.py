@@ -172,6 +172,9 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
             settings.append(Setting(key, getattr(args, dest), f"flag {FLAGS.get(dest, dest)}"))
             continue
         if key == "output":
+            problem = cfg.output_problem()
+            if problem:
+                raise project_config.ConfigError(f"{cfg.where(key)}: {problem}")
             folder = cfg.output()
             source = cfg.where(key) if key in cfg else "default"
             if command == "run" or key in cfg or command == "config":
@@ -244,6 +247,16 @@ def cmd_config(args) -> int:
     from ..present.terminal import console as make_console, fitted
 
     cfg = args.project_config
+    if "budget" in args.typed and args.budget is not None:
+        from ..fmt import parse_duration
+
+        try:
+            parse_duration(str(args.budget))
+        except UsageError as exc:
+            raise UsageError(f"--budget {args.budget!r}: {str(exc).replace('budget ', '', 1)}") from None
+    problem = cfg.install_path_problem()
+    if problem:
+        raise project_config.ConfigError(f"{cfg.where('install-path')}: {problem}")
     console = make_console()
     if cfg.path is not None:
         console.print(f"config: {cfg.path} ({cfg.section or 'top level'})", highlight=False, markup=False)

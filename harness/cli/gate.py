@@ -231,7 +231,12 @@ class _PrintedEvents:
         self.verbose = verbose
 
     def _line(self, text: str, style: str | None = None) -> None:
-        if self.verbose:
+        if not self.console.is_terminal:  # a log (CI, a pipe) keeps every word: wrapped, never cut with "…"
+            from ..present.gate_views import wrapped
+
+            for line in wrapped(text, self.console.width):
+                self.console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+        elif self.verbose:
             self.console.print(text, style=style, highlight=False, markup=False)
         else:
             self.console.print(text, style=style, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")

@@ -8,17 +8,28 @@ def cmd_init(args) -> int:
     from ..present.terminal import console as make_console
 
     console = make_console()
-    done = init(args.repo, args.force, args.commit_url)
+    done = init(args.repo, args.force, args.commit_url, project_dir=args.project_dir,
+                ttfg_requirement=args.ttfg_requirement, default_branch=args.default_branch)
     project, folder, files, models, backends, starter = (done.project, done.folder, done.files, done.models,
                                                          done.backends, done.starter)
-    console.print(f"ttfg init: {project.name} in {folder}, measuring {', '.join(models)} x {', '.join(backends)}"
-                  + (" (a starter plugin: the project declared none)" if starter else " (the project's own plugins)"),
-                  highlight=False)
+    where = f"{folder}/{done.project_dir}" if done.project_dir else str(folder)
+    console.print(f"ttfg init: {project.name} in {where}, measuring {', '.join(models)} x {', '.join(backends)}"
+                  + (" (a starter library backend: the project declared no plugin)" if starter
+                     else " (the project's own plugins)"), highlight=False, markup=False)
+    if done.found:
+        console.print(f"  {done.found}", highlight=False, markup=False)
+    console.print(f"  default branch: {done.branch} (the trend workflow and asv follow it); CI installs "
+                  f"{done.requirement}", highlight=False, markup=False)
+    for line in done.kept:
+        console.print(f"  kept the config's {line}", highlight=False, markup=False)
     for f in files:
-        console.print(f"  {'appended to' if f.mode == 'append' else 'wrote'} {f.path}: {f.what}", highlight=False)
+        verb = {"append": "appended to", "replace": "completed"}.get(f.mode, "wrote")
+        console.print(f"  {verb} {f.path}: {f.what}", highlight=False, markup=False)
     console.print("next:", highlight=False)
     if starter:
-        console.print("  pip install -e .     (once: registers the starter's new entry points)", highlight=False)
+        install = f"./{done.project_dir}" if done.project_dir else "."
+        console.print(f"  pip install -e {install}     (once: registers the starter's new entry points)",
+                      highlight=False)
     console.print("  ttfg check           every selected case's gradient against the float64 reference", highlight=False)
     console.print("  ttfg gate --base HEAD~1   the last commit against its parent, as the PR workflow does",
                   highlight=False)
@@ -28,18 +39,30 @@ def cmd_init(args) -> int:
 def add_init_command(sub) -> None:
     p = sub.add_parser("init", help="set up a project's repository: config, asv, suites, CI workflows",
                        description="Write into a git repository holding a Python project (pyproject.toml with "
-                                   "[project]): ttfg.toml (its selection: the models and backends the project "
-                                   "plugs into ttfg), asv.conf.json (asv builds the project per commit), "
-                                   "ttfg_suites/ (one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
-                                   "perf-gate.yml and ttfg-trend.yml, and, when the project declares no ttfg "
-                                   "plugin, a starter model and backend with their entry points. Existing files "
-                                   "are not overwritten without --force. Exit 2, writing nothing, outside a git "
+                                   "[project], at the root or in --project-dir): ttfg.toml (its selection: the "
+                                   "models and backends the project plugs into ttfg; an existing ttfg.toml or "
+                                   "[tool.ttfg] is completed, never overwritten), asv.conf.json (asv builds the "
+                                   "project per commit on the default branch), ttfg_suites/ (the config's "
+                                   "selection and one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
+                                   "perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
+                                   "from, with the instructions extra), .gitignore lines, and, when the project "
+                                   "declares no ttfg plugin, a starter library backend for the framework it "
+                                   "declares, with its entry points. All or nothing: existing files are not "
+                                   "overwritten without --force, and exit 2 writes nothing outside a git "
                                    "repository's root or a Python project.")
     p.add_argument("--repo", default=".", metavar="DIR", help="the repository's root (default: the current folder)")
     p.add_argument("--force", action="store_true", help="overwrite files ttfg init wrote before")
     p.add_argument("--commit-url", metavar="TEMPLATE",
                    help="link commits in reports: an http(s) URL with {sha}, "
                         "e.g. 'https://github.com/OWNER/REPO/commit/{sha}'")
+    p.add_argument("--project-dir", metavar="DIR",
+                   help="the project's folder inside the repository (a monorepo's python/); written to the config "
+                        "as install-path (default: the root, or the one subfolder with a pyproject.toml)")
+    p.add_argument("--ttfg-requirement", metavar="REQ",
+                   help="the pip requirement CI installs ttfg with, e.g. 'ttfg @ git+https://github.com/OWNER/"
+                        "ttfg@COMMIT' (default: where this ttfg was installed from; the instructions extra is added)")
+    p.add_argument("--default-branch", metavar="NAME",
+                   help="the branch pull requests merge into (default: origin's HEAD, else main or master)")
     p.set_defaults(func=cmd_init)
 
 

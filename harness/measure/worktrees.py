@@ -90,7 +90,8 @@ def resolve(repo: str | Path, name: str, role: str = "revision") -> Revision:
         shallow = git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true"
         hint = (" (this clone is shallow: fetch full history, e.g. actions/checkout with fetch-depth: 0)"
                 if shallow else " (fetch it first, or check the spelling)")
-        raise GitError(f"{role} revision {name!r} not found in {repo}{hint}")
+        what = role if role == "revision" else f"{role} revision"  # never "revision revision 'HEAD~2'"
+        raise GitError(f"{what} {name!r} not found in {repo}{hint}")
     commit = out.stdout.strip()
     subject = git(repo, "log", "-1", "--format=%s", commit, check=False).stdout.strip()
     return Revision(name, commit, subject)

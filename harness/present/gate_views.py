@@ -309,7 +309,8 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
     if len(visible) < len(rows):
         lines.append(f"{len(rows) - len(visible)} more case(s) in the details.")
     lines += ["", f"_{passing_means(outcome, check)}_", ""]
-    lines += [f"> {note}" for note in notes or ()]
+    for note in notes or ():  # a blank line after each quote, or the next paragraph joins it (lazy continuation)
+        lines += [f"> {note}", ""]
     if attributions is None:
         attributions = [outcome.attributions[c.case] for c in outcome.cases if c.case in outcome.attributions]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}

@@ -25,6 +25,7 @@ selection that selects nothing (``models = []``).
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,16 @@ def _min_effect(value) -> str | None:
     return None
 
 
+def _requirement(value) -> str | None:
+    from .ttfg_source import NoSource, with_extra
+
+    try:
+        with_extra(value)
+    except NoSource as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("models", "strings", "models to measure (NAME or NAME:k=v), as --model", "resnet15 (run, gate, shards), "
         "all (check)"),
@@ -106,6 +117,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "its repository)", "the config's folder; with no config, the repository's root", _relative),
     Key("commit-url", "string", "link commits in reports: an http(s) URL with {sha}", "show_commit_url of "
         "asv.conf.json, else none", _url),
+    Key("ttfg-requirement", "string", "the pip requirement CI installs ttfg with (`ttfg init` writes it into the "
+        "workflows and asv.conf.json), e.g. 'ttfg @ git+https://github.com/OWNER/ttfg@COMMIT'",
+        "where the running ttfg was installed from", _requirement),
 )}
 
 _TYPE_WORDS = {"strings": "a list of strings", "string": "a string", "number-or-string": "a number or a string",
@@ -155,6 +169,30 @@ class Config:
         if self.root is None:
             return None
         return (self.root / self.values.get("install-path", ".").strip()).resolve()
+
+    def install_path_problem(self) -> str | None:
+        """What is wrong with the folder ``install-path`` names, or None: outside the git repository, missing,
+        a file, or a folder without a Python project."""
+        if self.root is None or "install-path" not in self.values:
+            return None
+        folder = self.project_folder()
+        top = _git_top(self.root.resolve())
+        if top is not None and not folder.is_relative_to(top.resolve()):
+            return f"{folder} is outside the git repository {top}; the project each revision installs must be inside it"
+        if not folder.exists():
+            return f"{folder} does not exist"
+        if not folder.is_dir():
+            return f"{folder} is a file, not a folder"
+        if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+            return f"{folder} holds no Python project (no pyproject.toml, setup.py or setup.cfg)"
+        return None
+
+    def output_problem(self) -> str | None:
+        """What is wrong with the results folder ``output`` names, or None: it must not be a file."""
+        if "output" not in self.values:
+            return None
+        out = self.output()
+        return f"{out} is a file; output names the folder results are written to" if out.is_file() else None
 
     def selects(self) -> dict[str, list[str]]:
         """The selection keys the file sets: ``{"models": [...], ...}``."""
@@ -229,13 +267,18 @@ def read(path: Path) -> Config:
     return Config(path, "", _validate(data, path, ""))
 
 
+#: A line that means to open ``[tool.ttfg]`` (or a table under it), however malformed the rest of the file.
+_TABLE_LINE = re.compile(r"^[ \t]*\[+[ \t]*[\"']?tool[\"']?[ \t]*\.[ \t]*[\"']?ttfg\b", re.M)
+
+
 def _has_ttfg_table(pyproject: Path) -> bool:
     try:
         data = tomllib.loads(pyproject.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        # A broken pyproject.toml of the project is the project's problem; read() names it
-        # when the file is the config. Here it only means "no table found".
-        return "[tool.ttfg]" in pyproject.read_text(errors="replace") if pyproject.is_file() else False
+        # A pyproject.toml that does not parse but means to configure ttfg (``[tool.ttfg``,
+        # ``[ tool.ttfg ]`` with a typo after it) is the config: read() then names the line
+        # tomllib stopped at, instead of "none found" and every setting dropped.
+        return bool(_TABLE_LINE.search(pyproject.read_text(errors="replace"))) if pyproject.is_file() else False
     return isinstance(data.get("tool"), dict) and "ttfg" in data["tool"]
 
 

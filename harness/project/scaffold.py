@@ -2,33 +2,44 @@
 
 Why a plan first: ``init`` must either write everything or nothing. It refuses a folder that
 is not a git repository or not a Python project, and it refuses to overwrite any existing
-file without ``--force``; both checks run over the whole plan before the first write, so a
-refusal leaves the repository as it was.
+file without ``--force``; both checks run over the whole plan before the first write, and
+the plan is then written as one set (``files.replace_together``: every file or none, new
+folders removed again on a failure), so a refusal or a failure leaves the repository as it was.
 
-The files (templates in ``templates/``, rendered with Jinja2):
+The files (templates in ``templates/``, rendered with Jinja2), at the repository's root:
 
 - ``ttfg.toml``: the project's selection (its own plugins' models and backends), budget,
-  minimum effect, results folder;
+  minimum effect, results folder, and ``install-path`` for a project in a subfolder. A
+  config the project already has (``ttfg.toml``, or ``[tool.ttfg]`` in ``pyproject.toml``)
+  is completed instead: the keys it lacks are added, the ones it sets are kept and named,
+  and no second config is written;
 - ``asv.conf.json``: builds *this* project per commit (one ``--no-deps`` wheel: asv 0.6.6's
   default build leaves the dependencies' wheels beside it and fails with "Found multiple
-  wheels"), and installs ttfg in the ``install_command`` (a ``pip+`` matrix entry with a
-  path or URL is cut at its first folder by asv 0.6.6);
-- ``ttfg_suites/ttfg.py``: one line, ``from ttfg.history.asv_tracks import *``, so the
-  benchmark functions are never copied;
-- ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, from ttfg's own
-  ``ci/workflows/``;
-- when the project declares no ttfg plugin: a starter model and backend module in its
-  package, and their entry points appended to ``pyproject.toml``.
+  wheels"), follows the default branch, and installs ttfg in the ``install_command`` (a
+  ``pip+`` matrix entry with a path or URL is cut at its first folder by asv 0.6.6);
+- ``ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
+  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied;
+- ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, after ttfg's own
+  ``ci/workflows/``: ttfg installed from where this ttfg came from (``ttfg_source``), the
+  pull-request filter over every dependency declaration (``declarations``), the trend on
+  the default branch (``default_branch``);
+- ``.gitignore`` lines for ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
+- when the project declares no ttfg plugin: a starter library backend for the framework it
+  declares, with its model, in its package, and their entry points appended to its
+  ``pyproject.toml``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from ..errors import UsageError
+from . import declarations, ttfg_source
 from .pyproject import Project, import_name
 
 #: Where the asv suites go (a package: asv imports it by its folder's name).
@@ -50,7 +61,8 @@ class Planned:
     path: str
     text: str
     what: str
-    #: ``new`` (refused when it exists, unless --force) or ``append`` (an edit of an existing file).
+    #: ``new`` (refused when it exists, unless --force), ``append`` (added to an existing file) or
+    #: ``replace`` (an existing file completed: the config).
     mode: str = "new"
 
 
@@ -62,48 +74,49 @@ def _render(name: str, **context) -> str:
     return env.from_string(source).render(**context)
 
 
-def ttfg_requirement() -> tuple[str, str]:
-    """How to install the running ttfg elsewhere: ``(for a CI's pip, for asv's install_command)``.
-
-    From an index: ``ttfg==VERSION`` for both. From a local folder (an editable or path
-    install, as in development): the folder for asv here, and ``ttfg==VERSION`` for CI, which
-    cannot see this machine's folders. From a VCS URL: that URL at the installed commit.
-    """
-    from importlib import metadata
-
-    dist = metadata.distribution("ttfg")
-    pinned = f"ttfg=={dist.version}"
-    raw = dist.read_text("direct_url.json")
-    if not raw:
-        return pinned, pinned
-    info = json.loads(raw)
-    url = info.get("url", "")
-    if "vcs_info" in info:
-        vcs = info["vcs_info"]
-        spec = f"'ttfg @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}'"
-        return spec, spec
-    if url.startswith("file://"):
-        import shlex
-
-        return pinned, shlex.quote(url[len("file://"):])
-    return pinned, pinned
-
-
-def selection(project: Project) -> tuple[list[str], list[str], bool]:
-    """``(models, backends, starter)``: the project's own plugins, or the starter's names when it has none."""
-    if not project.declares_plugin():
-        return [starter_names(project)[0]], [starter_names(project)[1]], True
-    return (project.models or [FALLBACK_MODEL]), (project.backends or [FALLBACK_BACKEND]), False
+def selection(project: Project, configured: dict | None = None) -> tuple[list[str], list[str], bool]:
+    """``(models, backends, starter)``: the existing config's selection where it has one, else the project's
+    own plugins, else the starter's names (``starter`` True: a starter plugin is written)."""
+    configured = configured or {}
+    if not project.declares_plugin() and not ({"models", "backends"} & set(configured)):
+        model, backend = starter_names(project)
+        return [model], [backend], True
+    models = list(configured.get("models") or project.models or [FALLBACK_MODEL])
+    backends = list(configured.get("backends") or project.backends or [FALLBACK_BACKEND])
+    return models, backends, False
 
 
 def starter_names(project: Project) -> tuple[str, str]:
-    """The starter model's and backend's names: ``mylab_model`` and ``mylab.autograd``."""
+    """The starter model's and backend's names: ``mylab_model`` and ``mylab.torch`` (its framework)."""
     base = import_name(project.name)
-    return f"{base}_model", f"{base}.autograd"
+    return f"{base}_model", f"{base}.{declarations.framework(project.root)}"
 
 
-def plan(project: Project, branch: str, commit_url: str | None = None) -> list[Planned]:
-    """Every file ``init`` would write for ``project``.
+@dataclass
+class Setup:
+    """Where and how ``init`` writes: the repository, the project in it, and what the files install."""
+
+    repo: Path
+    project: Project
+    #: The default branch (the trend workflow's ``on: push``, asv's ``branches``).
+    branch: str
+    #: The pip requirement a runner installs ttfg with (``ttfg_source``), unquoted.
+    requirement: str
+    commit_url: str | None = None
+    #: The existing config (``project.config.Config``) or None.
+    config: object | None = None
+    #: ``--ttfg-requirement`` as typed (kept in the config), or None.
+    typed_requirement: str | None = None
+
+    @property
+    def folder(self) -> str:
+        """The project's folder relative to the repository (posix), "" at its root."""
+        rel = self.project.root.resolve().relative_to(self.repo.resolve()).as_posix()
+        return "" if rel == "." else rel
+
+
+def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
+    """Every file ``init`` would write, and the existing config keys it keeps (``KEY = value``, for the report).
 
     Raises
     ------
@@ -111,33 +124,95 @@ def plan(project: Project, branch: str, commit_url: str | None = None) -> list[P
         When a starter plugin is needed but cannot be placed (no package folder found, or
         the entry points are an inline table that cannot be extended by appending).
     """
-    models, backends, starter = selection(project)
+    project, folder = setup.project, setup.folder
+    configured = setup.config.values if setup.config is not None else {}
+    models, backends, starter = selection(project, configured)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    ci_req, asv_req = ttfg_requirement()
-    paths = []
-    if project.package_dir is not None:
-        paths = [f"{project.package_dir.relative_to(project.root).as_posix()}/**", "pyproject.toml", "ttfg.toml"]
-    context = dict(project=project, models=models, backends=backends, branch=branch, python=python,
-                   ttfg_ci_requirement=ci_req, ttfg_install=asv_req, commit_url=commit_url, suites_dir=SUITES_DIR,
-                   paths=paths)
+    paths = declarations.watched_paths(setup.repo, project.root, project.package_dir)
+    context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
+                   ttfg_install=ttfg_source.shell(setup.requirement), commit_url=setup.commit_url,
+                   suites_dir=SUITES_DIR, paths=paths, folder=folder, install_dir=f"./{folder}" if folder else ".",
+                   ttfg_requirement=setup.requirement)
+    config_file, kept = _config(setup, context)
     files = [
-        Planned("ttfg.toml", _render("ttfg.toml.j2", **context), "the config: selection, budget, results folder"),
+        config_file,
         Planned("asv.conf.json", _render("asv.conf.json.j2", **context),
                 f"asv builds {project.name} at each commit (one --no-deps wheel) and installs ttfg beside it"),
         Planned(f"{SUITES_DIR}/__init__.py", "", "the asv suites' package"),
         Planned(f"{SUITES_DIR}/ttfg.py", _render("suite.py.j2", **context),
-                "the asv suites: one import of ttfg.history.asv_tracks"),
+                "the asv suites: the config's selection, then one import of ttfg.history.asv_tracks"),
         Planned(".github/workflows/ttfg-perf-gate.yml", _render("perf-gate.yml.j2", **context),
                 "pull requests: the gate, its summary as one PR comment"),
         Planned(".github/workflows/ttfg-trend.yml", _render("trend.yml.j2", **context),
-                "pushes and nightly: asv history, confirmed steps, the report"),
+                f"pushes to {setup.branch} and nightly: asv history, confirmed steps, the report"),
     ]
+    ignore = _gitignore(setup.repo)
+    if ignore is not None:
+        files.append(ignore)
     if starter:
-        files += _starter(project, context)
-    return files
+        files += _starter(setup, context)
+    return [f for f in files if f is not None], kept
 
 
-def _starter(project: Project, context: dict) -> list[Planned]:
+#: The folders ttfg writes results to; the repository should not track them.
+IGNORED = ("runs/", ".asv/", "reports/")
+
+
+def _gitignore(repo: Path) -> Planned | None:
+    path = repo / ".gitignore"
+    have = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    present = {line.strip().strip("/") for line in have}
+    missing = [line for line in IGNORED if line.strip("/") not in present]
+    if not missing:
+        return None
+    text = "# ttfg's results, asv's environments and history, reports (written by `ttfg init`)\n" + \
+        "".join(f"{line}\n" for line in missing)
+    return Planned(".gitignore", text, f"ignores {', '.join(missing)}", mode="append" if path.exists() else "new")
+
+
+def _toml_line(key: str, value) -> str:
+    return f"{key} = {json.dumps(value)}"
+
+
+_TABLE = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*ttfg[ \t]*\][ \t]*(#.*)?$", re.M)
+
+
+def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
+    """A new ``ttfg.toml``, or the keys missing from the existing config merged into it (never a second
+    config, never a key overwritten)."""
+    wanted = {"models": context["models"], "backends": context["backends"]}
+    if setup.folder:
+        wanted["install-path"] = setup.folder
+    if setup.commit_url:
+        wanted["commit-url"] = setup.commit_url
+    if setup.typed_requirement:
+        wanted["ttfg-requirement"] = setup.typed_requirement
+    if setup.config is None:
+        extra = {k: v for k, v in wanted.items() if k not in ("models", "backends", "commit-url")}
+        return Planned("ttfg.toml", _render("ttfg.toml.j2", **context, extra=extra),
+                       "the config: selection, budget, results folder"), []
+    cfg = setup.config
+    kept = [f"{k} = {cfg.get(k)!r}" for k in cfg.values]
+    missing = {k: v for k, v in wanted.items() if k not in cfg}
+    rel = Path(cfg.path).resolve().relative_to(setup.repo.resolve()).as_posix()
+    if not missing:
+        return None, kept
+    lines = "".join(_toml_line(k, v) + "\n" for k, v in missing.items())
+    text = Path(cfg.path).read_text()
+    note = "# added by `ttfg init` (the keys this config did not set)\n"
+    if cfg.section:
+        header = _TABLE.search(text)
+        if header is None:
+            raise Refused(f"{cfg.path}: [tool.ttfg] is not a plain table header that ttfg init can add keys under; "
+                          f"add {', '.join(missing)} yourself (nothing was written)")
+        merged = text[:header.end()] + "\n" + note + lines + text[header.end():].lstrip("\n")
+    else:
+        merged = note + lines + "\n" + text
+    return (Planned(rel, merged, f"the existing config: added {', '.join(missing)}", mode="replace"), kept)
+
+
+def _starter(setup: Setup, context: dict) -> list[Planned]:
+    project = setup.project
     if project.package_dir is None:
         wanted = import_name(project.name)
         raise Refused(f"{project.root}: {project.name} declares no ttfg plugin, and its package folder was not found "
@@ -148,38 +223,56 @@ def _starter(project: Project, context: dict) -> list[Planned]:
         raise Refused(f"{project.pyproject}: [project] has entry-points as an inline table, which ttfg init cannot "
                       "extend; add the ttfg.models / ttfg.backends groups yourself and run ttfg init again")
     model, backend = starter_names(project)
+    framework = declarations.framework(project.root)
     package = project.package_dir.relative_to(project.root)
-    module_path = package / "ttfg_plugin.py"
+    prefix = f"{setup.folder}/" if setup.folder else ""
+    module_path = f"{prefix}{(package / 'ttfg_plugin.py').as_posix()}"
     parts = list(package.parts[1:] if package.parts[0] == "src" else package.parts)
     module = ".".join([*parts, "ttfg_plugin"])
-    extra = dict(context, model_name=model, backend_name=backend, module=module)
-    return [Planned(module_path.as_posix(), _render("plugin.py.j2", **extra),
-                    f"a starter model ({model}) and backend ({backend}) to replace with your own"),
-            Planned("pyproject.toml", _render("entry_points.toml.j2", **extra),
+    modules = [*declarations.MODULES[framework], parts[0]]
+    extra = dict(context, model_name=model, backend_name=backend, module=module, framework=framework,
+                 modules=modules)
+    return [Planned(module_path, _render("plugin.py.j2", **extra),
+                    f"a starter library backend ({backend}, {framework}) and its model ({model}): put "
+                    f"{project.name}'s own code in library_loss"),
+            Planned(f"{prefix}pyproject.toml", _render("entry_points.toml.j2", **extra),
                     "their entry points (ttfg.models, ttfg.backends), appended", mode="append")]
 
 
-def existing(project: Project, files: list[Planned]) -> list[str]:
+def existing(repo: Path, files: list[Planned]) -> list[str]:
     """The planned new files that already exist."""
-    return [f.path for f in files if f.mode == "new" and (project.root / f.path).exists()]
+    return [f.path for f in files if f.mode == "new" and (repo / f.path).exists()]
 
 
-def write(project: Project, files: list[Planned], force: bool) -> list[Planned]:
-    """Write the plan (atomically, file by file); refuses, writing nothing, when a file exists and not ``force``."""
-    from ..files import atomic_write_text
+def write(repo: Path, files: list[Planned], force: bool) -> list[Planned]:
+    """Write the whole plan or nothing: refused when a file exists and not ``force``; a failure while writing
+    (a full disk, a folder in the way, Ctrl-C) leaves no file and no new folder behind."""
+    from ..files import replace_together
 
-    clash = existing(project, files)
+    clash = existing(repo, files)
     if clash and not force:
-        raise Refused(f"{project.root}: would overwrite {', '.join(clash)}; nothing was written (--force "
-                      "overwrites them)")
+        raise Refused(f"{repo}: would overwrite {', '.join(clash)}; nothing was written (--force "
+                      "overwrites them; the config is never overwritten, only completed)")
+    texts = {}
     for f in files:
-        path = project.root / f.path
-        if f.mode == "append":
-            atomic_write_text(path, path.read_text().rstrip("\n") + "\n" + f.text)
+        path = repo / f.path
+        if f.mode == "append" and path.exists():
+            texts[path] = path.read_text().rstrip("\n") + "\n" + f.text
         else:
-            atomic_write_text(path, f.text)
+            texts[path] = f.text
+    made = sorted({d for path in texts for d in [path.parent, *path.parent.parents]
+                   if d.is_relative_to(repo) and not d.exists()}, key=lambda d: len(d.parts), reverse=True)
+    try:
+        replace_together(texts)
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
     return files
 
 
-__all__ = ["FALLBACK_BACKEND", "FALLBACK_MODEL", "Planned", "Refused", "SUITES_DIR", "existing", "plan",
-           "selection", "starter_names", "ttfg_requirement", "write"]
+__all__ = ["FALLBACK_BACKEND", "FALLBACK_MODEL", "IGNORED", "Planned", "Refused", "SUITES_DIR", "Setup", "existing",
+           "plan", "selection", "starter_names", "write"]
