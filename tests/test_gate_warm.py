@@ -36,7 +36,7 @@ JIT_CASE = "transformer_tiny:blocks=1,width=16,heads=2,seq=8"
 def warm_timing(index: int, cache: str, misses: int, hits: int) -> "timing":
     counters = {"jaxpr_eqns": 40, "hlo_ops": 60}
     if cache == "warm":
-        counters.update(backend_compiles=misses, persistent_cache_hits=hits)
+        counters.update(backend_compiles=misses + hits, persistent_cache_hits=hits)  # jax times every lookup
     else:
         counters.update(backend_compiles=1, persistent_cache_hits=0)
     sample = timing(index, 1.0, counters)
@@ -118,6 +118,10 @@ def test_a_backend_without_a_persistent_cache_is_measured_cold_and_said_so(sides
     head = record.load(outcome.files["head"])
     assert head.gate.settings["measured_cold"] == {case_id: why}
     assert [s.cache for s in head.cases[0].samples] == ["cold"]
+    from ttfg.present.gate_views import gate_footer
+
+    assert f"Measured cold: {case_id}: {why}." in gate_footer(outcome)
+    assert "Warm start" not in gate_footer(gate(sides, tmp_path / "cold", {"base": 0, "head": 0})[0])
 
 
 def test_cache_step_reads_inductors_counters_and_ignores_cold_samples():
@@ -208,8 +212,8 @@ def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_
     assert cold.returncode == 0, cold.stdout + cold.stderr
     doc = json.loads((tmp_path / "cold" / "gate.json").read_text())
     assert doc["cases"][0]["verdict"]["verdict"] != "regressed"
-    assert "structural counters are equal" in json.dumps(doc["cases"][0]["trail"]) or \
-        "all structural counters are equal" in cold.stdout + cold.stderr
+    (step,) = doc["cases"][0]["tiers"]
+    assert step["reason"].startswith("all structural counters are equal")  # the same jaxpr, HLO and compiles
     warm = run_gate_cli(pid_repo, tmp_path / "warm", "warm")
     assert warm.returncode == 1, warm.stdout + warm.stderr
     case = json.loads((tmp_path / "warm" / "gate.json").read_text())["cases"][0]

@@ -186,9 +186,10 @@ def structural_step(base: "Sample | None", head: "Sample | None", across_envs: b
     return TierStep(STRUCTURAL, False, "unchanged", f"all structural counters are equal ({len(evidence)})", evidence)
 
 
-#: Per backend family: the counters of a warm sample's persistent-cache lookups (misses, hits). JAX counts a
-#: compile that ran as a miss: with a warm cache every compile is looked up first (no minimum compile time or
-#: size, ``target.child_environ``), so a compile only runs when the lookup missed.
+#: Per backend family: the counters of a warm sample's persistent-cache lookups (lookups or misses, hits). JAX's
+#: backend compile event spans the whole compile-or-read (jax 0.10.2: ``pxla`` times ``compile_or_get_cached``),
+#: and with a warm cache every compile is looked up (no minimum compile time or size, ``target.child_environ``),
+#: so its misses are its backend compiles less its hits; Inductor counts its misses itself.
 CACHE_COUNTERS = {"JAX": ("backend_compiles", "persistent_cache_hits"),
                   "Inductor": ("fxgraph_cache_misses", "fxgraph_cache_hits")}
 
@@ -200,7 +201,8 @@ def _cache_counts(sample: "Sample") -> tuple[str, int, int] | None:
     counters = sample.counters or {}
     for family, (misses, hits) in CACHE_COUNTERS.items():
         if isinstance(counters.get(misses), int):
-            return family, counters[misses], int(counters.get(hits) or 0)
+            hit = int(counters.get(hits) or 0)
+            return family, max(counters[misses] - hit, 0) if family == "JAX" else counters[misses], hit
     return None
 
 
