@@ -222,3 +222,22 @@ def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_
     assert reason.startswith("persistent cache misses 0 -> ") and "compile cache key changes between processes" \
         in reason, reason
     assert "persistent cache misses 0 -> " in warm.stdout and "gate failed" in warm.stdout
+
+
+@pytest.mark.slow
+def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
+    out = tmp_path / "both"
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run([sys.executable, "-m", "ttfg", "gate", "--base", pid_repo.base, "--head", pid_repo.head,
+                           "--model", JIT_CASE, "--backend", "jax.jit", "--tiers", "structural", "--profiles", "0",
+                           "--cache", "both", "--out-dir", str(out), "--format", "json"],
+                          cwd=pid_repo.path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # the warm set regressed
+    document = json.loads(done.stdout)
+    assert set(document) == {"cold", "warm"}
+    assert document["cold"] == json.loads((out / "gate.json").read_text()) and document["cold"]["exit_code"] == 0
+    assert document["warm"] == json.loads((out / "warm" / "gate.json").read_text())
+    assert document["warm"]["exit_code"] == 1 and document["warm"]["settings"]["cache"] == "warm"
+    assert "cache" not in document["cold"]["settings"]
+    assert "warm set (persistent caches populated by each side's revision" in done.stderr
+    assert (out / "warm" / "summary.md").read_text().count("Warm start: each side's persistent") == 1
