@@ -339,7 +339,6 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         for case_id, why in cold.items():
             if on_note:
                 on_note(f"warm cache: {case_id}: {why} (marked in gate.json and the results files)")
-        warm_root = _warm_root(settings)
     writers: dict[str, ResultsWriter] = {}
     try:  # a second writer refused, or a first save that fails (a full disk), gives up every lock taken
         for role, side in sides.items():
@@ -384,7 +383,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         return samples
 
     try:
-        if warm_root is not None:
+        if settings.cache == "warm":  # inside: the folder is removed however the gate ends
+            warm_root = _warm_root(settings)
             warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
         trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
