@@ -240,4 +240,6 @@ def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
     assert document["warm"]["exit_code"] == 1 and document["warm"]["settings"]["cache"] == "warm"
     assert "cache" not in document["cold"]["settings"]
     assert "warm set (persistent caches populated by each side's revision" in done.stderr
-    assert (out / "warm" / "summary.md").read_text().count("Warm start: each side's persistent") == 1
+    summary = (out / "warm" / "summary.md").read_text()
+    assert summary.count("Warm start: each side's persistent") == 1
+    assert "`: compile: " in summary  # where it went, from the warm samples: the compile the cache no longer saves

@@ -439,12 +439,17 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     for outcome in outcomes:
         if outcome.regressed_anything():
             found = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
-                              metric=settings.metric)
+                              metric=settings.metric, cache=_measured_cache(settings, outcome.case))
             attributions[outcome.case], outcome.attribution = found, found.to_json()
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
                        writers["head"].results.fingerprint, results=results, attributions=attributions)
+
+
+def _measured_cache(settings: GateSettings, case_id: str) -> str:
+    """Which timing samples a case's explanation reads: warm in a warm gate, unless the case was measured cold."""
+    return "warm" if settings.cache == "warm" and case_id not in settings.measured_cold else "cold"
 
 
 def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
@@ -453,12 +458,15 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
     from .compare import compare_results
     from .stats import summarize
 
-    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
-                              across_envs=True)  # the gate paired its sides on purpose, environments and all
+    caches = {st.case.id: _measured_cache(settings, st.case.id) for st in states}
+    explains = {cache: compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
+                                       cache=cache, across_envs=True)  # paired on purpose, environments and all
+                for cache in sorted(set(caches.values()))}
     outcomes = []
     for st in states:
         b, h = st.complete()
-        changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        changes = [r for r in explains[caches[st.case.id]].rows
+                   if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         failures = policy.failure_test(st)
         trail = trails[st.case.id]
         figure, context, guards = None, [], []
