@@ -466,6 +466,7 @@ def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> No
     note(f"{step.tier} tier: {trail.case.id}: {step.verdict}{' (settled)' if step.settled else ''}: {step.reason}")
 
 
-__all__ = ["CACHE_COUNTERS", "CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
-           "cache_miss_reasons", "cache_step", "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "structural_step",
+__all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
+           "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "structural_step",
            "tier_metrics", "uncounted_guards"]
+__all__ += ["CACHE_COUNTERS", "cache_miss_reasons", "cache_step"]  # the warm gate's check, kept apart from the list above
