@@ -101,6 +101,10 @@ def test_estimates_follow_backend_and_model_size():
     small, big = (estimate_s(f"resnet15:blocks={n}/jax.jit/params=args,chain=unrolled") for n in (2, 60))
     assert big > estimate_s("resnet15/jax.jit/params=args,chain=unrolled") > small
     assert estimate_s("resnet15/some.plugin/params=args,chain=unrolled") > 0
+    # transformer_tiny's own measured costs (Inductor 54 s a process), not resnet15's scaled (27 s)
+    assert estimate_s("transformer_tiny/torch.compile/params=closure,chain=unrolled") == pytest.approx(54.2)
+    assert estimate_s("transformer_tiny:blocks=8/jax.jit/params=args,chain=unrolled") > \
+        estimate_s("transformer_tiny/jax.jit/params=args,chain=unrolled")
 
 
 @pytest.mark.parametrize("text, problem", [("0/3", "between 1 and 3"), ("4/3", "between 1 and 3"),

@@ -12,6 +12,7 @@ from ttfg.decide.study import depth_models, effect_cases, run_study
 def test_depth_sweeps():
     assert [d for _, d in depth_models("resnet15")] == [1, 2, 4, 8, 15, 30, 60]
     assert depth_models("convnext_tiny")[-1] == ("convnext_tiny:depths=3x3x9x3", 18)
+    assert depth_models("transformer_tiny") == [(f"transformer_tiny:blocks={d}", d) for d in (1, 2, 4, 8)]
     with pytest.raises(UsageError, match="bare model name"):
         depth_models("resnet15:blocks=3")
 

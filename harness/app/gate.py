@@ -124,6 +124,25 @@ class GateReport:
     files: dict[str, Path] = field(default_factory=dict)
     #: Which of the change's code files ran on the measured path (None: not checked, no code changed).
     path: "PathCheck | None" = None
+    #: ``--cache both``: the warm set's report (its files in OUT-DIR/warm); this one is the cold set's.
+    warm: "GateReport | None" = None
+
+
+def _run_both(request: GateRequest, events: GateEvents) -> GateReport:
+    """``--cache both``: the cold gate, then the warm gate, as two guarded sets with their own files (the warm
+    set's in OUT-DIR/warm). The exit code is the worse of the two: a regression in either, else broken input."""
+    from dataclasses import replace
+
+    cold = run(replace(request, settings=replace(request.settings, cache="cold")), events)
+    if cold.status != DECIDED:
+        return cold
+    events.note("warm set: each side's persistent caches populated by its own revision, then paired warm processes")
+    warm = run(replace(request, settings=replace(request.settings, cache="warm"), out_dir=request.out_dir / "warm"),
+               events)
+    cold.warm = warm
+    codes = {cold.code, warm.code}
+    cold.code = 1 if 1 in codes else max(codes)
+    return cold
 
 
 @contextmanager
@@ -174,6 +193,8 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     from ..decide import expect
 
     events = events or GateEvents()
+    if request.settings.cache == "both":
+        return _run_both(request, events)
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
     repo = repo_root(request.repo)
     base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)

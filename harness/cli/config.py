@@ -33,13 +33,14 @@ TARGETS: dict[str, dict[str, str]] = {
     "variants": {c: "variant" for c in SELECTING},
     "budget": {"gate": "budget", "regressions": "budget", "config": "budget"},
     "min-effect": {"gate": "min_effect", "compare": "min_effect", "config": "min_effect"},
+    "cache": {"gate": "cache"},
     "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
          "min_effect": "--min-effect", "out": "--out", "out_dir": "--out-dir", "confirm_dir": "--confirm-dir",
-         "commit_url": "--commit-url", "output": "--output"}
+         "commit_url": "--commit-url", "output": "--output", "cache": "--cache"}
 
 
 class Default:

@@ -289,7 +289,7 @@ def cmd_gate(args) -> int:
                                  max_failures=args.max_failures, allocations=args.allocations,
                                  alloc_repeat=args.alloc_repeat, profiles=args.profiles, timeout_s=args.timeout,
                                  threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat,
-                                 guard=args.guard)
+                                 guard=args.guard, cache=args.cache, cache_dir=args.cache_dir)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
@@ -325,10 +325,16 @@ def cmd_gate(args) -> int:
                                     f"{request.out_dir} (marked incomplete)"))
         return report.code
     _print_gate(console, report, args.write_suggested, args.verbose)
+    if report.warm is not None:  # --cache both: the warm set, in OUT-DIR/warm
+        console.print(f"warm set (persistent caches populated by each side's revision; {report.warm.status}):",
+                      highlight=False)
+        _print_gate(console, report.warm, args.write_suggested, args.verbose)
     if args.format == "json":
-        sys.stdout.write(json.dumps(report.document, indent=1) + "\n")
+        document = report.document if report.warm is None else {"cold": report.document,
+                                                                 "warm": report.warm.document}
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(report.summary)
+        sys.stdout.write(report.summary + ("" if report.warm is None else report.warm.summary))
     return report.code
 
 
@@ -536,6 +542,15 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--tiers", type=_tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
                    help="tiers that may decide, comma-separated, from structural, instructions, time "
                         f"(default: {','.join(DEFAULT_TIERS)})")
+    p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
+                   help="cold: fresh, empty compile caches per process (default); warm: each side's persistent "
+                        "caches (JAX compilation cache, Inductor FX graph cache) populated by its own revision, then "
+                        "paired warm processes, whose cache misses are structural evidence; both: the cold and the "
+                        "warm gate as two guarded sets (the warm one's files in OUT-DIR/warm; exit code the worse). "
+                        "A backend without a persistent cache is measured cold, and said so")
+    p.add_argument("--cache-dir", metavar="DIR", default=None,
+                   help="with --cache warm/both: where each side's persistent caches go (a folder of their own, "
+                        "removed afterwards; default: the temporary folder); refused when not writable")
     p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
                    help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",

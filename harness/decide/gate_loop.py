@@ -35,13 +35,23 @@ The clock is an argument (``clock``, ``time.monotonic`` by default), as in
 ``history.confirm.confirm``: the budget and the progress lines read it, and tests of the
 stopping rules pass a fake one. The git side (revisions, worktrees, the dirty-tree check)
 is ``measure/worktrees.py``; the outcome, ``results/gate_outcome.py``, and its file, ``results/gate_file.py``.
+
+Warm starts (``settings.cache == "warm"``): before the first pair, each side populates a
+persistent-cache folder of its own per case with one unrecorded process of its own
+revision (:func:`_populate`); every sample of the case on that side then starts with
+that cache (``run_sample``'s ``cache_dir``), so the tiers guard the warm first gradient
+as they guard the cold one, and the caches' hit and miss counts are structural evidence
+(``tiers.cache_step``). A backend without a persistent cache is measured cold, said in a
+note and recorded in ``settings.measured_cold``, never silently.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -60,12 +70,19 @@ from ..results.writer import ResultsWriter
 if TYPE_CHECKING:
     from .stats import SequentialPairedTest, Verdict
 
-__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "run_gate"]
+__all__ = ["CaseState", "Clock", "PERSISTENT_CACHES", "PairEvent", "Sampler", "no_persistent_cache", "run_gate"]
 
 #: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.target.source``
-#: is the side's checkout. The gate's default is ``run_sample``, a cold child process; tests
-#: of the loop's policy (stopping rules, budget, final look) pass an in-process one.
-Sampler = Callable[[Case, str, str, int, RunSettings], Sample]
+#: is the side's checkout; with a warm cache also the side's cache folder, ``(..., run, cache_dir)``.
+#: The gate's default is ``run_sample``, a cold child process; tests of the loop's policy (stopping
+#: rules, budget, final look) pass an in-process one.
+Sampler = Callable[..., Sample]
+#: The backends with a persistent compile cache that a warm start reads (``target.child_environ`` turns them on).
+PERSISTENT_CACHES = {"jax.jit": "the JAX persistent compilation cache",
+                     "jax.eager": "the JAX persistent compilation cache (each primitive's compile)",
+                     "torch.compile": "Inductor's FX graph and AOTAutograd caches"}
+#: Where each (role, case id) keeps its warm persistent caches.
+WarmDirs = dict[tuple[str, str], Path]
 #: Seconds from an arbitrary start that never go back (``time.monotonic``; a fake one in tests).
 Clock = Callable[[], float]
 
@@ -177,8 +194,53 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     return ResultsWriter(results, out)
 
 
+def no_persistent_cache(backend: str) -> str | None:
+    """Why ``backend`` cannot start warm (it has no persistent compile cache), or None when it can."""
+    if backend in PERSISTENT_CACHES:
+        return None
+    return f"{backend} has no persistent compile cache (only {', '.join(PERSISTENT_CACHES)} have one), so it is measured cold"
+
+
+def _sample(sampler: Sampler, case: Case, kind: str, index: int, run: RunSettings, warm: Path | None) -> Sample:
+    """One sample: cold, or warm from the side's populated cache folder ``warm``."""
+    if warm is None:
+        return sampler(case, kind, "cold", index, run)
+    return sampler(case, kind, "warm", index, run, warm)
+
+
+def _warm_root(settings: GateSettings) -> Path:
+    """This gate's folder of persistent caches (under ``--cache-dir``, else the temporary folder)."""
+    from ..errors import UsageError
+
+    parent = settings.cache_dir
+    try:
+        return Path(tempfile.mkdtemp(prefix="ttfg-gate-warm-", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"cannot make a persistent-cache folder in {parent or tempfile.gettempdir()} "
+                         f"({exc.strerror or exc}): the warm gate has nowhere to populate its caches") from None
+
+
+def _populate(cases: list[Case], sides: dict[str, Side], settings: GateSettings, sampler: Sampler, root: Path,
+              on_note: Callable[[str], None] | None) -> WarmDirs:
+    """Each side's persistent caches, populated by its own revision: one unrecorded process per case and side,
+    in a folder of that side (``root/<role>/<n>``). Cases whose backend has none are left out (measured cold)."""
+    warm: WarmDirs = {}
+    for n, case in enumerate(cases):
+        if case.id in settings.measured_cold:
+            continue
+        for role, side in sides.items():
+            folder = root / role / str(n)
+            folder.mkdir(parents=True, exist_ok=True)
+            sample = sampler(case, "timing", "warm", -1, side.run_settings(settings.run), folder)
+            warm[role, case.id] = folder
+            if on_note:
+                state = "ok" if sample.ok else f"failed: {sample.error}"
+                on_note(f"warm cache {role} {case.id}: populated by its own revision ({state})")
+    return warm
+
+
 def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
-              settings: GateSettings, sampler: Sampler, clock: Clock) -> dict[str, Sample]:
+              settings: GateSettings, sampler: Sampler, clock: Clock, warm: WarmDirs) -> dict[str, Sample]:
     """One base and one head process back to back; the order alternates A B, B A, ..."""
     index = st.attempted
     order = ("base", "head") if index % 2 == 0 else ("head", "base")
@@ -186,7 +248,7 @@ def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsW
     started = clock()
     for position, role in enumerate(order):
         run = sides[role].run_settings(settings.run)
-        sample = sampler(st.case, "timing", "cold", index, run)
+        sample = _sample(sampler, st.case, "timing", index, run, warm.get((role, st.case.id)))
         sample.pair, sample.pair_position = index, position
         writers[role].append(st.case.id, sample)
         samples[role] = sample
@@ -195,11 +257,11 @@ def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsW
 
 
 def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
-                   sampler: Sampler) -> "tiering.TakeSample":
+                   sampler: Sampler, warm: WarmDirs) -> "tiering.TakeSample":
     """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
 
     def take(case: Case, kind: str, index: int, role: str) -> Sample:
-        sample = sampler(case, kind, "cold", index, sides[role].run_settings(settings.run))
+        sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), warm.get((role, case.id)))
         writers[role].append(case.id, sample)
         return sample
 
@@ -270,6 +332,13 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
+    warm_root = None
+    if settings.cache == "warm":  # recorded in both files: which cases could not start warm, and why
+        cold = {case.id: why for case in cases if (why := no_persistent_cache(case.backend))}
+        settings = replace(settings, measured_cold=cold)
+        for case_id, why in cold.items():
+            if on_note:
+                on_note(f"warm cache: {case_id}: {why} (marked in gate.json and the results files)")
     writers: dict[str, ResultsWriter] = {}
     try:  # a second writer refused, or a first save that fails (a full disk), gives up every lock taken
         for role, side in sides.items():
@@ -286,9 +355,10 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     by_id = {st.case.id: st for st in states}
     start = began = clock()
     finished = False
+    warm: WarmDirs = {}
 
     def take_pair(st: CaseState) -> dict[str, Sample]:
-        samples = _run_pair(st, sides, writers, settings, sampler, clock)
+        samples = _run_pair(st, sides, writers, settings, sampler, clock, warm)
         for role in sides:
             if samples[role].ok:
                 st.ok[role] += 1
@@ -313,8 +383,11 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         return samples
 
     try:
+        if settings.cache == "warm":  # inside: the folder is removed however the gate ends
+            warm_root = _warm_root(settings)
+            warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
         trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
-                                   _count_sampler(sides, writers, settings, sampler), settings.count_repeat,
+                                   _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
                                    _uncounted, on_note, _unsteady, across_envs=environments_differ(sides))
         for st in states:
             settled = trails[st.case.id].settled
@@ -344,8 +417,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     continue
                 for i in range(settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                        sample = sampler(st.case, "allocations", "cold", i,
-                                         sides[role].run_settings(settings.run))
+                        sample = _sample(sampler, st.case, "allocations", i, sides[role].run_settings(settings.run),
+                                         warm.get((role, st.case.id)))
                         writers[role].append(st.case.id, sample)
                         if on_note:
                             state = "ok" if sample.ok else f"failed: {sample.error}"
@@ -353,23 +426,30 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
         outcomes = _outcomes(states, writers, settings, trails)
         if settings.profiles:
-            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note)
+            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
         finished = True
     finally:
         for writer in writers.values():
             writer.finish(finished)
+        if warm_root is not None:
+            shutil.rmtree(warm_root, ignore_errors=True)
     elapsed = clock() - began
     results = {role: w.results for role, w in writers.items()}
     attributions = {}
     for outcome in outcomes:
         if outcome.regressed_anything():
             found = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
-                              metric=settings.metric)
+                              metric=settings.metric, cache=_measured_cache(settings, outcome.case))
             attributions[outcome.case], outcome.attribution = found, found.to_json()
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
                        writers["head"].results.fingerprint, results=results, attributions=attributions)
+
+
+def _measured_cache(settings: GateSettings, case_id: str) -> str:
+    """Which timing samples a case's explanation reads: warm in a warm gate, unless the case was measured cold."""
+    return "warm" if settings.cache == "warm" and case_id not in settings.measured_cold else "cold"
 
 
 def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
@@ -378,12 +458,15 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
     from .compare import compare_results
     from .stats import summarize
 
-    explain = compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
-                              across_envs=True)  # the gate paired its sides on purpose, environments and all
+    caches = {st.case.id: _measured_cache(settings, st.case.id) for st in states}
+    explains = {cache: compare_results(writers["base"].results, writers["head"].results, metrics=EXPLAIN_METRICS,
+                                       cache=cache, across_envs=True)  # paired on purpose, environments and all
+                for cache in sorted(set(caches.values()))}
     outcomes = []
     for st in states:
         b, h = st.complete()
-        changes = [r for r in explain.rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        changes = [r for r in explains[caches[st.case.id]].rows
+                   if r.case == st.case.id and r.verdict.verdict != "unchanged"]
         failures = policy.failure_test(st)
         trail = trails[st.case.id]
         figure, context, guards = None, [], []
@@ -423,7 +506,7 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
                          writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
-                         on_note: Callable[[str], None] | None) -> None:
+                         on_note: Callable[[str], None] | None, warm: WarmDirs) -> None:
     """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.
 
     After the decision and outside the budget: they are only taken when there is a regression
@@ -437,7 +520,8 @@ def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], s
             continue
         for i in range(settings.profiles):
             for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                sample = sampler(st.case, "profile", "cold", i, sides[role].run_settings(settings.run))
+                sample = _sample(sampler, st.case, "profile", i, sides[role].run_settings(settings.run),
+                                 warm.get((role, st.case.id)))
                 writers[role].append(st.case.id, sample)
                 if on_note:
                     on_note(f"profile {role} {st.case.id}: "

@@ -11,18 +11,26 @@ decided on the first gradient alone passed a build made 38 times slower (0.82 ms
 30.9 ms, issue 24). So each timing of ``GateSettings.guard`` (the registry's
 ``Metric.guarded``) gets its own sequential test at ``alpha / k`` (Bonferroni; see
 ``gate_loop.py``).
+
+Why ``cache`` (``--cache``): most processes in production start with a persistent compile
+cache, and a change that makes a cache key unstable (a constant that differs from process to
+process) turns every warm start into a cold one while passing a cold gate. ``warm`` measures
+warm starts (each side's caches populated by its own revision, ``gate_loop.py``); ``both``
+runs the cold and the warm gate as two guarded sets (``app/gate.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
 
 from .. import metrics
 from ..errors import UsageError
 from ..measure.runner import RunSettings
 from . import tiers as tiering
 
-__all__ = ["DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings", "checked_guard",
+__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings", "checked_guard",
            "checked_tiers", "guarded_metrics"]
 
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
@@ -33,6 +41,9 @@ GATE_OUTPUTS = ("gate.json", "summary.md")
 GUARDED = metrics.names(lambda m: m.guarded)
 #: Counters compared alongside the gated timing, to explain a change.
 EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.deterministic and m.compared_by_default))
+#: ``--cache``: cold (fresh, empty caches per process), warm (persistent caches populated by each side's own
+#: revision), both (the cold and the warm gate, as two guarded sets).
+CACHES = ("cold", "warm", "both")
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
 
@@ -98,6 +109,14 @@ class GateSettings:
     #: The timings the time tier guards, each with its own paired sequential test at ``alpha / len(guard)``;
     #: None: :func:`guarded_metrics` of ``metric`` (every phase a cold start pays). ``metric`` is always in it.
     guard: tuple[str, ...] | None = None
+    #: ``--cache``: one of :data:`CACHES`.
+    cache: str = "cold"
+    #: ``--cache-dir``: where each side's persistent caches go with a warm cache (a folder of its own per gate,
+    #: side and case, removed afterwards); None: the system's temporary folder.
+    cache_dir: str | None = None
+    #: Cases measured cold although the cache is warm (their backend has no persistent cache), with why;
+    #: filled by the gate's loop, recorded in the results files and gate.json (never silently cold).
+    measured_cold: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         from .compare import metric_info
@@ -123,6 +142,22 @@ class GateSettings:
             raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:
             raise UsageError(f"need 0 < --alpha < 1 and --min-effect > 0, got {self.alpha} and {self.min_effect}")
+        self._check_cache()
+
+    def _check_cache(self) -> None:
+        """``--cache`` is one of :data:`CACHES`; a warm cache's folder can be written (checked before any install)."""
+        if self.cache not in CACHES:
+            raise UsageError(f"--cache {self.cache!r}: expected one of {', '.join(CACHES)}")
+        if self.cache == "warm" and "warm" not in self.run.caches:
+            self.run = replace(self.run, caches=("warm",))  # the results files say which samples they hold
+        if self.cache != "cold" and self.cache_dir is not None:
+            folder = os.path.abspath(os.path.expanduser(self.cache_dir))
+            try:
+                os.makedirs(folder, exist_ok=True)
+                tempfile.TemporaryDirectory(prefix="ttfg-write-check-", dir=folder).cleanup()
+            except OSError as exc:
+                raise UsageError(f"--cache-dir {self.cache_dir}: cannot write there, so no persistent cache can be "
+                                 f"populated ({exc.strerror or exc})") from None
 
     @property
     def guard_alpha(self) -> float:
@@ -134,4 +169,7 @@ class GateSettings:
         data = asdict(self)
         data["run"] = self.run.to_json()
         data["run"].pop("source", None)  # each side has its own; see the results files
+        for key, default in (("cache", "cold"), ("cache_dir", None), ("measured_cold", {})):
+            if data[key] == default:  # a cold gate's files stay as they were before warm gates existed
+                del data[key]
         return data

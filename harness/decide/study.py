@@ -8,7 +8,8 @@
   TTFG? Effect = second ``--env`` / first ``--env`` per backend, from paired cold
   processes, one in each environment.
 * ``depth``: how does the first gradient grow with depth? Sweeps resnet blocks
-  (1, 2, 4, 8, 15, 30, 60) or ConvNeXt stage-depth multipliers, and fits
+  (1, 2, 4, 8, 15, 30, 60), ConvNeXt stage-depth multipliers or transformer blocks
+  (1, 2, 4, 8, at the default width, heads and sequence), and fits
   ``t = a + b * depth**k`` per backend and phase, with an interval for ``k``.
 
 All samples are cold processes from the runner, interleaved round-robin (effects: the
@@ -38,6 +39,7 @@ STUDIES = ("params", "chain", "depth", "env")
 ARMS = {"params": ("params", "args", "closure"), "chain": ("chain", "unrolled", "scan")}
 RESNET_DEPTHS = (1, 2, 4, 8, 15, 30, 60)
 CONVNEXT_MULTIPLIERS = (1, 2, 3)  # stage depths (1, 1, 3, 1) x m; m = 3 is ConvNeXt-T
+TRANSFORMER_DEPTHS = (1, 2, 4, 8)  # pre-norm blocks; 4 is transformer_tiny's default
 DEFAULT_BACKENDS = {
     "params": ("jax.jit", "torch.compile", "torch.compile.aot_eager"),
     "chain": ("jax.jit", "jax.eager", "torch.compile", "torch.compile.aot_eager"),
@@ -57,6 +59,8 @@ def depth_models(model: str) -> list[tuple[str, int]]:
         return [(f"resnet15:blocks={d}", d) for d in RESNET_DEPTHS]
     if name == "convnext_tiny":
         return [(f"convnext_tiny:depths={m}x{m}x{3 * m}x{m}", 6 * m) for m in CONVNEXT_MULTIPLIERS]
+    if name == "transformer_tiny":
+        return [(f"transformer_tiny:blocks={d}", d) for d in TRANSFORMER_DEPTHS]
     raise UsageError(f"no depth sweep is defined for model {name!r}")
 
 

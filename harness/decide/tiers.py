@@ -186,6 +186,86 @@ def structural_step(base: "Sample | None", head: "Sample | None", across_envs: b
     return TierStep(STRUCTURAL, False, "unchanged", f"all structural counters are equal ({len(evidence)})", evidence)
 
 
+#: Per backend family: the counters of a warm sample's persistent-cache lookups (lookups or misses, hits). JAX's
+#: backend compile event spans the whole compile-or-read (jax 0.10.2: ``pxla`` times ``compile_or_get_cached``),
+#: and with a warm cache every compile is looked up (no minimum compile time or size, ``target.child_environ``),
+#: so its misses are its backend compiles less its hits; Inductor counts its misses itself.
+CACHE_COUNTERS = {"JAX": ("backend_compiles", "persistent_cache_hits"),
+                  "Inductor": ("fxgraph_cache_misses", "fxgraph_cache_hits")}
+
+
+def _cache_counts(sample: "Sample") -> tuple[str, int, int] | None:
+    """A warm sample's persistent-cache misses and hits, with the cache's family, or None (cold, or none counted)."""
+    if sample is None or not sample.ok or sample.cache != "warm":
+        return None
+    counters = sample.counters or {}
+    for family, (misses, hits) in CACHE_COUNTERS.items():
+        if isinstance(counters.get(misses), int):
+            hit = int(counters.get(hits) or 0)
+            return family, max(counters[misses] - hit, 0) if family == "JAX" else counters[misses], hit
+    return None
+
+
+def _jax_explains_misses() -> str | None:
+    """The installed jax's version when its ``jax_explain_cache_misses`` also names persistent-cache misses (read
+    from its source files, without importing jax), else None."""
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        dist = metadata.distribution("jax")
+        text = Path(str(dist.locate_file("jax/_src/compiler.py"))).read_text()
+    except (metadata.PackageNotFoundError, OSError, ValueError):
+        return None
+    return dist.version if "PERSISTENT COMPILATION CACHE MISS" in text else None
+
+
+def cache_miss_reasons(family: str) -> str:
+    """What the backend can say about which function's cache key changed."""
+    if family == "JAX":
+        version = _jax_explains_misses()
+        if version:
+            return (f"to name the function, run the head's case with JAX_EXPLAIN_CACHE_MISSES=1: jax {version}'s "
+                    "jax_explain_cache_misses logs 'PERSISTENT COMPILATION CACHE MISS for <function>' with its key")
+        return "the installed jax cannot name the function (its jax_explain_cache_misses does not log persistent misses)"
+    return ("Inductor's cache-miss reasons are not available here (the probe does not collect them; "
+            "TORCH_LOGS=+torch._inductor.codecache logs each FX graph's cache key details)")
+
+
+def cache_step(base: "Sample | None", head: "Sample | None") -> TierStep | None:
+    """A structural check of warm samples, beside the counters: the persistent caches' misses, compared exactly.
+
+    Each side's cache was populated by its own revision, so a head whose warm process misses
+    where the base hits computes a different cache key in every process (a constant that
+    changes between processes, an object's id in a traced function): every warm start is a
+    cold one. That settles the case as regressed at once. None for cold samples, or when
+    the backend counts no cache lookups.
+    """
+    found = {role: _cache_counts(s) for role, s in (("base", base), ("head", head))}
+    if found["base"] is None or found["head"] is None:
+        return None
+    family, base_misses, base_hits = found["base"]
+    _, head_misses, head_hits = found["head"]
+    evidence = [{"metric": metrics.COUNTER_PREFIX + "persistent_cache_misses", "base": base_misses,
+                 "head": head_misses, "ratio": None, "ci_low": None, "ci_high": None, "margin": 0.0,
+                 "verdict": ("regressed" if head_misses > base_misses else
+                             "improved" if head_misses < base_misses else "unchanged"),
+                 "n_base": 1, "n_head": 1, "unsteady": False},
+                {"metric": metrics.COUNTER_PREFIX + "persistent_cache_hits", "base": base_hits, "head": head_hits,
+                 "ratio": None, "ci_low": None, "ci_high": None, "margin": 0.0,
+                 "verdict": ("regressed" if head_hits < base_hits else
+                             "improved" if head_hits > base_hits else "unchanged"),
+                 "n_base": 1, "n_head": 1, "unsteady": False}]
+    counts = f"persistent cache misses {base_misses} -> {head_misses} (hits {base_hits} -> {head_hits})"
+    if head_misses > base_misses:
+        return TierStep(STRUCTURAL, True, "regressed", f"{counts}: the head's compile cache key changes between "
+                        f"processes, so every warm start compiles again; {cache_miss_reasons(family)}", evidence)
+    if head_misses < base_misses:
+        return TierStep(STRUCTURAL, False, "improved", f"{counts}: the head's warm starts miss less; later tiers "
+                        "decide", evidence)
+    return TierStep(STRUCTURAL, False, "unchanged", f"{counts}: both warm starts read their caches alike", evidence)
+
+
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
                unavailable: str | None = None, unsteady: dict[str, str] | None = None) -> TierStep:
     """Tier (b): instruction and allocation counts against their registry margins.
@@ -337,6 +417,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
             pair = take_pair(case)
             step = structural_step(pair.get("base"), pair.get("head"), across_envs)
             _record(trails[case.id], step, note)
+            _record_cache_step(trails[case.id], pair, note)
     if INSTRUCTIONS not in tiers:
         return trails
     usable, why = counting.availability()
@@ -371,6 +452,13 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
         _record(trail, step, note)
 
 
+def _record_cache_step(trail: CaseTrail, pair: "dict[str, Sample]", note: Callable[[str], None]) -> None:
+    """The warm pair's cache check (:func:`cache_step`), after the counters: a miss names the cause, so it decides."""
+    step = cache_step(pair.get("base"), pair.get("head"))
+    if step is not None:
+        _record(trail, step, note)
+
+
 def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> None:
     trail.steps.append(step)
     if step.settled:
@@ -381,3 +469,4 @@ def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> No
 __all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
            "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "structural_step",
            "tier_metrics", "uncounted_guards"]
+__all__ += ["CACHE_COUNTERS", "cache_miss_reasons", "cache_step"]  # the warm gate's check, kept apart from the list above

@@ -40,6 +40,9 @@ PROCESS_S = {
                  "torch.compile": 23.17, "torch.compile.aot_eager": 7.56, "autograd": 1.56},
     "convnext_tiny": {"jax.jit": 12.28, "jax.eager": 24.54, "torch.eager": 3.01, "torch.func": 4.98,
                       "torch.compile": 105.42, "torch.compile.aot_eager": 20.88, "autograd": 3.51},
+    # One cold process per backend (docs/measurements.md, "transformer_tiny"), on a shared, loaded machine.
+    "transformer_tiny": {"jax.jit": 4.71, "jax.eager": 6.88, "torch.eager": 1.32, "torch.func": 2.68,
+                         "torch.compile": 54.2, "torch.compile.aot_eager": 8.38, "autograd": 0.615},
 }
 #: The first-gradient medians of the same runs: the part that grows with the model's size.
 FIRST_GRAD_S = {
@@ -47,6 +50,8 @@ FIRST_GRAD_S = {
                  "torch.compile": 19.11, "torch.compile.aot_eager": 2.65, "autograd": 0.0694},
     "convnext_tiny": {"jax.jit": 8.87, "jax.eager": 21.75, "torch.eager": 0.33, "torch.func": 2.44,
                       "torch.compile": 101.34, "torch.compile.aot_eager": 16.00, "autograd": 1.62},
+    "transformer_tiny": {"jax.jit": 3.39, "jax.eager": 5.33, "torch.eager": 0.0218, "torch.func": 1.37,
+                         "torch.compile": 50.6, "torch.compile.aot_eager": 5.30, "autograd": 0.0255},
 }
 
 

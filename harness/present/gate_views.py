@@ -251,7 +251,18 @@ def gate_footer(outcome: GateOutcome) -> str:
     pairs = sum(c.attempted for c in outcome.cases)
     return (f"Gate that ran: {' → '.join(names) or 'no tier'}; {timed}; {len(outcome.cases)} case(s), {pairs} "
             f"pair(s) of processes, {fmt.seconds(outcome.elapsed_s)} (time budget {fmt.seconds(s.budget_s)}); "
-            f"base {outcome.base.short}, head {outcome.head.short}.")
+            f"base {outcome.base.short}, head {outcome.head.short}.") + warm_note(s.data)
+
+
+def warm_note(settings: dict) -> str:
+    """A warm gate's words for the footer (nothing for a cold one): how its caches were populated, which
+    cases were measured cold instead, and why."""
+    if settings.get("cache") != "warm":
+        return ""
+    cold = settings.get("measured_cold") or {}
+    return (" Warm start: each side's persistent compile caches were populated by one unrecorded process of its "
+            "own revision, then every process started from them; their misses were compared exactly."
+            + "".join(f" Measured cold: {case}: {why}." for case, why in cold.items()))
 
 
 def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: str | None = None,
@@ -490,7 +501,7 @@ def gate_detail_table(outcome):
     return table
 
 
-__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of",
+__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of", "warm_note",
            "context_text", "environments_note", "figure_cells", "function_lines", "gate_footer", "gate_markdown",
            "gate_page", "presented_document", "revision_label", "verdict_table", "where_it_went",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",

@@ -110,6 +110,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "(seconds, or 90s, 10m, 1h)", "10m", _duration),
     Key("min-effect", "number-or-string", "smallest relative effect a timing verdict counts (0.05 or '5%'), "
         "as --min-effect of gate and compare", "the metric's (0.05)", _min_effect),
+    Key("cache", "string", "the gate's compile caches, as --cache: cold, warm (persistent caches populated by each "
+        "side's revision) or both", "cold", lambda v: None if v in ("cold", "warm", "both")
+        else f"expected cold, warm or both, got {v!r}"),
     Key("output", "string", "folder for results: ttfg run's files, the gate's gate/, studies, confirmations",
         DEFAULT_OUTPUT),
     Key("install-path", "string", "the folder of the Python project that the gate, `regressions --confirm` and "

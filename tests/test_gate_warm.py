@@ -1,0 +1,245 @@
+"""The gate on warm starts (``ttfg gate --cache warm|both``): each side's persistent caches populated by its own
+revision, then paired warm processes whose cache misses are structural evidence.
+
+The loop and the cache check are driven in process (a fake sampler that knows each side's
+cache counts); the held-out experiment is a real gate (``slow``): a head whose jitted loss
+closes over ``os.getpid()`` as a constant computes the same gradient and the same counters
+as its base, so the cold gate passes it, and the warm gate fails it naming the misses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ttfg.decide import tiers
+from ttfg.decide.gate_loop import no_persistent_cache, run_gate
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.errors import UsageError
+from ttfg.measure.cases import select
+from ttfg.results import record
+from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
+from tests.test_gate_tiers import FakeSampler, Side_, timing
+
+from .conftest import ROOT
+
+JIT_CASE = "transformer_tiny:blocks=1,width=16,heads=2,seq=8"
+
+
+def warm_timing(index: int, cache: str, misses: int, hits: int) -> "timing":
+    counters = {"jaxpr_eqns": 40, "hlo_ops": 60}
+    if cache == "warm":
+        counters.update(backend_compiles=misses + hits, persistent_cache_hits=hits)  # jax times every lookup
+    else:
+        counters.update(backend_compiles=1, persistent_cache_hits=0)
+    sample = timing(index, 1.0, counters)
+    sample.cache = cache
+    return sample
+
+
+class WarmSampler(FakeSampler):
+    """Answers warm samples with each side's cache counts; records the cache folder of every warm call."""
+
+    def __init__(self, sides, misses: dict[str, int]):
+        super().__init__(sides, {"base": Side_(), "head": Side_()})
+        self.misses = misses
+        self.folders: list[tuple[str, int, Path | None]] = []
+
+    def __call__(self, case, kind, cache, index, run, cache_dir=None):
+        role = self.role[str(run.target.source)]
+        self.folders.append((role, index, cache_dir))
+        if kind != "timing":
+            return super().__call__(case, kind, cache, index, run)
+        self.calls.append((case.id, role, kind))
+        self.now += self.wall_s
+        misses = self.misses[role]
+        return warm_timing(index, cache, misses, 1 - misses if misses <= 1 else 0)
+
+
+def gate(sides, tmp_path, misses, backends=("jax.jit",), **settings):
+    fake = WarmSampler(sides, misses)
+    notes: list[str] = []
+    cases, skipped = select(["resnet15:blocks=2"], list(backends), None, check_availability=False)
+    settings = {"tiers": ("structural",), "profiles": 0, **settings}
+    outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(**settings), tmp_path / "out",
+                       on_note=notes.append, sampler=fake, clock=fake.monotonic)
+    return outcome, fake, notes
+
+
+def test_a_head_that_misses_where_the_base_hits_is_decided_at_once(sides, tmp_path):
+    outcome, fake, notes = gate(sides, tmp_path, {"base": 0, "head": 1}, cache="warm", cache_dir=str(tmp_path / "c"))
+    (case,) = outcome.cases
+    assert outcome.exit_code() == 1 and case.tier == "structural" and case.verdict.verdict == "regressed"
+    assert case.attempted == 1
+    reason = case.verdict.reason
+    assert reason.startswith("persistent cache misses 0 -> 1 (hits 1 -> 0): the head's compile cache key changes "
+                             "between processes")
+    assert "JAX_EXPLAIN_CACHE_MISSES" in reason or "cannot name the function" in reason
+    # Each side populated its own folder with one unrecorded process (index -1), then sampled warm from it.
+    populated = [(role, folder) for role, index, folder in fake.folders if index == -1]
+    assert sorted(role for role, _ in populated) == ["base", "head"]
+    assert len({folder for _, folder in populated}) == 2
+    measured = {role: folder for role, index, folder in fake.folders if index >= 0}
+    assert dict(populated) == measured
+    assert any("populated by its own revision" in n for n in notes)
+    assert not any(Path(tmp_path / "c").iterdir())  # the gate's cache folders are removed afterwards
+    head = record.load(outcome.files["head"])
+    assert head.settings["caches"] == ["warm"] and head.gate.settings["cache"] == "warm"
+    assert [s.cache for s in head.cases[0].samples] == ["warm"]
+
+
+def test_equal_misses_settle_nothing_and_cold_samples_skip_the_check(sides, tmp_path):
+    outcome, _, _ = gate(sides, tmp_path, {"base": 0, "head": 0}, cache="warm")
+    (case,) = outcome.cases
+    assert outcome.exit_code() == 0 and case.verdict.verdict != "regressed"
+    assert [s.tier for s in case.trail] == ["structural", "structural"]
+    assert "both warm starts read their caches alike" in case.trail[-1].reason
+    cold, _, _ = gate(sides, tmp_path / "cold", {"base": 0, "head": 1})
+    assert cold.exit_code() == 0 and len(cold.cases[0].trail) == 1  # the cold gate's trail is as before
+    assert "cache" not in cold.settings.data
+
+
+def test_a_backend_without_a_persistent_cache_is_measured_cold_and_said_so(sides, tmp_path):
+    outcome, fake, notes = gate(sides, tmp_path, {"base": 0, "head": 0}, backends=("autograd",), cache="warm")
+    why = no_persistent_cache("autograd")
+    assert why and "autograd has no persistent compile cache" in why and "measured cold" in why
+    assert no_persistent_cache("torch.eager") and no_persistent_cache("jax.jit") is None
+    assert all(folder is None for _, _, folder in fake.folders)  # nothing populated, every sample cold
+    assert any("autograd has no persistent compile cache" in n for n in notes)
+    (case_id,) = [c.case for c in outcome.cases]
+    assert outcome.settings.data["measured_cold"] == {case_id: why}
+    head = record.load(outcome.files["head"])
+    assert head.gate.settings["measured_cold"] == {case_id: why}
+    assert [s.cache for s in head.cases[0].samples] == ["cold"]
+    from ttfg.present.gate_views import gate_footer
+
+    assert f"Measured cold: {case_id}: {why}." in gate_footer(outcome)
+    assert "Warm start" not in gate_footer(gate(sides, tmp_path / "cold", {"base": 0, "head": 0})[0])
+
+
+def test_cache_step_reads_inductors_counters_and_ignores_cold_samples():
+    def sample(cache, misses, hits):
+        s = timing(0, 1.0, {"graphs": 1, "fxgraph_cache_misses": misses, "fxgraph_cache_hits": hits})
+        s.cache = cache
+        return s
+
+    step = tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0))
+    assert step.settled and step.verdict == "regressed" and "misses 0 -> 3" in step.reason
+    assert "Inductor's cache-miss reasons are not available here" in step.reason
+    assert tiers.cache_step(sample("cold", 3, 0), sample("cold", 3, 0)) is None
+    improved = tiers.cache_step(sample("warm", 2, 1), sample("warm", 0, 3))
+    assert not improved.settled and improved.verdict == "improved"
+
+
+def test_bad_cache_settings_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="--cache 'lukewarm': expected one of cold, warm, both"):
+        GateSettings(cache="lukewarm")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(UsageError, match="--cache-dir .*cannot write there"):
+        GateSettings(cache="warm", cache_dir=str(blocker / "caches"))
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        try:
+            with pytest.raises(UsageError, match="cannot write there"):
+                GateSettings(cache="both", cache_dir=str(locked))
+        finally:
+            locked.chmod(0o700)
+    assert GateSettings(cache="cold", cache_dir=str(blocker)).cache == "cold"  # a cold gate writes no cache
+
+
+def test_the_cli_refuses_other_cache_values_with_exit_2():
+    out = subprocess.run([sys.executable, "-m", "ttfg", "gate", "--base", "HEAD", "--cache", "lukewarm"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "invalid choice: 'lukewarm'" in out.stderr
+
+
+# --- the held-out experiment: a per-process constant in the traced function ---------------------------------
+
+LOSS = "        return jnp.sum(forward(spec.network, params, x, ops))"
+BASE_LOSS = "        return jnp.sum(forward(spec.network, params, x, ops)) + np.float32(0.0)"
+#: Same gradient (a constant added to the loss), same jaxpr and HLO counts, a different cache key per process.
+HEAD_LOSS = ("        import os\n\n"
+             "        return jnp.sum(forward(spec.network, params, x, ops)) + np.float32(os.getpid() % 9973 + 1)")
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def pid_repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("warm-repo")
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            check=True, capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+    loss = root / "harness" / "engines" / "jax_common.py"
+    git(root, "init", "-q", "-b", "trunk")
+    git(root, "config", "user.email", "warm-test@example.com")
+    git(root, "config", "user.name", "warm test")
+    loss.write_text(loss.read_text().replace(LOSS, BASE_LOSS))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base: a constant added to the loss")
+    base = git(root, "rev-parse", "HEAD")
+    loss.write_text(loss.read_text().replace(BASE_LOSS, HEAD_LOSS))
+    git(root, "commit", "-q", "-am", "head: the constant is the process id")
+    return SimpleNamespace(path=root, base=base, head=git(root, "rev-parse", "HEAD"))
+
+
+def run_gate_cli(repo, out: Path, cache: str):
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    return subprocess.run([sys.executable, "-m", "ttfg", "gate", "--base", repo.base, "--head", repo.head,
+                           "--model", JIT_CASE, "--backend", "jax.jit", "--tiers", "structural", "--profiles", "0",
+                           "--cache", cache, "--out-dir", str(out)],
+                          cwd=repo.path, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_repo, tmp_path):
+    cold = run_gate_cli(pid_repo, tmp_path / "cold", "cold")
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    doc = json.loads((tmp_path / "cold" / "gate.json").read_text())
+    assert doc["cases"][0]["verdict"]["verdict"] != "regressed"
+    (step,) = doc["cases"][0]["tiers"]
+    assert step["reason"].startswith("all structural counters are equal")  # the same jaxpr, HLO and compiles
+    warm = run_gate_cli(pid_repo, tmp_path / "warm", "warm")
+    assert warm.returncode == 1, warm.stdout + warm.stderr
+    case = json.loads((tmp_path / "warm" / "gate.json").read_text())["cases"][0]
+    assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed"
+    reason = case["verdict"]["reason"]
+    assert reason.startswith("persistent cache misses 0 -> ") and "compile cache key changes between processes" \
+        in reason, reason
+    assert "persistent cache misses 0 -> " in warm.stdout and "gate failed" in warm.stdout
+
+
+@pytest.mark.slow
+def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
+    out = tmp_path / "both"
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run([sys.executable, "-m", "ttfg", "gate", "--base", pid_repo.base, "--head", pid_repo.head,
+                           "--model", JIT_CASE, "--backend", "jax.jit", "--tiers", "structural", "--profiles", "0",
+                           "--cache", "both", "--out-dir", str(out), "--format", "json"],
+                          cwd=pid_repo.path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # the warm set regressed
+    document = json.loads(done.stdout)
+    assert set(document) == {"cold", "warm"}
+    assert document["cold"] == json.loads((out / "gate.json").read_text()) and document["cold"]["exit_code"] == 0
+    assert document["warm"] == json.loads((out / "warm" / "gate.json").read_text())
+    assert document["warm"]["exit_code"] == 1 and document["warm"]["settings"]["cache"] == "warm"
+    assert "cache" not in document["cold"]["settings"]
+    assert "warm set (persistent caches populated by each side's revision" in done.stderr
+    summary = (out / "warm" / "summary.md").read_text()
+    assert summary.count("Warm start: each side's persistent") == 1
+    assert "`: compile: " in summary  # where it went, from the warm samples: the compile the cache no longer saves
