@@ -86,11 +86,22 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
 
 def passing_means(outcome, check=None) -> str:
     """:func:`passing_sentence` for a gate's outcome (``gate_outcome.GateOutcome``) and its expectations check, when
-    it ran one."""
+    it ran one, followed by :func:`evidence_note` when a case carries evidence that was not a verdict."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
-    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None,
-                            s.guard, s.tiers)
+    sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
+                                str(check.path) if check is not None else None, s.guard, s.tiers)
+    note = evidence_note(outcome.cases)
+    return f"{sentence} {note}" if note else sentence
+
+
+def evidence_note(cases) -> str:
+    """``Evidence, not a verdict: case: structural counters grew by less than ...`` for every case whose
+    structural counters grew without deciding it (under the minimum effect, or across framework releases): a
+    growth the gate let pass is never silent. Empty when there is none."""
+    found = [f"{c.case}: {t.reason}" for c in cases for t in c.trail
+             if t.tier == "structural" and not t.settled and t.verdict == "regressed"]
+    return f"Evidence, not a verdict: {'; '.join(found)}." if found else ""
 
 
 def failures_note(failed: dict | None, attempted: int | None, first_error: dict | None) -> str:
@@ -112,4 +123,4 @@ def failures_note(failed: dict | None, attempted: int | None, first_error: dict 
             + (f"; {first[0]}: {md(first[1], 160)}" if first else "") + ")")
 
 
-__all__ = ["failures_note", "passing_means", "passing_sentence", "verdict_label"]
+__all__ = ["evidence_note", "failures_note", "passing_means", "passing_sentence", "verdict_label"]
