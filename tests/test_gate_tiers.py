@@ -480,3 +480,11 @@ def test_structural_counters_of_different_framework_releases_are_evidence_only()
     across = tiers.structural_step(base, head, across_envs=True)
     assert not across.settled and across.verdict == "regressed" and "evidence, not a verdict" in across.reason
     assert across.evidence == same_env.evidence
+
+
+def test_an_unknown_strict_counter_exits_2_before_any_work(capsys):
+    from ttfg.cli import main
+
+    assert main(["gate", "--base", "HEAD", "--strict-counters", "instructions"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --strict-counters:" in err and "not a structural counter" in err and "hlo_ops" in err

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..decide.gate_loop import PairEvent, run_gate
 from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers
-from ..decide.tiers import DEFAULT_TIERS
+from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
 from ..measure.worktrees import Revision, repo_root, revisions
@@ -286,4 +286,4 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
         events.warning(warning)
 
 
-__all__ = ["DEFAULT_TIERS", "checked_guard", "checked_tiers", "settings", "DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]
+__all__ = ["DEFAULT_TIERS", "checked_guard", "checked_tiers", "settings", "strict_counters", "DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]

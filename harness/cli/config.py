@@ -35,11 +35,12 @@ TARGETS: dict[str, dict[str, str]] = {
     "min-effect": {"gate": "min_effect", "compare": "min_effect", "config": "min_effect"},
     "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
+    "strict-counters": {"gate": "strict_counters"},
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
          "min_effect": "--min-effect", "out": "--out", "out_dir": "--out-dir", "confirm_dir": "--confirm-dir",
-         "commit_url": "--commit-url", "output": "--output"}
+         "commit_url": "--commit-url", "output": "--output", "strict_counters": "--strict-counters"}
 
 
 class Default:

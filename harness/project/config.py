@@ -90,6 +90,16 @@ def _min_effect(value) -> str | None:
     return None
 
 
+def _strict_counters(value) -> str | None:
+    from ..decide.tiers import strict_counters
+
+    try:
+        strict_counters(list(value))
+    except UsageError as exc:
+        return str(exc).replace("--strict-counters ", "", 1)
+    return None
+
+
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("models", "strings", "models to measure (NAME or NAME:k=v), as --model", "resnet15 (run, gate, shards), "
         "all (check)"),
@@ -106,6 +116,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "its repository)", "the config's folder; with no config, the repository's root", _relative),
     Key("commit-url", "string", "link commits in reports: an http(s) URL with {sha}", "show_commit_url of "
         "asv.conf.json, else none", _url),
+    Key("strict-counters", "strings", "structural counters a change of any size fails the gate on, as "
+        "--strict-counters (['none'] for none); any other counter that grew by less than the minimum effect is "
+        "evidence, not a verdict", "backend_compiles, graphs, graph_breaks, recompiles", _strict_counters),
 )}
 
 _TYPE_WORDS = {"strings": "a list of strings", "string": "a string", "number-or-string": "a number or a string",
