@@ -188,6 +188,7 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
                                request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
     except KeyboardInterrupt:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
+    _accept(outcome, repo, base_rev.commit, head_rev.commit, events)
     check = None
     if expectations is not None:
         check = expect.check(expectations, [outcome.results["head"]], path=request.expectations)
@@ -200,6 +201,19 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings)
     _write_outputs(report, request, events)
     return report
+
+
+def _accept(outcome: GateOutcome, repo: Path, base: str, head: str, events: GateEvents) -> None:
+    """The head's ``Ttfg-Accept`` trailers (``decide/accept.py``) applied to the outcome; an unused one is warned of."""
+    from ..decide import accept
+
+    found = accept.read(repo, base, head)
+    accept.apply(outcome.cases, found)
+    outcome.acceptances = [a.to_json() for a in found]
+    for a in found:
+        if not a.used_by:
+            events.warning(f"{accept.TRAILER} '{a.case} {a.metric} {a.reason}' ({a.commit[:10]}) is unused: "
+                           + (a.problem or "it matched no regression"))
 
 
 def _budget_check(request: GateRequest, events: GateEvents):

@@ -91,8 +91,26 @@ def passing_means(outcome, check=None) -> str:
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
     sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
                                 str(check.path) if check is not None else None, s.guard, s.tiers)
-    note = evidence_note(outcome.cases)
-    return f"{sentence} {note}" if note else sentence
+    notes = [n for n in (acceptance_note(outcome), evidence_note(outcome.cases)) if n]
+    return " ".join([sentence, *notes])
+
+
+def acceptance_note(outcome) -> str:
+    """``Accepted, so not failing: case (instructions +3.0 %) by A <a@b> in 1234567890: reason. Unused Ttfg-Accept
+    trailer(s): ...``: every regression a commit trailer accepted, with who and why, and every trailer that
+    accepted nothing or cannot be read. Empty when the head's commits carry none."""
+    parts = []
+    accepted = [c for c in outcome.cases if c.verdict.verdict == "regressed" and getattr(c, "accepted", None)]
+    if accepted:
+        parts.append("Accepted, so not failing: " + "; ".join(
+            f"{c.case} ({c.metric or 'failures'} {fmt.factor(c.verdict.ratio)}) by {c.accepted['author']} in "
+            f"{str(c.accepted['commit'])[:10]}: {c.accepted['reason']}" for c in accepted) + ".")
+    unused = [a for a in getattr(outcome, "acceptances", None) or [] if not a.get("used_by")]
+    if unused:
+        parts.append("Unused Ttfg-Accept trailer(s): " + "; ".join(
+            f"'{a['case']} {a['metric']} {a['reason']}' by {a['author']} in {str(a['commit'])[:10]} "
+            + (f"({a['problem']})" if a.get("problem") else "(matched no regression)") for a in unused) + ".")
+    return " ".join(parts)
 
 
 def evidence_note(cases) -> str:
@@ -123,4 +141,4 @@ def failures_note(failed: dict | None, attempted: int | None, first_error: dict 
             + (f"; {first[0]}: {md(first[1], 160)}" if first else "") + ")")
 
 
-__all__ = ["evidence_note", "failures_note", "passing_means", "passing_sentence", "verdict_label"]
+__all__ = ["acceptance_note", "evidence_note", "failures_note", "passing_means", "passing_sentence", "verdict_label"]
