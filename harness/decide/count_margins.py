@@ -15,8 +15,8 @@ only when its value or margin moved by more than a third of the stored margin (P
 hysteresis), so that the margins do not wander with every calibration.
 
 How a count is judged against its margin (:func:`judge`): beyond the margin, a verdict;
-within half of it, unchanged; between half and the whole margin (the band's edge), or within
-the margin of a case known to be bimodal on a single count a side, no verdict: the count tier
+within half of it, unchanged; between half and the whole margin (the band's edge), or beyond a
+quarter of it for a case known to be bimodal counted once a side, no verdict: the count tier
 takes one more count a side when allowed, else hands the case to the time tier, and says which.
 An uncalibrated case gets :data:`DEFAULT_FLOOR` (2.5 %) or the registry margin, the larger, and
 every verdict names the margin that decided it and where it came from (:meth:`Margin.source`).
@@ -30,11 +30,19 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from .. import fmt, metrics
 from ..errors import UsageError
 
-__all__ = ["DEFAULT_FLOOR", "EDGE", "HYSTERESIS", "Margin", "PHASE_FLOOR", "STORE_NAME", "calibrated",
+if TYPE_CHECKING:
+    from ..measure.cases import Case
+    from ..results.model import Sample
+
+#: Takes one count sample: ``(case, kind, index) -> Sample`` (a cold process under callgrind or memray).
+CountSampler = Callable[["Case", str, int], "Sample"]
+
+__all__ = ["COUNT_METRICS", "CountSampler", "calibrate_counts", "refresh_case", "DEFAULT_FLOOR", "EDGE", "HYSTERESIS", "Margin", "PHASE_FLOOR", "STORE_NAME", "calibrated",
            "default_margin", "judge", "load", "margins_for", "refreshed", "save", "store_path"]
 
 STORE_NAME = "count_margins.json"
@@ -47,6 +55,8 @@ HYSTERESIS = 1 / 3
 #: A phase counting fewer instructions than this (on both sides) is evidence, never a verdict on its own:
 #: 50 M instructions is about 10-20 ms of compile work, where one allocation pattern moves the count by percent.
 PHASE_FLOOR = 50_000_000
+#: The count tier's metrics (``Metric.tier == "instructions"``), each calibrated per case.
+COUNT_METRICS = metrics.names(lambda m: m.tier == "instructions" and not metrics.is_counter(m.name))
 
 
 @dataclass(frozen=True)
@@ -166,8 +176,8 @@ def margins_for(store: dict[str, dict[str, Margin]], case_id: str, names) -> dic
 
 
 def judge(ratio: float, margin: Margin, samples: int) -> str:
-    """``regressed``/``improved`` beyond the margin, ``unchanged`` within half of it, ``edge`` in between, or within
-    the margin of a bimodal case counted once a side (``samples`` is the fewer of the two sides' counts)."""
+    """``regressed``/``improved`` beyond the margin, ``unchanged`` within half of it, ``edge`` in between, or beyond
+    a quarter of the margin of a bimodal case counted once a side (``samples``: the fewer of the sides' counts)."""
     change = ratio - 1
     if change > margin.value:
         return "regressed"
@@ -176,3 +186,53 @@ def judge(ratio: float, margin: Margin, samples: int) -> str:
     if margin.bimodal and samples < 2 and abs(change) > margin.value / 4:
         return "edge"
     return "edge" if abs(change) > EDGE * margin.value else "unchanged"
+
+
+def refresh_case(store: dict[str, dict[str, Margin]], case_id: str, samples: list["Sample"],
+                 date: str | None = None) -> list[str]:
+    """Calibrate ``case_id`` from its count samples (same code, one process each) into ``store``, with
+    :func:`refreshed`'s hysteresis; one line per metric saying what was measured and kept."""
+    lines = []
+    for metric in COUNT_METRICS:
+        info = metrics.get(metric)
+        values = [v for s in samples if s.ok and s.kind == info.sample
+                  and (v := metrics.sample_value(s, metric)) is not None and v > 0]
+        if len(values) < 2:
+            continue
+        new = calibrated(metric, values, date)
+        old = store.get(case_id, {}).get(metric)
+        kept, changed = refreshed(old, new)
+        store.setdefault(case_id, {})[metric] = kept
+        spread = (max(values) - min(values)) / min(values)
+        what = (f"stored ±{fmt.percent(kept.value)}" if changed else
+                f"kept the stored ±{fmt.percent(kept.value)} ({kept.date[:10]}): moved by at most a third of it")
+        lines.append(f"{case_id} {metric}: {len(values)} processes spread {fmt.percent(spread)}"
+                     + (", two modes" if new.bimodal else "") + f"; {what}")
+    return lines
+
+
+def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler | None = None,
+                     path: Path | None = None, on_line: Callable[[str], None] | None = None) -> list[str]:
+    """``processes`` count processes of each kind per case, the same code each time, and their margins stored with
+    hysteresis (``ttfg doctor --calibrate-counts N``); the lines say what was found and kept."""
+    if processes < 2:
+        raise UsageError(f"--calibrate-counts needs at least 2 processes, got {processes}")
+    if sample is None:
+        from ..measure.runner import RunSettings, run_sample
+
+        settings = RunSettings(repeat=1)
+
+        def sample(case, kind, index):
+            return run_sample(case, kind, "cold", index, settings)
+
+    kinds = tuple(dict.fromkeys(metrics.get(m).sample for m in COUNT_METRICS))
+    store = load(path)
+    lines = []
+    for case in cases:
+        taken = [sample(case, kind, i) for kind in kinds for i in range(processes)]
+        for line in refresh_case(store, case.id, taken) or [f"{case.id}: no two good count samples"]:
+            lines.append(line)
+            if on_line:
+                on_line(line)
+    save(store, path)
+    return lines
