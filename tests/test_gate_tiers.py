@@ -191,6 +191,7 @@ def test_two_percent_more_instructions_is_a_regression(gate_with):
     assert case.verdict.ratio == pytest.approx(1.02)
     assert "instructions +2.0 %" in case.verdict.reason and outcome.exit_code() == 1
     assert "margin ±1.32 %, calibrated 2026-12-04 from 10 processes" in case.verdict.reason
+    assert case.figure.statistic == "1 sample, margin ±1.32 % (calibrated 2026-12-04 from 10 processes)"
     evidence = case.to_json()["tiers"][1]["evidence"]
     assert {e["metric"]: e["margin_source"] for e in evidence}["instructions"] == \
         "calibrated 2026-12-04 from 10 processes"
@@ -201,6 +202,7 @@ def test_an_uncalibrated_case_says_its_margin_is_the_default(gate_with):
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
     assert "margin ±2.5 %, default: this case is not calibrated" in case.verdict.reason
+    assert case.figure.statistic == "1 sample, margin ±2.5 % (default)"
 
 
 def test_a_count_at_its_margins_edge_is_counted_again_then_goes_to_the_time_tier(gate_with):
