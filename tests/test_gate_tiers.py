@@ -490,3 +490,13 @@ def test_an_unknown_strict_counter_exits_2_before_any_work(capsys):
     assert main(["gate", "--base", "HEAD", "--strict-counters", "instructions"]) == 2
     err = capsys.readouterr().err
     assert "argument --strict-counters:" in err and "not a structural counter" in err and "hlo_ops" in err
+
+
+def test_a_short_build_that_moved_is_screened_by_the_time_tier(gate_with):
+    """autograd resnet15's build is 0.67 M instructions: a build 30 times its count (20 M, about 5 ms) is under the
+    phase floor, so its count is evidence only, and the time tier screens the build with the import and the process."""
+    outcome, _, _ = gate_with(Side_(build=670_000), Side_(build=20_000_000))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
+    assert "build instructions +" in case.trail[1].reason and "evidence, not a verdict" in case.trail[1].reason
+    assert [g.metric for g in case.guards] == ["process_ttfg_s", "import_s", "build_s"]

@@ -77,8 +77,9 @@ def tier_metrics(tier: str) -> tuple[str, ...]:
 
 def uncounted_guards(guard: tuple[str, ...], step: "TierStep") -> tuple[str, ...]:
     """The guarded timings a settled instructions step did not cover (no count of theirs, ``Metric.counted_by``,
-    on both sides). The import is never counted, so it is always among them."""
-    counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head")}
+    on both sides, or one that was evidence only: a phase under ``count_margins.PHASE_FLOOR`` that moved). The
+    import is never counted, so it is always among them."""
+    counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head") and not e.get("evidence_only")}
     return tuple(m for m in guard if metrics.get(m).counted_by not in counted)
 
 
