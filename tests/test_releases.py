@@ -121,6 +121,10 @@ def test_a_release_step_uses_the_cases_calibrated_margin_and_the_minimum_effect_
     assert three["margin_source"] == "calibrated 2026-12-04 from 10 processes"
     six = _instruction_json({"instructions": 100}, {"instructions": 106}, 0.05, "c", tight)["instructions"]
     assert six["verdict"] == "regressed"
+    from ttfg.present.releases_views import _instructions
+
+    assert _instructions({"instructions": {"instructions": six}}) == \
+        "1.060× (regressed, margin ±1 % calibrated 2026-12-04 from 10 processes)"
     flat = _instruction_json({"instructions": 100}, {"instructions": 100.2}, 0.05, "c", tight)["instructions"]
     assert flat["verdict"] == "unchanged"
 
