@@ -6,16 +6,20 @@ for jax.jit resnet15) to see a 5 % change, and an A/A gate never ends better tha
 
 * **structural** (tier a): the structural counters of one timing pair (jaxpr
   equations, HLO ops, Dynamo graphs, FX nodes, autograd nodes, backend compiles ...),
-  compared exactly. A counter that grew settles the case as regressed: the change
-  made the work bigger. Counters that only fell, or did not change, settle nothing:
+  compared exactly. A counter that grew by at least the minimum effect, or a strict one
+  (``--strict-counters``; by default the discrete ones) that changed at all, settles the case
+  as regressed: the change made the work bigger. A smaller growth is evidence, shown in every
+  output, and the later tiers decide. Counters that only fell, or did not change, settle nothing:
   a smaller graph is not yet a faster first gradient. The pair is the wall-time
   tier's first pair as well, so it costs nothing extra when that tier runs.
 * **instructions** (tier b): instructions of the first-gradient window (callgrind,
   ``harness/measure/instructions.py``) and allocation counts (memray), a few
   processes per side, base and head at the same time (load changes neither count).
-  Each metric's margin is the registry's ``tier_margin``, derived from its measured
-  repeatability. Beyond it, the case is settled as regressed or improved; within it
-  on every metric, as unchanged. Unchanged and improved are only settled when the
+  Each metric's margin is the case's own (``count_margins.py``: calibrated from its
+  same-code spread, else a conservative default that says so). Beyond it, the case is
+  settled as regressed or improved; within half of it on every metric, as unchanged; at
+  its edge, one more count a side, then the time tier. A phase under 50 M instructions is
+  evidence only. Unchanged and improved are only settled when the
   instructions count the work: a backend that does part of its first gradient in
   child processes (Inductor's C++ compiler) declares that (``Backend.uncounted``),
   and its case goes on to wall time.
