@@ -128,6 +128,11 @@ class Metric:
     #: it too; None: the counts miss it (the import: under callgrind it would cost about 65 times its
     #: native time, a minute per jax sample) and the time tier screens it.
     counted_by: str | None = None
+    #: Structural counters: strict, a change of any size settles the case (the gate's ``--strict-counters``
+    #: default). Only counters whose change is discrete by nature: one more backend compile, graph, graph
+    #: break or recompile is a whole compile (or a fallback to eager) of its own, whatever share of the count
+    #: it is. Sizes of a graph (jaxpr equations, HLO ops, FX or autograd nodes) are judged by the minimum effect.
+    strict: bool = False
 
     def unsteady_for(self, framework: str | None) -> str | None:
         """Why this metric is not repeatable under ``framework``, or None when it is."""
@@ -245,10 +250,10 @@ _ENTRIES = (
            "instructions", False, 0.05, "time", "instruction sample CPU"),
     _counter("counters.jaxpr_eqns", "jaxpr equations", "jaxpr eqns"),
     _counter("counters.hlo_ops", "HLO ops"),
-    _counter("counters.backend_compiles", "backend compiles"),
-    _counter("counters.graphs", "graphs"),
-    _counter("counters.graph_breaks", "graph breaks"),
-    _counter("counters.recompiles", "recompiles"),
+    _counter("counters.backend_compiles", "backend compiles", strict=True),
+    _counter("counters.graphs", "graphs", strict=True),
+    _counter("counters.graph_breaks", "graph breaks", strict=True),
+    _counter("counters.recompiles", "recompiles", strict=True),
     _counter("counters.fx_nodes", "FX nodes"),
     _counter("counters.autograd_nodes", "autograd nodes"),
     _counter("counters.autograd_primitives", "autograd primitives"),

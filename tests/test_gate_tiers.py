@@ -119,10 +119,11 @@ def kinds(fake: FakeSampler) -> dict[str, int]:
 
 
 def test_a_grown_structural_counter_settles_the_case_with_one_pair(gate_with):
-    outcome, fake, notes = gate_with(Side_(), Side_(counters={"autograd_nodes": 104}))
+    """A counter that grew by at least the minimum effect (a doubled model) decides at once."""
+    outcome, fake, notes = gate_with(Side_(), Side_(counters={"autograd_nodes": 200}))
     (case,) = outcome.cases
     assert case.tier == "structural" and case.verdict.verdict == "regressed"
-    assert "autograd_nodes 100 -> 104" in case.verdict.reason
+    assert "autograd_nodes 100 -> 200" in case.verdict.reason
     assert kinds(fake) == {"timing": 2}  # one pair, no counts, no further pairs
     assert outcome.exit_code() == 1
     assert case.to_json()["tier"] == "structural" and case.to_json()["tiers"][0]["settled"] is True
@@ -173,12 +174,114 @@ def test_a_base_without_build_counts_leaves_the_build_to_wall_time(gate_with):
     assert [g.metric for g in case.guards] == ["first_grad_s", "process_ttfg_s", "import_s", "build_s"]
 
 
+def calibrate_case(case_id: str, margin: float = 0.0132, processes: int = 10, bimodal: bool = False) -> None:
+    """Store a calibrated margin for every count metric of ``case_id`` (in the test's private user cache)."""
+    from ttfg.decide import count_margins
+
+    entry = count_margins.Margin(margin, "2026-12-04T10:00:00+00:00", processes, bimodal, 10_000_000.0)
+    count_margins.save({case_id: {m: entry for m in tiers.tier_metrics("instructions")}})
+
+
 def test_two_percent_more_instructions_is_a_regression(gate_with):
+    """A calibrated case: its own margin (±1.32 %, from 10 processes) decides, and the verdict says so."""
+    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0].id)
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_200_000))
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
     assert case.verdict.ratio == pytest.approx(1.02)
     assert "instructions +2.0 %" in case.verdict.reason and outcome.exit_code() == 1
+    assert "margin ±1.32 %, calibrated 2026-12-04 from 10 processes" in case.verdict.reason
+    assert case.figure.statistic == "1 sample, margin ±1.32 % (calibrated 2026-12-04 from 10 processes)"
+    evidence = case.to_json()["tiers"][1]["evidence"]
+    assert {e["metric"]: e["margin_source"] for e in evidence}["instructions"] == \
+        "calibrated 2026-12-04 from 10 processes"
+
+
+def test_an_uncalibrated_case_says_its_margin_is_the_default(gate_with):
+    outcome, _, _ = gate_with(Side_(), Side_(instructions=10_300_000))  # +3 %, beyond the 2.5 % default
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed"
+    assert "margin ±2.5 %, default: this case is not calibrated" in case.verdict.reason
+    assert case.figure.statistic == "1 sample, margin ±2.5 % (default)"
+
+
+def test_a_count_at_its_margins_edge_is_counted_again_then_goes_to_the_time_tier(gate_with):
+    """The flaxlab example: a comment-only change moved XLA's compile instructions +1.6 %. Uncalibrated (±2.5 %),
+    that is at the margin's edge: one more count a side, still there, so the time tier decides (unchanged times)."""
+    outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_160_000), max_pairs=10)
+    (case,) = outcome.cases
+    assert kinds(fake)["instructions"] == 4  # one count a side, then one more
+    step = case.trail[1]
+    assert step.tier == "instructions" and not step.settled and step.verdict == "inconclusive"
+    assert "at the edge of the margin after 2 count(s) a side" in step.reason
+    assert "after 1 more count(s) a side: the time tier decides" in step.reason
+    assert case.tier == "time" and outcome.exit_code() != 1
+
+
+def test_recount_0_hands_an_edge_count_to_the_time_tier_at_once(gate_with):
+    outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_160_000), max_pairs=10, recount=0)
+    (case,) = outcome.cases
+    assert kinds(fake)["instructions"] == 2
+    assert "no more counts allowed (--recount 0): the time tier decides" in case.trail[1].reason
+
+
+def test_a_bimodal_case_counted_once_is_not_settled_within_its_margin(gate_with):
+    """jax.jit resnet15's compile switches between two values 0.42 % apart: one count a side inside the margin
+    is no verdict, a second one a side is."""
+    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0].id, margin=0.02,
+                   bimodal=True)
+    outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_060_000))  # +0.6 %: beyond a quarter of ±2 %
+    (case,) = outcome.cases
+    assert kinds(fake)["instructions"] == 4
+    assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
+    assert "two modes" in case.verdict.reason
+
+
+def test_the_three_op_refactor_passes_and_is_reported(gate_with):
+    """503 -> 506 HLO ops (+0.6 %) with counts and time unchanged: evidence, not a verdict; exit 0."""
+    outcome, fake, _ = gate_with(Side_(counters={"hlo_ops": 503}), Side_(counters={"hlo_ops": 506}))
+    (case,) = outcome.cases
+    assert outcome.exit_code() == 0 and case.tier == "instructions" and case.verdict.verdict == "unchanged"
+    structural = case.trail[0]
+    assert structural.verdict == "regressed" and not structural.settled
+    assert "hlo_ops 503 -> 506 (+0.6 %)" in structural.reason and "evidence, not a verdict" in structural.reason
+    from ttfg.present.verdicts import passing_means
+
+    assert "hlo_ops 503 -> 506" in passing_means(outcome)
+
+
+def test_a_doubled_model_still_fails_on_its_counters(gate_with):
+    outcome, fake, _ = gate_with(Side_(counters={"hlo_ops": 503}), Side_(counters={"hlo_ops": 1006}))
+    (case,) = outcome.cases
+    assert outcome.exit_code() == 1 and case.tier == "structural" and kinds(fake) == {"timing": 2}
+
+
+def test_strict_counters_fail_on_any_change(gate_with):
+    outcome, _, _ = gate_with(Side_(counters={"hlo_ops": 503}), Side_(counters={"hlo_ops": 506}),
+                              strict_counters=("hlo_ops",))
+    assert outcome.exit_code() == 1 and outcome.cases[0].tier == "structural"
+    assert "hlo_ops 503 -> 506 (strict counter)" in outcome.cases[0].verdict.reason
+
+
+def test_discrete_counters_are_strict_by_default():
+    base, head = timing(0, 1.0, {"graphs": 30, "fx_nodes": 300}), timing(0, 1.0, {"graphs": 31, "fx_nodes": 303})
+    step = tiers.structural_step(base, head, min_effect=0.05)
+    assert step.settled and "graphs 30 -> 31 (strict counter)" in step.reason and "fx_nodes 300 -> 303" in step.reason
+    assert tiers.strict_counters() == ("counters.backend_compiles", "counters.graphs", "counters.graph_breaks",
+                                       "counters.recompiles")
+    assert tiers.strict_counters("none") == () and tiers.strict_counters("hlo_ops") == ("counters.hlo_ops",)
+    with pytest.raises(UsageError, match="not a structural counter"):
+        GateSettings(strict_counters=("instructions",))
+
+
+def test_a_short_phase_that_grew_is_evidence_not_a_verdict():
+    """A phase of about 10 ms (here 20 M instructions) grew 10 %: shown, and the whole window decides."""
+    phases = {"trace": 20_000_000, "compile": 8_000_000_000}
+    base = {"instructions": [count("instructions", 0, 8_020_000_000, phases)]}
+    head = {"instructions": [count("instructions", 0, 8_022_000_000, {**phases, "trace": 22_000_000})]}
+    step = tiers.count_step(base, head, None)
+    assert step.settled and step.verdict == "unchanged"
+    assert "trace instructions +10.0 %" in step.reason and "evidence, not a verdict" in step.reason
 
 
 def test_a_phase_that_grew_is_a_regression_though_the_total_hardly_moved(gate_with):
@@ -379,3 +482,21 @@ def test_structural_counters_of_different_framework_releases_are_evidence_only()
     across = tiers.structural_step(base, head, across_envs=True)
     assert not across.settled and across.verdict == "regressed" and "evidence, not a verdict" in across.reason
     assert across.evidence == same_env.evidence
+
+
+def test_an_unknown_strict_counter_exits_2_before_any_work(capsys):
+    from ttfg.cli import main
+
+    assert main(["gate", "--base", "HEAD", "--strict-counters", "instructions"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --strict-counters:" in err and "not a structural counter" in err and "hlo_ops" in err
+
+
+def test_a_short_build_that_moved_is_screened_by_the_time_tier(gate_with):
+    """autograd resnet15's build is 0.67 M instructions: a build 30 times its count (20 M, about 5 ms) is under the
+    phase floor, so its count is evidence only, and the time tier screens the build with the import and the process."""
+    outcome, _, _ = gate_with(Side_(build=670_000), Side_(build=20_000_000))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
+    assert "build instructions +" in case.trail[1].reason and "evidence, not a verdict" in case.trail[1].reason
+    assert [g.metric for g in case.guards] == ["process_ttfg_s", "import_s", "build_s"]

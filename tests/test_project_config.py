@@ -65,6 +65,7 @@ def test_config_shows_each_settings_origin_and_flags_win(project, capsys):
     ('commit-url = "https://x.org/c/"\n', ["commit-url", "{sha}"]),
     ('models = []\n', ["models = []: selects nothing"]),
     ('backends = ["nope"]\n', ["tool.ttfg.backends", "unknown backend 'nope'"]),
+    ('strict-counters = ["instructions"]\n', ["strict-counters", "not a structural counter"]),
 ])
 def test_bad_config_is_refused_naming_file_key_and_type(project, capsys, text, words):
     config_table(project, text)
@@ -73,6 +74,21 @@ def test_bad_config_is_refused_naming_file_key_and_type(project, capsys, text, w
     assert "ttfg check: error:" in err and str(project / "pyproject.toml") in err
     for word in words:
         assert word in err, err
+
+
+def test_strict_counters_of_the_config_reach_the_gate_and_a_flag_wins(project):
+    from ttfg.cli import build_parser
+    from ttfg.cli.config import apply, mark_defaults
+
+    config_table(project, 'strict-counters = ["hlo_ops"]\n')
+    parser = build_parser()
+    mark_defaults(parser)
+    args = parser.parse_args(["gate", "--base", "HEAD"])
+    apply(args, parser)
+    assert list(args.strict_counters) == ["hlo_ops"]
+    args = parser.parse_args(["gate", "--base", "HEAD", "--strict-counters", "none"])
+    apply(args, parser)
+    assert args.strict_counters == ()
 
 
 def test_two_configs_in_one_folder_are_refused(project, capsys):

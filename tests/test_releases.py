@@ -100,13 +100,33 @@ def test_a_sweep_over_autograd_releases_with_one_that_cannot_be_had(tmp_path):
 
 
 def test_a_single_count_a_release_calls_a_step_only_beyond_the_minimum_effect():
-    """XLA's compile count moves ~1.6 % between processes of one release: +1.7 % from one count each is no step."""
+    """XLA's compile count moves ~1.6 % between processes of one release: +1.7 % from one count each is no step.
+    The per-case rule decides (the default margin here, ±2.5 %, says so); the minimum effect is a step's floor."""
     from ttfg.app.releases import _instruction_json
 
     small = _instruction_json({"instructions": 8_934_672_992}, {"instructions": 9_085_374_979}, min_effect=0.05)
-    assert small["instructions"]["verdict"] == "unchanged" and small["instructions"]["margin"] == 0.05
+    assert small["instructions"]["verdict"] == "inconclusive" and small["instructions"]["margin"] == 0.025
+    assert small["instructions"]["margin_source"].startswith("default: this case is not calibrated")
     large = _instruction_json({"instructions": 5_961_533_324}, {"instructions": 9_516_524_269}, min_effect=0.05)
     assert large["instructions"]["verdict"] == "regressed"
+
+
+def test_a_release_step_uses_the_cases_calibrated_margin_and_the_minimum_effect_as_its_floor():
+    from ttfg.app.releases import _instruction_json
+    from ttfg.decide.count_margins import Margin
+
+    tight = {"c": {"instructions": Margin(0.01, "2026-12-04", 10)}}
+    three = _instruction_json({"instructions": 100}, {"instructions": 103}, 0.05, "c", tight)["instructions"]
+    assert three["verdict"] == "unchanged" and "under the minimum effect" in three["why"]
+    assert three["margin_source"] == "calibrated 2026-12-04 from 10 processes"
+    six = _instruction_json({"instructions": 100}, {"instructions": 106}, 0.05, "c", tight)["instructions"]
+    assert six["verdict"] == "regressed"
+    from ttfg.present.releases_views import _instructions
+
+    assert _instructions({"instructions": {"instructions": six}}) == \
+        "1.060× (regressed, margin ±1 % calibrated 2026-12-04 from 10 processes)"
+    flat = _instruction_json({"instructions": 100}, {"instructions": 100.2}, 0.05, "c", tight)["instructions"]
+    assert flat["verdict"] == "unchanged"
 
 
 def test_the_pair_row_names_what_decided_and_the_phase_that_moved_most_in_seconds():

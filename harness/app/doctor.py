@@ -61,4 +61,12 @@ def store(calibration, note: Callable[[str], None]):
     return path
 
 
-__all__ = ["budget_seconds", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]
+def calibrate_counts(cases: list, processes: int, on_line: Callable[[str], None]) -> list[str]:
+    """Each case's count margins from ``processes`` count processes of the same code, kept in the user cache folder
+    beside the time calibration (``decide/count_margins.py``, with PyTorch's hysteresis)."""
+    from ..decide.count_margins import calibrate_counts as calibrate
+
+    return calibrate(cases, processes, on_line=on_line)
+
+
+__all__ = ["budget_seconds", "calibrate_counts", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]

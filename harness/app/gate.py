@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..decide.gate_loop import PairEvent, run_gate
 from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers
-from ..decide.tiers import DEFAULT_TIERS
+from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
 from ..measure.worktrees import Revision, repo_root, revisions
@@ -223,6 +223,7 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
                                request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
     except KeyboardInterrupt:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
+    _accept(outcome, repo, base_rev.commit, head_rev.commit, events)
     check = None
     if expectations is not None:
         check = expect.check(expectations, [outcome.results["head"]], path=request.expectations)
@@ -274,6 +275,19 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
     else:
         events.note(f"measured path: {found.describe()}")
     return found
+
+
+def _accept(outcome: GateOutcome, repo: Path, base: str, head: str, events: GateEvents) -> None:
+    """The head's ``Ttfg-Accept`` trailers (``decide/accept.py``) applied to the outcome; an unused one is warned of."""
+    from ..decide import accept
+
+    found = accept.read(repo, base, head)
+    accept.apply(outcome.cases, found)
+    outcome.acceptances = [a.to_json() for a in found]
+    for a in found:
+        if not a.used_by:
+            events.warning(f"{accept.TRAILER} '{a.case} {a.metric} {a.reason}' ({a.commit[:10]}) is unused: "
+                           + (a.problem or "it matched no regression"))
 
 
 def _budget_check(request: GateRequest, events: GateEvents):
@@ -366,4 +380,4 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
         events.warning(warning)
 
 
-__all__ = ["DEFAULT_TIERS", "checked_guard", "checked_tiers", "settings", "DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]
+__all__ = ["DEFAULT_TIERS", "checked_guard", "checked_tiers", "settings", "strict_counters", "DECIDED", "GateEvents", "GateReport", "GateRequest", "INTERRUPTED", "SAME_COMMIT", "build_sides", "run"]

@@ -113,29 +113,41 @@ def _verdict_json(verdict) -> dict:
     return strict_json(verdict.to_json())
 
 
-def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 0.0) -> dict | None:
-    """One count per release compared: total and per phase, against the larger of the count tier's
-    margin and ``min_effect``.
+def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 0.0, case_id: str | None = None,
+                      store: dict | None = None) -> dict | None:
+    """One count per release compared, total and per phase, by the gate's per-case rule (``decide/count_margins``).
 
-    Why not the margin alone: the margin (about 1.3 %) is how much one program's count moves
-    between processes of the same code under ttfg's own tests; XLA's compile count moves by
-    about 1.6 % between processes of the same release (the flaxlab example), so one count a
-    release cannot call a 1.7 % move a step (a sweep on 2026-12-04 did, on 0.8.3 -> 0.9.2). A
-    step between releases is one of at least the minimum effect, as the wall-time test asks.
+    The case's own margin decides (calibrated, else the 2.5 % default, each entry saying which), with the
+    gate's band: a change at the margin's edge is no count verdict (``inconclusive``: wall time decides the
+    pair). ``min_effect`` stays the floor a *step* between releases needs: a change beyond the margin but
+    under it is ``unchanged``, and says so (XLA's compile count moves ~1.6 % between processes of one
+    release; a sweep on 2026-12-04 called a +1.7 % move on 0.8.3 -> 0.9.2 a step).
     """
+    from ..decide import count_margins
     from ..decide.stats import compare_counter
 
     if not base or not head or not base.get("instructions") or not head.get("instructions"):
         return None
+    names = ("instructions", *(f"instructions_{p}" for p in PHASES))
+    margins = count_margins.margins_for(count_margins.load() if store is None else store, case_id or "", names)
     out = {}
     for name, b, h in [("instructions", base["instructions"], head["instructions"]),
                        *((f"instructions_{p}", (base.get("phases") or {}).get(p), (head.get("phases") or {}).get(p))
                          for p in PHASES)]:
         if not b or not h:
             continue
-        margin = max(metrics.get(name).tier_margin, min_effect)
-        v = compare_counter([b], [h], threshold=margin)
-        out[name] = {"base": b, "head": h, "ratio": h / b, "margin": margin, "verdict": v.verdict}
+        margin = margins[name]
+        v = compare_counter([b], [h], threshold=margin.value)
+        judged = count_margins.judge(v.ratio, margin, 1)
+        entry = {"base": b, "head": h, "ratio": h / b, "margin": margin.value, "margin_source": margin.source(),
+                 "min_effect": min_effect}
+        if judged == "edge":
+            entry["verdict"], entry["why"] = "inconclusive", "at the edge of its margin: wall time decides"
+        elif judged in ("regressed", "improved") and abs(h / b - 1) < min_effect:
+            entry["verdict"], entry["why"] = "unchanged", "beyond its margin, under the minimum effect a step needs"
+        else:
+            entry["verdict"] = judged
+        out[name] = entry
     return out
 
 
@@ -314,7 +326,7 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
                     pair["phases"][p] = {"base": _median(bp), "head": _median(hp),
                                          "ratio": math.exp(statistics.fmean(math.log(h / x) for x, h in zip(bp, hp)))}
             pair["instructions"] = _instruction_json(counts.get((a, case.id)), counts.get((b, case.id)),
-                                                     settings.min_effect)
+                                                     settings.min_effect, case.id)
             counted = (pair["instructions"] or {}).get("instructions")
             if counted and counted["verdict"] in ("regressed", "improved"):
                 # As the gate's tiers decide: a count beyond its margin settles the pair before wall time.

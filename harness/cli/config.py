@@ -36,11 +36,13 @@ TARGETS: dict[str, dict[str, str]] = {
     "cache": {"gate": "cache"},
     "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
+    "strict-counters": {"gate": "strict_counters"},
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
          "min_effect": "--min-effect", "out": "--out", "out_dir": "--out-dir", "confirm_dir": "--confirm-dir",
-         "commit_url": "--commit-url", "output": "--output", "cache": "--cache"}
+         "commit_url": "--commit-url", "output": "--output", "cache": "--cache",
+         "strict_counters": "--strict-counters"}
 
 
 class Default:

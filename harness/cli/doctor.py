@@ -18,17 +18,30 @@ result in the user cache folder (~/.cache/ttfg/calibration.json): for a day,
 ttfg run and ttfg gate record it as their noise floor, and the gate warns
 before it starts when its --min-effect is below what its budget can detect.
 
+With --calibrate-counts N it counts N processes of each selected case
+(instructions under callgrind, allocations under memray) and keeps each case's
+count margin (~/.cache/ttfg/count_margins.json): the gate's instructions tier
+then decides that case on its own margin, not the conservative default.
+
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""
 
 
 def add_doctor_commands(sub) -> None:
+    from . import options
+    from .common_args import add_selection
+
     p = sub.add_parser("doctor", help="check tools and noise sources; --calibrate: what a gate can detect here",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calibrate", action="store_true",
                    help="measure paired A/A cold processes (autograd or torch.eager, and jax.jit, on resnet15)")
     p.add_argument("--budget", default="60s", metavar="DURATION",
                    help="calibration wall-clock budget, such as 60, 90s, 2m (default: 60s)")
+    p.add_argument("--calibrate-counts", type=options.count(2, 100, "--calibrate-counts"), metavar="N",
+                   help="count N processes of each selected case (instructions, allocations) and keep each case's "
+                        "count margin for the gate (twice their spread; refreshed only when it moved by more than a "
+                        "third); select with --model and --backend (default: resnet15 with jax.jit)")
+    add_selection(p, default_model="resnet15", backend_help="backend name (default with --calibrate-counts: jax.jit)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output (default: table)")
     p.set_defaults(func=cmd_doctor)
 
@@ -60,6 +73,14 @@ def cmd_doctor(args) -> int:
         if not as_json:
             view.print_calibration(out, calibration)
         stored_at = doctor.store(calibration, lambda line: progress.print(line, highlight=False))
+    if args.calibrate_counts:
+        from .selection import runnable_selection
+
+        args.backend = args.backend or ["jax.jit"]
+        cases, _ = runnable_selection(args, progress, "calibrate")
+        progress.print(f"counting {args.calibrate_counts} processes of each kind for {len(cases)} case(s)",
+                       highlight=False)
+        doctor.calibrate_counts(cases, args.calibrate_counts, lambda line: progress.print(line, highlight=False))
     code = 2 if missing or (calibration is not None and calibration.interrupted) else 0
     if as_json:
         print(json.dumps({**view.doctor_json(findings, missing, calibration, code),

@@ -210,6 +210,17 @@ def _guard(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--guard ")) from None
 
 
+def _strict_counters(text: str) -> tuple[str, ...]:
+    """``--strict-counters``: refused by argparse (exit 2) when ``GateSettings`` would refuse it."""
+    from ..app.gate import strict_counters
+    from ..errors import UsageError
+
+    try:
+        return strict_counters(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--strict-counters ")) from None
+
+
 def _tiers(text: str) -> tuple[str, ...]:
     """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when ``GateSettings`` would refuse it
     (``gate_settings.checked_tiers``, the one check)."""
@@ -289,7 +300,8 @@ def cmd_gate(args) -> int:
                                  max_failures=args.max_failures, allocations=args.allocations,
                                  alloc_repeat=args.alloc_repeat, profiles=args.profiles, timeout_s=args.timeout,
                                  threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat,
-                                 guard=args.guard, cache=args.cache, cache_dir=args.cache_dir)
+                                 guard=args.guard, cache=args.cache, cache_dir=args.cache_dir,
+                                 strict_counters=args.strict_counters, recount=args.recount)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")
@@ -553,6 +565,13 @@ def add_gate_commands(sub) -> None:
                         "removed afterwards; default: the temporary folder); refused when not writable")
     p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
                    help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
+    p.add_argument("--strict-counters", type=_strict_counters, default=None, metavar="LIST",
+                   help="structural counters that fail the gate on a change of any size, comma-separated, or none; "
+                        "any other counter that grew by less than --min-effect is evidence, not a verdict "
+                        "(default: backend_compiles,graphs,graph_breaks,recompiles: discrete by nature)")
+    p.add_argument("--recount", type=options.count(0, 5, "--recount"), default=1, metavar="N",
+                   help="more counts a side, one at a time, for a case whose count lands at the edge of its margin, "
+                        "before the time tier decides it (default: 1)")
     p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
                    help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
                         "for the function-level attribution; 0: none (default: 3)")

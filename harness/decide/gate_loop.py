@@ -388,7 +388,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
         trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
-                                   _uncounted, on_note, _unsteady, across_envs=environments_differ(sides))
+                                   _uncounted, on_note, _unsteady, across_envs=environments_differ(sides),
+                                   settings=settings)
         for st in states:
             settled = trails[st.case.id].settled
             if settled:

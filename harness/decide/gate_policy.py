@@ -235,5 +235,9 @@ def evidence_figure(tier: str, e: dict) -> Figure:
     """A count tier's evidence for one metric as a :class:`Figure` (medians, their ratio, the samples' range)."""
     n = max(e.get("n_base") or 0, e.get("n_head") or 0)
     statistic = "1 sample" if n == 1 else f"median of {n} samples"
+    source = e.get("margin_source")
+    if source and e.get("margin"):  # which margin decided, and where it came from (count_margins.Margin.source)
+        statistic += f", margin ±{fmt.percent(e['margin'])} " + ("(default)" if source.startswith("default")
+                                                                 else f"({source})")
     return Figure(e["metric"], tier, e.get("base"), e.get("head"), e.get("ratio"), e.get("ci_low"), e.get("ci_high"),
                   statistic, n)

@@ -117,6 +117,12 @@ class GateSettings:
     #: Cases measured cold although the cache is warm (their backend has no persistent cache), with why;
     #: filled by the gate's loop, recorded in the results files and gate.json (never silently cold).
     measured_cold: dict[str, str] = field(default_factory=dict)
+    #: Structural counters a change of any size settles (``tiers.strict_counters``); None: the registry's
+    #: discrete ones. Any other counter that grew by less than ``min_effect`` is evidence, not a verdict.
+    strict_counters: tuple[str, ...] | None = None
+    #: More counts a side, one at a time, for a case whose count landed at its margin's edge before the
+    #: case goes to the time tier (``decide/count_margins.py``).
+    recount: int = 1
 
     def __post_init__(self):
         from .compare import metric_info
@@ -138,6 +144,9 @@ class GateSettings:
         if self.count_repeat < 1:
             raise UsageError(f"--count-repeat must be >= 1, got {self.count_repeat}")
         self.tiers = checked_tiers(self.tiers)
+        self.strict_counters = tiering.strict_counters(self.strict_counters)
+        if not 0 <= self.recount <= 5:
+            raise UsageError(f"--recount must be between 0 and 5, got {self.recount}")
         if self.profiles < 0:
             raise UsageError(f"--profiles must be >= 0, got {self.profiles}")
         if not 0 < self.alpha < 1 or not self.min_effect > 0:

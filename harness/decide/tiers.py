@@ -6,16 +6,20 @@ for jax.jit resnet15) to see a 5 % change, and an A/A gate never ends better tha
 
 * **structural** (tier a): the structural counters of one timing pair (jaxpr
   equations, HLO ops, Dynamo graphs, FX nodes, autograd nodes, backend compiles ...),
-  compared exactly. A counter that grew settles the case as regressed: the change
-  made the work bigger. Counters that only fell, or did not change, settle nothing:
+  compared exactly. A counter that grew by at least the minimum effect, or a strict one
+  (``--strict-counters``; by default the discrete ones) that changed at all, settles the case
+  as regressed: the change made the work bigger. A smaller growth is evidence, shown in every
+  output, and the later tiers decide. Counters that only fell, or did not change, settle nothing:
   a smaller graph is not yet a faster first gradient. The pair is the wall-time
   tier's first pair as well, so it costs nothing extra when that tier runs.
 * **instructions** (tier b): instructions of the first-gradient window (callgrind,
   ``harness/measure/instructions.py``) and allocation counts (memray), a few
   processes per side, base and head at the same time (load changes neither count).
-  Each metric's margin is the registry's ``tier_margin``, derived from its measured
-  repeatability. Beyond it, the case is settled as regressed or improved; within it
-  on every metric, as unchanged. Unchanged and improved are only settled when the
+  Each metric's margin is the case's own (``count_margins.py``: calibrated from its
+  same-code spread, else a conservative default that says so). Beyond it, the case is
+  settled as regressed or improved; within half of it on every metric, as unchanged; at
+  its edge, one more count a side, then the time tier. A phase under 50 M instructions is
+  evidence only. Unchanged and improved are only settled when the
   instructions count the work: a backend that does part of its first gradient in
   child processes (Inductor's C++ compiler) declares that (``Backend.uncounted``),
   and its case goes on to wall time.
@@ -40,6 +44,8 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
+    from .count_margins import Margin
+    from .gate_settings import GateSettings
     from ..results.model import Sample
     from .stats import Verdict
 
@@ -75,8 +81,9 @@ def tier_metrics(tier: str) -> tuple[str, ...]:
 
 def uncounted_guards(guard: tuple[str, ...], step: "TierStep") -> tuple[str, ...]:
     """The guarded timings a settled instructions step did not cover (no count of theirs, ``Metric.counted_by``,
-    on both sides). The import is never counted, so it is always among them."""
-    counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head")}
+    on both sides, or one that was evidence only: a phase under ``count_margins.PHASE_FLOOR`` that moved). The
+    import is never counted, so it is always among them."""
+    counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head") and not e.get("evidence_only")}
     return tuple(m for m in guard if metrics.get(m).counted_by not in counted)
 
 
@@ -94,6 +101,8 @@ class TierStep:
     evidence: list[dict] = field(default_factory=list)
     #: The first error of a sample this tier needed and could not get (a valgrind failure), else None.
     broken: str | None = None
+    #: A count landed at the edge of its margin (``count_margins.judge``): one more count a side may settle it.
+    edge: bool = False
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
@@ -141,7 +150,34 @@ def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float],
             "unsteady": unsteady}
 
 
-def structural_step(base: "Sample | None", head: "Sample | None", across_envs: bool = False) -> TierStep:
+def strict_counters(names=None) -> tuple[str, ...]:
+    """The structural counters a change of any size settles (``--strict-counters``): ``names`` (counter metric
+    names, ``counters.`` optional, or ``none``), else the registry's discrete ones (``Metric.strict``).
+
+    Raises
+    ------
+    UsageError
+        For a name that is not a structural counter, naming them.
+    """
+    known = metrics.names(lambda m: m.tier == STRUCTURAL)
+    if names is None:
+        return metrics.names(lambda m: m.tier == STRUCTURAL and m.strict)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if [n.lower() for n in names] == ["none"]:
+        return ()
+    out = []
+    for name in names:
+        full = name if name.startswith(metrics.COUNTER_PREFIX) else metrics.COUNTER_PREFIX + name
+        if full not in known:
+            raise UsageError(f"--strict-counters {name!r}: not a structural counter; expected a comma-separated list "
+                             f"of {', '.join(k[len(metrics.COUNTER_PREFIX):] for k in known)}, or none")
+        out.append(full)
+    return tuple(dict.fromkeys(out))
+
+
+def structural_step(base: "Sample | None", head: "Sample | None", across_envs: bool = False,
+                    min_effect: float = 0.0, strict: tuple[str, ...] | None = None) -> TierStep:
     """Tier (a): every structural counter of a base and a head timing sample, compared exactly.
 
     ``across_envs``: the sides run different framework releases (an upgrade gate, a dependency
@@ -149,15 +185,22 @@ def structural_step(base: "Sample | None", head: "Sample | None", across_envs: b
     not the same program grown: it is shown as evidence and never settles the case (jax 0.4.38
     against 0.10.2 differ by one HLO op, 370 against 371, while their instructions differ by a
     third); the later tiers decide.
+
+    ``min_effect``: a counter that grew by less is evidence, not a verdict, unless it is one of
+    ``strict`` (:func:`strict_counters`; None: the registry's discrete counters). A refactor that
+    added 3 HLO ops to 503 (+0.6 %) while its first gradient moved 0.98x failed CI on counters alone;
+    the counts and the time decide such a case, and every output shows the growth. A counter that
+    appeared, or grew by at least ``min_effect``, still settles the case at once.
     """
     from .stats import compare_counter
 
+    strict = strict_counters() if strict is None else tuple(strict)
     if base is None or head is None or not base.ok or not head.ok:
         return TierStep(STRUCTURAL, False, "inconclusive", "no good timing sample on both sides to read counters from")
     b, h = base.counters or {}, head.counters or {}
     if not b and not h:
         return TierStep(STRUCTURAL, False, "inconclusive", "this backend reports no structural counters")
-    evidence, grew, fell = [], [], []
+    evidence, grew, small, fell = [], [], [], []
     for name in sorted(set(b) | set(h)):
         metric = metrics.COUNTER_PREFIX + name
         bv, hv = b.get(name), h.get(name)
@@ -170,16 +213,27 @@ def structural_step(base: "Sample | None", head: "Sample | None", across_envs: b
         verdict = compare_counter([bv], [hv], threshold=0.0)
         evidence.append(_evidence(metric, verdict, 0.0, [bv], [hv]))
         if verdict.verdict == "regressed":
-            grew.append(f"{name} {bv:g} -> {hv:g}")
+            large = metric in strict or not bv or hv / bv - 1 >= min_effect
+            if large:
+                by_rule = metric in strict and bv and hv / bv - 1 < min_effect
+                grew.append(f"{name} {bv:g} -> {hv:g}" + (" (strict counter)" if by_rule else ""))
+            else:
+                small.append(f"{name} {bv:g} -> {hv:g} ({fmt.change(hv / bv - 1)})")
+                evidence[-1]["below_min_effect"] = True
         elif verdict.verdict == "improved":
             fell.append(f"{name} {bv:g} -> {hv:g}")
-    if grew and across_envs:
-        return TierStep(STRUCTURAL, False, "regressed", "structural counters grew: " + ", ".join(grew)
+    if (grew or small) and across_envs:
+        return TierStep(STRUCTURAL, False, "regressed", "structural counters grew: " + ", ".join(grew + small)
                         + "; the sides run different framework releases, so this is evidence, not a verdict: "
                           "later tiers decide", evidence)
     if grew:
-        return TierStep(STRUCTURAL, True, "regressed", "structural counters grew: " + ", ".join(grew)
+        return TierStep(STRUCTURAL, True, "regressed", "structural counters grew: " + ", ".join(grew + small)
                         + (f" (fell: {', '.join(fell)})" if fell else ""), evidence)
+    if small:
+        return TierStep(STRUCTURAL, False, "regressed", "structural counters grew by less than the minimum effect "
+                        f"({fmt.percent(min_effect)}): " + ", ".join(small)
+                        + (f" (fell: {', '.join(fell)})" if fell else "")
+                        + "; evidence, not a verdict: the counts and the time decide", evidence)
     if fell:
         return TierStep(STRUCTURAL, False, "improved", "structural counters only fell (" + ", ".join(fell)
                         + "): a smaller graph is not yet a faster first gradient, so later tiers decide", evidence)
@@ -267,8 +321,9 @@ def cache_step(base: "Sample | None", head: "Sample | None") -> TierStep | None:
 
 
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
-               unavailable: str | None = None, unsteady: dict[str, str] | None = None) -> TierStep:
-    """Tier (b): instruction and allocation counts against their registry margins.
+               unavailable: str | None = None, unsteady: dict[str, str] | None = None,
+               margins: "dict[str, Margin] | None" = None) -> TierStep:
+    """Tier (b): instruction and allocation counts against each case's margins.
 
     Parameters
     ----------
@@ -283,10 +338,16 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     unsteady : dict or None
         Metric -> why this backend's count of it is not repeatable (``Backend.unsteady_counts``):
         shown as evidence, never settles (a margin cannot hold what varies by itself).
+    margins : dict or None
+        Metric -> the case's margin (``count_margins.margins_for``); a metric missing takes the default,
+        which says so. A change at the edge of its margin (``count_margins.judge``) settles nothing: the step
+        is marked ``edge`` and the gate counts once more or hands the case to the time tier. A phase of fewer
+        than ``count_margins.PHASE_FLOOR`` instructions is evidence only.
     """
+    from . import count_margins
     from .stats import compare_counter
 
-    evidence, regressed, improved, unchanged, missing, aside = [], [], [], [], [], []
+    evidence, regressed, improved, unchanged, missing, aside, edge = [], [], [], [], [], [], []
     broken = next((s.error for side in (base, head) for samples in side.values() for s in samples
                    if not s.ok and s.error), None)
     if unavailable:
@@ -303,27 +364,40 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             elif values["base"] or values["head"]:
                 missing.append(f"{metric}: measured on one side only")
             continue  # not measured, or not split into phases by this backend
-        margin = info.tier_margin
-        verdict = compare_counter(values["base"], values["head"], threshold=margin)
-        evidence.append(_evidence(metric, verdict, margin, values["base"], values["head"],
-                                  bool(unsteady and metric in unsteady)))
+        margin = (margins or {}).get(metric) or count_margins.default_margin(metric)
+        verdict = compare_counter(values["base"], values["head"], threshold=margin.value)
+        found = _evidence(metric, verdict, margin.value, values["base"], values["head"],
+                          bool(unsteady and metric in unsteady))
+        found["margin_source"] = margin.source()
+        evidence.append(found)
         if unsteady and metric in unsteady:
             aside.append(f"{metric}: not repeatable for this backend ({unsteady[metric]})")
             continue
         spread = [v for v in (verdict.ci_low, verdict.ci_high) if math.isfinite(v)]
-        label = f"{info.brief} {fmt.change(verdict.ratio - 1)} (margin ±{fmt.percent(margin)})"
-        if len(spread) == 2 and spread[1] - spread[0] > 2 * margin:
+        label = f"{info.brief} {fmt.change(verdict.ratio - 1)} ({margin.describe()})"
+        judged = count_margins.judge(verdict.ratio, margin, min(len(values["base"]), len(values["head"])))
+        short = (metric.startswith("instructions_")
+                 and max(found["base"] or 0, found["head"] or 0) < count_margins.PHASE_FLOOR)
+        if len(spread) == 2 and spread[1] - spread[0] > 2 * margin.value:
             missing.append(f"{metric}: the samples spread over ratios {spread[0]:.4f}-{spread[1]:.4f}, wider than "
                            "its margin allows")
-        elif verdict.verdict == "regressed":
+        elif short and judged != "unchanged":
+            found["verdict"], found["evidence_only"] = "inconclusive", True
+            aside.append(f"{label}: a phase under {count_margins.PHASE_FLOOR / 1e6:g} M instructions is evidence, "
+                         "not a verdict")
+        elif judged == "edge":
+            found["verdict"] = "inconclusive"
+            edge.append(label)
+        elif judged == "regressed":
             regressed.append(label)
-        elif verdict.verdict == "improved":
+        elif judged == "improved":
             improved.append(label)
         else:
+            found["verdict"] = "unchanged"
             unchanged.append(label)
     gaps = f"; not used: {'; '.join(missing + aside)}" if missing or aside else ""
     if regressed:
-        others = improved + unchanged
+        others = improved + unchanged + edge
         total = [o for o in others if o.startswith(metrics.get("instructions").brief + " ")]
         rest = len(others) - len(total)
         within = "; ".join(filter(None, [", ".join(total), f"{rest} other count(s) within their margins" if rest
@@ -336,6 +410,12 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
     if not counted:
         what = "; ".join(missing) or "no count metric"
         return TierStep(INSTRUCTIONS, False, "inconclusive", f"instructions not counted ({what})", evidence, broken)
+    if edge:
+        n = min(e["n_base"] for e in evidence if e.get("verdict") == "inconclusive" and not e.get("evidence_only"))
+        return TierStep(INSTRUCTIONS, False, "inconclusive", f"at the edge of the margin after {n} count(s) a side, "
+                        "so no verdict: " + ", ".join(edge) + (f"; {', '.join(improved + unchanged)}"
+                                                                if improved or unchanged else "") + gaps,
+                        evidence, broken, edge=True)
     verdict = "improved" if improved else "unchanged"
     words = ", ".join(improved + unchanged)
     if uncounted:
@@ -350,7 +430,8 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
 def deciding_evidence(step: TierStep) -> dict | None:
     """The metric whose numbers stand for a tier's verdict: for a regression the repeatable one that grew
     most; else the first-gradient window's instructions, where counted; never an unsteady count."""
-    steady = [e for e in step.evidence if not e.get("unsteady") and e["verdict"] == step.verdict]
+    steady = [e for e in step.evidence if not e.get("unsteady") and not e.get("evidence_only")
+              and e["verdict"] == step.verdict]
     if not steady:
         return None
     if step.verdict == "regressed":
@@ -385,7 +466,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
               repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
               on_note: Callable[[str], None] | None = None,
               unsteady: Callable[[str], dict[str, str]] = lambda backend: {},
-              across_envs: bool = False) -> dict[str, CaseTrail]:
+              across_envs: bool = False, settings: "GateSettings | None" = None) -> dict[str, CaseTrail]:
     """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
 
     Parameters
@@ -407,15 +488,22 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
         Backend name -> {metric: why its count is not repeatable} (see :func:`count_step`).
     across_envs : bool
         The sides run in environments with different packages (:func:`structural_step`).
+    settings : GateSettings or None
+        Its ``min_effect`` and ``strict_counters`` judge structural growth (:func:`structural_step`), its
+        ``recount`` bounds the extra counts a side a count at its margin's edge gets; None: any growth
+        settles and no recount (as before the rules by size).
     """
     from ..measure import instructions as counting
 
     note = on_note or (lambda text: None)
     trails = {case.id: CaseTrail(case) for case in cases}
+    min_effect = settings.min_effect if settings is not None else 0.0
+    strict = settings.strict_counters if settings is not None else None
+    recount = settings.recount if settings is not None else 0
     if STRUCTURAL in tiers:
         for case in cases:
             pair = take_pair(case)
-            step = structural_step(pair.get("base"), pair.get("head"), across_envs)
+            step = structural_step(pair.get("base"), pair.get("head"), across_envs, min_effect, strict)
             _record(trails[case.id], step, note)
             _record_cache_step(trails[case.id], pair, note)
     if INSTRUCTIONS not in tiers:
@@ -426,7 +514,8 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     kinds = [k for k in count_kinds() if usable or k != "instructions"]
     with ThreadPoolExecutor(max_workers=2) as pool:
         try:
-            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady)
+            _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady,
+                         recount, TIME in tiers)
         except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
             from ..measure.runner import stop_running_probes
 
@@ -435,20 +524,42 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     return trails
 
 
-def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady) -> None:
-    """The count tier's loop: per case, base and head of each kind and round at the same time."""
+def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady,
+                 recount: int = 0, timed: bool = True) -> None:
+    """The count tier's loop: per case, base and head of each kind and round at the same time; a case whose count
+    lands at its margin's edge gets up to ``recount`` more rounds, one at a time, then goes to the time tier."""
+    from . import count_margins
+
+    store = count_margins.load()
     for case in cases:
         trail = trails[case.id]
         if trail.settled:
             continue
         got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
-        for kind in kinds:
-            for i in range(repeat):
-                futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
-                for role, fut in futures.items():
-                    got[role].setdefault(kind, []).append(fut.result())
-        step = count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why,
-                          unsteady(case.backend))
+        margins = count_margins.margins_for(store, case.id, tier_metrics(INSTRUCTIONS))
+
+        def rounds(first: int, last: int) -> None:
+            for kind in kinds:
+                for i in range(first, last):
+                    futures = {role: pool.submit(take_sample, case, kind, i, role) for role in ("base", "head")}
+                    for role, fut in futures.items():
+                        got[role].setdefault(kind, []).append(fut.result())
+
+        def step_now() -> TierStep:
+            return count_step(got["base"], got["head"], uncounted(case.backend), None if usable else why,
+                              unsteady(case.backend), margins)
+
+        rounds(0, repeat)
+        step = step_now()
+        extra = 0
+        while step.edge and extra < recount:
+            rounds(repeat + extra, repeat + extra + 1)
+            extra += 1
+            step = step_now()
+        if step.edge:
+            took = f"after {extra} more count(s) a side" if extra else "no more counts allowed (--recount 0)"
+            step.reason += (f"; {took}: the time tier decides" if timed else
+                            f"; {took}, and the time tier is not selected")
         _record(trail, step, note)
 
 
@@ -467,6 +578,6 @@ def _record(trail: CaseTrail, step: TierStep, note: Callable[[str], None]) -> No
 
 
 __all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "STRUCTURAL", "Settlement", "TIERS", "TIME", "TierStep",
-           "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "structural_step",
+           "count_step", "deciding_evidence", "parse_tiers", "run_tiers", "settled_verdict", "strict_counters", "structural_step",
            "tier_metrics", "uncounted_guards"]
 __all__ += ["CACHE_COUNTERS", "cache_miss_reasons", "cache_step"]  # the warm gate's check, kept apart from the list above

@@ -123,7 +123,8 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
     rows = []
     for c in cases:
         fig = c.figure
-        rows.append(VerdictRow(c.case, c.verdict.verdict, verdict_label(c.verdict), c.tier or "time",
+        label = verdict_label(c.verdict) + (f", accepted by {c.accepted.get('author')}" if c.accepted else "")
+        rows.append(VerdictRow(c.case, c.verdict.verdict, label, c.tier or "time",
                                metric_label(c.metric), fig.statistic or "" if fig else "",
                                *figure_cells(fig), [context_text(f) for f in c.context], c.verdict.reason or ""))
     return rows
@@ -301,6 +302,8 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
     if check is not None and check.failures() and code == 0:
         code = 1
     decision = DECISIONS[code]
+    if outcome.accepted():
+        decision += f" ({len(outcome.accepted())} accepted regression(s), see below)"
     s = outcome.settings
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""

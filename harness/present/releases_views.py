@@ -31,7 +31,9 @@ def _instructions(pair: dict) -> str:
     counts = (pair.get("instructions") or {}).get("instructions")
     if not counts:
         return fmt.MISSING
-    return f"{fmt.factor(counts['ratio'])} ({counts['verdict']}, margin ±{fmt.percent(counts['margin'])})"
+    source = counts.get("margin_source")  # sweeps before per-case margins stored none
+    where = "" if not source else " default" if source.startswith("default") else f" {source}"
+    return f"{fmt.factor(counts['ratio'])} ({counts['verdict']}, margin ±{fmt.percent(counts['margin'])}{where})"
 
 
 def moved_phase(pair: dict) -> str:

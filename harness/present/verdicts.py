@@ -86,11 +86,40 @@ def passing_sentence(metric: str, min_effect: float, alpha: float, detectable: l
 
 def passing_means(outcome, check=None) -> str:
     """:func:`passing_sentence` for a gate's outcome (``gate_outcome.GateOutcome``) and its expectations check, when
-    it ran one."""
+    it ran one, followed by :func:`evidence_note` when a case carries evidence that was not a verdict."""
     s = outcome.settings
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
-    return passing_sentence(s.metric, s.min_effect, s.alpha, detect, str(check.path) if check is not None else None,
-                            s.guard, s.tiers)
+    sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
+                                str(check.path) if check is not None else None, s.guard, s.tiers)
+    notes = [n for n in (acceptance_note(outcome), evidence_note(outcome.cases)) if n]
+    return " ".join([sentence, *notes])
+
+
+def acceptance_note(outcome) -> str:
+    """``Accepted, so not failing: case (instructions +3.0 %) by A <a@b> in 1234567890: reason. Unused Ttfg-Accept
+    trailer(s): ...``: every regression a commit trailer accepted, with who and why, and every trailer that
+    accepted nothing or cannot be read. Empty when the head's commits carry none."""
+    parts = []
+    accepted = [c for c in outcome.cases if c.verdict.verdict == "regressed" and getattr(c, "accepted", None)]
+    if accepted:
+        parts.append("Accepted, so not failing: " + "; ".join(
+            f"{c.case} ({c.metric or 'failures'} {fmt.factor(c.verdict.ratio)}) by {c.accepted['author']} in "
+            f"{str(c.accepted['commit'])[:10]}: {c.accepted['reason']}" for c in accepted) + ".")
+    unused = [a for a in getattr(outcome, "acceptances", None) or [] if not a.get("used_by")]
+    if unused:
+        parts.append("Unused Ttfg-Accept trailer(s): " + "; ".join(
+            f"'{a['case']} {a['metric']} {a['reason']}' by {a['author']} in {str(a['commit'])[:10]} "
+            + (f"({a['problem']})" if a.get("problem") else "(matched no regression)") for a in unused) + ".")
+    return " ".join(parts)
+
+
+def evidence_note(cases) -> str:
+    """``Evidence, not a verdict: case: structural counters grew by less than ...`` for every case whose
+    structural counters grew without deciding it (under the minimum effect, or across framework releases): a
+    growth the gate let pass is never silent. Empty when there is none."""
+    found = [f"{c.case}: {t.reason}" for c in cases for t in c.trail
+             if t.tier == "structural" and not t.settled and t.verdict == "regressed"]
+    return f"Evidence, not a verdict: {'; '.join(found)}." if found else ""
 
 
 def failures_note(failed: dict | None, attempted: int | None, first_error: dict | None) -> str:
@@ -112,4 +141,4 @@ def failures_note(failed: dict | None, attempted: int | None, first_error: dict 
             + (f"; {first[0]}: {md(first[1], 160)}" if first else "") + ")")
 
 
-__all__ = ["failures_note", "passing_means", "passing_sentence", "verdict_label"]
+__all__ = ["acceptance_note", "evidence_note", "failures_note", "passing_means", "passing_sentence", "verdict_label"]

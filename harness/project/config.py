@@ -101,6 +101,16 @@ def _requirement(value) -> str | None:
     return None
 
 
+def _strict_counters(value) -> str | None:
+    from ..decide.tiers import strict_counters
+
+    try:
+        strict_counters(list(value))
+    except UsageError as exc:
+        return str(exc).replace("--strict-counters ", "", 1)
+    return None
+
+
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("models", "strings", "models to measure (NAME or NAME:k=v), as --model", "resnet15 (run, gate, shards), "
         "all (check)"),
@@ -123,6 +133,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("ttfg-requirement", "string", "the pip requirement CI installs ttfg with (`ttfg init` writes it into the "
         "workflows and asv.conf.json), e.g. 'ttfg @ git+https://github.com/OWNER/ttfg@COMMIT'",
         "where the running ttfg was installed from", _requirement),
+    Key("strict-counters", "strings", "structural counters a change of any size fails the gate on, as "
+        "--strict-counters (['none'] for none); any other counter that grew by less than the minimum effect is "
+        "evidence, not a verdict", "backend_compiles, graphs, graph_breaks, recompiles", _strict_counters),
 )}
 
 _TYPE_WORDS = {"strings": "a list of strings", "string": "a string", "number-or-string": "a number or a string",

@@ -374,6 +374,9 @@ class CaseOutcome:
     guards: list[Guard] = field(default_factory=list)
     #: The shard that measured the case (a merged gate's cases only).
     shard: str | None = None
+    #: A regression a ``Ttfg-Accept`` commit trailer accepted (``decide/accept.py``): pattern, metric, reason,
+    #: author, commit; None when not accepted. An accepted case does not fail the gate.
+    accepted: dict | None = None
 
     @property
     def metric(self) -> str | None:
@@ -392,7 +395,8 @@ class CaseOutcome:
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
                 "failures": None if self.failures is None else self.failures.to_json(),
-                "first_error": self.first_error, "attribution": self.attribution}
+                "first_error": self.first_error, "attribution": self.attribution,
+                **({"accepted": self.accepted} if self.accepted else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseOutcome":
@@ -408,7 +412,7 @@ class CaseOutcome:
                    [TierData.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
-                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"))
+                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"))
 
 
 @dataclass
@@ -431,9 +435,17 @@ class GateOutcome:
     results: dict[str, Results] = field(default_factory=dict, repr=False, compare=False)
     #: In memory only: each attributed case's ``decide.attribution.Attribution`` (the presenters' input).
     attributions: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: Every ``Ttfg-Accept`` trailer of the head's commits (``decide/accept.py``), with the cases each accepted
+    #: (``used_by``, empty: unused) or why it cannot be used (``problem``); written only when there is one.
+    acceptances: list[dict] = field(default_factory=list)
 
     def regressions(self) -> list[CaseOutcome]:
-        return [c for c in self.cases if c.verdict.verdict == "regressed"]
+        """The regressed cases that fail the gate (an accepted one does not)."""
+        return [c for c in self.cases if c.verdict.verdict == "regressed" and not c.accepted]
+
+    def accepted(self) -> list[CaseOutcome]:
+        """The regressed cases a ``Ttfg-Accept`` trailer accepted."""
+        return [c for c in self.cases if c.verdict.verdict == "regressed" and c.accepted]
 
     def base_broken(self) -> list[CaseOutcome]:
         return [c for c in self.cases if c.stop == BASE_BROKEN]
@@ -458,7 +470,8 @@ class GateOutcome:
                 "files": self.files, "cases": [c.to_json() for c in self.cases],
                 "skipped": [s.to_json() for s in self.skipped],
                 "shard": None if self.shard is None else self.shard.to_json(),
-                "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json()}
+                "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json(),
+                **({"acceptances": self.acceptances} if self.acceptances else {})}
 
     @classmethod
     def from_json(cls, data: dict, path: str | os.PathLike = "gate.json") -> "GateOutcome":
@@ -467,7 +480,8 @@ class GateOutcome:
                    SettingsData(data["settings"]), [CaseOutcome.from_json(c) for c in data["cases"]],
                    [SkipData(s["case"], s["reason"]) for s in data.get("skipped") or []], _nan(data.get("elapsed_s")),
                    dict(data.get("files") or {}), shard_from_json(data.get("shard"), path),
-                   fingerprint_from_json(data.get("fingerprint"), path))
+                   fingerprint_from_json(data.get("fingerprint"), path),
+                   acceptances=list(data.get("acceptances") or []))
 
 
 def document(outcome: GateOutcome, check=None, exit_code: int | None = None) -> dict:

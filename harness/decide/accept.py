@@ -1,0 +1,100 @@
+"""Accepting an intended regression: ``Ttfg-Accept`` commit trailers, read from the head's commits.
+
+Why: a refactor that makes the compile bigger on purpose (a model that grew, a new check)
+failed CI with no way to say "this is intended". PyTorch updates its expectations file in
+the pull request; CodSpeed lets a person acknowledge a regression. Here a commit of the pull
+request carries a trailer::
+
+    Ttfg-Accept: jax.jit/resnet15* instructions the new check costs 2 % of the compile
+
+``<case-glob> <metric-glob> <reason>``: a regressed case whose id and deciding metric
+(``instructions``, ``counters.hlo_ops`` or ``hlo_ops``, ``first_grad_s``, ...) match is
+*accepted*: the gate exits 0 for it, and every output shows it as accepted, with the commit's
+author and the reason. Never silent: a trailer that matches no regression is reported as
+unused, and one that cannot be read (fewer than three fields) is reported as such.
+
+Which commits: those of the head since its merge base with the base
+(``git log base...head``, the head's side only), so a trailer on the base branch accepts nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import metrics
+
+__all__ = ["TRAILER", "Acceptance", "apply", "parse", "read"]
+
+TRAILER = "Ttfg-Accept"
+_FIELD, _RECORD = "\x1f", "\x1e"
+
+
+@dataclass
+class Acceptance:
+    """One ``Ttfg-Accept`` trailer and the cases it accepted."""
+
+    case: str
+    metric: str
+    reason: str
+    author: str
+    commit: str
+    used_by: list[str] = field(default_factory=list)
+    #: Why the trailer cannot be used (malformed), else None.
+    problem: str | None = None
+
+    def matches(self, case_id: str, metric: str | None) -> bool:
+        if self.problem or not fnmatch.fnmatchcase(case_id, self.case):
+            return False
+        if metric is None:
+            return self.metric == "*"
+        short = metric.removeprefix(metrics.COUNTER_PREFIX)
+        return fnmatch.fnmatchcase(metric, self.metric) or fnmatch.fnmatchcase(short, self.metric)
+
+    def to_json(self) -> dict:
+        return {"case": self.case, "metric": self.metric, "reason": self.reason, "author": self.author,
+                "commit": self.commit, "used_by": list(self.used_by), "problem": self.problem}
+
+    def describe(self) -> str:
+        return f"accepted by {self.author} ({self.commit[:10]}): {self.reason}"
+
+
+def parse(value: str, author: str, commit: str) -> Acceptance:
+    """One trailer's value; a value of fewer than three fields is kept with its ``problem`` (reported, never used)."""
+    parts = value.strip().split(None, 2)
+    if len(parts) < 3:
+        return Acceptance(*(parts + ["", "", ""])[:3], author, commit,
+                          problem=f"{TRAILER}: {value.strip()!r} needs <case-glob> <metric> <reason>")
+    return Acceptance(parts[0], parts[1], parts[2].strip(), author, commit)
+
+
+def read(repo: str | Path, base: str, head: str) -> list[Acceptance]:
+    """Every ``Ttfg-Accept`` trailer of the head's commits since the merge base, oldest first; empty when git cannot
+    tell (no common history)."""
+    fmt = f"%H{_FIELD}%an <%ae>{_FIELD}%(trailers:key={TRAILER},valueonly,separator=%x1d){_RECORD}"
+    done = subprocess.run(["git", "-C", str(repo), "log", "--reverse", f"--format={fmt}", f"{base}..{head}"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return []
+    found = []
+    for record in done.stdout.split(_RECORD):
+        parts = record.strip("\n").split(_FIELD)
+        if len(parts) != 3 or not parts[2].strip():
+            continue
+        commit, author, values = parts
+        found += [parse(v, author, commit) for v in values.strip().split("\x1d") if v.strip()]
+    return found
+
+
+def apply(cases, acceptances: list[Acceptance]) -> None:
+    """Mark each regressed case (``gate_outcome.CaseOutcome``) that a trailer matches as accepted (the first match);
+    each trailer records the cases it accepted."""
+    for c in cases:
+        if c.verdict.verdict != "regressed":
+            continue
+        found = next((a for a in acceptances if a.matches(c.case, c.metric)), None)
+        if found is not None:
+            found.used_by.append(c.case)
+            c.accepted = {k: v for k, v in found.to_json().items() if k not in ("used_by", "problem")}
