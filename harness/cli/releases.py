@@ -132,7 +132,7 @@ def add_releases_command(sub) -> None:
     from . import options
     from ..app.release_plan import packages, thinnings
     from .common_args import add_selection, add_threads, add_timeout
-    from .gate import exit_codes
+    from .help_text import exit_codes
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
                        description=RELEASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
