@@ -191,3 +191,30 @@ def test_a_project_in_a_subfolder_of_its_repository_is_installed_from_install_pa
     head = record.load(tmp_path / "out" / "head.json").environment["side"]
     assert head["install"]["project"] == "mylab" and set(head["install"]["packages"]) == {"models", "mylab"}
     shutil.rmtree(tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_a_pull_request_that_adds_a_backend_reports_a_new_case(tmp_path):
+    """The head adds a backend: its case is new (measured on the head, shown, exit 0), never "base cannot
+    run ... unknown backend", exit 2, which broke CI for every pull request that adds a case."""
+    (tmp_path / "lab").mkdir()
+    lab = make_mylab(tmp_path / "lab")
+    repo = lab["repo"]
+    pyproject = (repo / "pyproject.toml").read_text().replace(
+        '"mylab.autograd" = "mylab.ttfg_plugin:MylabAutograd"',
+        '"mylab.autograd" = "mylab.ttfg_plugin:MylabAutograd"\n"mylab.fast" = "mylab.ttfg_plugin:MylabFast"')
+    (repo / "pyproject.toml").write_text(pyproject)
+    plugin = repo / "src" / "mylab" / "ttfg_plugin.py"
+    plugin.write_text(plugin.read_text() + '\n\nclass MylabFast(MylabAutograd):\n    name = "mylab.fast"\n'
+                      '    description = "the same backend under a second name"\n')
+    git(repo, "commit", "-q", "-am", "a second backend")
+    subprocess.run([str(lab["python"]), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, timeout=300)
+    out = gate(lab, "--base", lab["first"], "--head", "HEAD", "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--backend", "mylab.fast", "--tiers", "structural", "--out-dir", str(tmp_path / "g"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "new case mylab_mlp/mylab.fast" in out.stdout and "base cannot run" not in out.stdout
+    doc = json.loads((tmp_path / "g" / "gate.json").read_text())
+    assert [n["case"] for n in doc["new_cases"]] == ["mylab_mlp/mylab.fast/params=args,chain=unrolled"]
+    assert doc["new_cases"][0]["first_grad_s"] > 0 and [c["case"] for c in doc["cases"]] == [CASE]
+    assert "**New case**" in (tmp_path / "g" / "summary.md").read_text()

@@ -124,6 +124,10 @@ class GateReport:
     files: dict[str, Path] = field(default_factory=dict)
     #: Which of the change's code files ran on the measured path (None: not checked, no code changed).
     path: "PathCheck | None" = None
+    #: Cases the head adds (its revision provides their backend or model, the base's does not), each measured
+    #: on the head alone: ``{case, samples, first_grad_s, process_ttfg_s, error}``; and the ids the head removes.
+    new_cases: list[dict] = field(default_factory=list)
+    removed_cases: list[str] = field(default_factory=list)
     #: ``--cache both``: the warm set's report (its files in OUT-DIR/warm); this one is the cold set's.
     warm: "GateReport | None" = None
 
@@ -219,7 +223,9 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     try:
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events) as sides:
             path = measured_path(request, base_rev, head_rev, sides, events)
-            outcome = run_gate(request.cases, request.skipped, sides["base"], sides["head"], settings,
+            cases, new, removed = _split_cases(request.cases, sides, events)
+            new_cases = [_measure_new(case, sides["head"], settings, events) for case in new]
+            outcome = run_gate(cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
     except KeyboardInterrupt:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
@@ -232,12 +238,55 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
+    if not cases and (new or removed):  # only new or removed cases: nothing to compare is no failure
+        code = 2 if any(n["error"] for n in new_cases) else 1 if code == 1 else 0
     if path is not None and path.off_path and request.off_path == "fail" and code == 0:
         code = 2  # the measurement could not see the change: neither "passed" nor "unchanged"
     floor = _record_noise(outcome, settings, floor, why_no_floor)
-    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings, path=path)
+    report = GateReport(code, DECIDED, base_rev, head_rev, plan, outcome, check, floor, budget_warnings, path=path,
+                        new_cases=new_cases, removed_cases=[c.id for c in removed])
     _write_outputs(report, request, events)
     return report
+
+
+#: Cold processes that measure a new case on the head alone (a first look, not a verdict).
+NEW_CASE_SAMPLES = 3
+
+
+def _split_cases(cases: "list[Case]", sides: dict[str, Side], events: GateEvents):
+    """``(common, new, removed)``: the cases both revisions provide, those only the head provides (a pull
+    request that adds a backend or a model) and those only the base does. A new case made the base's
+    probes fail ("base cannot run ... unknown backend", exit 2); it is a new case, measured and shown."""
+    from ..measure.sides import provides
+
+    common, new, removed = [], [], []
+    for case in cases:
+        in_base, in_head = provides(sides["base"], case), provides(sides["head"], case)
+        (common if in_base == in_head else new if in_head else removed).append(case)
+    for case in new:
+        events.note(f"new case {case.id}: the head adds it (the base provides no {case.backend} or "
+                    f"{case.model.split(':')[0]}); measured on the head alone")
+    for case in removed:
+        events.note(f"removed case {case.id}: the head no longer provides it")
+    return common, new, removed
+
+
+def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateEvents) -> dict:
+    """A new case on the head alone: a few cold processes, their medians (a first look, not a verdict)."""
+    import statistics
+
+    from ..measure.runner import run_sample
+
+    run = head.run_settings(settings.run)
+    samples = [run_sample(case, "timing", "cold", i, run) for i in range(NEW_CASE_SAMPLES)]
+    good = [s for s in samples if s.ok]
+    first = statistics.median(s.first_grad_s for s in good) if good else None
+    process = statistics.median(s.process_ttfg_s for s in good if s.process_ttfg_s) if good else None
+    error = None if good else (samples[-1].error or "no good sample")
+    events.note(f"new case {case.id}: " + (f"first gradient {first:.3g} s (median of {len(good)})" if good
+                                              else f"cannot run on the head: {error}"))
+    return {"case": case.id, "samples": len(good), "first_grad_s": first, "process_ttfg_s": process,
+            "error": error}
 
 
 def measured_path(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],
@@ -346,7 +395,8 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
     never written into the outcome."""
     from ..present import noise_views
     from ..present.gate_views import environments_note, gate_footer, gate_markdown, presented_document
-    from ..present.untrusted import md
+    from .. import fmt
+    from ..present.untrusted import md, md_code
     from ..present.verdicts import passing_means
     from ..results.format import strict_json
     from ..results.gate_file import dumps
@@ -363,12 +413,19 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
         notes.append(f"**Dependencies:** {md(report.plan.same_packages)}")
     if report.path is not None and report.path.off_path:
         notes.insert(0, f"**Not on the measured path:** {md(report.path.describe())}")
+    for new in report.new_cases:
+        notes.append(f"**New case** {md_code(new['case'])}: " + (
+            f"first gradient {fmt.seconds(new['first_grad_s'])} on the head (median of {new['samples']}; "
+            "nothing to compare it with)" if not new["error"] else f"cannot run on the head: {md(new['error'])}"))
+    if report.removed_cases:
+        notes.append("**Removed case(s):** " + ", ".join(md_code(c) for c in report.removed_cases))
     report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes)
     document = presented_document(outcome, check, report.code, noise=floor.to_json() if floor else None,
                                   budget_warnings=report.budget_warnings, passing_means=report.passing_means,
                                   footer=gate_footer(outcome), environments=environments,
                                   unmeasured=report.plan.unmeasured if report.plan else None,
                                   same_packages=report.plan.same_packages if report.plan else None,
+                                  new_cases=report.new_cases, removed_cases=report.removed_cases,
                                   measured_path=report.path.to_json() if report.path else None)
     report.document = document = strict_json(document)
     out_dir = request.out_dir

@@ -291,6 +291,12 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     off_path = report.path is not None and report.path.off_path
     if off_path:
         say(f"not on the measured path: {report.path.describe()}")
+    for new in report.new_cases:
+        say(f"new case {new['case']}: " + (f"first gradient {fmt.seconds(new['first_grad_s'])} on the head (median "
+                                           f"of {new['samples']}; nothing to compare it with)" if not new["error"]
+                                           else f"cannot run on the head: {new['error']}"))
+    if report.removed_cases:
+        say(f"removed case(s), not in the head: {', '.join(report.removed_cases)}")
     folder = report.files["gate"].parent
     say(f"results in {folder}/" + ("" if verbose else f"; all of it: ttfg explain {folder}, or --verbose"))
     if outcome.base_broken():
@@ -312,6 +318,8 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
                       highlight=False)
     elif code == 0 and shard is not None and not shard.cases:
         console.print(f"gate passed: shard {shard.label} has no case (more shards than cases)", highlight=False)
+    elif code == 0 and not outcome.cases and (report.new_cases or report.removed_cases):
+        console.print("gate passed: no case to compare, only new or removed ones (said above)", highlight=False)
     elif code == 0 and off_path:
         console.print("gate passed, but the measurement could not see the change (said above)", highlight=False)
     elif code == 0:

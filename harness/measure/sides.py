@@ -263,6 +263,15 @@ def _modules_of(cases: list["Case"]) -> tuple[list[str], list[str], dict[str, li
     return sorted(modules), sorted(frameworks), {group: sorted(names) for group, names in eps.items()}
 
 
+def provides(side: Side, case: "Case") -> bool:
+    """Whether the side's revision provides the case's backend and model: a built-in always does; a plugin's
+    entry point must be in the side's own install (``whence``; a side not yet located is given the benefit)."""
+    if side.whence is None:
+        return True
+    _, _, eps = _modules_of([case])
+    return all(f"{group}:{name}" in side.whence.entry_points for group, names in eps.items() for name in names)
+
+
 def probe_environment(side: Side, run: "RunSettings") -> dict[str, str]:
     """The environment a probe of this side runs with (its ``PYTHONPATH`` decides what it imports)."""
     from .runner import probe_env
@@ -377,4 +386,4 @@ def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
 
 __all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "build_environments", "plan_environments", "check_distinct",
            "check_imports", "environments_differ", "locate",
-           "measured_files", "prepared"]
+           "measured_files", "prepared", "provides"]
