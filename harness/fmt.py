@@ -315,8 +315,9 @@ def column(values, unit: str) -> list[str]:
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
 
 
-def parse_duration(text: str) -> float:
-    """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"`` -> seconds (the one reader of a duration people type).
+def parse_duration(text: str, what: str = "budget") -> float:
+    """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"`` -> seconds (the one reader of a duration people type);
+    ``what`` names the option in the message (``budget``, ``--older-than``).
 
     Raises
     ------
@@ -331,7 +332,7 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
         pos = match.end()
     if not raw or pos != len(raw) or total <= 0:
-        raise UsageError(f"budget {text!r} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
+        raise UsageError(f"{what} {text!r} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
     return total
 
 

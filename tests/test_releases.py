@@ -9,6 +9,7 @@ The exhaustive jax sweep of the README is a benchmark (`ttfg releases jax`), not
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -53,6 +54,7 @@ def test_bad_version_lists_are_refused_naming_them(versions, says):
 
 def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatch):
     (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text("")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # this machine's pip.conf names a wheel folder of its own
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
     planned, notes = releases.plan("torch")
     assert [r.version for r in planned] == ["2.13.0"]
@@ -60,6 +62,12 @@ def test_torch_says_which_releases_this_machine_can_install(tmp_path, monkeypatc
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "none"))
     with pytest.raises(UsageError, match="no torch release"):
         releases.plan("torch")
+    # A folder named in pip's own configuration counts as well (it said "no release" beside the wheel).
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nfind-links = {tmp_path}\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    assert [r.version for r in releases.plan("torch")[0]] == ["2.13.0"]
 
 
 def test_no_network_is_said_with_what_to_do(monkeypatch):

@@ -70,7 +70,7 @@ def prune(names: list[str] | None, older_than: str | None, everything: bool,
     from ..decide.noise import describe_age
     from ..measure import env_cache
 
-    older = parse_duration(older_than) if older_than else None
+    older = parse_duration(older_than, "--older-than") if older_than else None
     removed = env_cache.prune(names or None, older, on_note) if not everything else env_cache.prune(on_note=on_note)
     return [(e, describe_age(e.age_s)) for e in removed]
 

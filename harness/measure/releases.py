@@ -104,10 +104,13 @@ def registry_releases(package: str, timeout: float = 30.0) -> list[str]:
 
 
 def local_wheels(package: str) -> list[str]:
-    """Versions of ``package`` lying as wheels in the ``PIP_FIND_LINKS`` folders (this machine's own files)."""
+    """Versions of ``package`` lying as wheels in the folders pip finds links in (``PIP_FIND_LINKS`` and pip's
+    configuration: this machine's own files)."""
+    from .environments import find_links
+
     found = set()
     pattern = re.compile(rf"^{re.escape(package)}-([0-9][^-]*)-", re.I)
-    for folder in os.environ.get("PIP_FIND_LINKS", "").split():
+    for folder in find_links():
         path = Path(folder)
         if path.is_dir():
             for wheel in path.glob("*.whl"):
@@ -193,7 +196,7 @@ def plan(package: str, versions: list[str] | None = None, low: str | None = None
     elif package == "torch":
         local = in_range(local_wheels("torch"), low, high)
         notes.append("torch: this machine can install " + (", ".join(local) if local else "no release")
-                     + " (CPU wheels in the PIP_FIND_LINKS folders); every other torch release on the registry is a "
+                     + " (CPU wheels in the folders pip finds links in); every other torch release on the registry is a "
                      "CUDA build of several GB, not tried")
         chosen = local
     else:

@@ -116,7 +116,8 @@ def budget_warning_lines(warnings: list[dict], metric: str, min_effect: float, b
              "first, without the budget" if counts else "")
     lines = []
     for w in warnings:
-        sees = (f"could detect >= {_effect(w['effect'])}" if w["effect"] is not None
+        sees = (("could detect only changes over 100 %" if w["effect"] > 1 else f"could detect >= {_effect(w['effect'])}")
+                if w["effect"] is not None
                 else "buys fewer than 2 pairs and could detect nothing")
         text = (f"warning: {w['case']}: the time tier alone, at log-ratio SD {w['sd']:.3f} ({w['sd_source']}), "
                 f"{sees} of {metric} in a {fmt.seconds(budget_s)} budget (about {w['pairs']} pairs), above "
