@@ -137,3 +137,9 @@ def test_a_changed_lock_that_uv_cannot_read_is_refused_naming_it(repo):
     head = _commit(repo, {"poetry.lock": "b\n"}, "lock changed")
     with pytest.raises(UsageError, match="poetry.lock changed"):
         _plan(repo, base, head)
+
+
+def test_naming_environments_and_choosing_them_from_declarations_are_not_mixed(repo):
+    commit = _commit(repo, {"requirements.txt": "autograd==1.7.0\n"}, "base")
+    with pytest.raises(UsageError, match="give one or the other"):
+        _plan(repo, commit, commit, head_env="autograd==1.9.1", mode="declared")

@@ -197,6 +197,9 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
     from .dependencies import DeclarationError, changed_declarations, resolve_at, unreadable
 
     current = Request(environments.CURRENT, None, "this interpreter")
+    if (base_env or head_env) and mode != "auto":
+        raise UsageError(f"--envs {mode} chooses environments from the revisions' declarations; --base-env/--head-env "
+                         "name them: give one or the other")
     if base_env or head_env:
         return EnvPlan({"base": environments.parse(base_env, "--base-env") if base_env else current,
                         "head": environments.parse(head_env, "--head-env") if head_env else current}, [])
