@@ -32,9 +32,9 @@ builds), and the command says so.
 
 Writes OUT/releases.json (after every pair), OUT/index.html (the page: tables
 and plots with the releases on the x axis), OUT/summary.md, and each pair's
-two results files (base.json, head.json) under OUT/pairs/. `ttfg report --releases OUT/releases.json` draws
-the page again; `ttfg regressions --releases OUT/releases.json` lists the
-steps.
+two results files (base.json, head.json) under OUT/pairs/.
+`ttfg report --releases OUT/releases.json` draws the page again;
+`ttfg regressions --releases OUT/releases.json` lists the steps.
 """
 
 
