@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -228,9 +228,11 @@ def _save(out_dir: Path, doc: dict, summary: str | None = None) -> dict[str, Pat
 # ---------------------------------------------------------------------------- one comparison
 
 
-def _case_record(c) -> dict:
+def _case_record(c, metric: str) -> dict:
     fig = c.figure
+    guard = next((g for g in c.guards if g.metric == metric), None)
     return {"case": c.case, "verdict": c.verdict.verdict, "tier": c.tier, "metric": c.metric,
+            "metric_verdict": guard.verdict.verdict if guard is not None else None,
             "ratio": fig.ratio if fig else None, "ci_low": fig.ci_low if fig else None,
             "ci_high": fig.ci_high if fig else None, "base": fig.base if fig else None,
             "head": fig.head if fig else None, "statistic": fig.statistic if fig else "", "pairs": c.pairs,
@@ -238,7 +240,7 @@ def _case_record(c) -> dict:
 
 
 def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, list[dict]]:
-    records = [_case_record(c) for c in outcome.cases if step_cases is None or c.case in step_cases]
+    records = [_case_record(c, outcome.settings.metric) for c in outcome.cases if step_cases is None or c.case in step_cases]
     verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE else r["verdict"] for r in records]
     return search.combined(verdicts), records
 
@@ -250,8 +252,14 @@ class _Comparer:
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
 
     def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
-                 step_cases: set[str] | None) -> dict:
+                 step_cases: set[str] | None, profiles: bool = False) -> dict:
+        """One gate of ``older`` (base) and ``newer`` (head), swapped with ``--improvement``; sampled stacks
+        only when ``profiles`` (the culprit's attribution), never on the search's steps."""
+        from ..results.gate_file import save
+        from ..results.gate_outcome import document
+
         r = self.request
+        settings = r.settings if profiles else replace(r.settings, profiles=0)
         old, new = Revision(older[:10], older, ""), Revision(newer[:10], newer, "")
         base, head = (new, old) if r.improvement else (old, new)
         started = self.clock()
@@ -260,17 +268,40 @@ class _Comparer:
             plan = plan_environments(self.repo, base, head, None, None, r.envs, r.project_dir)
             with prepared(self.repo, {"base": base, "head": head}, plan.requests, on_note=self.events.note,
                           prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
-                locate(sides, cases, r.settings.run)
+                locate(sides, cases, settings.run)
                 check_distinct(sides, cases)
-                outcome = run_gate(cases, [], sides["base"], sides["head"], r.settings, folder,
+                outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
                                    on_note=self.events.note, clock=self.clock)
+            save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
         except (InstallError, EnvError, SameCode) as exc:
             return {**record, "verdict": search.BROKEN, "error": str(exc).split("\n")[0][:500], "cases": [],
                     "elapsed_s": self.clock() - started}
         verdict, records = _verdict(outcome, step_cases)
         error = next((f"{x['case']}: {x['stop']}: " + "; ".join(f"{k}: {v}" for k, v in x["first_error"].items())
                       for x in records if x["stop"] in _UNTESTABLE), None)
-        return {**record, "verdict": verdict, "error": error, "cases": records, "elapsed_s": self.clock() - started}
+        return {**record, "verdict": verdict, "error": error, "cases": records, "elapsed_s": self.clock() - started,
+                "attribution": _attribution(outcome, step_cases)}
+
+
+def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[dict]:
+    """Per regressed case: the phase that moved most and the functions that grew most (the gate's attribution)."""
+    out = []
+    for case, a in outcome.attributions.items():
+        if step_cases is not None and case not in step_cases:
+            continue
+        phase = a.largest_phase()
+        def own(f):  # a function's own (self) change where known: wrappers' inclusive change names no culprit
+            return f.delta_self if f.delta_self is not None and f.delta_self == f.delta_self else f.delta_incl
+
+        grew = sorted((f for f in a.functions if own(f) and own(f) > 0), key=lambda f: -own(f))
+        out.append({"case": case, "metric": a.metric,
+                    "phase": None if phase is None else {"phase": phase.phase, "delta_s": phase.delta,
+                                                         "ratio": phase.ratio},
+                    "counters": [{"metric": c.metric, "base": c.base, "head": c.head} for c in a.counters
+                                 if c.verdict == "regressed"][:5],
+                    "functions": [{"fn": f.fn, "file": f.file, "line": f.line, "delta": own(f),
+                                   "unit": f.unit, "presence": f.presence} for f in grew[:5]]})
+    return out
 
 
 def _ratio(evidence: dict) -> float | None:
@@ -304,7 +335,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         raise UsageError(f"{path} holds a bisect of other revisions, cases or settings "
                          f"(good {str(doc['key'].get('good'))[:10]}, bad {str(doc['key'].get('bad'))[:10]}); it was "
                          "left as it is: choose another --out-dir, or move it away to start afresh")
-    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, None):
+    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, None):
         return BisectReport(doc["exit_code"], doc["status"], doc, _summary(doc),
                             {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
     if doc is None:
@@ -317,6 +348,14 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                "settings": {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
                             "total_budget_s": request.total_budget_s, "retries": request.retries},
                "repro_args": request.repro_args, "ends": None, "step_cases": None, "probes": [], "elapsed_s": 0.0}
+    if doc.get("status") == UNDECIDED:  # a rerun (with more budget) decides again what was not decided
+        if doc["ends"] is not None and search.ends(doc["ends"]["verdict"]) == search.ENDS_UNKNOWN:
+            doc.setdefault("set_aside", []).append(doc["ends"])
+            doc["ends"] = None
+        doc.setdefault("set_aside", []).extend(p for p in doc["probes"] if p["state"] == search.UNKNOWN)
+        doc["probes"] = [p for p in doc["probes"] if p["state"] != search.UNKNOWN]
+        for stale in ("answer", "culprit", "candidates", "repro", "others", "why"):
+            doc.pop(stale, None)
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
     compare = _Comparer(request, repo, events, clock)
@@ -337,6 +376,9 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             save()
         ends = doc["ends"]
         meaning = search.ends(ends["verdict"])
+        if meaning == search.ENDS_UNKNOWN and ends["cases"] and all(
+                c.get("metric_verdict") == search.IMPROVED for c in ends["cases"]):
+            meaning = search.ENDS_SWAPPED  # the gated timing is faster though another guard is not yet known
         if ends["verdict"] == search.BROKEN:
             return _finish(doc, BROKEN_END, request, repo, save, ends.get("error") or "an end could not be measured")
         if meaning == search.ENDS_SAME:
@@ -351,7 +393,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         cases = [cases_by_id[c] for c in doc["step_cases"] if c in cases_by_id]
         probes = {p.commit: p for p in map(search.Probe.from_json, doc["probes"])}
         while (commit := search.next_commit(walk.commits, probes, request.retries)) is not None:
-            if request.total_budget_s is not None and spent_before + clock() - started >= request.total_budget_s:
+            if request.total_budget_s is not None and clock() - started >= request.total_budget_s:  # this run's
                 return _finish(doc, STOPPED, request, repo, save, "the total budget is spent; rerun to continue")
             b = search.bracket(walk.commits, probes)
             lo, hi = walk.commits[b.lo], walk.commits[b.hi]
@@ -380,6 +422,13 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                          "bad": answer.bad, "others": [list(o) for o in answer.others], "skipped": answer.skipped,
                          "unknown": answer.unknown}
         if answer.status == search.FOUND:
+            if doc.get("culprit_evidence") is None:
+                culprit = answer.culprit
+                parent = walk.commits[walk.commits.index(culprit) - 1]
+                events.note(f"the culprit {culprit[:10]} against its parent {parent[:10]}, with the attribution")
+                doc["culprit_evidence"] = compare(parent, culprit, "parent", request.out_dir / "steps" / "culprit",
+                                                  cases, step_cases, profiles=True)
+                save()
             return _finish(doc, FOUND, request, repo, save, "")
         if set(answer.candidates) & set(answer.unknown):
             return _finish(doc, UNDECIDED, request, repo, save,

@@ -101,17 +101,19 @@ def add_bisect_command(sub) -> None:
 
 
 def _repro_args(args) -> list[str]:
-    """The selection and the options that change a verdict, as typed, for the repro commands."""
+    """The selection and the options that change a verdict, where they differ from the gate's defaults, for the
+    repro commands."""
     out = []
     for flag, dest in (("--model", "model"), ("--backend", "backend"), ("--variant", "variant")):
         for value in getattr(args, dest) or []:
             out += [flag, value]
-    typed = getattr(args, "typed", set())
+    gate = _gate_parser()
     for flag, dest in (("--tiers", "tiers"), ("--budget", "budget"), ("--metric", "metric"),
                        ("--min-effect", "min_effect")):
-        value = getattr(args, dest, None)
-        if dest in typed and value is not None:
-            out += [flag, ",".join(value) if isinstance(value, tuple) else str(value)]
+        value, default = getattr(args, dest, None), gate.get_default(dest)
+        shown = ",".join(value) if isinstance(value, tuple) else None if value is None else str(value)
+        if shown is not None and shown != str(default):
+            out += [flag, shown]
     return out
 
 

@@ -22,7 +22,7 @@ def comparison_text(e: dict) -> str:
     """One comparison in a line: ``vs good 0123456789: regressed (structural tier, counters.x 1.50x, 1 pair)``."""
     if e is None:
         return ""
-    label = {"good": "vs good", "bad": "vs bad", "ends": "good vs bad"}[e["against"]]
+    label = {"good": "vs good", "bad": "vs bad", "ends": "good vs bad", "parent": "vs its parent"}[e["against"]]
     if e["against"] == "bad":
         other = e["head"]
     if e["against"] == "good":
@@ -39,6 +39,24 @@ def comparison_text(e: dict) -> str:
     if e.get("error"):
         text += f": {e['error']}"
     return text
+
+
+def attribution_lines(evidence: dict) -> list[str]:
+    """The phase that moved and the functions that grew, per case, from a comparison's attribution."""
+    lines = []
+    for a in evidence.get("attribution") or []:
+        phase = a.get("phase")
+        if phase and phase.get("delta_s") is not None:
+            lines.append(f"phase that moved most: {phase['phase']} {'+' if phase['delta_s'] >= 0 else ''}"
+                         f"{fmt.seconds(phase['delta_s'])}" + (f" ({fmt.factor(phase['ratio'])})"
+                                                               if phase.get("ratio") == phase.get("ratio") else ""))
+        for c in a.get("counters") or []:
+            lines.append(f"counter grew: {c['metric']} {fmt.number(c['base'])} -> {fmt.number(c['head'])}")
+        for f in a.get("functions") or []:
+            size = fmt.seconds(f["delta"]) if f.get("unit") == "s" else f"{fmt.number(f['delta'])} instructions"
+            where = f"{f['file']}:{f['line']}" if f.get("line") else f.get("file") or ""
+            lines.append(f"function grew in its own time: {f['fn']} +{size} ({where})")
+    return lines
 
 
 def path_rows(doc: dict) -> list[tuple[str, str, str, str]]:
@@ -76,14 +94,12 @@ def conclusion_lines(doc: dict) -> list[str]:
     if status == "found":
         c = doc["culprit"]
         lines.append(f"culprit: {c['short']} \"{c['subject']}\" by {c['author']} ({c['date'][:10]})")
-        probe = next((p for p in doc["probes"] if p["commit"] == c["commit"]), None)
-        if probe is not None:
-            lines.append("evidence: " + "; ".join(comparison_text(e) for e in probe["evidence"]))
-            folders = [e["folder"] for e in probe["evidence"] if e["verdict"] == "regressed"]
-            if folders:
-                lines.append(f"where it went (phase, counters, functions): ttfg explain {folders[0]}")
-        elif doc.get("ends"):
-            lines.append("evidence: " + comparison_text(doc["ends"]) + " (the range is one commit)")
+        evidence = doc.get("culprit_evidence")
+        if evidence is not None:
+            lines.append("evidence: " + comparison_text(evidence))
+            lines += attribution_lines(evidence)
+            if evidence["verdict"] == "regressed":
+                lines.append(f"all of it (phases, counters, functions): ttfg explain {evidence['folder']}")
         lines.append(f"reproduce: {doc['repro']}")
     elif status == "range":
         lines.append(f"the culprit is one of {fmt.plural(len(doc['candidates']), 'commit')} (the others could not "
@@ -142,5 +158,5 @@ def step_line(commit: str, probe, index: int, expected: int) -> Text:
     return Text.assemble(f"step {index} (about {expected} expected): {commit[:10]}: ", (words, style or ""))
 
 
-__all__ = ["STATE_WORDS", "bisect_markdown", "comparison_text", "conclusion_lines", "path_rows", "path_table",
+__all__ = ["STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines", "path_rows", "path_table",
            "step_line"]
