@@ -160,3 +160,35 @@ def test_a_range_across_a_merge_is_walked_first_parent(tmp_path):
     walk = first_parent_range(repo, good, bad)
     assert walk.commits == [good.commit, git(repo, "rev-parse", "HEAD~1"), bad.commit]
     assert walk.merges == [bad.commit]
+
+
+def test_regressions_names_the_bisect_that_narrows_a_step_wider_than_one_commit(tmp_path):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from ttfg.app.report import bisect_ranges
+    from ttfg.present.regressions_views import bisect_hints
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for n in range(4):
+        (repo / "f").write_text(str(n))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"c{n}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    row = {"case": "resnet15/jax.jit/default", "model": "resnet15", "backend": "jax.jit", "variant": "",
+           "metric": "first_grad_s", "kind": "regression", "label_before": "v1", "label_after": "v2"}
+    steps = pd.DataFrame([{**row, "commit_before": shas[0], "commit_after": shas[3]},  # 3 commits: bisect
+                          {**row, "commit_before": shas[2], "commit_after": shas[3]},  # adjacent: nothing to narrow
+                          {**row, "commit_before": "f" * 40, "commit_after": shas[3]},  # not in this repository
+                          {**row, "kind": "improvement", "commit_before": shas[0], "commit_after": shas[2]}])
+    prepared = SimpleNamespace(trends=SimpleNamespace(counted=lambda: steps))
+    ranges = bisect_ranges(prepared, repo)
+    assert [(r.good, r.bad, r.commits) for r in ranges] == [(shas[0], shas[3], 3)]
+    (line,) = bisect_hints(ranges)
+    assert f"ttfg bisect --good {shas[0][:12]} --bad {shas[3][:12]} --model resnet15 --backend jax.jit" in line
+    assert "3 commits" in line
+    assert bisect_ranges(prepared, tmp_path / "not-a-repo") == []
