@@ -11,7 +11,7 @@ must stay a device) is marked ``WRONG`` and makes the script exit 1.
     python benchmarks/bad_inputs.py            # the table on stdout
 
 The rows after the first 33 are issue 25's 21 classes (``class N`` in the first column), each as a
-real process. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
+real process, then issue 32's ``ttfg bisect`` refusals. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
 revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
 ``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
 (each row is a fresh interpreter; three rows run probes).
@@ -398,6 +398,21 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("class 21: run whose first save fails (files limited to 1 KiB)",
             ["run", *tiny, "--repeat", "1", "--out", out("c21.json")], limit=_file_limit,
             check=lambda p: None if not (d / "out" / ".c21.json.lock").exists() else "the .lock sidecar was left"),
+        # issue 32: ttfg bisect, each refused before anything is measured (--allow-dirty: a working copy under
+        # edit must not change which refusal a row sees).
+        Row("bisect: revisions that do not exist", ["bisect", "--good", "no-such-rev", "--bad", "nor-this", *tiny,
+                                                    "--out-dir", out("bisect-missing")],
+            check=_all(_contains("no-such-rev"), _contains("nor-this"))),
+        Row("bisect: good and bad in the wrong order", ["bisect", "--good", "HEAD", "--bad", "HEAD~1", *tiny,
+                                                        "--allow-dirty", "--out-dir", out("bisect-order")],
+            check=_contains("swap them")),
+        Row("bisect: a corrupt state file", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny, "--allow-dirty",
+                                             "--out-dir", str(d / "bisect-corrupt")],
+            check=_all(_unchanged(_write(d / "bisect-corrupt" / "bisect.json", "{not json")),
+                       _contains("bisect.json"))),
+        Row("bisect: `--retries -1`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--retries", "-1"]),
+        Row("bisect: `--total-budget soon`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny,
+                                              "--total-budget", "soon", "--out-dir", out("bisect-budget")]),
     ]
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 from ..decide import bisect as search
 from ..decide.gate_loop import run_gate
 from ..decide.gate_settings import GateSettings
-from ..errors import TtfgError, UsageError
+from ..errors import UsageError
 from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
 from ..measure.sources import InstallError

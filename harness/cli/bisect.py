@@ -140,13 +140,17 @@ def cmd_bisect(args) -> int:
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from ..app import gate as gate_use_case
+    from ..errors import UsageError
     from ..fmt import parse_duration
     from ..present.bisect_views import conclusion_lines, path_table
     from ..present.terminal import console as make_console
 
     as_data = args.format == "json"
     console = make_console(stderr=as_data)
-    total = parse_duration(args.total_budget) if args.total_budget else None
+    try:
+        total = parse_duration(args.total_budget) if args.total_budget else None
+    except UsageError as exc:
+        raise UsageError(f"--total-budget: {exc}") from None
     output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY))
     settings = gate_use_case.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                                       min_pairs=args.min_pairs, max_pairs=args.max_pairs,
