@@ -72,7 +72,8 @@ def bisect(history, *args, timeout=900):
 @pytest.mark.slow
 def test_the_culprit_is_found_named_and_reproducible_and_a_rerun_reads_the_state(history, tmp_path):
     c = history["commits"]
-    out = bisect(history, "--good", c[0], "--bad", c[-1], "--tiers", "structural", "--out-dir", str(tmp_path))
+    tiers = ["--tiers", "structural,time", "--budget", "60s"]  # each step: the counting tier first, then time
+    out = bisect(history, "--good", c[0], "--bad", c[-1], *tiers, "--out-dir", str(tmp_path))
     text = out.stdout + out.stderr
     assert out.returncode == 1, text
     doc = json.loads((tmp_path / "bisect.json").read_text())
@@ -85,8 +86,9 @@ def test_the_culprit_is_found_named_and_reproducible_and_a_rerun_reads_the_state
     assert "counters.autograd_primitives" in text
     summary = (tmp_path / "summary.md").read_text()
     assert "culprit found" in summary and c[CULPRIT_AT][:10] in summary
-    again = bisect(history, "--good", c[0], "--bad", c[-1], "--tiers", "structural", "--out-dir", str(tmp_path),
-                   timeout=60)
+    steps = [e for p in doc["probes"] for e in p["evidence"]]
+    assert steps and all(e["folder"].endswith("-counts") for e in steps)  # no step needed wall time
+    again = bisect(history, "--good", c[0], "--bad", c[-1], *tiers, "--out-dir", str(tmp_path), timeout=60)
     assert again.returncode == 1 and "finished before" in again.stdout + again.stderr
     assert json.loads((tmp_path / "bisect.json").read_text()) == doc
 

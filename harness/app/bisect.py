@@ -252,7 +252,7 @@ class _Comparer:
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
 
     def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
-                 step_cases: set[str] | None, profiles: bool = False) -> dict:
+                 step_cases: set[str] | None, profiles: bool = False, tiers: tuple[str, ...] | None = None) -> dict:
         """One gate of ``older`` (base) and ``newer`` (head), swapped with ``--improvement``; sampled stacks
         only when ``profiles`` (the culprit's attribution), never on the search's steps."""
         from ..results.gate_file import save
@@ -260,6 +260,8 @@ class _Comparer:
 
         r = self.request
         settings = r.settings if profiles else replace(r.settings, profiles=0)
+        if tiers is not None:
+            settings = replace(settings, tiers=tiers)
         old, new = Revision(older[:10], older, ""), Revision(newer[:10], newer, "")
         base, head = (new, old) if r.improvement else (old, new)
         started = self.clock()
@@ -302,6 +304,34 @@ def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[di
                     "functions": [{"fn": f.fn, "file": f.file, "line": f.line, "delta": own(f),
                                    "unit": f.unit, "presence": f.presence} for f in grew[:5]]})
     return out
+
+
+def _step(compare: _Comparer, tiers: tuple[str, ...], lo: str, commit: str, hi: str, folder: Path,
+          cases: "list[Case]", step_cases: set[str]):
+    """One step: ``commit`` against the bracket's good end ``lo`` and bad end ``hi``; its state and evidence.
+
+    The tiers decide in order across the step, not only within a comparison: first both
+    comparisons with the counting tiers alone (one pair a side for the structural one), and
+    wall time only when those leave the commit unknown; otherwise a comment-only commit's
+    comparison with the good end (counters equal, nothing settled) would spend its whole
+    time budget before the one with the bad end settled it in one pair.
+    """
+    evidence = []
+    counting = tuple(t for t in tiers if t != "time")
+    if counting and len(counting) < len(tiers):
+        vs_good = compare(lo, commit, "good", folder / "vs-good-counts", cases, step_cases, tiers=counting)
+        vs_bad = compare(commit, hi, "bad", folder / "vs-bad-counts", cases, step_cases, tiers=counting)
+        evidence += [vs_good, vs_bad]
+        state = search.classify(vs_good["verdict"], vs_bad["verdict"])
+        if state != search.UNKNOWN:
+            return state, evidence, vs_good, vs_bad
+    vs_good = compare(lo, commit, "good", folder / "vs-good", cases, step_cases)
+    evidence.append(vs_good)
+    vs_bad = None
+    if search.needs_bad_side(vs_good["verdict"]):
+        vs_bad = compare(commit, hi, "bad", folder / "vs-bad", cases, step_cases)
+        evidence.append(vs_bad)
+    return search.classify(vs_good["verdict"], vs_bad["verdict"] if vs_bad else None), evidence, vs_good, vs_bad
 
 
 def _ratio(evidence: dict) -> float | None:
@@ -401,13 +431,8 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             attempt = previous.attempts + 1 if previous else 1
             n = len(doc["probes"]) + 1
             folder = request.out_dir / "steps" / f"{n:02d}-{commit[:10]}"
-            vs_good = compare(lo, commit, "good", folder / "vs-good", cases, step_cases)
-            evidence = [vs_good]
-            vs_bad = None
-            if search.needs_bad_side(vs_good["verdict"]):
-                vs_bad = compare(commit, hi, "bad", folder / "vs-bad", cases, step_cases)
-                evidence.append(vs_bad)
-            state = search.classify(vs_good["verdict"], vs_bad["verdict"] if vs_bad else None)
+            state, evidence, vs_good, vs_bad = _step(compare, request.settings.tiers, lo, commit, hi, folder, cases,
+                                                     step_cases)
             counts_as = None
             if state == search.BETWEEN:
                 counts_as = search.larger_side(_ratio(vs_good), _ratio(vs_bad))
