@@ -306,7 +306,7 @@ def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[di
     return out
 
 
-def _step(compare: _Comparer, tiers: tuple[str, ...], lo: str, commit: str, hi: str, folder: Path,
+def _step(compare: Compare, tiers: tuple[str, ...], lo: str, commit: str, hi: str, folder: Path,
           cases: "list[Case]", step_cases: set[str]):
     """One step: ``commit`` against the bracket's good end ``lo`` and bad end ``hi``; its state and evidence.
 
@@ -342,8 +342,14 @@ def _ratio(evidence: dict) -> float | None:
 # ---------------------------------------------------------------------------- the search
 
 
-def run(request: BisectRequest, events: BisectEvents | None = None, clock: Callable[[], float] = time.monotonic
-        ) -> BisectReport:
+#: Runs one comparison: ``(older, newer, against, folder, cases, step_cases, profiles=, tiers=)`` -> its record
+#: (``verdict``, ``cases``, ``error``, ...). The default gates real processes (:class:`_Comparer`); tests of the
+#: search's bookkeeping (state, resuming, skips) pass a fake one, as the gate's tests pass a fake sampler.
+Compare = Callable[..., dict]
+
+
+def run(request: BisectRequest, events: BisectEvents | None = None, clock: Callable[[], float] = time.monotonic,
+        compare: Compare | None = None) -> BisectReport:
     """Find the commit where the step between ``request.good`` and ``request.bad`` happened; write the outputs.
 
     Raises
@@ -388,7 +394,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             doc.pop(stale, None)
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
-    compare = _Comparer(request, repo, events, clock)
+    compare = compare or _Comparer(request, repo, events, clock)
     cases_by_id = {c.id: c for c in request.cases}
 
     def save(final: bool = False) -> None:
