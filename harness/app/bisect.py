@@ -436,7 +436,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             previous = probes.get(commit)
             attempt = previous.attempts + 1 if previous else 1
             n = len(doc["probes"]) + 1
-            folder = request.out_dir / "steps" / f"{n:02d}-{commit[:10]}"
+            folder = request.out_dir / "steps" / f"{n + len(doc.get('set_aside', [])):02d}-{commit[:10]}"
             state, evidence, vs_good, vs_bad = _step(compare, request.settings.tiers, lo, commit, hi, folder, cases,
                                                      step_cases)
             counts_as = None
@@ -475,7 +475,7 @@ def _finish(doc: dict, status: str, request: BisectRequest, repo: Path, save, wh
     """Record the end (the culprit's details and the repro command when there is one), save both files."""
     doc["status"], doc["exit_code"], doc["why"] = status, EXIT[status], why
     answer = doc.get("answer")
-    if status in (FOUND, RANGE) and answer:
+    if status in (FOUND, RANGE, UNDECIDED) and answer:
         commits = doc["commits"]
         culprit = answer["candidates"][-1] if status == RANGE else answer["candidates"][0]
         first = answer["candidates"][0]

@@ -136,7 +136,7 @@ class _PrintedEvents:
 
 def cmd_bisect(args) -> int:
     from .config import project_dir
-    from .outputs import output_dir
+    from .outputs import holding, output_dir
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from ..app import gate as gate_use_case
@@ -168,7 +168,9 @@ def cmd_bisect(args) -> int:
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, envs=args.envs,
         project_dir=project_dir(args, Path(args.repo)) or "", total_budget_s=total, retries=args.retries,
         improvement=args.improvement, repro_args=_repro_args(args))
-    report = use_case.run(request, _PrintedEvents(console))
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)  # a folder not made yet would hold no lock
+    with holding([Path(args.out_dir) / use_case.STATE], "--out-dir"):  # one bisect at a time in a folder
+        report = use_case.run(request, _PrintedEvents(console))
     doc = report.document
     if report.from_state:
         console.print(f"finished before: shown from {report.files['state']} (nothing measured; move it away to "
