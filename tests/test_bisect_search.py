@@ -133,3 +133,12 @@ def test_a_state_of_other_revisions_is_refused_and_kept(repo, tmp_path):
     with pytest.raises(use_case.UsageError, match="other revisions"):
         use_case.run(other, compare=Levels(shas, [0] * 9))
     assert (tmp_path / "bisect.json").read_text() == before
+
+
+def test_an_end_that_cannot_be_measured_is_exit_2_and_a_rerun_tries_it_again(repo, tmp_path):
+    root, shas = repo
+    levels = [0] * 5 + [1] * 4
+    broken = use_case.run(request(root, shas, tmp_path), compare=Levels(shas, levels, broken=[0]))
+    assert broken.status == use_case.BROKEN_END and broken.code == 2 and "cannot import mylab" in broken.summary
+    fixed = use_case.run(request(root, shas, tmp_path), compare=Levels(shas, levels))
+    assert fixed.status == use_case.FOUND and fixed.document["culprit"]["commit"] == shas[5]

@@ -371,7 +371,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         raise UsageError(f"{path} holds a bisect of other revisions, cases or settings "
                          f"(good {str(doc['key'].get('good'))[:10]}, bad {str(doc['key'].get('bad'))[:10]}); it was "
                          "left as it is: choose another --out-dir, or move it away to start afresh")
-    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, None):
+    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, BROKEN_END, None):
         return BisectReport(doc["exit_code"], doc["status"], doc, _summary(doc),
                             {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
     if doc is None:
@@ -384,7 +384,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                "settings": {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
                             "total_budget_s": request.total_budget_s, "retries": request.retries},
                "repro_args": request.repro_args, "ends": None, "step_cases": None, "probes": [], "elapsed_s": 0.0}
-    if doc.get("status") == UNDECIDED:  # a rerun (with more budget) decides again what was not decided
+    if doc.get("status") in (UNDECIDED, BROKEN_END):  # a rerun (more budget, a fixed end) tries again
         if doc["ends"] is not None and search.ends(doc["ends"]["verdict"]) == search.ENDS_UNKNOWN:
             doc.setdefault("set_aside", []).append(doc["ends"])
             doc["ends"] = None
@@ -501,6 +501,6 @@ def _summary(doc: dict) -> str:
     return bisect_markdown(doc)
 
 
-__all__ = ["BisectEvents", "BisectReport", "BisectRequest", "EXIT", "FOUND", "INTERRUPTED", "NO_STEP", "RANGE",
+__all__ = ["BROKEN_END", "BisectEvents", "BisectReport", "BisectRequest", "Compare", "EXIT", "FOUND", "INTERRUPTED", "NO_STEP", "RANGE",
            "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "UNDECIDED", "commit_info", "first_parent_range",
            "load_state", "run"]
