@@ -13,7 +13,7 @@ must stay a device) is marked ``WRONG`` and makes the script exit 1.
 The rows ``env N`` are issue 29's classes (environments told apart by content, hostile sweeps, the
 environment cache), none of which builds an environment. The rows after the first 33 are issue 25's
 21 classes (``class N`` in the first column), each as a
-real process. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
+real process, then issue 32's ``ttfg bisect`` refusals. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
 revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
 ``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
 (each row is a fresh interpreter; three rows run probes).
@@ -477,6 +477,21 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("env 18: regressions --releases, control characters in a release name", expect=0,
             argv=["regressions", "--releases", m["sweep-escape"]],
             check=lambda p: None if "\x1b" not in p.stdout else "an escape sequence reached the terminal"),
+        # issue 32: ttfg bisect, each refused before anything is measured (--allow-dirty: a working copy under
+        # edit must not change which refusal a row sees).
+        Row("bisect: revisions that do not exist", ["bisect", "--good", "no-such-rev", "--bad", "nor-this", *tiny,
+                                                    "--out-dir", out("bisect-missing")],
+            check=_all(_contains("no-such-rev"), _contains("nor-this"))),
+        Row("bisect: good and bad in the wrong order", ["bisect", "--good", "HEAD", "--bad", "HEAD~1", *tiny,
+                                                        "--allow-dirty", "--out-dir", out("bisect-order")],
+            check=_contains("swap them")),
+        Row("bisect: a corrupt state file", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny, "--allow-dirty",
+                                             "--out-dir", str(d / "bisect-corrupt")],
+            check=_all(_unchanged(_write(d / "bisect-corrupt" / "bisect.json", "{not json")),
+                       _contains("bisect.json"))),
+        Row("bisect: `--retries -1`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--retries", "-1"]),
+        Row("bisect: `--total-budget soon`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny,
+                                              "--total-budget", "soon", "--out-dir", out("bisect-budget")]),
     ]
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")

@@ -168,6 +168,50 @@ def repository(path: str | os.PathLike) -> Path:
 
 
 @dataclass
+class BisectRange:
+    """A counted regression step whose two commits are more than one commit apart: what ``ttfg bisect`` narrows."""
+
+    case: str
+    metric: str
+    label_before: str
+    label_after: str
+    good: str
+    bad: str
+    #: Commits after ``good`` up to ``bad`` on bad's first-parent line.
+    commits: int
+    model: str
+    backend: str
+    variant: str
+
+
+def bisect_ranges(prepared: Prepared, path: str | os.PathLike) -> list[BisectRange]:
+    """Each counted regression step whose ends are more than one first-parent commit apart in the repository at
+    ``path`` (steps whose commits the repository does not have, or no repository at all, are left out)."""
+    from ..measure.worktrees import GitError, git
+
+    steps = prepared.trends.counted()
+    if not len(steps):
+        return []
+    try:
+        repo = repo_root(path)
+    except GitError:
+        return []
+    out = []
+    for r in steps[steps["kind"] == "regression"].itertuples(index=False):
+        before, after = str(r.commit_before or ""), str(r.commit_after or "")
+        if not before or not after:
+            continue
+        counted = git(repo, "rev-list", "--count", "--first-parent", f"{before}..{after}", check=False)
+        if counted.returncode != 0 or not counted.stdout.strip().isdigit():
+            continue
+        n = int(counted.stdout.strip())
+        if n > 1:
+            out.append(BisectRange(r.case, r.metric, str(r.label_before), str(r.label_after), before, after, n,
+                                   str(r.model), str(r.backend), str(r.variant)))
+    return out
+
+
+@dataclass
 class Confirmed:
     """What ``--confirm`` did: the steps re-measured, the entries now stored and where, the commits missing."""
 
@@ -367,6 +411,6 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
     return write_page(prepared, out, asv_html, back=back, threshold=threshold, commit_url=commit_url)
 
 
-__all__ = ["Analysed", "Confirmed", "DEFAULT_RESULTS", "Inputs", "build_report", "commit_url", "confirm_steps",
+__all__ = ["BisectRange", "bisect_ranges", "Analysed", "Confirmed", "DEFAULT_RESULTS", "Inputs", "build_report", "commit_url", "confirm_steps",
            "confirmations_path", "default_results", "load_gate", "load_inputs", "prepare", "regressions", "report",
            "repository", "run_files", "write_page"]

@@ -27,6 +27,7 @@ EXIT_OK, EXIT_FOUND, EXIT_BROKEN = 0, 1, 2
 from .asv import add_asv_commands
 from .report import add_report_commands
 from .gate import add_gate_commands
+from .bisect import add_bisect_command
 from .explain import add_explain_command
 from .doctor import add_doctor_commands
 from .env import add_env_commands
@@ -51,6 +52,7 @@ examples:
   ttfg compare base.json head.json  regression verdicts between results files
   ttfg gate --base origin/main      interleaved, paired base/head measurement
   ttfg explain runs/gate            where a gate's change went
+  ttfg bisect --good v1 --bad HEAD  the commit where a case got slower
   ttfg report --runs runs/r.json    HTML report with plots
   ttfg regressions --runs runs/     detected steps across commits
   ttfg shards 4 --backend all       the matrix split over 4 runners, --shard I/N
@@ -89,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_asv_commands(sub)
     add_gate_commands(sub)
+    add_bisect_command(sub)
     add_explain_command(sub)
     add_doctor_commands(sub)
     add_env_commands(sub)

@@ -26,13 +26,14 @@ from ..errors import UsageError
 from ..project import config as project_config
 
 #: Which option of which command each config key sets: ``{key: {command: dest}}``.
-SELECTING = ("check", "run", "gate", "shards", "releases", "config")
+SELECTING = ("check", "run", "gate", "bisect", "shards", "releases", "config")
 TARGETS: dict[str, dict[str, str]] = {
     "models": {c: "model" for c in SELECTING},
     "backends": {c: "backend" for c in SELECTING},
     "variants": {c: "variant" for c in SELECTING},
-    "budget": {"gate": "budget", "regressions": "budget", "config": "budget"},
-    "min-effect": {"gate": "min_effect", "compare": "min_effect", "releases": "min_effect", "config": "min_effect"},
+    "budget": {"gate": "budget", "bisect": "budget", "regressions": "budget", "config": "budget"},
+    "min-effect": {"gate": "min_effect", "bisect": "min_effect", "compare": "min_effect", "releases": "min_effect",
+                   "config": "min_effect"},
     "cache": {"gate": "cache"},
     "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},

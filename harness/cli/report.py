@@ -229,6 +229,11 @@ def cmd_regressions(args) -> int:
     show = counted if not args.only_regressions or not len(counted) else counted[counted["kind"] == "regression"]
     if len(show):
         console.print(regressions_table(prepared, args.only_regressions))
+        from ..app.report import bisect_ranges
+        from ..present.regressions_views import bisect_hints
+
+        for line in bisect_hints(bisect_ranges(prepared, args.repo)):  # a step wider than one commit: which one?
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.only_regressions and len(candidates):
         candidates = candidates[candidates["kind"] == "regression"]
     if len(candidates):

@@ -47,6 +47,17 @@ def regressions_table(prepared, only_regressions: bool = False, candidates: bool
     return table
 
 
+def bisect_hints(ranges) -> list[str]:
+    """For each counted regression step more than one commit wide (``app.report.bisect_ranges``), the ``ttfg
+    bisect`` command that finds its commit."""
+    lines = []
+    for r in ranges:
+        selection = f"--model {r.model} --backend {r.backend}" + (f" --variant {r.variant}" if r.variant else "")
+        lines.append(f"{r.case} {r.metric}: {r.label_before} → {r.label_after} is {fmt.plural(r.commits, 'commit')}; "
+                     f"which one: ttfg bisect --good {r.good[:12]} --bad {r.bad[:12]} {selection}")
+    return lines
+
+
 #: Version of ``ttfg regressions --format json``'s document.
 REGRESSIONS_VERSION = 1
 
@@ -73,4 +84,4 @@ def regressions_json(prepared, only_regressions: bool, notes: list[str], exit_co
             "candidates": len(trends.candidates()), "dismissed": trends.dismissed, "notes": notes, "steps": rows}
 
 
-__all__ = ["REGRESSIONS_VERSION", "regressions_json", "regressions_table", "step_counts"]
+__all__ = ["REGRESSIONS_VERSION", "bisect_hints", "regressions_json", "regressions_table", "step_counts"]

@@ -1,0 +1,506 @@
+"""``ttfg bisect`` as one use case: two revisions -> the first-parent range -> paired steps -> the culprit.
+
+Why: the trend report and a release sweep find a step between two commits; the next
+question is which commit. This module resolves the range (``git rev-list --first-parent
+good..bad``), compares the ends once (a range whose ends do not differ has no culprit),
+then runs the search of ``decide/bisect.py``: each step compares one commit with the
+bracket's good end and, when needed, its bad end, each comparison a gate
+(``decide.gate_loop.run_gate``: the tiers in order, so a structural counter settles a
+step in one pair a side). Sides come from ``measure.sides.prepared``, the gate's own
+cached path: a commit's install and environment are built once, whatever the number of
+comparisons it takes part in.
+
+State: ``bisect.json`` in the output folder is the state and the report; it is replaced
+atomically after every step, so Ctrl-C loses at most the step running, a rerun with the
+same arguments continues, and a finished bisect is shown again from it without
+measuring. A state of other revisions, cases or direction is refused, naming the file
+(it is never overwritten); so is one that cannot be read.
+
+Sides are built here rather than through ``app.gate.build_sides``, which takes a whole
+gate request: a helper there that opens two sides for two revisions would serve both.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ..decide import bisect as search
+from ..decide.gate_loop import run_gate
+from ..decide.gate_settings import GateSettings
+from ..errors import UsageError
+from ..files import atomic_write_text, replace_together
+from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
+from ..measure.sources import InstallError
+from ..measure.environments import EnvError
+from ..measure.worktrees import GitError, Revision, dirty_files, git, repo_root, resolve
+from ..results.format import strict_json
+from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
+
+if TYPE_CHECKING:
+    from ..measure.cases import Case, Skipped
+    from ..results.gate_outcome import GateOutcome
+
+FORMAT, VERSION = "ttfg-bisect", 1
+STATE = "bisect.json"
+SUMMARY = "summary.md"
+#: How a bisect ended (``BisectReport.status``; ``bisect.json``'s ``status``).
+FOUND, RANGE, NO_STEP, SWAPPED, UNDECIDED, BROKEN_END, STOPPED, RUNNING, INTERRUPTED = (
+    "found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running", "interrupted")
+#: Exit codes: a culprit (or the commits that hide it) is a finding; no step passes; the rest is broken input.
+EXIT = {FOUND: 1, RANGE: 1, NO_STEP: 0, SWAPPED: 2, UNDECIDED: 2, BROKEN_END: 2, STOPPED: 2, RUNNING: 2,
+        INTERRUPTED: 2}
+#: A step's stop reasons that make a commit untestable (skipped).
+_UNTESTABLE = (BASE_BROKEN, HEAD_BROKEN, HEAD_FAILING, COUNT_BROKEN)
+
+
+@dataclass
+class BisectRequest:
+    """Everything one bisect needs; ``settings`` is the gate's, used for every comparison (its budget per one)."""
+
+    repo: Path
+    good: str
+    bad: str
+    cases: "list[Case]"
+    settings: GateSettings
+    out_dir: Path
+    skipped: "list[Skipped]" = field(default_factory=list)
+    allow_dirty: bool = False
+    envs: str = "auto"
+    project_dir: str = ""
+    #: Wall time for the whole search, None for no limit (each comparison keeps its own budget).
+    total_budget_s: float | None = None
+    #: How many more times an unknown commit is compared before it is set aside.
+    retries: int = 1
+    #: Search for the commit that made things faster (the "good" end slower, the "bad" one faster).
+    improvement: bool = False
+    #: The words used to repeat the command (``ttfg gate ...`` and ``ttfg bisect ...``): the selection and budget.
+    repro_args: list[str] = field(default_factory=list)
+
+
+class BisectEvents:
+    """What the bisect tells while it runs; the CLI prints it."""
+
+    def note(self, text: str) -> None:
+        """A line of progress (a side installed, a tier's finding)."""
+
+    def step(self, commit: str, probe: search.Probe, index: int, total: int) -> None:
+        """A commit was classified."""
+
+
+@dataclass
+class BisectReport:
+    """What the bisect came to: ``document`` is ``bisect.json``'s, ``summary`` is ``summary.md``."""
+
+    code: int
+    status: str
+    document: dict
+    summary: str = ""
+    files: dict[str, Path] = field(default_factory=dict)
+    #: True when the answer was read from a finished state, nothing measured.
+    from_state: bool = False
+
+
+# ---------------------------------------------------------------------------- git
+
+
+def _resolve_both(repo: Path, good: str, bad: str) -> tuple[Revision, Revision]:
+    """Both revisions, or one error naming every one that does not exist."""
+    found, missing = {}, []
+    for role, name in (("--good", good), ("--bad", bad)):
+        try:
+            found[role] = resolve(repo, name, role)
+        except GitError:
+            missing.append(f"{role} {name!r}")
+    if missing:
+        raise GitError(f"revision{'s' if len(missing) > 1 else ''} not found in {repo}: {', '.join(missing)} "
+                       "(fetch them first, or check the spelling; a shallow clone needs its full history)")
+    return found["--good"], found["--bad"]
+
+
+def _refuse_dirty(repo: Path, revs: tuple[Revision, Revision], allow_dirty: bool) -> None:
+    """As the gate refuses it: a checked-out end with uncommitted changes would be measured without them."""
+    if allow_dirty:
+        return
+    checked_out = resolve(repo, "HEAD", "checked-out")
+    if any(r.commit == checked_out.commit for r in revs):
+        dirty = dirty_files(repo, ())
+        if dirty:
+            shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+            raise GitError(f"uncommitted changes to tracked files ({shown}) would not be measured: an end of the "
+                           f"range is the checked-out commit ({checked_out.short}). Commit them, or pass "
+                           "--allow-dirty to measure the commit without them")
+
+
+@dataclass
+class Range:
+    """The commits a bisect walks: the good end first, then bad's first-parent line back to it."""
+
+    commits: list[str]
+    #: Merge commits on the line (each tested as one commit; its branch is not walked).
+    merges: list[str]
+
+
+def first_parent_range(repo: Path, good: Revision, bad: Revision) -> Range:
+    """``good`` then ``git rev-list --first-parent --reverse good..bad``.
+
+    Raises
+    ------
+    UsageError
+        When ``good`` is not an ancestor of ``bad`` (naming which way round they are).
+    """
+    if good.commit == bad.commit:
+        return Range([good.commit], [])
+    if git(repo, "merge-base", "--is-ancestor", good.commit, bad.commit, check=False).returncode != 0:
+        other = git(repo, "merge-base", "--is-ancestor", bad.commit, good.commit, check=False).returncode == 0
+        raise UsageError(f"--good {good.name} ({good.short}) is not an ancestor of --bad {bad.name} ({bad.short})"
+                         + ("; --bad is the older one: swap them (to find where it got faster, --improvement)"
+                            if other else ": they are on different lines of history"))
+    lines = git(repo, "rev-list", "--first-parent", "--reverse", "--parents",
+                f"{good.commit}..{bad.commit}").stdout.split("\n")
+    commits, merges = [good.commit], []
+    for line in filter(None, (x.strip() for x in lines)):
+        parts = line.split()
+        commits.append(parts[0])
+        if len(parts) > 2:
+            merges.append(parts[0])
+    return Range(commits, merges)
+
+
+def commit_info(repo: Path, commit: str) -> dict:
+    """A commit's hash, subject, author and date, as the report shows them."""
+    out = git(repo, "log", "-1", "--format=%H%x00%s%x00%an <%ae>%x00%aI", commit).stdout.strip().split("\x00")
+    out += [""] * (4 - len(out))
+    return {"commit": out[0], "short": out[0][:10], "subject": out[1], "author": out[2], "date": out[3]}
+
+
+# ---------------------------------------------------------------------------- state
+
+
+def _key(request: BisectRequest, good: Revision, bad: Revision) -> dict:
+    """What a state must match to be continued: the two commits, the cases, the direction, the tiers."""
+    return {"good": good.commit, "bad": bad.commit, "cases": sorted(c.id for c in request.cases),
+            "improvement": request.improvement, "tiers": list(request.settings.tiers)}
+
+
+def load_state(path: Path) -> dict | None:
+    """The saved state, None when there is none.
+
+    Raises
+    ------
+    UsageError
+        A file that is not a bisect's state, naming it (it is left as it is).
+    """
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable bisect state ({type(exc).__name__}: {exc}); it was left as it "
+                         "is: move it away, or choose another --out-dir") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION \
+            or not isinstance(doc.get("key"), dict) or not isinstance(doc.get("probes", []), list):
+        raise UsageError(f"{path}: not a ttfg bisect state (format {FORMAT} version {VERSION}); it was left as it "
+                         "is: move it away, or choose another --out-dir")
+    try:
+        [search.Probe.from_json(p) for p in doc.get("probes", [])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: a bisect state with a broken step ({type(exc).__name__}: {exc}); it was left "
+                         "as it is: move it away, or choose another --out-dir") from None
+    return doc
+
+
+def _save(out_dir: Path, doc: dict, summary: str | None = None) -> dict[str, Path]:
+    doc = strict_json(doc)
+    files = {"state": out_dir / STATE}
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    if summary is None:
+        atomic_write_text(files["state"], text)
+    else:
+        files["summary"] = out_dir / SUMMARY
+        replace_together({files["state"]: text, files["summary"]: summary})
+    return files
+
+
+# ---------------------------------------------------------------------------- one comparison
+
+
+def _case_record(c, metric: str) -> dict:
+    fig = c.figure
+    guard = next((g for g in c.guards if g.metric == metric), None)
+    return {"case": c.case, "verdict": c.verdict.verdict, "tier": c.tier, "metric": c.metric,
+            "metric_verdict": guard.verdict.verdict if guard is not None else None,
+            "ratio": fig.ratio if fig else None, "ci_low": fig.ci_low if fig else None,
+            "ci_high": fig.ci_high if fig else None, "base": fig.base if fig else None,
+            "head": fig.head if fig else None, "statistic": fig.statistic if fig else "", "pairs": c.pairs,
+            "stop": c.stop, "reason": c.verdict.reason, "first_error": dict(c.first_error)}
+
+
+def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, list[dict]]:
+    records = [_case_record(c, outcome.settings.metric) for c in outcome.cases if step_cases is None or c.case in step_cases]
+    verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE else r["verdict"] for r in records]
+    return search.combined(verdicts), records
+
+
+class _Comparer:
+    """Runs one comparison (a gate of two commits) and turns it into the search's record."""
+
+    def __init__(self, request: BisectRequest, repo: Path, events: BisectEvents, clock):
+        self.request, self.repo, self.events, self.clock = request, repo, events, clock
+
+    def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
+                 step_cases: set[str] | None, profiles: bool = False, tiers: tuple[str, ...] | None = None) -> dict:
+        """One gate of ``older`` (base) and ``newer`` (head), swapped with ``--improvement``; sampled stacks
+        only when ``profiles`` (the culprit's attribution), never on the search's steps."""
+        from ..results.gate_file import save
+        from ..results.gate_outcome import document
+
+        r = self.request
+        settings = r.settings if profiles else replace(r.settings, profiles=0)
+        if tiers is not None:
+            settings = replace(settings, tiers=tiers)
+        old, new = Revision(older[:10], older, ""), Revision(newer[:10], newer, "")
+        base, head = (new, old) if r.improvement else (old, new)
+        started = self.clock()
+        record = {"against": against, "base": base.commit, "head": head.commit, "folder": str(folder)}
+        try:
+            plan = plan_environments(self.repo, base, head, None, None, r.envs, r.project_dir)
+            with prepared(self.repo, {"base": base, "head": head}, plan.requests, on_note=self.events.note,
+                          prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
+                locate(sides, cases, settings.run)
+                check_distinct(sides, cases)
+                outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
+                                   on_note=self.events.note, clock=self.clock)
+            save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
+        except (InstallError, EnvError, SameCode) as exc:
+            return {**record, "verdict": search.BROKEN, "error": str(exc).split("\n")[0][:500], "cases": [],
+                    "elapsed_s": self.clock() - started}
+        verdict, records = _verdict(outcome, step_cases)
+        error = next((f"{x['case']}: {x['stop']}: " + "; ".join(f"{k}: {v}" for k, v in x["first_error"].items())
+                      for x in records if x["stop"] in _UNTESTABLE), None)
+        return {**record, "verdict": verdict, "error": error, "cases": records, "elapsed_s": self.clock() - started,
+                "attribution": _attribution(outcome, step_cases)}
+
+
+def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[dict]:
+    """Per regressed case: the phase that moved most and the functions that grew most (the gate's attribution)."""
+    out = []
+    for case, a in outcome.attributions.items():
+        if step_cases is not None and case not in step_cases:
+            continue
+        phase = a.largest_phase()
+        def own(f):  # a function's own (self) change where known: wrappers' inclusive change names no culprit
+            return f.delta_self if f.delta_self is not None and f.delta_self == f.delta_self else f.delta_incl
+
+        grew = sorted((f for f in a.functions if own(f) and own(f) > 0), key=lambda f: -own(f))
+        out.append({"case": case, "metric": a.metric,
+                    "phase": None if phase is None else {"phase": phase.phase, "delta_s": phase.delta,
+                                                         "ratio": phase.ratio},
+                    "counters": [{"metric": c.metric, "base": c.base, "head": c.head} for c in a.counters
+                                 if c.verdict == "regressed"][:5],
+                    "functions": [{"fn": f.fn, "file": f.file, "line": f.line, "delta": own(f),
+                                   "unit": f.unit, "presence": f.presence} for f in grew[:5]]})
+    return out
+
+
+def _step(compare: Compare, tiers: tuple[str, ...], lo: str, commit: str, hi: str, folder: Path,
+          cases: "list[Case]", step_cases: set[str]):
+    """One step: ``commit`` against the bracket's good end ``lo`` and bad end ``hi``; its state and evidence.
+
+    The tiers decide in order across the step, not only within a comparison: first both
+    comparisons with the counting tiers alone (one pair a side for the structural one), and
+    wall time only when those leave the commit unknown; otherwise a comment-only commit's
+    comparison with the good end (counters equal, nothing settled) would spend its whole
+    time budget before the one with the bad end settled it in one pair.
+    """
+    evidence = []
+    counting = tuple(t for t in tiers if t != "time")
+    if counting and len(counting) < len(tiers):
+        vs_good = compare(lo, commit, "good", folder / "vs-good-counts", cases, step_cases, tiers=counting)
+        vs_bad = compare(commit, hi, "bad", folder / "vs-bad-counts", cases, step_cases, tiers=counting)
+        evidence += [vs_good, vs_bad]
+        state = search.classify(vs_good["verdict"], vs_bad["verdict"])
+        if state != search.UNKNOWN:
+            return state, evidence, vs_good, vs_bad
+    vs_good = compare(lo, commit, "good", folder / "vs-good", cases, step_cases)
+    evidence.append(vs_good)
+    vs_bad = None
+    if search.needs_bad_side(vs_good["verdict"]):
+        vs_bad = compare(commit, hi, "bad", folder / "vs-bad", cases, step_cases)
+        evidence.append(vs_bad)
+    return search.classify(vs_good["verdict"], vs_bad["verdict"] if vs_bad else None), evidence, vs_good, vs_bad
+
+
+def _ratio(evidence: dict) -> float | None:
+    ratios = [c["ratio"] for c in evidence.get("cases", []) if c.get("verdict") == "regressed" and c.get("ratio")]
+    return max(ratios) if ratios else None
+
+
+# ---------------------------------------------------------------------------- the search
+
+
+#: Runs one comparison: ``(older, newer, against, folder, cases, step_cases, profiles=, tiers=)`` -> its record
+#: (``verdict``, ``cases``, ``error``, ...). The default gates real processes (:class:`_Comparer`); tests of the
+#: search's bookkeeping (state, resuming, skips) pass a fake one, as the gate's tests pass a fake sampler.
+Compare = Callable[..., dict]
+
+
+def run(request: BisectRequest, events: BisectEvents | None = None, clock: Callable[[], float] = time.monotonic,
+        compare: Compare | None = None) -> BisectReport:
+    """Find the commit where the step between ``request.good`` and ``request.bad`` happened; write the outputs.
+
+    Raises
+    ------
+    TtfgError
+        Broken input, before anything is measured: a revision that does not exist (all are named), a dirty
+        tree, ends in the wrong order, an unreadable or foreign state file.
+    """
+    events = events or BisectEvents()
+    repo = repo_root(request.repo)
+    good, bad = _resolve_both(repo, request.good, request.bad)
+    _refuse_dirty(repo, (good, bad), request.allow_dirty)
+    walk = first_parent_range(repo, good, bad)
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    path = request.out_dir / STATE
+    key = _key(request, good, bad)
+    doc = load_state(path)
+    if doc is not None and doc["key"] != key:
+        raise UsageError(f"{path} holds a bisect of other revisions, cases or settings "
+                         f"(good {str(doc['key'].get('good'))[:10]}, bad {str(doc['key'].get('bad'))[:10]}); it was "
+                         "left as it is: choose another --out-dir, or move it away to start afresh")
+    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, BROKEN_END, None):
+        return BisectReport(doc["exit_code"], doc["status"], doc, _summary(doc),
+                            {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
+    if doc is None:
+        doc = {"format": FORMAT, "version": VERSION, "key": key, "status": RUNNING, "exit_code": 2,
+               "good": {**commit_info(repo, good.commit), "rev": good.name},
+               "bad": {**commit_info(repo, bad.commit), "rev": bad.name},
+               "improvement": request.improvement, "first_parent": True,
+               "commits": walk.commits, "merges": walk.merges, "cases": [c.id for c in request.cases],
+               "skipped_cases": [{"case": s.id, "reason": s.reason} for s in request.skipped],
+               "settings": {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
+                            "total_budget_s": request.total_budget_s, "retries": request.retries},
+               "repro_args": request.repro_args, "ends": None, "step_cases": None, "probes": [], "elapsed_s": 0.0}
+    if doc.get("status") in (UNDECIDED, BROKEN_END):  # a rerun (more budget, a fixed end) tries again
+        if doc["ends"] is not None and search.ends(doc["ends"]["verdict"]) == search.ENDS_UNKNOWN:
+            doc.setdefault("set_aside", []).append(doc["ends"])
+            doc["ends"] = None
+        doc.setdefault("set_aside", []).extend(p for p in doc["probes"] if p["state"] == search.UNKNOWN)
+        doc["probes"] = [p for p in doc["probes"] if p["state"] != search.UNKNOWN]
+        for stale in ("answer", "culprit", "candidates", "repro", "others", "why"):
+            doc.pop(stale, None)
+    doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
+    started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
+    compare = compare or _Comparer(request, repo, events, clock)
+    cases_by_id = {c.id: c for c in request.cases}
+
+    def save(final: bool = False) -> None:
+        doc["elapsed_s"] = spent_before + clock() - started
+        _save(request.out_dir, doc, _summary(doc) if final else None)
+
+    try:
+        if len(walk.commits) < 2:
+            return _finish(doc, NO_STEP, request, repo, save, "--good and --bad are the same commit")
+        if doc["ends"] is None:
+            events.note(f"comparing the ends: {good.short} (good) and {bad.short} (bad), "
+                        f"{len(walk.commits) - 1} commit(s) apart")
+            doc["ends"] = compare(good.commit, bad.commit, "ends", request.out_dir / "steps" / "ends",
+                                  request.cases, None)
+            save()
+        ends = doc["ends"]
+        meaning = search.ends(ends["verdict"])
+        if meaning == search.ENDS_UNKNOWN and ends["cases"] and all(
+                c.get("metric_verdict") == search.IMPROVED for c in ends["cases"]):
+            meaning = search.ENDS_SWAPPED  # the gated timing is faster though another guard is not yet known
+        if ends["verdict"] == search.BROKEN:
+            return _finish(doc, BROKEN_END, request, repo, save, ends.get("error") or "an end could not be measured")
+        if meaning == search.ENDS_SAME:
+            return _finish(doc, NO_STEP, request, repo, save, "the ends do not differ")
+        if meaning == search.ENDS_SWAPPED:
+            return _finish(doc, SWAPPED, request, repo, save, "the bad end is faster than the good one")
+        if meaning == search.ENDS_UNKNOWN:
+            return _finish(doc, UNDECIDED, request, repo, save, "the budget could not tell whether the ends differ")
+        if doc["step_cases"] is None:
+            doc["step_cases"] = [c["case"] for c in ends["cases"] if c["verdict"] == search.REGRESSED]
+        step_cases = set(doc["step_cases"])
+        cases = [cases_by_id[c] for c in doc["step_cases"] if c in cases_by_id]
+        probes = {p.commit: p for p in map(search.Probe.from_json, doc["probes"])}
+        while (commit := search.next_commit(walk.commits, probes, request.retries)) is not None:
+            if request.total_budget_s is not None and clock() - started >= request.total_budget_s:  # this run's
+                return _finish(doc, STOPPED, request, repo, save, "the total budget is spent; rerun to continue")
+            b = search.bracket(walk.commits, probes)
+            lo, hi = walk.commits[b.lo], walk.commits[b.hi]
+            previous = probes.get(commit)
+            attempt = previous.attempts + 1 if previous else 1
+            n = len(doc["probes"]) + 1
+            folder = request.out_dir / "steps" / f"{n + len(doc.get('set_aside', [])):02d}-{commit[:10]}"
+            state, evidence, vs_good, vs_bad = _step(compare, request.settings.tiers, lo, commit, hi, folder, cases,
+                                                     step_cases)
+            counts_as = None
+            if state == search.BETWEEN:
+                counts_as = search.larger_side(_ratio(vs_good), _ratio(vs_bad))
+            reason = next((e["error"] for e in evidence if e.get("error")), "") if state == search.SKIPPED else ""
+            probe = search.Probe(commit, state, attempt, counts_as, evidence, reason)
+            probes[commit] = probe
+            doc["probes"].append(probe.to_json())
+            events.step(commit, probe, n, search.most_steps(len(walk.commits)))
+            save()
+        answer = search.answer(walk.commits, probes, request.retries)
+        doc["answer"] = {"status": answer.status, "candidates": answer.candidates, "good": answer.good,
+                         "bad": answer.bad, "others": [list(o) for o in answer.others], "skipped": answer.skipped,
+                         "unknown": answer.unknown}
+        if answer.status == search.FOUND:
+            if doc.get("culprit_evidence") is None:
+                culprit = answer.culprit
+                parent = walk.commits[walk.commits.index(culprit) - 1]
+                events.note(f"the culprit {culprit[:10]} against its parent {parent[:10]}, with the attribution")
+                doc["culprit_evidence"] = compare(parent, culprit, "parent", request.out_dir / "steps" / "culprit",
+                                                  cases, step_cases, profiles=True)
+                save()
+            return _finish(doc, FOUND, request, repo, save, "")
+        if set(answer.candidates) & set(answer.unknown):
+            return _finish(doc, UNDECIDED, request, repo, save,
+                           "the per-step budget could not decide every commit the culprit can be")
+        return _finish(doc, RANGE, request, repo, save, "untestable commits hide the culprit")
+    except KeyboardInterrupt:
+        doc["status"], doc["exit_code"] = INTERRUPTED, 2
+        save()
+        return BisectReport(2, INTERRUPTED, doc, "", {"state": path})
+
+
+def _finish(doc: dict, status: str, request: BisectRequest, repo: Path, save, why: str) -> BisectReport:
+    """Record the end (the culprit's details and the repro command when there is one), save both files."""
+    doc["status"], doc["exit_code"], doc["why"] = status, EXIT[status], why
+    answer = doc.get("answer")
+    if status in (FOUND, RANGE, UNDECIDED) and answer:
+        commits = doc["commits"]
+        culprit = answer["candidates"][-1] if status == RANGE else answer["candidates"][0]
+        first = answer["candidates"][0]
+        parent = commits[commits.index(first) - 1]
+        doc["culprit"] = {**commit_info(repo, culprit), "parent": parent} if status == FOUND else None
+        doc["candidates"] = [commit_info(repo, c) for c in answer["candidates"]]
+        args = " ".join(doc.get("repro_args") or [])
+        doc["repro"] = f"ttfg gate --base {parent[:12]} --head {culprit[:12]}" + (f" {args}" if args else "")
+        doc["others"] = [{"good": g, "bad": b, "command": _bisect_command(g, b, doc)} for g, b in answer["others"]]
+    save(final=True)
+    return BisectReport(doc["exit_code"], status, doc, _summary(doc),
+                        {"state": request.out_dir / STATE, "summary": request.out_dir / SUMMARY})
+
+
+def _bisect_command(good: str, bad: str, doc: dict) -> str:
+    args = " ".join(doc.get("repro_args") or [])
+    return f"ttfg bisect --good {good[:12]} --bad {bad[:12]}" + (f" {args}" if args else "")
+
+
+def _summary(doc: dict) -> str:
+    from ..present.bisect_views import bisect_markdown
+
+    return bisect_markdown(doc)
+
+
+__all__ = ["BROKEN_END", "BisectEvents", "BisectReport", "BisectRequest", "Compare", "EXIT", "FOUND", "INTERRUPTED", "NO_STEP", "RANGE",
+           "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "UNDECIDED", "commit_info", "first_parent_range",
+           "load_state", "run"]

@@ -1,0 +1,195 @@
+"""The ``bisect`` subcommand: argument parsing and output only.
+
+The search is a use case (``app/bisect.py``) over a pure policy (``decide/bisect.py``);
+this module turns options into a request and the report into lines. The gate's case
+selection, budget and decision options are the gate's own argparse actions, taken from
+its parser (``cli/gate.py``) rather than defined again, so their help, defaults and
+validation cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.text import Text
+
+from .help_text import fill
+
+#: The gate's options a bisect takes as they are (each comparison is a gate).
+GATE_OPTIONS = ("model", "backend", "variant", "budget", "metric", "guard", "min_effect", "alpha", "min_pairs",
+                "max_pairs", "max_failures", "timeout", "threads", "tiers", "count_repeat", "profiles", "repo",
+                "allow_dirty", "envs")
+
+HELP = """\
+Find the commit between --good and --bad where a case got slower (or, with
+--improvement, faster).
+
+The range is bad's first-parent line back to good (git rev-list --first-parent
+good..bad); a merge on it is tested as one commit and the output says so. The ends
+are compared first: ends that do not differ have no culprit ("no step", exit 0); a
+"bad" end faster than the "good" one is refused (exit 2, try --improvement). Each
+step compares one commit with the nearest good commit and, when that is not enough,
+with the nearest bad one, each comparison a gate with the gate's tiers in order
+(structural counters settle it in one pair a side, wall time only where nothing
+cheaper can), within --budget per comparison. A step ends "same as good", "same as
+bad", "differs from both" (two steps: the larger is searched, the other's range is
+named with its command) or "not yet known" (tried again, --retries, then set aside
+and said so). A commit that cannot be installed, imported or run is skipped, as git
+bisect skip does, and listed.
+
+Installs and environments come from the gate's caches (each commit built once). The
+state is bisect.json in --out-dir, saved after every step: a rerun of the same
+command continues after Ctrl-C, and shows a finished bisect again at once.
+summary.md beside it has the conclusion and the search path.
+"""
+
+
+def _exit_codes() -> str:
+    import textwrap
+
+    lines = ["exit codes:"]
+    for code, text in (("0", "no step between the ends"), ("1", "a culprit found (or the few commits that hide it)"),
+                       ("2", "broken input (a missing revision, a dirty tree, ends swapped, a foreign or corrupt "
+                             "state file), a budget too small to decide, a stop or an interruption (steps done "
+                             "are kept)")):
+        lines += textwrap.wrap(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
+    return "\n".join(lines) + "\n"
+
+
+def _gate_parser() -> argparse.ArgumentParser:
+    """The gate's parser, built as ``ttfg`` builds it, to take its options from."""
+    from .gate import add_gate_commands
+
+    holder = argparse.ArgumentParser(add_help=False)
+    add_gate_commands(holder.add_subparsers())
+    for action in holder._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices["gate"]
+    raise AssertionError("the gate registers no 'gate' parser")  # pragma: no cover
+
+
+def _take_gate_options(p: argparse.ArgumentParser) -> None:
+    """Add the gate's own actions for :data:`GATE_OPTIONS` to ``p``, in the gate's groups."""
+    gate = _gate_parser()
+    for group in gate._action_groups:
+        actions = [a for a in group._group_actions if a.dest in GATE_OPTIONS]
+        if not actions:
+            continue
+        target = p if group is gate._optionals else p.add_argument_group(group.title, group.description)
+        for action in actions:
+            target._add_action(action)
+
+
+def add_bisect_command(sub) -> None:
+    """Register ``bisect`` on the ``ttfg`` subparsers."""
+    from . import options
+
+    p = sub.add_parser("bisect", help="find the commit where a case got slower, a paired gate per step",
+                       description=fill(HELP), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_exit_codes())
+    p.add_argument("--good", required=True, metavar="REV", help="a revision before the change (the older end)")
+    p.add_argument("--bad", required=True, metavar="REV", help="a revision after it (the newer end)")
+    p.add_argument("--improvement", action="store_true",
+                   help="search for the commit that made it faster (good: the slower older end)")
+    p.add_argument("--total-budget", default=None, metavar="DURATION",
+                   help="wall time for the whole search, e.g. 30m (default: none; --budget bounds each comparison); "
+                        "when spent the bisect stops, and a rerun continues")
+    p.add_argument("--retries", type=options.count(0, 10, "--retries"), default=1, metavar="N",
+                   help="comparisons more for a commit still not known after one, before it is set aside (default: 1)")
+    p.add_argument("--out-dir", default="runs/bisect", metavar="DIR",
+                   help="state and results: bisect.json, summary.md, steps/ (default: runs/bisect)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="what stdout gets at the end: the table (default) or bisect.json's document")
+    _take_gate_options(p)
+    p.set_defaults(func=cmd_bisect, default_model="resnet15")
+
+
+def _repro_args(args) -> list[str]:
+    """The selection and the options that change a verdict, where they differ from the gate's defaults, for the
+    repro commands."""
+    out = []
+    for flag, dest in (("--model", "model"), ("--backend", "backend"), ("--variant", "variant")):
+        for value in getattr(args, dest) or []:
+            out += [flag, value]
+    gate = _gate_parser()
+    for flag, dest in (("--tiers", "tiers"), ("--budget", "budget"), ("--metric", "metric"),
+                       ("--min-effect", "min_effect")):
+        value, default = getattr(args, dest, None), gate.get_default(dest)
+        shown = ",".join(value) if isinstance(value, tuple) else None if value is None else str(value)
+        if shown is not None and shown != str(default):
+            out += [flag, shown]
+    return out
+
+
+class _PrintedEvents:
+    """The bisect's progress, one line each."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def note(self, text: str) -> None:
+        self.console.print(text, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
+
+    def step(self, commit, probe, index, expected) -> None:
+        from ..present.bisect_views import comparison_text, step_line
+
+        self.console.print(step_line(commit, probe, index, expected), highlight=False)
+        for e in probe.evidence:
+            self.console.print("  " + comparison_text(e), highlight=False, markup=False, soft_wrap=True)
+
+
+def cmd_bisect(args) -> int:
+    from .config import project_dir
+    from .outputs import holding, output_dir
+    from .selection import runnable_selection
+    from ..app import bisect as use_case
+    from ..app import gate as gate_use_case
+    from ..errors import UsageError
+    from ..fmt import parse_duration
+    from ..present.bisect_views import conclusion_lines, path_table
+    from ..present.terminal import console as make_console
+
+    as_data = args.format == "json"
+    console = make_console(stderr=as_data)
+    try:
+        total = parse_duration(args.total_budget) if args.total_budget else None
+    except UsageError as exc:
+        raise UsageError(f"--total-budget: {exc}") from None
+    output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY))
+    settings = gate_use_case.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
+                                      min_pairs=args.min_pairs, max_pairs=args.max_pairs,
+                                      budget_s=parse_duration(args.budget), max_failures=args.max_failures,
+                                      allocations=False, alloc_repeat=1, profiles=args.profiles,
+                                      timeout_s=args.timeout, threads=args.threads, tiers=args.tiers,
+                                      count_repeat=args.count_repeat, guard=args.guard)
+    if args.backend is None:
+        args.backend = ["jax.jit"]
+    cases, skipped = runnable_selection(args, console, "bisect")
+    if not cases:
+        return 2
+    request = use_case.BisectRequest(
+        repo=Path(args.repo), good=args.good, bad=args.bad, cases=cases, skipped=skipped, settings=settings,
+        out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, envs=args.envs,
+        project_dir=project_dir(args, Path(args.repo)) or "", total_budget_s=total, retries=args.retries,
+        improvement=args.improvement, repro_args=_repro_args(args))
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)  # a folder not made yet would hold no lock
+    with holding([Path(args.out_dir) / use_case.STATE], "--out-dir"):  # one bisect at a time in a folder
+        report = use_case.run(request, _PrintedEvents(console))
+    doc = report.document
+    if report.from_state:
+        console.print(f"finished before: shown from {report.files['state']} (nothing measured; move it away to "
+                      "measure again)", highlight=False)
+    if doc.get("probes") or doc.get("ends"):
+        console.print(path_table(doc))
+    for i, line in enumerate(conclusion_lines(doc)):
+        style = "red" if i == 0 and report.status in ("swapped", "undecided", "end cannot run") else None
+        console.print(Text(line, style=style or ""), highlight=False, soft_wrap=True)
+    console.print(f"results in {request.out_dir}/ (bisect.json, summary.md)", highlight=False)
+    if as_data:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    return report.code
+
+
+__all__ = ["GATE_OPTIONS", "add_bisect_command", "cmd_bisect"]

@@ -1,0 +1,162 @@
+"""``ttfg bisect`` for people: the search path as a terminal table, the conclusion's lines, ``summary.md``.
+
+Why from the document: ``bisect.json`` is the bisect's state and its report at once, so a
+finished bisect is shown again from it without measuring; every view here reads only that
+document (``app/bisect.py`` writes it), the terminal and the Markdown alike.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from .. import fmt
+from .untrusted import md
+
+#: How each tested commit's state reads.
+STATE_WORDS = {"good": "same as good", "bad": "same as bad", "between": "differs from both ends (two steps)",
+               "unknown": "not yet known", "skipped": "skipped (cannot be measured)"}
+
+
+def comparison_text(e: dict) -> str:
+    """One comparison in a line: ``vs good 0123456789: regressed (structural tier, counters.x 1.50x, 1 pair)``."""
+    if e is None:
+        return ""
+    label = {"good": "vs good", "bad": "vs bad", "ends": "good vs bad", "parent": "vs its parent"}[e["against"]]
+    if e["against"] == "bad":
+        other = e["head"]
+    if e["against"] == "good":
+        other = min(e["base"], e["head"], key=lambda c: 0)  # the good end is the base (the head, --improvement)
+    text = f"{label}: {e['verdict']}"
+    deciding = [c for c in e.get("cases", []) if c.get("verdict") == e["verdict"]] or e.get("cases", [])
+    if deciding:
+        c = deciding[0]
+        figure = ""
+        if c.get("ratio") is not None and c.get("metric"):
+            interval = fmt.interval(c.get("ci_low"), c.get("ci_high"))
+            figure = f", {c['metric']} {fmt.factor(c['ratio'])}" + (f" {interval}" if interval != fmt.MISSING else "")
+        text += f" ({c.get('tier')} tier{figure}, {fmt.plural(c.get('pairs') or 0, 'pair')})"
+    if e.get("error"):
+        text += f": {e['error']}"
+    return text
+
+
+def attribution_lines(evidence: dict) -> list[str]:
+    """The phase that moved and the functions that grew, per case, from a comparison's attribution."""
+    lines = []
+    for a in evidence.get("attribution") or []:
+        phase = a.get("phase")
+        if phase and phase.get("delta_s") is not None:
+            lines.append(f"phase that moved most: {phase['phase']} {'+' if phase['delta_s'] >= 0 else ''}"
+                         f"{fmt.seconds(phase['delta_s'])}" + (f" ({fmt.factor(phase['ratio'])})"
+                                                               if phase.get("ratio") == phase.get("ratio") else ""))
+        for c in a.get("counters") or []:
+            lines.append(f"counter grew: {c['metric']} {fmt.number(c['base'])} -> {fmt.number(c['head'])}")
+        for f in a.get("functions") or []:
+            size = fmt.seconds(f["delta"]) if f.get("unit") == "s" else f"{fmt.number(f['delta'])} instructions"
+            where = f"{f['file']}:{f['line']}" if f.get("line") else f.get("file") or ""
+            lines.append(f"function grew in its own time: {f['fn']} +{size} ({where})")
+    return lines
+
+
+def path_rows(doc: dict) -> list[tuple[str, str, str, str]]:
+    """The search path: (step, commit, what it is, the evidence), the ends' comparison first."""
+    rows = []
+    if doc.get("ends"):
+        rows.append(("ends", f"{doc['good']['short']}..{doc['bad']['short']}", "", comparison_text(doc["ends"])))
+    for n, p in enumerate(doc.get("probes", []), 1):
+        what = STATE_WORDS.get(p["state"], p["state"])
+        if p["state"] == "between":
+            what += "; the search keeps the larger: " + ("before it" if p.get("counts_as") == "bad" else "after it")
+        if p.get("attempts", 1) > 1:
+            what += f" (try {p['attempts']})"
+        rows.append((str(n), p["commit"][:10], what, "; ".join(comparison_text(e) for e in p.get("evidence", []))))
+    return rows
+
+
+def path_table(doc: dict) -> Table:
+    """The search path as a rich table."""
+    table = Table(title=f"bisect {doc['good']['short']} (good) .. {doc['bad']['short']} (bad): "
+                        f"{fmt.plural(len(doc['commits']) - 1, 'commit')}", title_justify="left")
+    for name in ("step", "commit", "found", "evidence"):
+        table.add_column(name, overflow="fold")
+    for row in path_rows(doc):
+        table.add_row(*row)
+    return table
+
+
+def conclusion_lines(doc: dict) -> list[str]:
+    """What the bisect came to, in the lines the terminal and the summary share."""
+    status, lines = doc["status"], []
+    if doc.get("merges"):
+        lines.append(f"the range crosses {fmt.plural(len(doc['merges']), 'merge')}: walked first-parent (each merge "
+                     "tested as one commit, its branch's commits not tested)")
+    if status == "found":
+        c = doc["culprit"]
+        lines.append(f"culprit: {c['short']} \"{c['subject']}\" by {c['author']} ({c['date'][:10]})")
+        evidence = doc.get("culprit_evidence")
+        if evidence is not None:
+            lines.append("evidence: " + comparison_text(evidence))
+            lines += attribution_lines(evidence)
+            if evidence["verdict"] == "regressed":
+                lines.append(f"all of it (phases, counters, functions): ttfg explain {evidence['folder']}")
+        lines.append(f"reproduce: {doc['repro']}")
+    elif status == "range":
+        lines.append(f"the culprit is one of {fmt.plural(len(doc['candidates']), 'commit')} (the others could not "
+                     "be measured): " + ", ".join(f"{c['short']} \"{c['subject']}\"" for c in doc["candidates"]))
+        lines.append(f"reproduce the range: {doc['repro']}")
+    elif status == "no step":
+        lines.append(f"no step between these commits ({doc.get('why', '')}): nothing to bisect")
+    elif status == "swapped":
+        if doc.get("improvement"):
+            lines.append("the ends are the other way round: the \"bad\" end is slower, a regression; search for it "
+                         "without --improvement")
+        else:
+            lines.append("good and bad look swapped: the \"bad\" end is faster than the \"good\" one; to find the "
+                         "commit that made it faster, rerun with --improvement")
+    elif status == "undecided":
+        lines.append(f"undecided: {doc.get('why', '')}; raise --budget (per comparison) or --total-budget and rerun "
+                     "(the steps done are kept)")
+        if doc.get("candidates"):
+            lines.append("the culprit is one of: " + ", ".join(c["short"] for c in doc["candidates"]))
+    elif status == "end cannot run":
+        lines.append(f"an end of the range cannot be measured: {doc.get('why', '')}")
+    elif status in ("stopped", "interrupted"):
+        lines.append(f"{status}: {doc.get('why') or 'Ctrl-C'}; the steps done are kept, rerun the same command to "
+                     "continue")
+    for c in (doc.get("answer") or {}).get("skipped", []):
+        probe = next((p for p in doc["probes"] if p["commit"] == c), {})
+        lines.append(f"skipped {c[:10]}: {probe.get('reason') or 'could not be measured'}")
+    for c in (doc.get("answer") or {}).get("unknown", []):
+        lines.append(f"not decided within its budget: {c[:10]}")
+    for o in doc.get("others") or []:
+        lines.append(f"another step between {o['good'][:10]} and {o['bad'][:10]} (not searched): {o['command']}")
+    steps = len(doc.get("probes", []))
+    lines.append(f"{fmt.plural(steps, 'step')} over {fmt.plural(len(doc['commits']) - 1, 'commit')} in "
+                 f"{fmt.seconds(doc.get('elapsed_s'))}")
+    return lines
+
+
+def bisect_markdown(doc: dict) -> str:
+    """``summary.md``: the conclusion, then the search path as a table."""
+    head = {"found": "culprit found", "range": "culprit narrowed to a range", "no step": "no step",
+            "swapped": "good and bad swapped", "undecided": "undecided", "end cannot run": "an end cannot run",
+            "stopped": "stopped", "interrupted": "interrupted", "running": "running"}.get(doc["status"], doc["status"])
+    out = [f"## ttfg bisect: {head}", "",
+           f"Between {md(doc['good']['short'])} (good, {md(doc['good']['subject'])}) and "
+           f"{md(doc['bad']['short'])} (bad, {md(doc['bad']['subject'])}), first-parent.", ""]
+    out += [f"- {md(line)}" for line in conclusion_lines(doc)]
+    out += ["", "| step | commit | found | evidence |", "|---|---|---|---|"]
+    out += [f"| {' | '.join(md(cell) for cell in row)} |" for row in path_rows(doc)]
+    return "\n".join(out) + "\n"
+
+
+def step_line(commit: str, probe, index: int, expected: int) -> Text:
+    """A progress line after each step."""
+    words = STATE_WORDS.get(probe.state, probe.state)
+    style = {"good": "green", "bad": "red", "skipped": "yellow", "unknown": "yellow"}.get(probe.state)
+    return Text.assemble(f"step {index} (about {expected} expected): {commit[:10]}: ", (words, style or ""))
+
+
+__all__ = ["STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines", "path_rows", "path_table",
+           "step_line"]
