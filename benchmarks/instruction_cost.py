@@ -23,6 +23,7 @@ from ttfg import engines
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, new_results, run_sample
 from ttfg import fmt
+from ttfg.results.io import save
 
 
 def spread(values: list[float]) -> float | None:
@@ -62,7 +63,7 @@ def main() -> int:
         mine = [s for c, s in samples if c is case]
         results = new_results([case], skipped, settings)
         results.cases[0].samples.extend(mine)
-        results.save(out / f"{case.backend}.json")
+        save(results, out / f"{case.backend}.json")
         good = [s for s in mine if s.ok]
         if not good:
             print(f"| `{case.id}` | 0 | failed: {(mine[0].error or '')[:120]} | | | | | |")

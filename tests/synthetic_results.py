@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ttfg.results.record import ColdEvidence, Results, Sample
+from ttfg.results import io
 
 CASE = "resnet15/jax.jit/params=args,chain=unrolled"
 OTHER = "resnet15/torch.eager/params=closure,chain=unrolled"
@@ -64,4 +65,4 @@ def timing_run(times: list[float], counters: dict | None = None, allocs: list[in
 
 
 def save(res: Results, path: Path) -> Path:
-    return res.save(path)
+    return io.save(res, path)

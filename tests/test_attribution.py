@@ -11,6 +11,7 @@ from ttfg.decide.attribution import attribute, attribute_results, function_delta
 from ttfg.present.attribution_views import attribution_markdown, headline
 from ttfg.results import record
 from ttfg.results.model import GateSection
+from ttfg.results.io import save
 
 from .synthetic_results import CASE, OTHER, results, timing_sample
 
@@ -57,7 +58,7 @@ def gate_files(tmp_path, role_times, trace_growth=0.0, tops=(BASE_TOP, HEAD_TOP)
         res = results({CASE: samples, OTHER: [timing_sample(i, 0.005, {"autograd_nodes": 100}) for i in range(3)]})
         res.gate = GateSection(role, "main" if role == "base" else "HEAD", ("a" if role == "base" else "b") * 40,
                                "subject", {"metric": "first_grad_s"})
-        paths[role] = res.save(tmp_path / f"{role}.json")
+        paths[role] = save(res, tmp_path / f"{role}.json")
     doc = {"format": "ttfg-gate", "version": 1, "exit_code": 0,
            "base": {"rev": "main", "commit": "a" * 40, "subject": "subject"},
            "head": {"rev": "HEAD", "commit": "b" * 40, "subject": "subject"},
@@ -123,7 +124,7 @@ def test_without_function_data_attribution_says_so(tmp_path):
 
 def test_results_files_keep_function_lists_and_refuse_bad_ones(tmp_path):
     res = results({CASE: [instr_sample(0, HEAD_TOP, {"trace": 1})]})
-    back = record.load(res.save(tmp_path / "r.json"))
+    back = record.load(save(res, tmp_path / "r.json"))
     assert back.cases[0].samples[0].instructions_top[2]["line"] == 312
     raw = json.loads((tmp_path / "r.json").read_text())
     raw["cases"][0]["samples"][0]["instructions_top"][0]["incl"] = -5

@@ -8,6 +8,7 @@ from ttfg.cli import main
 from ttfg.decide.compare import Thresholds, compare_results, expand_metrics
 from ttfg.fmt import metric_value
 from ttfg.errors import UsageError
+from ttfg.results.io import save
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
 
@@ -126,7 +127,7 @@ def test_metric_expansion_and_unknown_metrics():
 @pytest.fixture
 def files(tmp_path):
     def write(name, res):
-        return str(res.save(tmp_path / name))
+        return str(save(res, tmp_path / name))
 
     base, head = pair(lognormal(1.0, 12, 0.05, 1), lognormal(1.4, 12, 0.05, 2),
                       {"jaxpr_eqns": 304}, {"jaxpr_eqns": 608})

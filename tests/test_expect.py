@@ -7,6 +7,7 @@ import pytest
 from ttfg.decide import expect
 from ttfg.cli import main
 from ttfg.decide.expect import Expectation, ExpectationsError
+from ttfg.results.io import save
 
 from .synthetic_results import CASE, OTHER, results, timing_run
 
@@ -81,7 +82,7 @@ def test_a_locked_counter_that_vanished_fails():
 
 def test_cli_exits_1_when_a_locked_counter_vanished(tmp_path, capsys):
     runs = tmp_path / "head.json"
-    run().save(runs)
+    save(run(), runs)
     csv = write(tmp_path, HEADER + f"{Q},counters.renamed,7,0\n")
     assert main(["expect", "check", str(csv), "--runs", str(runs)]) == 1
     assert "vanished" in capsys.readouterr().out
@@ -108,7 +109,7 @@ def test_comments_and_blank_lines_are_ignored(tmp_path):
 
 
 def test_cli_check_update_and_suggested(tmp_path, capsys):
-    runs = str(run(eqns=290).save(tmp_path / "head.json"))
+    runs = str(save(run(eqns=290), tmp_path / "head.json"))
     file = write(tmp_path, HEADER + f"{Q},counters.jaxpr_eqns,304,0\n{Q},alloc_count,4009,0.02\n")
     suggested = tmp_path / "suggested.csv"
     assert main(["expect", "check", str(file), "--runs", runs, "--write-suggested", str(suggested)]) == 1

@@ -179,3 +179,48 @@ def test_cli_reaches_measure_decide_history_engines_only_through_app():
             if any(target == stage or target.startswith(stage + ".") for stage in BELOW_APP):
                 wrong.append(f"{where}:{line} imports {target}")
     assert not wrong, "cli/ imports a stage below app/ (move the work into an app/ use case):\n" + "\n".join(wrong)
+
+
+def _runtime_imports(path: Path):
+    """``_imports`` without those under ``if TYPE_CHECKING:`` (annotations only: nothing runs them)."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {n.lineno for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+                   for n in ast.walk(node) if hasattr(n, "lineno")}
+    return [(target, line) for target, line in _imports(path) if line not in typing_only]
+
+
+def test_no_import_circle_anywhere():
+    """No module reaches itself through the modules it imports, inside a package or across (lazy imports count:
+    a circle that only a function-level import closes is still one module needing the other to work)."""
+    graph = {}
+    for path in _sources():
+        graph[_module_name(path)] = {t for t, _ in _runtime_imports(path) if t.startswith("ttfg")}
+    graph = {m: {t for t in targets if t in graph and t != m} for m, targets in graph.items()}
+    circles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)

@@ -18,6 +18,7 @@ from ttfg import fmt
 from ttfg.present import noise_views
 from ttfg.results import record
 from ttfg.results.format import ResultsError
+from ttfg.results.io import save
 
 from .synthetic_results import CASE, OTHER, lognormal, results, timing_run, timing_sample
 from .test_doctor import CASE_A, CASE_B, FakeClock, fake_sampler
@@ -37,7 +38,7 @@ def test_a_floor_round_trips_through_a_results_file_and_is_validated(tmp_path):
     floor = noise.from_calibration(a_calibration(), MACHINE)
     res = results({CASE: timing_run([1.0, 1.1, 1.05])}, environment={**MACHINE, "python": "3.11"})
     res.noise = floor
-    path = res.save(tmp_path / "r.json")
+    path = save(res, tmp_path / "r.json")
     data = json.loads(path.read_text())
     assert data["version"] == 2 and data["environment"]["noise"]["source"] == "calibration"
     back = record.load(path)
@@ -187,7 +188,7 @@ def test_report_states_the_noise_floor(tmp_path):
 
     res = results({CASE: timing_run(lognormal(2.0, 5, 0.05, seed=2))}, environment=MACHINE)
     res.noise = noise.in_run(res)
-    res.save(tmp_path / "r.json")
+    save(res, tmp_path / "r.json")
     html = build_report(None, [record.load(tmp_path / "r.json")], out=tmp_path / "index.html").read_text()
     assert "Noise floor" in html and "on this machine a 10-minute gate sees &gt;= " in html
     entry = res.noise.entries[0]

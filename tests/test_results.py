@@ -15,6 +15,7 @@ import pytest
 from ttfg.files import atomic_write_text
 from ttfg.results import record
 from ttfg.results.record import ColdEvidence, ResultsError, Sample
+from ttfg.results.io import save
 
 DATA = Path(__file__).parent / "data"
 TORCH = "resnet15:blocks=3/torch.eager/params=closure,chain=unrolled"
@@ -63,7 +64,7 @@ def test_version_1_gate_and_study_sections_move_to_their_own_places():
 @pytest.mark.parametrize("name", ["results_v1.json", "study-chain.json", "study-depth.json", "gate_v1/base.json"])
 def test_saved_version_2_reads_back_identically(tmp_path, name):
     res = record.load(DATA / name)
-    out = res.save(tmp_path / "v2.json")
+    out = save(res, tmp_path / "v2.json")
     text = out.read_text()
     assert json.loads(text)["version"] == 2 and "NaN" not in text
     assert record.load(out).to_json() == res.to_json()
@@ -126,12 +127,12 @@ def test_non_finite_numbers_and_bad_bytes_are_refused(tmp_path):
     res = record.load(DATA / "results_v1.json")
     res.cases[0].samples[0].first_grad_s = math.inf
     with pytest.raises(ResultsError, match=r"inf.json: cases\[0\].samples\[0\].first_grad_s: expected a positive"):
-        res.save(tmp_path / "inf.json")
+        save(res, tmp_path / "inf.json")
     assert not (tmp_path / "inf.json").exists()
     res = record.load(DATA / "results_v1.json")
     res.settings["odd"] = math.nan
     with pytest.raises(ResultsError, match="cannot be written as strict JSON"):
-        res.save(tmp_path / "odd.json")
+        save(res, tmp_path / "odd.json")
 
 
 def test_the_runner_refuses_what_the_file_would_refuse():
@@ -152,12 +153,12 @@ def test_atomic_writer_keeps_the_mode_and_the_umask(tmp_path):
         new = atomic_write_text(tmp_path / "new.txt", "a")
         assert stat.S_IMODE(new.stat().st_mode) == 0o640
         res = record.load(DATA / "results_v1.json")
-        saved = res.save(tmp_path / "r.json")
+        saved = save(res, tmp_path / "r.json")
         assert stat.S_IMODE(saved.stat().st_mode) == 0o640, "not forced to 0600"
     finally:
         os.umask(old)
     os.chmod(saved, 0o664)
-    res.save(saved)
+    save(res, saved)
     assert stat.S_IMODE(saved.stat().st_mode) == 0o664
     assert not list(tmp_path.glob(".*.tmp"))
 

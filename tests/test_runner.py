@@ -12,6 +12,7 @@ from ttfg.results import record
 from ttfg.measure.cases import select
 from ttfg.results.record import ResultsError
 from ttfg.measure.runner import RunSettings, Runner, failed_cases, run_sample
+from ttfg.results.io import save
 
 from .conftest import ROOT, interruptible
 
@@ -142,11 +143,11 @@ def test_interrupted_run_keeps_finished_samples(tmp_path, stop):
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path):
     results = record.Results({"hostname": "x"}, {"repeat": 1})
-    path = results.save(tmp_path / "r.json")
+    path = save(results, tmp_path / "r.json")
     before = path.read_text()
     results.settings["bad"] = object()  # not JSON-serialisable: the write fails midway
     with pytest.raises(TypeError):
-        results.save(path)
+        save(results, path)
     assert path.read_text() == before
     assert not list(tmp_path.glob(".r.json.*.tmp"))
 

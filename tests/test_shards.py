@@ -31,6 +31,7 @@ from ttfg.measure.worktrees import Revision
 from ttfg.results import record
 from ttfg.results.machines import MachineMismatch, check_machines
 from ttfg.results.model import ShardSection
+from ttfg.results.io import save
 
 from .conftest import ROOT
 from .synthetic_results import results as synthetic, timing_run
@@ -164,7 +165,7 @@ def test_costs_file_from_a_results_file_and_from_asv_history(tmp_path):
     from ttfg.history.shard_costs import load_costs
 
     res = synthetic({"resnet15/jax.jit/params=args,chain=unrolled": timing_run([1.0, 2.0, 3.0])})
-    costs = load_costs(res.save(tmp_path / "r.json"))
+    costs = load_costs(save(res, tmp_path / "r.json"))
     assert costs == {"resnet15/jax.jit/params=args,chain=unrolled": 4.5}  # median process_wall_s
     history = load_costs(ROOT / "results")  # the shipped history: median process TTFG over its commits
     assert history["resnet15/autograd/params=args,chain=unrolled"] == pytest.approx(2.253942544)
@@ -187,7 +188,7 @@ def test_fingerprint_is_in_every_new_results_file_and_reads_back(tmp_path):
     fp = res.fingerprint
     assert fp.cpu_arch and fp.cores >= 1 and fp.python.split()[-1].count(".") == 2
     assert fp.threads["OMP_NUM_THREADS"] == "1" and "numpy" in fp.packages
-    back = record.load(res.save(tmp_path / "r.json"))
+    back = record.load(save(res, tmp_path / "r.json"))
     assert back.fingerprint == fp and "fingerprint" not in back.environment
     raw = json.loads((tmp_path / "r.json").read_text())
     assert raw["environment"]["fingerprint"]["cpu_model"] == fp.cpu_model and raw["shard"] is None
@@ -236,7 +237,7 @@ def test_compare_refuses_timings_across_machines_unless_forced(cli, tmp_path):
     head = synthetic({case: timing_run([1.0, 1.01, 0.99, 1.0, 1.02])})
     base.fingerprint = metadata.fingerprint({})
     head.fingerprint = replace(base.fingerprint, cores=base.fingerprint.cores + 6)
-    b, h = base.save(tmp_path / "base.json"), head.save(tmp_path / "head.json")
+    b, h = save(base, tmp_path / "base.json"), save(head, tmp_path / "head.json")
     out = cli("compare", str(b), str(h))
     assert out.returncode == 2 and "different machines" in out.stderr and "cores" in out.stderr
     assert str(b) in out.stderr and str(h) in out.stderr
@@ -253,7 +254,7 @@ def test_report_refuses_runs_from_different_machines_unless_forced(cli, tmp_path
         res = synthetic({case: timing_run([1.0, 1.1])},
                         environment={"hostname": "ci", "git": {"commit": str(i) * 40, "dirty": False}})
         res.fingerprint = replace(metadata.fingerprint({}), cores=cores)
-        files.append(str(res.save(tmp_path / f"r{i}.json")))
+        files.append(str(save(res, tmp_path / f"r{i}.json")))
     argv = ["report", "--runs", *files, "--results", str(tmp_path / "none"), "--out", str(tmp_path / "r.html")]
     (tmp_path / "none").mkdir()
     out = cli(*argv)
@@ -279,7 +280,7 @@ def shard_files(tmp_path: Path, count: int = 3, fingerprint=None, name="s") -> l
                         environment={"hostname": f"runner-{s.spec.index}", "git": {"commit": "c" * 40}})
         res.shard = ShardSection(s.spec.index, count, s.cases, plan.digest, list(cases))
         res.fingerprint = fp
-        paths.append(res.save(tmp_path / f"{name}{s.spec.index}.json"))
+        paths.append(save(res, tmp_path / f"{name}{s.spec.index}.json"))
     return paths
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from .. import fmt
 from ..errors import UsageError
 from ..files import atomic_write_text
-from ..history.asv_record import load_config
+from ..history.asv_conf import load_config
 from ..history.steps import DEFAULT_MIN_CHANGE
 from ..measure.worktrees import repo_root
 from ..present import study_views

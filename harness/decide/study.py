@@ -28,6 +28,7 @@ from .. import engines, metrics
 from . import stats
 from ..measure.cases import Case, parse_model
 from ..errors import UsageError
+from ..results.writer import save_again
 from ..results.format import is_number
 from ..results.model import CaseResult, DepthEntry, EffectEntry, Fit, Results, StudySection
 from ..measure.runner import RunSettings, Runner
@@ -255,8 +256,8 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
         results = runner.run(on_sample)
         res = StudyResult(study, model, results, effects=analyse_effects(study, results, pairs), notes=notes)
     results.study = res.section()
-    if out:
-        results.save(out)
+    if out:  # the analysis added, saved through the one-writer lock every writer of a results file takes
+        save_again(results, out)
     return res
 
 

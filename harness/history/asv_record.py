@@ -33,8 +33,9 @@ from pathlib import Path
 from ..errors import UsageError
 from ..measure.sources import Installed, install, whence
 from ..measure.worktrees import git, repo_root, resolve, worktrees
+from .asv_conf import load_config
 
-__all__ = ["ASV", "ensure_machine", "load_config", "publish_branches", "record"]
+__all__ = ["ASV", "ensure_machine", "publish_branches", "record"]
 
 #: asv itself runs in this interpreter; ``--python`` only chooses the measured one (it needs asv_runner).
 ASV = [sys.executable, "-m", "asv"]
@@ -46,16 +47,6 @@ def _run(cmd: list[str], cwd: Path | str, env: dict | None = None, check: bool =
     if check and code != 0:
         raise UsageError(f"{shlex.join(cmd[:4])} ... exited with status {code}")
     return code
-
-
-def load_config(path: Path) -> dict:
-    """The asv config as asv reads it (JSON5: comments and trailing commas allowed)."""
-    from asv import util
-
-    try:
-        return util.load_json(str(path), js_comments=True)
-    except (OSError, util.UserError) as exc:
-        raise UsageError(f"cannot read asv config {path}: {exc}") from None
 
 
 def ensure_machine(name: str | None) -> str:

@@ -71,7 +71,7 @@ def _config_for(results_dir: Path) -> tuple[Path, dict] | None:
     """The asv.conf.json that names ``results_dir``: beside it or up to two folders above
     (``.asv/results``), else the working folder's, whatever folder it names."""
     from ..errors import UsageError
-    from .asv_record import load_config
+    from .asv_conf import load_config
 
     target = results_dir.resolve()
     near = [target.parent, target.parent.parent]

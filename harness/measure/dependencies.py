@@ -130,7 +130,7 @@ def resolve(folder: Path, python: str | None = None, what: str = "the declaratio
     """
     import sys
 
-    from .environments import resolver_message, run_uv
+    from .uv import resolver_message, run_uv
 
     python = python or sys.executable
     if (folder / "uv.lock").is_file() and (folder / "pyproject.toml").is_file():
@@ -170,7 +170,7 @@ def resolve_file(path: Path, python: str | None = None) -> Resolution:
     """
     import sys
 
-    from .environments import resolver_message, run_uv
+    from .uv import resolver_message, run_uv
 
     path = path.resolve()
     out = run_uv(["pip", "compile", path.name, "--python", python or sys.executable, "--quiet", "--no-header",

@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cache
-from .sources import LOG_TAIL_CHARS, interpreter_tag, uv_binary
+from .sources import interpreter_tag
+from .uv import EnvError, find_links, resolver_message, run_uv
 from .target import ProbeTarget
-from ..errors import TtfgError, UsageError
+from ..errors import UsageError
 
 CURRENT = "current"
 #: ttfg's tools that run inside a probe, added to every environment at this interpreter's versions.
@@ -65,10 +66,6 @@ RESOLVE_TIMEOUT_S = 300
 BUILD_RECIPE = "r2"
 BUILD_TIMEOUT_S = 1800
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-
-
-class EnvError(TtfgError):
-    """An environment cannot be resolved, built or used; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -280,60 +277,6 @@ def check_distinct(envs: "dict[str, Environment]", what: str = "--env") -> None:
             raise UsageError(f"{what}: {other} and {name} are the same environment (the same interpreter and "
                              f"packages: {', '.join(f'{k} {v}' for k, v in env.recorded().items() if v)}); "
                              "comparing it with itself would measure one thing twice")
-
-
-#: pip's configured find-links, by the settings that decide them (asked of pip once per setting).
-_PIP_FIND_LINKS: dict[tuple, list[str]] = {}
-
-
-def find_links() -> list[str]:
-    """The local wheel folders pip is told about: ``PIP_FIND_LINKS`` and pip's own configuration
-    (``pip config list``: a ``find-links`` in ``/etc/xdg/pip/pip.conf`` or the user's). uv gets them too.
-
-    Why pip's configuration is read by pip: ttfg said "can install no torch release" while the local
-    CPU wheel lay in the folder pip.conf names; pip knows where its configuration lives and how it is
-    written, ttfg does not.
-    """
-    import shlex
-
-    env = os.environ.get("PIP_FIND_LINKS", "")
-    folders = [p for p in env.split() if p]
-    key = (env, os.environ.get("PIP_CONFIG_FILE"), os.environ.get("HOME"))
-    if key not in _PIP_FIND_LINKS:
-        configured: list[str] = []
-        try:
-            out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                                 timeout=60, stdin=subprocess.DEVNULL)
-            for line in out.stdout.splitlines():
-                name, eq, value = line.partition("=")
-                if eq and name.strip().endswith(".find-links"):
-                    configured += shlex.split(value.strip().strip("'\""))
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            configured = []  # no pip here: the environment variable alone
-        _PIP_FIND_LINKS[key] = configured
-    return list(dict.fromkeys(folders + [p for p in _PIP_FIND_LINKS[key] if p.startswith("/") or "://" not in p]))
-
-
-def run_uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    cmd = [uv_binary(), *args]
-    if args[0] == "pip":
-        for folder in find_links():
-            cmd += ["--find-links", folder]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "UV_NO_PROGRESS": "1"}
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None
-
-
-def resolver_message(text: str) -> str:
-    text = "\n".join(line for line in text.strip().splitlines() if line.strip())
-    if re.search(r"git (clone|fetch|checkout)|Git operation failed|git\+|\.git\b", text, re.I):
-        text = "a git requirement cannot be fetched (its repository, not the package registry): " + text
-    elif re.search(r"dns error|failed to lookup|Connection refused|network|timed out|Failed to fetch", text, re.I):
-        text = "no network (the package registry cannot be reached): " + text
-    return text[-LOG_TAIL_CHARS:]
 
 
 def probe_tools() -> list[str]:

@@ -106,7 +106,7 @@ def registry_releases(package: str, timeout: float = 30.0) -> list[str]:
 def local_wheels(package: str) -> list[str]:
     """Versions of ``package`` lying as wheels in the folders pip finds links in (``PIP_FIND_LINKS`` and pip's
     configuration: this machine's own files)."""
-    from .environments import find_links
+    from .uv import find_links
 
     found = set()
     pattern = re.compile(rf"^{re.escape(package)}-([0-9][^-]*)-", re.I)

@@ -438,12 +438,6 @@ class Results:
             env["noise"] = self.noise.to_json()
         return env
 
-    def save(self, path=None) -> Path:
-        """Validate and write atomically (strict JSON); see ``ttfg.results.io.save``."""
-        from .io import save
-
-        return save(self, path if path is not None else self.path)
-
     def frame(self):
         """One row per sample: case columns, sample fields, counters as ``counters.NAME``."""
         return to_frame([self])

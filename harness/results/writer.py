@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import FileBusy, OneWriter
 from .format import MAX_ERROR_CHARS, clip
+from .io import save
 from .model import Results, Sample
 
 __all__ = ["ResultsWriter", "save_again"]
@@ -37,7 +38,7 @@ class ResultsWriter:
 
     def save(self) -> None:
         if self.out is not None:
-            self.results.save(self.out)
+            save(self.results, self.out)
 
     def append(self, case_id: str, sample: Sample) -> None:
         """Add ``sample`` (its error text clipped to ``MAX_ERROR_CHARS``: the measured code writes it) and save."""
