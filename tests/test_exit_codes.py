@@ -191,12 +191,12 @@ def test_report_links_from_user_paths_are_relative_paths_never_a_scheme(tmp_path
 
 
 def test_a_gate_out_dir_given_to_runs_skips_the_gate_outputs_by_kind(tmp_path, capsys, monkeypatch):
-    from .synthetic_results import CASE, results, timing_run
+    from .synthetic_results import CASE, results, save, timing_run
 
     folder = tmp_path / "gate"
     folder.mkdir()
     for side in ("base", "head"):
-        results({CASE: timing_run([1.0, 1.1, 0.9])}).save(folder / f"{side}.json")
+        save(results({CASE: timing_run([1.0, 1.1, 0.9])}), folder / f"{side}.json")
     (folder / "gate.json").write_text('{"format": "ttfg-gate", "version": 1, "cases": []}')
     (folder / "compare.json").write_text('{"format": "ttfg-comparison", "version": 1, "rows": []}')
     monkeypatch.chdir(tmp_path)  # no results/ here: trends come from the two results files
