@@ -26,7 +26,7 @@ def cmd_env_list(args) -> int:
     from .. import fmt
     from ..app import environments
     from ..present.terminal import console as make_console, fitted
-    from ..present.untrusted import plain as untrusted
+    from ..present.untrusted import plain
 
     found = environments.listing()
     envs = found.envs
@@ -44,7 +44,7 @@ def cmd_env_list(args) -> int:
         names = " = ".join(e.names) if len(e.names) > 1 else e.name  # one environment asked for under several names
         frameworks = (f"broken: {e.problem} (ttfg env prune {e.key})" if e.problem
                       else " ".join(f"{k} {v}" for k, v in e.versions.items()))
-        table.add_row(untrusted(names), untrusted(frameworks), fmt.bytes_(e.size_bytes), age, e.key)
+        table.add_row(plain(names), plain(frameworks), fmt.bytes_(e.size_bytes), age, e.key)
     console.print(table)
     total = sum(e.size_bytes for e in envs)
     console.print(f"{len(envs)} environment(s), {fmt.bytes_(total)} counted apart; files hard-linked from uv's "

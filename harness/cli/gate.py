@@ -176,7 +176,7 @@ class _PrintedEvents:
 def cmd_gate(args) -> int:
     from .selection import runnable_selection
     from .config import project_dir
-    from ..app import gate as use_case
+    from ..app import gate
     from ..errors import UsageError
     from ..fmt import parse_duration
     from ..present.terminal import console as make_console
@@ -193,7 +193,7 @@ def cmd_gate(args) -> int:
     output_dir(args.out_dir, "--out-dir", files=("base.json", "head.json", "gate.json", "summary.md"))
     output_file(args.write_suggested, "--write-suggested")
     not_an_input(args.write_suggested, "--write-suggested", [args.expectations])
-    settings = use_case.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
+    settings = gate.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
                                  min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
                                  max_failures=args.max_failures, allocations=args.allocations,
                                  alloc_repeat=args.alloc_repeat, profiles=args.profiles, timeout_s=args.timeout,
@@ -212,14 +212,14 @@ def cmd_gate(args) -> int:
         console.print(Text.assemble(("nothing to gate", "red"), f": every case of shard {shard.label} is skipped here"),
                       highlight=False)
         return 2
-    request = use_case.GateRequest(
+    request = gate.GateRequest(
         repo=Path(args.repo), base=args.base, head=args.head, cases=cases, skipped=skipped, settings=settings,
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
         base_env=args.base_env, head_env=args.head_env, envs=args.envs,
         project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path)
-    report = use_case.run(request, _PrintedEvents(console, args.verbose))
-    if report.status == use_case.SAME_COMMIT:
+    report = gate.run(request, _PrintedEvents(console, args.verbose))
+    if report.status == gate.SAME_COMMIT:
         said = (f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
                 f"({report.base.short}), so they hold the same code; nothing was measured")
         console.print(said, highlight=False)
@@ -230,7 +230,7 @@ def cmd_gate(args) -> int:
         elif args.format == "markdown":
             sys.stdout.write(f"## ttfg gate: nothing to gate\n\n{said}.\n")
         return report.code
-    if report.status == use_case.INTERRUPTED:
+    if report.status == gate.INTERRUPTED:
         console.print(Text.assemble(("interrupted", "yellow"), f": worktrees removed; finished samples are in "
                                     f"{request.out_dir} (marked incomplete)"))
         return report.code

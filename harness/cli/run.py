@@ -80,7 +80,7 @@ def cmd_run(args) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .. import fmt
-    from ..app import run as use_case
+    from ..app import run
     from ..present.run_views import run_summary
     from ..present.terminal import console as make_console
 
@@ -95,18 +95,18 @@ def cmd_run(args) -> int:
     cases, skipped, shard = shard_selection(args, cases, skipped, console)
     out = Path(args.out) if args.out else None
 
-    class Printed(use_case.RunEvents):
+    class Printed(run.RunEvents):
         def note(self, text):
             console.print(text, highlight=False)
 
         def no_instructions(self, why):
             console.print(Text.assemble(("no instruction samples", "yellow"), f": {why}"), highlight=False)
 
-    request = use_case.RunRequest(
+    request = run.RunRequest(
         cases, skipped, out, repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, cache=args.cache,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
         instructions=args.instructions, profiles=args.profiles, shard=shard, envs=list(getattr(args, "env", None) or ()))
-    prepared = use_case.prepare(request, Printed())
+    prepared = run.prepare(request, Printed())
     if prepared.nothing:
         for s in prepared.skipped:
             console.print(f"skipped {s.id}: {s.reason}", highlight=False)
@@ -132,30 +132,30 @@ def cmd_run(args) -> int:
 
     with progress:
         task = progress.add_task("starting", total=steps)
-        report = use_case.measure(prepared, on_sample)
+        report = run.measure(prepared, on_sample)
     results = report.results
     print_results(results, console, wide=args.wide, stderr=as_json)
     if out:
         console.print(f"results: {out}" + ("" if "out" in getattr(args, "typed", {"out"}) else " (no --out: the project's results folder; "
                                            "ttfg show FILE prints these tables again)"), highlight=False)
     bad = report.bad
-    if report.status == use_case.INTERRUPTED:
+    if report.status == run.INTERRUPTED:
         console.print(Text.assemble(("interrupted", "yellow"), ": finished samples are kept in the results file"))
-    elif report.status == use_case.WRITE_ERROR:
+    elif report.status == run.WRITE_ERROR:
         write_error = report.write_error
         console.print(Text.assemble(("stopped", "red"), f": cannot write {write_error.filename}: "
                                     f"{write_error.strerror}; every sample saved before this is kept in it"),
                       highlight=False)
-    elif report.status == use_case.EMPTY_SHARD:
+    elif report.status == run.EMPTY_SHARD:
         console.print(f"shard {shard.label} has no case (more shards than cases): nothing to measure here",
                       highlight=False)
-    elif report.status == use_case.SHARD_SKIPPED:
+    elif report.status == run.SHARD_SKIPPED:
         console.print(Text.assemble(("nothing measured", "red"), f": every case of shard {shard.label} was skipped "
                                     "here"), highlight=False)
-    elif report.status == use_case.NOTHING_MEASURED:
+    elif report.status == run.NOTHING_MEASURED:
         console.print(Text.assemble(("nothing measured", "red"), f": no case has a good sample ({', '.join(bad)})"),
                       highlight=False)
-    elif report.status == use_case.SOME_FAILED:
+    elif report.status == run.SOME_FAILED:
         console.print(Text.assemble((f"{len(bad)} case(s) have no good sample", "red"), f": {', '.join(bad)}"),
                       highlight=False)
     if as_json:

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import metrics
 from . import gate_policy as policy
 from . import head_failures
-from . import tiers as tiering
+from . import tiers
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
@@ -257,7 +257,7 @@ def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsW
 
 
 def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
-                   sampler: Sampler, warm: WarmDirs) -> "tiering.TakeSample":
+                   sampler: Sampler, warm: WarmDirs) -> "tiers.TakeSample":
     """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
 
     def take(case: Case, kind: str, index: int, role: str) -> Sample:
@@ -285,7 +285,7 @@ def _unsteady(backend: str) -> dict[str, str]:
         framework = engines.get(backend).framework
     except Exception:  # a plugin that cannot load: nothing known about it
         return {}
-    found = {m: metrics.get(m).unsteady_for(framework) for m in tiering.tier_metrics(tiering.INSTRUCTIONS)}
+    found = {m: metrics.get(m).unsteady_for(framework) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)}
     return {m: why for m, why in found.items() if why}
 
 
@@ -386,20 +386,20 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         if settings.cache == "warm":  # inside: the folder is removed however the gate ends
             warm_root = _warm_root(settings)
             warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
-        trails = tiering.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
+        trails = tiers.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
                                    _uncounted, on_note, _unsteady, across_envs=environments_differ(sides),
                                    settings=settings)
         for st in states:
             settled = trails[st.case.id].settled
             if settled:
-                rest = tiering.uncounted_guards(settings.guard, settled.step) if settled.step else ()
-                if (st.stop is None and rest and tiering.TIME in settings.tiers
+                rest = tiers.uncounted_guards(settings.guard, settled.step) if settled.step else ()
+                if (st.stop is None and rest and tiers.TIME in settings.tiers
                         and settled.verdict.verdict != "regressed"):
                     _screen(st, settings, rest)
                 else:
                     st.stop = st.stop or DECIDED
-            elif tiering.TIME not in settings.tiers:
+            elif tiers.TIME not in settings.tiers:
                 broken = any(t.broken for t in trails[st.case.id].steps)
                 st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
         start = clock()  # the budget is the time tier's
@@ -454,7 +454,7 @@ def _measured_cache(settings: GateSettings, case_id: str) -> str:
 
 
 def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
-              trails: "dict[str, tiering.CaseTrail]") -> list[CaseOutcome]:
+              trails: "dict[str, tiers.CaseTrail]") -> list[CaseOutcome]:
     """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
     from .compare import compare_results
     from .stats import summarize
@@ -479,13 +479,13 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
             verdict, tier, figure, context, guards = policy.settled_and_screened(st, settings, trail, verdict, tier,
                                                                                  figure)
         elif st.stop in (NOT_SETTLED, COUNT_BROKEN):
-            verdict, tier = policy.not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiering.TIME
+            verdict, tier = policy.not_settled_verdict(trail, st), trail.steps[-1].tier if trail.steps else tiers.TIME
         elif broken is not None:
-            verdict, tier = broken, tiering.TIME
+            verdict, tier = broken, tiers.TIME
         else:
             guards = policy.guards_of(st, settings)
             lead, verdict = policy.combined_verdict(guards, settings.metric)
-            tier, figure = tiering.TIME, lead.figure()
+            tier, figure = tiers.TIME, lead.figure()
             context = policy.count_context(trail)
         verdict = policy.with_failures(verdict, failures, st)
         stop = st.stop or BUDGET

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import fmt, metrics
-from . import tiers as tiering
+from . import tiers
 from .gate_settings import DEFAULT_INTERIM_SHARE, GateSettings
 from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard, VerdictData
 from ..results.model import Sample
@@ -172,7 +172,7 @@ def stop_after_pair(st: "CaseState", settings: GateSettings, values: dict[str, f
         st.stop = MAX_PAIRS  # a guarded timing missing from some pairs: its test ends here, with a final look
 
 
-def not_settled_verdict(trail: "tiering.CaseTrail", st: "CaseState"):
+def not_settled_verdict(trail: "tiers.CaseTrail", st: "CaseState"):
     """Inconclusive: the selected tiers did not settle the case and the time tier was not selected."""
     found = "; ".join(f"{t.tier}: {t.verdict} ({t.reason})" for t in trail.steps) or "no tier ran"
     return failure_verdict("inconclusive", f"not settled by the selected tiers, and the time tier was not "
@@ -185,40 +185,40 @@ def time_context(st: "CaseState") -> list[Figure]:
     if not base:
         return []
     gb, gh = geometric_mean(base), geometric_mean(head)
-    return [Figure(st.metric, tiering.TIME, gb, gh, gh / gb, None, None,
+    return [Figure(st.metric, tiers.TIME, gb, gh, gh / gb, None, None,
                    f"geometric mean of {len(base)} pair{'s' if len(base) != 1 else ''}", len(base))]
 
 
-def count_context(trail: "tiering.CaseTrail") -> list[Figure]:
+def count_context(trail: "tiers.CaseTrail") -> list[Figure]:
     """The first-gradient window's instruction count, as context for a verdict of the time tier."""
     for step in trail.steps:
         for e in step.evidence:
-            if step.tier == tiering.INSTRUCTIONS and e["metric"] == "instructions":
+            if step.tier == tiers.INSTRUCTIONS and e["metric"] == "instructions":
                 return [evidence_figure(step.tier, e)]
     return []
 
 
-def settled_and_screened(st: "CaseState", settings: GateSettings, trail: "tiering.CaseTrail", verdict, tier: str,
+def settled_and_screened(st: "CaseState", settings: GateSettings, trail: "tiers.CaseTrail", verdict, tier: str,
                           figure: Figure | None):
     """A case a count tier settled: its verdict stands unless the time tier's screen of the timings the counts
     do not cover found a regression. Either way the trail says what guarded those timings."""
     context = time_context(st)
     if not st.screened:
-        rest = tiering.uncounted_guards(settings.guard, trail.settled.step) if trail.settled.step else ()
-        if rest and verdict.verdict != "regressed" and tiering.TIME not in settings.tiers:
+        rest = tiers.uncounted_guards(settings.guard, trail.settled.step) if trail.settled.step else ()
+        if rest and verdict.verdict != "regressed" and tiers.TIME not in settings.tiers:
             names = ", ".join(brief(m) for m in rest)
-            trail.steps.append(tiering.TierStep(tiering.TIME, False, "inconclusive",
+            trail.steps.append(tiers.TierStep(tiers.TIME, False, "inconclusive",
                                                 f"not run: {names} are not counted by the tiers before it, and the "
                                                 "time tier was not selected, so they were not guarded"))
         return verdict, tier, figure, context, []
     guards = guards_of(st, settings)
     lead, screened = combined_verdict(guards, settings.metric)
     if screened.verdict == "regressed":
-        return screened, tiering.TIME, lead.figure(), [figure] if figure else [], guards
+        return screened, tiers.TIME, lead.figure(), [figure] if figure else [], guards
     names = ", ".join(brief(g.metric) for g in guards)
     found = "; ".join(f"{brief(g.metric)} {verdict_words(g.verdict)}" for g in guards)
-    trail.steps.append(tiering.TierStep(
-        tiering.TIME, False, screened.verdict,
+    trail.steps.append(tiers.TierStep(
+        tiers.TIME, False, screened.verdict,
         f"screen of what the counts do not cover ({names}), {lead.pairs} pairs, one look for gross regressions: "
         f"{found}"))
     return verdict, tier, figure, context, guards
