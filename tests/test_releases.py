@@ -219,3 +219,12 @@ def test_hostile_names_in_a_sweep_are_shown_not_acted_on(tmp_path):
     path.write_text(json.dumps(doc))
     out = run_ttfg("regressions", "--releases", str(path))
     assert out.returncode == 0 and "\x1b" not in out.stdout and "\\x1b[31m" in out.stdout
+
+
+def test_an_incomplete_sweep_says_so_on_its_page_and_summary():
+    from ttfg.present.releases_views import sweep_markdown, sweep_page
+
+    doc = _sweep()
+    assert "Incomplete" not in sweep_page(doc)
+    doc.update(complete=False)
+    assert "Incomplete" in sweep_page(doc) and "**Incomplete:**" in sweep_markdown(doc)

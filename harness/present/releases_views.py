@@ -126,6 +126,8 @@ def _load(load: dict) -> str:
 def sweep_markdown(doc: dict) -> str:
     """The pairs table as GitHub Markdown (for docs and PR comments)."""
     lines = [f"### {doc['package']} releases, adjacent pairs", "",
+             *(["**Incomplete:** the sweep stopped before it gated every adjacent pair; a pair missing below is "
+                "not known, not unchanged.", ""] if doc.get("complete") is False else []),
              "| releases | case | verdict | wall time | CPU time | instructions | phase that moved most |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in pair_rows(doc):
@@ -198,6 +200,8 @@ def sweep_page(doc: dict) -> str:
              f"(budget {esc(fmt.seconds((doc.get('settings') or {}).get('budget_per_pair_s')))} per pair), "
              f"measured {esc(doc.get('created', ''))} on {esc((doc.get('machine') or {}).get('cpu_model', '?'))}, "
              f"load {esc(_load(doc.get('load') or {}))}.</p>",
+             ("<p class='regressed'><b>Incomplete:</b> the sweep stopped before it gated every adjacent pair; a "
+              "pair missing below is not known, not unchanged.</p>" if doc.get("complete") is False else ""),
              "<h2>Adjacent releases, paired</h2><table><tr><th>releases</th><th>case</th><th>verdict</th>"
              "<th>wall time</th><th>CPU time</th><th>instructions</th><th>phase that moved most</th></tr>"]
     for r in pair_rows(doc):
