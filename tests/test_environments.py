@@ -351,3 +351,13 @@ def test_two_names_for_one_environment_are_refused():
     environments.check_distinct({"old": env("old", "1.7.0"), "new": env("new", "1.9.1")})
     with pytest.raises(UsageError, match="old and again are the same environment"):
         environments.check_distinct({"old": env("old", "1.7.0"), "again": env("again", "1.7.0")})
+
+
+def test_a_dependency_bump_names_the_package_that_changed():
+    """A numpy bump read as "torch 2.13.0 vs torch 2.13.0" when only the frameworks were named."""
+    from ttfg.present.gate_views import environments_note
+
+    base = {"name": "base-1", "key": "k1", "versions": {"torch": "2.13.0", "numpy": "2.4.6"}}
+    head = {"name": "head-2", "key": "k2", "versions": {"torch": "2.13.0", "numpy": "2.2.6"}}
+    note = environments_note({"base": base, "head": head, "differs": ["numpy 2.4.6 -> 2.2.6"]})
+    assert note.endswith("packages that differ: numpy 2.4.6 -> 2.2.6.")

@@ -377,12 +377,18 @@ def _record_noise(outcome: GateOutcome, settings: GateSettings, floor, why_no_fl
 def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     """``gate.json``'s ``environments``: each side's, as its results file recorded it (name, versions),
     and the files whose declared dependencies differ between base and head."""
-    sides = {}
+    from ..results.identity import package_changes
+
+    sides, full = {}, {}
     for role, results in outcome.results.items():
         envs = results.environment.get("envs") or {}
         env = next(iter(envs.values())) if len(envs) == 1 else {}  # a gate side runs in one environment
         sides[role] = {k: env.get(k) for k in ("name", "origin", "interpreter", "versions", "key")}
-    return {**sides, "changed": plan.changed if plan else []}
+        full[role] = env
+    # The packages that differ, every one (not only the frameworks a record names): a bump of numpy
+    # read as "torch 2.13.0 vs torch 2.13.0" when only the frameworks were shown.
+    differs = package_changes(full["base"], full["head"]) if set(full) == {"base", "head"} else []
+    return {**sides, "changed": plan.changed if plan else [], "differs": differs}
 
 
 def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents) -> None:

@@ -54,7 +54,9 @@ def environments_note(environments: dict) -> str | None:
                              if v and k not in ("numpy", "scipy", "ml-dtypes"))
         return f"{env.get('name') or '?'}" + (f" ({versions})" if versions else "")
 
-    return f"Environments: base ran in {side(base)}, head in {side(head)}."
+    differs = environments.get("differs") or []
+    shown = "; packages that differ: " + ", ".join(differs[:6]) + (" ..." if len(differs) > 6 else "") if differs else ""
+    return f"Environments: base ran in {side(base)}, head in {side(head)}{shown}."
 
 
 def metric_label(metric: str | None) -> str:
