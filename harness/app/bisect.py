@@ -36,7 +36,7 @@ from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
 from ..measure.sources import InstallError
 from ..measure.environments import EnvError
-from ..measure.worktrees import GitError, Revision, dirty_files, git, repo_root, resolve
+from ..measure.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
 from ..results.format import strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
 
@@ -127,12 +127,7 @@ def _refuse_dirty(repo: Path, revs: tuple[Revision, Revision], allow_dirty: bool
         return
     checked_out = resolve(repo, "HEAD", "checked-out")
     if any(r.commit == checked_out.commit for r in revs):
-        dirty = dirty_files(repo, ())
-        if dirty:
-            shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
-            raise GitError(f"uncommitted changes to tracked files ({shown}) would not be measured: an end of the "
-                           f"range is the checked-out commit ({checked_out.short}). Commit them, or pass "
-                           "--allow-dirty to measure the commit without them")
+        check_clean(repo, f"an end of the range is the checked-out commit ({checked_out.short})")
 
 
 @dataclass

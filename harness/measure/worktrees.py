@@ -177,10 +177,21 @@ def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = Fal
     head_rev = resolve(repo, head, "head")
     checked_out = resolve(repo, "HEAD", "checked-out")
     if head_rev.commit == checked_out.commit and not allow_dirty:
-        dirty = dirty_files(repo, ())
-        if dirty:
-            shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
-            raise GitError(f"uncommitted changes to tracked files ({shown}) would not be "
-                           f"measured: head is the committed {head!r} ({head_rev.short}). Commit them, or pass "
-                           "--allow-dirty to measure the commit without them")
+        check_clean(repo, f"head is the committed {head!r} ({head_rev.short})")
     return base_rev, head_rev
+
+
+def check_clean(repo: Path, why: str) -> None:
+    """Refuse uncommitted changes to tracked files when a measured revision is the checked-out commit (``why``
+    says which): the commit is measured, not the working tree, and a silent difference would be a wrong answer.
+
+    Raises
+    ------
+    GitError
+        Naming up to eight of the files.
+    """
+    dirty = dirty_files(repo, ())
+    if dirty:
+        shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+        raise GitError(f"uncommitted changes to tracked files ({shown}) would not be measured: {why}. Commit them, "
+                       "or pass --allow-dirty to measure the commit without them")
