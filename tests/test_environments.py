@@ -361,3 +361,16 @@ def test_a_dependency_bump_names_the_package_that_changed():
     head = {"name": "head-2", "key": "k2", "versions": {"torch": "2.13.0", "numpy": "2.2.6"}}
     note = environments_note({"base": base, "head": head, "differs": ["numpy 2.4.6 -> 2.2.6"]})
     assert note.endswith("packages that differ: numpy 2.4.6 -> 2.2.6.")
+
+
+@pytest.mark.slow
+def test_a_librarys_plugin_runs_inside_a_built_environment(shared_cache, plugins, tmp_path):
+    """``run --env`` ran a built environment with ttfg on its path and nothing else: a library's own backend
+    and model were "unknown" there. Now the library's packages and entry points go with it."""
+    out = run_ttfg("run", "--model", "test_mlp", "--backend", "test.autograd", "--repeat", "1", "--env", OLD,
+                   "--out", str(tmp_path / "r.json"), env={"TTFG_CACHE_DIR": str(shared_cache)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (case,) = [c for c in doc["cases"] if not c.get("skipped")]
+    assert case["id"].endswith("/old") and case["samples"][0]["ok"], case["samples"][0].get("error")
+    assert doc["environment"]["envs"]["old"]["versions"]["autograd"] == "1.7.0"

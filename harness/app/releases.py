@@ -42,7 +42,8 @@ from ..measure import environments
 from ..measure.releases import Release
 from ..measure.runner import run_sample
 from ..measure.sides import Side, check_imports, locate
-from ..measure.sources import self_overlay
+from ..measure.cases import plugin_entry_points
+from ..measure.sources import plugins_overlay, self_overlay
 from ..measure.worktrees import Revision
 from ..results.format import strict_json
 from ..results.sweep_file import FORMAT, VERSION
@@ -200,6 +201,9 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = request.settings
     overlay = self_overlay()
+    # A library's plugin backend or model runs in each release's environment as it is installed here
+    # (its packages and entry points), after ttfg on the path.
+    plugins = plugins_overlay(plugin_entry_points(request.cases))
     started = time.time()
     doc = {"format": FORMAT, "version": VERSION, "package": request.releases[0].package,
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "complete": False,
@@ -222,7 +226,7 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
         try:
             env = environments.build(environments.Request(release.name, release.requirements,
                                                           f"ttfg releases {release.package}"), events.note)
-            side = Side("base", _revision(release), overlay, None, env)
+            side = Side("base", _revision(release), overlay, None, env, ttfg_overlay=plugins)
             locate({"s": side}, request.cases, settings.run)
             check_imports(side, request.cases)
         except TtfgError as exc:

@@ -235,3 +235,18 @@ def select(
                     else:
                         cases.append(case)
     return cases, skipped
+
+
+def plugin_entry_points(cases: list["Case"]) -> dict[str, list[str]]:
+    """``{group: [name, ...]}``: the plugin backends and models (not built in) the cases name."""
+    out: dict[str, set] = {"ttfg.backends": set(), "ttfg.models": set()}
+    for case in cases:
+        for registry, group, name in ((engines, "ttfg.backends", case.backend),
+                                      (models, "ttfg.models", case.model.split(":")[0])):
+            try:
+                entry = registry.entry(name)
+            except (KeyError, UsageError):
+                continue
+            if not entry.builtin:
+                out[group].add(name)
+    return {group: sorted(names) for group, names in out.items() if names}

@@ -293,6 +293,7 @@ class Runner:
         self.writer = ResultsWriter(self.results, out)
         self.steps = list(steps) if steps is not None else schedule(cases, settings)
         self._overlay = None
+        self._plugins = None
 
     def settings_for(self, case: Case) -> RunSettings:
         """The settings a case's probes run with: the target of the environment it names (``Case.env``)."""
@@ -300,10 +301,14 @@ class Runner:
         if env is None or env.current:
             return self.settings
         if self._overlay is None:
-            from .sources import self_overlay
+            from .cases import plugin_entry_points
+            from .sources import plugins_overlay, self_overlay
 
+            # ttfg itself, and the library's plugins as this interpreter has them: the library's own backend
+            # and model run in the environment (the parent's path is not on a built environment's).
             self._overlay = self_overlay()
-        return replace(self.settings, target=ProbeTarget.of(env, overlay=self._overlay))
+            self._plugins = plugins_overlay(plugin_entry_points(self.cases))
+        return replace(self.settings, target=ProbeTarget.of(env, source=self._plugins, overlay=self._overlay))
 
     def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""

@@ -59,7 +59,8 @@ class Side:
     installed: Installed | None = None
     env: Environment | None = None
     whence: Whence | None = None
-    #: A folder that maps the running ttfg, on the path of a built environment whose side's project is not ttfg.
+    #: The second import root of a built environment: the running ttfg mapped as a folder (a gate side whose
+    #: project is not ttfg), or a release sweep's plugins as installed here (its first root is ttfg).
     ttfg_overlay: Path | None = None
 
     @property

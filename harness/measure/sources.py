@@ -246,4 +246,54 @@ def self_overlay() -> Path:
         (target / "models").symlink_to(models_dir, target_is_directory=True)
 
     return cache.get("self", f"ttfg-{key}", build).path
-__all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "self_overlay", "uv_binary", "whence"]
+
+
+def plugins_overlay(entry_points: dict[str, list[str]]) -> Path | None:
+    """A folder that makes this interpreter's plugin distributions importable by another interpreter: their
+    top-level packages (symlinks to where this interpreter imports them from) and their entry points (a
+    minimal ``.dist-info`` each), so a built environment runs the library's own backend and model.
+
+    Why: ``ttfg run --env`` and ``ttfg study env`` run each case in a built environment whose
+    ``PYTHONPATH`` holds only ttfg (the parent's path would leak this interpreter's packages in); a
+    library's plugin was then an "unknown backend" there. ``entry_points`` is ``{group: [name, ...]}``;
+    None when none of them is installed here (nothing to add).
+    """
+    import importlib.metadata as md
+    import importlib.util
+
+    dists: dict[str, md.Distribution] = {}
+    for group, names in entry_points.items():
+        for ep in md.entry_points(group=group):
+            if ep.name in names and ep.dist is not None:
+                dists[ep.dist.metadata["Name"]] = ep.dist
+    if not dists:
+        return None
+    links: dict[str, str] = {}
+    infos = []
+    for name, dist in sorted(dists.items()):
+        tops = (dist.read_text("top_level.txt") or "").split()
+        tops += [ep.module.split(".")[0] for ep in dist.entry_points]
+        for top in dict.fromkeys(tops):
+            spec = importlib.util.find_spec(top)
+            if spec is None:
+                continue
+            where = spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin
+            if where:
+                links[top if spec.submodule_search_locations else Path(where).name] = str(Path(where).resolve())
+        infos.append((name, dist.version, dist.read_text("entry_points.txt") or ""))
+    key = hashlib.sha256(json.dumps([sorted(links.items()), infos]).encode()).hexdigest()[:16]
+
+    def build(folder: Path) -> None:
+        for link, target in links.items():
+            (folder / link).symlink_to(target, target_is_directory=Path(target).is_dir())
+        for name, version, entry_points_txt in infos:
+            info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+            info.mkdir()
+            (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+            (info / "entry_points.txt").write_text(entry_points_txt)
+
+    return cache.get("plugins", f"plugins-{key}", build).path
+
+
+__all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "plugins_overlay", "self_overlay",
+           "uv_binary", "whence"]
