@@ -143,3 +143,21 @@ def test_naming_environments_and_choosing_them_from_declarations_are_not_mixed(r
     commit = _commit(repo, {"requirements.txt": "autograd==1.7.0\n"}, "base")
     with pytest.raises(UsageError, match="give one or the other"):
         _plan(repo, commit, commit, head_env="autograd==1.9.1", mode="declared")
+
+
+def test_one_commit_of_two_projects_installs_two_things(repo, tmp_path, monkeypatch):
+    """The source cache is keyed by commit and the project's folder: a monorepo's two projects at one
+    commit were one cache entry, and the second project's gate measured the first one's install."""
+    from ttfg.measure.sources import install
+
+    monkeypatch.setenv("TTFG_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("one", "two"):
+        (repo / name / name).mkdir(parents=True)
+        (repo / name / name / "__init__.py").write_text("")
+        (repo / name / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "1"\n'
+                                                    '[build-system]\nrequires = ["setuptools>=64"]\n'
+                                                    'build-backend = "setuptools.build_meta"\n')
+    commit = _commit(repo, {}, "two projects")
+    a = install(repo / "one", commit, folder="one")
+    b = install(repo / "two", commit, folder="two")
+    assert a.root != b.root and a.project == "one" and b.project == "two"

@@ -146,7 +146,7 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
                     continue
                 # The revision's own project, installed apart and first on the path: the suites and
                 # every probe they start import it, not whatever the interpreter has installed.
-                installed = install(tree / project, sha, python, what=f"{rev} ({sha[:8]})")
+                installed = install(tree / project, sha, python, what=f"{rev} ({sha[:8]})", folder=project.as_posix())
                 rev_env = {**env, "PYTHONPATH": str(installed.root), "ASV_PYTHONPATH": str(installed.root)}
                 _check_imports(python, rev_env, installed, rev)
                 print(f"ttfg asv: {rev} ({sha[:8]}): measuring {installed.project} installed in {installed.root}"

@@ -137,7 +137,7 @@ def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[st
         trees = stack.enter_context(worktrees(repo, revisions, prefix=prefix))
         sides = {}
         for role, rev in revisions.items():
-            installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role)
+            installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role, folder=project_dir)
             note(f"{role}: {installed.project} at {rev.short} "
                  + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
                  + f" ({installed.root})")

@@ -123,7 +123,8 @@ def _installed_names(root: Path) -> tuple[str, tuple[str, ...]]:
     return dist.metadata["Name"], tuple(packages)
 
 
-def install(tree: Path, commit: str | None, python: str = sys.executable, what: str = "revision") -> Installed:
+def install(tree: Path, commit: str | None, python: str = sys.executable, what: str = "revision",
+            folder: str = "") -> Installed:
     """Install the project at ``tree`` (a worktree of ``commit``) into its own cached folder.
 
     Parameters
@@ -136,6 +137,9 @@ def install(tree: Path, commit: str | None, python: str = sys.executable, what: 
         The interpreter that will import it.
     what : str
         Who asks (``base``, ``head``), for messages.
+    folder : str
+        The project's folder inside the repository (``install-path``), part of the cache key: one commit
+        of a repository holding two projects installs two different things.
 
     Raises
     ------
@@ -154,7 +158,9 @@ def install(tree: Path, commit: str | None, python: str = sys.executable, what: 
             raise
         project, packages = _installed_names(root)
         return Installed(root, project, packages, None, False, time.monotonic() - started)
-    key = f"{commit[:16]}-{interpreter_tag(python)}-{INSTALL_RECIPE}"
+    relative = folder.strip("/")
+    where = f"-{hashlib.sha256(relative.encode()).hexdigest()[:8]}" if relative not in ("", ".") else ""
+    key = f"{commit[:16]}{where}-{interpreter_tag(python)}-{INSTALL_RECIPE}"
     entry = cache.get("sources", key, lambda folder: _build(tree, python, folder, f"{what} ({commit[:10]})"))
     project, packages = _installed_names(entry.path)
     return Installed(entry.path, project, packages, commit, entry.cached, time.monotonic() - started)
