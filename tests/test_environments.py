@@ -374,3 +374,14 @@ def test_a_librarys_plugin_runs_inside_a_built_environment(shared_cache, plugins
     (case,) = [c for c in doc["cases"] if not c.get("skipped")]
     assert case["id"].endswith("/old") and case["samples"][0]["ok"], case["samples"][0].get("error")
     assert doc["environment"]["envs"]["old"]["versions"]["autograd"] == "1.7.0"
+
+
+def test_installed_revisions_can_be_pruned(ttfg_cache):
+    """The gate's source cache (one installed project per commit and folder) is cleared by
+    ``env prune --sources``; names are refused there (they are environments')."""
+    cache.get("sources", "abc-py311-r1", lambda folder: (folder / "x").write_text("1"))
+    out = run_ttfg("env", "prune", "--sources", "old", env={"TTFG_CACHE_DIR": str(ttfg_cache)})
+    assert out.returncode == 2 and "--sources" in out.stdout + out.stderr
+    out = run_ttfg("env", "prune", "--sources", env={"TTFG_CACHE_DIR": str(ttfg_cache)})
+    assert out.returncode == 0 and "removed installed revision abc-py311-r1" in out.stdout
+    assert cache.entries("sources") == []

@@ -75,4 +75,14 @@ def prune(names: list[str] | None, older_than: str | None, everything: bool,
     return [(e, describe_age(e.age_s)) for e in removed]
 
 
-__all__ = ["Listing", "build_all", "build_one", "listing", "prune"]
+def prune_sources(older_than: str | None, on_note: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+    """``ttfg env prune --sources``: installed revisions removed, each with its age in words."""
+    from ..fmt import parse_duration
+    from ..decide.noise import describe_age
+    from ..measure import env_cache
+
+    older = parse_duration(older_than, "--older-than") if older_than else None
+    return [(key, describe_age(age)) for key, age in env_cache.prune_sources(older, on_note)]
+
+
+__all__ = ["Listing", "build_all", "build_one", "listing", "prune", "prune_sources"]

@@ -69,10 +69,21 @@ def cmd_env_build(args) -> int:
 def cmd_env_prune(args) -> int:
     from ..app import environments
 
+    if args.sources:  # the installed revisions the gate keeps by commit and project folder
+        if args.names:
+            from ..errors import UsageError
+
+            raise UsageError("--sources removes installed revisions, all or --older-than; names are environments'")
+        gone = environments.prune_sources(args.older_than, on_note=print)
+        for key, age in gone:
+            print(f"removed installed revision {key} ({age} old)")
+        if not gone:
+            print("nothing matched: no installed revision removed")
+        return 0
     if not args.all and not args.names and args.older_than is None:
         from ..errors import UsageError
 
-        raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all")
+        raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all (or --sources)")
     removed = environments.prune(args.names, args.older_than, args.all, on_note=print)
     for e, age in removed:
         print(f"removed {e.name} ({e.key}, {age} old)")
@@ -101,4 +112,7 @@ def add_env_commands(sub) -> None:
     c.add_argument("names", nargs="*", metavar="NAME|KEY")
     c.add_argument("--older-than", metavar="DURATION", help="those built longer ago than this, e.g. 168h")
     c.add_argument("--all", action="store_true", help="every cached environment")
+    c.add_argument("--sources", action="store_true",
+                   help="remove the installed revisions instead (the gate's cache of each commit's project, keyed "
+                        "by commit and install-path): all, or with --older-than")
     c.set_defaults(func=cmd_env_prune)

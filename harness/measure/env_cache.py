@@ -103,4 +103,24 @@ def uv_cache_size() -> int:
     return cache.size_bytes(folder) if folder and folder.is_dir() else 0
 
 
-__all__ = ["CachedEnv", "cached", "prune", "uv_cache_size"]
+def prune_sources(older_than_s: float | None = None, on_note=None) -> list[tuple[str, float]]:
+    """Remove installed revisions (the gate's source cache, ``sources.install``): all, or those older than a
+    duration; one another process holds is kept and said. Returns ``[(key, age_s)]`` of those removed."""
+    note = on_note or (lambda text: None)
+    removed = []
+    for path in cache.entries("sources"):
+        try:
+            age = time.time() - (path / cache.MARKER).stat().st_mtime
+        except OSError:
+            continue
+        if older_than_s is not None and age <= older_than_s:
+            continue
+        if cache.in_use(path):
+            note(f"kept installed revision {path.name}: a running ttfg is measuring it")
+            continue
+        cache.remove(path)
+        removed.append((path.name, age))
+    return removed
+
+
+__all__ = ["CachedEnv", "cached", "prune", "prune_sources", "uv_cache_size"]

@@ -162,6 +162,7 @@ def install(tree: Path, commit: str | None, python: str = sys.executable, what: 
     where = f"-{hashlib.sha256(relative.encode()).hexdigest()[:8]}" if relative not in ("", ".") else ""
     key = f"{commit[:16]}{where}-{interpreter_tag(python)}-{INSTALL_RECIPE}"
     entry = cache.get("sources", key, lambda folder: _build(tree, python, folder, f"{what} ({commit[:10]})"))
+    cache.hold(entry.path)  # `ttfg env prune --sources` in another process leaves it while this one measures
     project, packages = _installed_names(entry.path)
     return Installed(entry.path, project, packages, commit, entry.cached, time.monotonic() - started)
 
