@@ -366,3 +366,23 @@ def test_a_calibration_is_quoted_to_the_digits_its_pairs_support():
     many = SimpleNamespace(pairs=60, sd=0.08712, sd_low=0.0741, sd_high=0.1057)
     assert view._sd_text(many) == "0.087" and view._ci_text(many) == "0.074-0.11"
     assert view.effect_text(0.0612, 60, fmt.supported_digits(many.pairs)) == "6.1 % (60)"
+
+
+def test_calibrate_measures_the_projects_cases_when_it_names_them(monkeypatch, capsys):
+    """A project's calibration is of its own cases (--backend, or the config's backends), not resnet15/autograd."""
+    from ttfg.cli import main
+    from ttfg.decide import calibrate as cal
+
+    seen = []
+
+    def sampler(settings=None):
+        def sample(case, index):
+            seen.append(case.id)
+            raise KeyboardInterrupt
+        return sample
+
+    monkeypatch.setattr(cal, "cold_sampler", sampler)
+    main(["doctor", "--calibrate", "--budget", "1h", "--model", "resnet15:blocks=1", "--backend", "torch.eager",
+          "--format", "json"])
+    capsys.readouterr()
+    assert seen and seen[0].startswith("resnet15:blocks=1/torch.eager/")

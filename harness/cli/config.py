@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..project import config as project_config
 
 #: Which option of which command each config key sets: ``{key: {command: dest}}``.
-SELECTING = ("check", "run", "gate", "bisect", "shards", "releases", "config")
+SELECTING = ("check", "run", "gate", "bisect", "shards", "releases", "doctor", "config")
 TARGETS: dict[str, dict[str, str]] = {
     "models": {c: "model" for c in SELECTING},
     "backends": {c: "backend" for c in SELECTING},

@@ -41,7 +41,7 @@ def add_doctor_commands(sub) -> None:
                    help="count N processes of each selected case (instructions, allocations) and keep each case's "
                         "count margin for the gate (twice their spread; refreshed only when it moved by more than a "
                         "third); select with --model and --backend (default: resnet15 with jax.jit)")
-    add_selection(p, default_model="resnet15", backend_help="backend name (default with --calibrate-counts: jax.jit)")
+    add_selection(p, default_model="resnet15", backend_help="backend name (default with --calibrate-counts: jax.jit; with --calibrate: the default calibration cases unless a backend is given here or in the config)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output (default: table)")
     p.set_defaults(func=cmd_doctor)
 
@@ -63,7 +63,12 @@ def cmd_doctor(args) -> int:
         out.print(view.summary_line(findings, missing))
     calibration = stored_at = None
     if args.calibrate:
-        cases, notes = doctor.cases_to_calibrate()
+        if args.backend:  # the project's cases (--backend, or the config's backends): what its gate measures
+            from .selection import runnable_selection
+
+            cases, notes = runnable_selection(args, progress, "calibrate")[0], []
+        else:
+            cases, notes = doctor.cases_to_calibrate()
         what = f"{cases[0].model} with {', '.join(c.backend for c in cases)}" if cases else "nothing"
         progress.print(f"calibrating for about {budget_s:g} s on {what} (Ctrl-C stops and keeps what is done)",
                        highlight=False)
