@@ -93,7 +93,7 @@ def test_the_culprit_is_found_named_and_reproducible_and_a_rerun_reads_the_state
     assert json.loads((tmp_path / "bisect.json").read_text()) == doc
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a bisect stopped and resumed (about 30 s); the culprit test stays in make test
 def test_a_stopped_bisect_continues_where_it_stopped(history, tmp_path):
     c = history["commits"]
     args = ["--good", c[0], "--bad", c[-1], "--tiers", "structural", "--out-dir", str(tmp_path)]

@@ -363,7 +363,7 @@ def test_a_dependency_bump_names_the_package_that_changed():
     assert note.endswith("packages that differ: numpy 2.4.6 -> 2.2.6.")
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a built environment and a run in it: make test-all and CI run it
 def test_a_librarys_plugin_runs_inside_a_built_environment(shared_cache, plugins, tmp_path):
     """``run --env`` ran a built environment with ttfg on its path and nothing else: a library's own backend
     and model were "unknown" there. Now the library's packages and entry points go with it."""

@@ -224,7 +224,7 @@ def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_
     assert "persistent cache misses 0 -> " in warm.stdout and "gate failed" in warm.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.full  # two gates, cold and warm (about 28 s); the warm experiment above stays in make test
 def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
     out = tmp_path / "both"
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}

@@ -193,7 +193,7 @@ def test_a_project_in_a_subfolder_of_its_repository_is_installed_from_install_pa
     shutil.rmtree(tmp_path / "out")
 
 
-@pytest.mark.slow
+@pytest.mark.full  # a repository and an editable install of its own (about 30 s): make test-all and CI run it
 def test_a_pull_request_that_adds_a_backend_reports_a_new_case(tmp_path):
     """The head adds a backend: its case is new (measured on the head, shown, exit 0), never "base cannot
     run ... unknown backend", exit 2, which broke CI for every pull request that adds a case."""
