@@ -145,25 +145,16 @@ def cmd_bisect(args) -> int:
     from .outputs import holding, output_dir
     from .selection import runnable_selection
     from ..app import bisect as use_case
-    from ..app import gate as gate_use_case
-    from ..errors import UsageError
+    from .gate import decision_settings
     from ..fmt import parse_duration
     from ..present.bisect_views import conclusion_lines, path_table
     from ..present.terminal import console as make_console
 
     as_data = args.format == "json"
     console = make_console(stderr=as_data)
-    try:
-        total = parse_duration(args.total_budget) if args.total_budget else None
-    except UsageError as exc:
-        raise UsageError(f"--total-budget: {exc}") from None
+    total = parse_duration(args.total_budget, "--total-budget") if args.total_budget else None
     output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY))
-    settings = gate_use_case.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
-                                      min_pairs=args.min_pairs, max_pairs=args.max_pairs,
-                                      budget_s=parse_duration(args.budget), max_failures=args.max_failures,
-                                      allocations=False, alloc_repeat=1, profiles=args.profiles,
-                                      timeout_s=args.timeout, threads=args.threads, tiers=args.tiers,
-                                      count_repeat=args.count_repeat, guard=args.guard)
+    settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "bisect")

@@ -217,14 +217,7 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
 
 
 def project_dir(args, repo: Path) -> str | None:
-    """The project's folder inside ``repo``'s git repository, as the config's ``install-path`` gives it
-    (posix, "" for the root), or None when no config says (each command's own default then).
-
-    Raises
-    ------
-    ConfigError
-        For a folder outside the repository, or one that holds no Python project here.
-    """
+    """``app.workspace.project_dir`` for the config the command line read (``args.project_config``)."""
     from ..app.workspace import project_dir as configured_folder
 
     return configured_folder(getattr(args, "project_config", None), repo)

@@ -173,12 +173,24 @@ class _PrintedEvents:
         self._line(_progress_line(event))
 
 
+def decision_settings(args, **gate_only):
+    """The gate's settings from the options every comparison takes (``ttfg gate``, each step of ``ttfg bisect``),
+    plus ``gate_only``: what one command adds or fixes (the warm cache, allocations)."""
+    from ..app import gate
+    from ..fmt import parse_duration
+
+    return gate.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha, min_pairs=args.min_pairs,
+                         max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
+                         max_failures=args.max_failures, profiles=args.profiles, timeout_s=args.timeout,
+                         threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard,
+                         **gate_only)
+
+
 def cmd_gate(args) -> int:
     from .selection import runnable_selection
     from .config import project_dir
     from ..app import gate
     from ..errors import UsageError
-    from ..fmt import parse_duration
     from ..present.terminal import console as make_console
 
     from .outputs import not_an_input, output_dir, output_file
@@ -193,13 +205,9 @@ def cmd_gate(args) -> int:
     output_dir(args.out_dir, "--out-dir", files=("base.json", "head.json", "gate.json", "summary.md"))
     output_file(args.write_suggested, "--write-suggested")
     not_an_input(args.write_suggested, "--write-suggested", [args.expectations])
-    settings = gate.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha,
-                                 min_pairs=args.min_pairs, max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
-                                 max_failures=args.max_failures, allocations=args.allocations,
-                                 alloc_repeat=args.alloc_repeat, profiles=args.profiles, timeout_s=args.timeout,
-                                 threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat,
-                                 guard=args.guard, cache=args.cache, cache_dir=args.cache_dir,
-                                 strict_counters=args.strict_counters, recount=args.recount)
+    settings = decision_settings(args, allocations=args.allocations, alloc_repeat=args.alloc_repeat,
+                                 cache=args.cache, cache_dir=args.cache_dir, strict_counters=args.strict_counters,
+                                 recount=args.recount)
     if args.backend is None:
         args.backend = ["jax.jit"]
     cases, skipped = runnable_selection(args, console, "gate")

@@ -105,10 +105,10 @@ class TierStep:
     edge: bool = False
 
     def to_json(self) -> dict:
-        return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
-                "broken": self.broken,
-                "evidence": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                              for k, v in e.items()} for e in self.evidence]}
+        """The step as ``gate.json`` keeps it: the outcome's plain record's JSON (``gate_outcome.TierData``)."""
+        from ..results.gate_outcome import TierData
+
+        return TierData.of(self).to_json()
 
 
 @dataclass

@@ -144,12 +144,24 @@ def resolve(folder: Path, python: str | None = None, what: str = "the declaratio
         inputs.append("pyproject.toml")
     if not inputs:
         return Resolution()
+    return Resolution(_compile(inputs, folder, python, f"{what} ({' + '.join(inputs)})"), tuple(inputs))
+
+
+def _compile(inputs: list[str], folder: Path, python: str, what: str) -> tuple[str, ...]:
+    """``uv pip compile`` of ``inputs`` (files in ``folder``): exact requirement lines, the project itself left out.
+
+    Raises
+    ------
+    DeclarationError
+        Quoting uv.
+    """
+    from .uv import resolver_message, run_uv
+
     out = run_uv(["pip", "compile", *inputs, "--python", python, "--quiet", "--no-header", "--no-annotate"], what,
-              RESOLVE_TIMEOUT_S, cwd=folder)
+                 RESOLVE_TIMEOUT_S, cwd=folder)
     if out.returncode != 0:
-        raise DeclarationError(f"{what} ({' + '.join(inputs)}) cannot be resolved:\n"
-                               f"{resolver_message(out.stderr + out.stdout)}")
-    return Resolution(_requirement_lines(out.stdout, folder), tuple(inputs))
+        raise DeclarationError(f"{what} cannot be resolved:\n{resolver_message(out.stderr + out.stdout)}")
+    return _requirement_lines(out.stdout, folder)
 
 
 def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -170,14 +182,8 @@ def resolve_file(path: Path, python: str | None = None) -> Resolution:
     """
     import sys
 
-    from .uv import resolver_message, run_uv
-
     path = path.resolve()
-    out = run_uv(["pip", "compile", path.name, "--python", python or sys.executable, "--quiet", "--no-header",
-                  "--no-annotate"], str(path), RESOLVE_TIMEOUT_S, cwd=path.parent)
-    if out.returncode != 0:
-        raise DeclarationError(f"{path.name} cannot be resolved:\n{resolver_message(out.stderr + out.stdout)}")
-    return Resolution(_requirement_lines(out.stdout, path.parent), (path.name,))
+    return Resolution(_compile([path.name], path.parent, python or sys.executable, path.name), (path.name,))
 
 
 def _has_dependencies(pyproject: Path) -> bool:
