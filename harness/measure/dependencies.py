@@ -40,10 +40,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-#: Files that can carry dependency declarations (a change to one means: resolve both sides and compare).
+#: Files that can carry dependency declarations, as glob patterns relative to a project's folder (a change to
+#: one means: resolve both sides and compare). ``ttfg init``'s pull-request workflow watches the same files.
 DECLARATION_PATTERNS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements*.txt", "requirements*.in",
-                        "constraints*.txt", "constraints*.in", "requirements/*", "*/requirements/*", "*.lock",
-                        "pylock*.toml", "Pipfile")
+                        "requirements/**", "constraints*.txt", "constraints*.in", "*.lock", "pylock*.toml", "Pipfile")
 #: Lock files ttfg can compare but not build from.
 UNREADABLE = ("poetry.lock", "Pipfile.lock", "pylock.toml")
 RESOLVE_TIMEOUT_S = 300
@@ -85,7 +85,8 @@ def _pins(lines: tuple[str, ...]) -> dict[str, str]:
 def is_declaration(path: str) -> bool:
     """Whether a file of the repository can carry dependency declarations (``DECLARATION_PATTERNS``)."""
     name = PurePosixPath(path).name
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) for p in DECLARATION_PATTERNS)
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) or fnmatch.fnmatch(path, "*/" + p)
+               for p in DECLARATION_PATTERNS)
 
 
 def changed_declarations(repo: Path, base: str, head: str) -> list[str]:

@@ -14,9 +14,8 @@ import re
 import tomllib
 from pathlib import Path
 
-#: The declaration files, as paths filter patterns relative to a project's folder.
-PATTERNS = ("pyproject.toml", "setup.cfg", "setup.py", "requirements*.txt", "requirements/**", "constraints*.txt",
-            "*.lock", "pylock*.toml", "Pipfile")
+from ..measure.dependencies import DECLARATION_PATTERNS
+
 #: Frameworks a starter backend exists for, the most specific first (flax and equinox declare jax too).
 FRAMEWORKS = ("flax", "equinox", "jax", "torch", "autograd")
 #: The modules each starter imports (the project's package is added to them).
@@ -61,7 +60,7 @@ def watched_paths(root: Path, folder: Path, package_dir: Path | None) -> list[st
     paths = [f"{prefix}**"] if prefix else []
     if not prefix and package_dir is not None:
         paths.append(f"{package_dir.resolve().relative_to(root.resolve()).as_posix()}/**")
-    paths += list(PATTERNS)
+    paths += list(DECLARATION_PATTERNS)  # the files the gate resolves again when one changes
     paths += [p for p in includes(folder, root) if not (prefix and p.startswith(prefix))]
     paths += ["ttfg.toml", ".github/workflows/ttfg-perf-gate.yml"]
     return list(dict.fromkeys(paths))
@@ -101,4 +100,4 @@ def framework(folder: Path) -> str:
     return next((f for f in FRAMEWORKS if f in names), "autograd")
 
 
-__all__ = ["FRAMEWORKS", "MODULES", "PATTERNS", "declared_names", "framework", "includes", "watched_paths"]
+__all__ = ["FRAMEWORKS", "MODULES", "declared_names", "framework", "includes", "watched_paths"]
