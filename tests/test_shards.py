@@ -661,3 +661,32 @@ def test_shards_of_a_run_over_environments_merge(tmp_path):
     ids = [c["id"] for c in json.loads((tmp_path / "all.json").read_text())["cases"]]
     assert sorted(ids) == ["resnet15:blocks=1/autograd/params=args,chain=unrolled/current",
                            "resnet15:blocks=2/autograd/params=args,chain=unrolled/current"]
+
+
+def test_an_accepted_regression_stays_accepted_when_the_shards_merge(sharded_gates, cli, tmp_path):
+    """A ``Ttfg-Accept`` trailer that accepted a regression in its shard passes the merged gate too, and the
+    merged outputs say who accepted it and why; a trailer no shard used is reported unused, once."""
+    _, dirs, slow = sharded_gates
+    trailers = [{"case": slow, "metric": "*", "reason": "the model grew on purpose", "author": "Ada <a@b>",
+                 "commit": "c" * 40, "used_by": [], "problem": None},
+                {"case": "nothing/*", "metric": "*", "reason": "matches nothing", "author": "Bob <b@c>",
+                 "commit": "c" * 40, "used_by": [], "problem": None}]
+    for d in dirs:
+        def accept(doc):
+            mine = [c for c in doc["cases"] if c["case"] == slow]
+            for c in mine:
+                c["accepted"] = {k: trailers[0][k] for k in ("case", "metric", "reason", "author", "commit")}
+                doc["exit_code"] = 0
+            doc["acceptances"] = [{**trailers[0], "used_by": [c["case"] for c in mine]}, dict(trailers[1])]
+        _edit(d / "gate.json", accept)
+    out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "merged"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "merged" / "gate.json").read_text())
+    assert doc["exit_code"] == 0
+    assert [(a["reason"], a["used_by"]) for a in doc["acceptances"]] == [
+        ("the model grew on purpose", [slow]), ("matches nothing", [])]
+    summary = (tmp_path / "merged" / "summary.md").read_text()
+    assert "(1 accepted regression(s), see below)" in summary.splitlines()[1]
+    assert "Accepted, so not failing:" in doc["passing_means"] and "Ada" in summary
+    assert "Unused Ttfg-Accept trailer(s): 'nothing/* * matches nothing'" in doc["passing_means"]
+    assert summary.count("Unused Ttfg-Accept trailer(s)") == 1

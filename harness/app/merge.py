@@ -35,7 +35,8 @@ def merge_gate(dirs: list[str], out_dir: Path, force: bool = False, step_summary
     from ..decide.merge_gate import load_shard, merge_gates
     from ..files import append_step_summary, replace_together
     from ..present.shard_views import merged_gate_markdown
-    from ..present.verdicts import passing_sentence
+    from ..present.gate_views import cases_of
+    from ..present.verdicts import acceptance_note, evidence_note, passing_sentence
     from ..results.format import strict_json
     from ..results.io import dumps
 
@@ -49,6 +50,9 @@ def merge_gate(dirs: list[str], out_dir: Path, force: bool = False, step_summary
             [c["verdict"].get("detectable") for c in merged.doc["cases"]
              if c["verdict"].get("verdict") == "inconclusive"],
             guard=settings.get("guard"), tiers=settings.get("tiers"))
+        cases = cases_of(merged.doc["cases"])
+        notes = [n for n in (acceptance_note(cases, merged.doc.get("acceptances")), evidence_note(cases)) if n]
+        merged.doc["passing_means"] = " ".join([merged.doc["passing_means"], *notes])
     summary = merged_gate_markdown(merged.doc)
     document = json.dumps(strict_json(merged.doc), indent=1, allow_nan=False) + "\n"
     # Every output is built before any is written; then the set replaces the old one as a whole

@@ -35,7 +35,7 @@ from ..results.model import Results
 from ..results.validate import fingerprint_from_json, shard_from_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN
 
-__all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_exit_code", "side_mismatch"]
+__all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_acceptances", "merged_exit_code", "side_mismatch"]
 
 #: What a gate's output folder holds.
 GATE_FILE, SIDES = "gate.json", ("base", "head")
@@ -230,7 +230,25 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
            "fingerprint": None if any(n.startswith("--force") for n in notes) or not finished
            else first_doc.get("fingerprint"),
            "notes": notes, "files": {}}
+    acceptances = merged_acceptances([s.doc for s in finished])
+    if acceptances:
+        doc["acceptances"] = acceptances
     return MergedGate(doc, merged_sides, notes)
+
+
+def merged_acceptances(docs: list[dict]) -> list[dict]:
+    """Every shard's ``Ttfg-Accept`` trailers as one list: each trailer once, accepting the cases it accepted in any shard.
+
+    Every shard reads the same trailers (the head's commits); each knows only the cases it gated, so a
+    trailer unused in one shard may be used in another, and is unused only when no shard used it.
+    """
+    merged: dict[tuple, dict] = {}
+    for doc in docs:
+        for a in doc.get("acceptances") or []:
+            key = (a.get("commit"), a.get("case"), a.get("metric"), a.get("reason"), a.get("author"))
+            entry = merged.setdefault(key, {**a, "used_by": []})
+            entry["used_by"] += [c for c in a.get("used_by") or [] if c not in entry["used_by"]]
+    return list(merged.values())
 
 
 #: Why a shard's cases stopped, when that makes the shard's own exit code 2 (``results.gate_file``).
@@ -240,10 +258,11 @@ BROKEN_STOPS = (BASE_BROKEN, COUNT_BROKEN)
 def merged_exit_code(shards: list[dict], cases: list[dict]) -> int:
     """The worst of every shard's exit code (a missing or unfinished one counts as 2) and of the merged verdicts.
 
-    Worst means 2 over 1 over 0 (see the module docstring).
+    Worst means 2 over 1 over 0 (see the module docstring). A regression a ``Ttfg-Accept`` trailer accepted
+    fails the merged gate no more than it failed its shard.
     """
     codes = [2 if e.get("exit_code") is None else e["exit_code"] for e in shards]
-    if any(c["verdict"]["verdict"] == "regressed" for c in cases) or any(e.get("expectation_failures")
+    if any(c["verdict"]["verdict"] == "regressed" and not c.get("accepted") for c in cases) or any(e.get("expectation_failures")
                                                                         for e in shards):
         codes.append(1)
     if not cases or any(c.get("stop") == BASE_BROKEN for c in cases):

@@ -55,6 +55,9 @@ def merged_gate_markdown(merged: dict) -> str:
 
     code = merged["exit_code"]
     decision = DECISIONS[code]
+    accepted = [c for c in merged["cases"] if c["verdict"]["verdict"] == "regressed" and c.get("accepted")]
+    if accepted:
+        decision += f" ({len(accepted)} accepted regression(s), see below)"
     settings = merged.get("settings") or {}
     metric = settings.get("metric", "first_grad_s")
     base, head = merged.get("base") or {}, merged.get("head") or {}

@@ -91,21 +91,21 @@ def passing_means(outcome, check=None) -> str:
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
     sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
                                 str(check.path) if check is not None else None, s.guard, s.tiers)
-    notes = [n for n in (acceptance_note(outcome), evidence_note(outcome.cases)) if n]
+    notes = [n for n in (acceptance_note(outcome.cases, outcome.acceptances), evidence_note(outcome.cases)) if n]
     return " ".join([sentence, *notes])
 
 
-def acceptance_note(outcome) -> str:
+def acceptance_note(cases, acceptances) -> str:
     """``Accepted, so not failing: case (instructions +3.0 %) by A <a@b> in 1234567890: reason. Unused Ttfg-Accept
     trailer(s): ...``: every regression a commit trailer accepted, with who and why, and every trailer that
     accepted nothing or cannot be read. Empty when the head's commits carry none."""
     parts = []
-    accepted = [c for c in outcome.cases if c.verdict.verdict == "regressed" and getattr(c, "accepted", None)]
+    accepted = [c for c in cases if c.verdict.verdict == "regressed" and c.accepted]
     if accepted:
         parts.append("Accepted, so not failing: " + "; ".join(
             f"{c.case} ({c.metric or 'failures'} {fmt.factor(c.verdict.ratio)}) by {c.accepted['author']} in "
             f"{str(c.accepted['commit'])[:10]}: {c.accepted['reason']}" for c in accepted) + ".")
-    unused = [a for a in getattr(outcome, "acceptances", None) or [] if not a.get("used_by")]
+    unused = [a for a in acceptances or [] if not a.get("used_by")]
     if unused:
         parts.append("Unused Ttfg-Accept trailer(s): " + "; ".join(
             f"'{a['case']} {a['metric']} {a['reason']}' by {a['author']} in {str(a['commit'])[:10]} "
