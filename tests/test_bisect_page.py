@@ -21,7 +21,7 @@ from ttfg.results.bisect_file import STATUSES, load_bisect
 from ttfg.results.format import ResultsError
 
 from .conftest import run_ttfg
-from .test_bisect_search import Levels, request
+from .test_bisect_search import CASE, Levels, request
 from .user_project import git
 
 
@@ -33,6 +33,12 @@ class Valued(Levels):
         for c in record["cases"]:
             c["base"], c["head"] = 1000.0 * (1 + self.level[older]), 1000.0 * (1 + self.level[newer])
             c["reason"] = f"counters.x {c['ratio']:.2f}x (margin ±1 %)"
+        if profiles:  # the culprit against its parent: the gate's attribution
+            record["attribution"] = [{"case": CASE, "metric": "first_grad_s",
+                                      "phase": {"phase": "trace", "delta_s": 0.25, "ratio": 1.5},
+                                      "counters": [{"metric": "counters.x", "base": 1000.0, "head": 2000.0}],
+                                      "functions": [{"fn": "<b>scale</b>", "file": "ops.py", "line": 7, "delta": 0.2,
+                                                     "unit": "s", "presence": "both"}]}]
         return record
 
 
@@ -48,9 +54,9 @@ def repo(tmp_path):
     return root, shas
 
 
-def _bisect(repo, out_dir, levels, **kw) -> dict:
+def _bisect(repo, out_dir, levels, asked=None, **kw) -> dict:
     root, shas = repo
-    use_case.run(request(root, shas, out_dir), compare=Valued(shas, levels, **kw))
+    use_case.run(request(root, shas, out_dir, **(asked or {})), compare=Valued(shas, levels, **kw))
     return load_bisect(out_dir / "bisect.json")
 
 
@@ -69,6 +75,7 @@ def test_the_page_shows_the_search_the_culprit_and_the_repro_from_the_document_a
         assert p["commit"][:10] in page
     assert "same as good" in page and "same as bad" in page
     assert "margin ±1 %" in page  # a count's margin, from the comparison's reason
+    assert "phase that moved most: trace" in page and "function grew in its own time: &lt;b&gt;scale" in page
     assert "data:image/png;base64," in page and "<script" not in page
     metric, points = plot_points(doc)
     assert metric == "counters.x"
@@ -77,10 +84,13 @@ def test_the_page_shows_the_search_the_culprit_and_the_repro_from_the_document_a
     assert all(p.value is not None for p in points)  # every tested commit has its value
 
 
-def test_no_step_a_range_and_two_steps_say_what_the_terminal_says(repo, tmp_path):
+def test_every_ending_says_what_the_terminal_says(repo, tmp_path):
     for name, levels, kw, status in (("same", [0] * 9, {}, "no step"),
                                      ("range", [0] * 5 + [1] * 4, {"broken": [4]}, "range"),
-                                     ("two", [0, 0, 1, 1, 1, 1, 5, 5, 5], {}, "found")):
+                                     ("two", [0, 0, 1, 1, 1, 1, 5, 5, 5], {}, "found"),
+                                     ("undecided", [0] * 5 + [1] * 4, {"unknown": [4]}, "undecided"),
+                                     ("stopped", [0] * 5 + [1] * 4, {"asked": {"total_budget_s": 0}}, "stopped"),
+                                     ("swapped", [1] * 5 + [0] * 4, {}, "swapped")):
         doc = _bisect(repo, tmp_path / name, levels, **kw)
         assert doc["status"] == status
         page = bisect_page(doc)

@@ -96,7 +96,7 @@ class _BisectReader(_Reader):
             c = self.obj(c, at)
             self.text(self.key(c, "metric", f"{at}."), f"{at}.metric")
             for k in ("base", "head"):
-                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "number", optional=False)
+                self.value(c.get(k), f"{at}.{k}", "number")
         for i, f in enumerate(self.seq(raw.get("functions") or [], f"{where}.functions")):
             at = f"{where}.functions[{i}]"
             f = self.obj(f, at)
