@@ -13,10 +13,10 @@ must stay a device) is marked ``WRONG`` and makes the script exit 1.
 
 The rows ``env N`` are issue 29's classes (environments told apart by content, hostile sweeps, the
 environment cache), none of which builds an environment. The rows after the first 33 are issue 25's
-21 classes (``class N`` in the first column), each as a
-real process, then issue 32's ``ttfg bisect`` refusals (and its one row that is no refusal: ``--good``
-and ``--bad`` the same commit is "no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
-revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
+21 classes (``class N`` in the first column), each as a real process, then issue 32's ``ttfg
+bisect`` refusals (and its one row that is no refusal: ``--good`` and ``--bad`` the same commit is
+"no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times out in 2 of 3
+processes) needs a real gate of two revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
 ``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
 (each row is a fresh interpreter; three rows run probes).
 """
@@ -277,8 +277,8 @@ def _bisect_files(d: Path) -> dict:
 def _bisect_doc() -> dict:
     """A small finished bisect.json: the culprit found in one step (what ``ttfg bisect`` writes, abridged)."""
     commits = ["a" * 40, "b" * 40, "c" * 40]
-    info = lambda c, subject: {"commit": c, "short": c[:10], "subject": subject, "author": "t <t@example.com>",  # noqa: E731
-                               "date": "2026-12-04T00:00:00+00:00"}
+    info = lambda c, subject: {"commit": c, "short": c[:10], "subject": subject,  # noqa: E731
+                               "author": "t <t@example.com>", "date": "2026-12-04T00:00:00+00:00"}
     compare = lambda against, base, head, verdict: {  # noqa: E731
         "against": against, "base": base, "head": head, "verdict": verdict, "error": None, "folder": "steps/x",
         "cases": [{"case": "m/b/v", "verdict": verdict, "tier": "structural", "metric": "counters.x", "ratio": 1.5,
