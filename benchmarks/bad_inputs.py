@@ -8,13 +8,15 @@ verdict's exit code; ``COLUMNS=0`` still prints). A row whose exit code is not t
 whose output has a traceback, or whose own check fails (a file that must not change, a device that
 must stay a device) is marked ``WRONG`` and makes the script exit 1.
 
-    python benchmarks/bad_inputs.py            # the table on stdout
+    python benchmarks/bad_inputs.py                  # the table on stdout
+    python benchmarks/bad_inputs.py --only bisect "report --bisect"   # the rows starting with either
 
 The rows ``env N`` are issue 29's classes (environments told apart by content, hostile sweeps, the
 environment cache), none of which builds an environment. The rows after the first 33 are issue 25's
-21 classes (``class N`` in the first column), each as a
-real process, then issue 32's ``ttfg bisect`` refusals. Class 4 (a head that times out in 2 of 3 processes) needs a real gate of two
-revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
+21 classes (``class N`` in the first column), each as a real process, then issue 32's ``ttfg
+bisect`` refusals (and its one row that is no refusal: ``--good`` and ``--bad`` the same commit is
+"no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times out in 2 of 3
+processes) needs a real gate of two revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
 ``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
 (each row is a fresh interpreter; three rows run probes).
 """
@@ -201,6 +203,7 @@ def _files(d: Path) -> dict:
     made["confirmations"] = _write(d / "confirmations.json", {"format": "ttfg-confirmations", "version": 1, "steps": {
         step_key("m/b/v", "first_grad_s", "a" * 40, "b" * 40): {"status": "confirmed"}}})
     made.update(_environment_files(d))
+    made.update(_bisect_files(d))
     made["cal-good"] = d / "cache-good"
     _calibration(made["cal-good"], 40)
     made["cal-deep"] = d / "cache-deep"
@@ -252,6 +255,42 @@ def _environment_files(d: Path) -> dict:
     made["env-other"] = str(_write(d / "env-other.json", with_envs({"old": other}, ["old"])))
     made["env-both"] = str(_write(d / "env-both.json", with_envs({"old": old, "current": current}, ["old", "current"])))
     return made
+
+
+def _bisect_files(d: Path) -> dict:
+    """Issue 32's inputs: a repository whose checked-out end has an uncommitted change, and bisect.json files."""
+    repo = d / "bisect-dirty-repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",  # noqa: E731
+                                     "user.email=t@example.com", *a], check=True, capture_output=True)
+    git("init", "-q", "-b", "main")
+    for n in (1, 2):
+        (repo / "model.py").write_text(f"DEPTH = {n}\n")
+        git("add", "model.py")
+        git("commit", "-q", "-m", f"depth {n}")
+    (repo / "model.py").write_text("DEPTH = 3\n")  # uncommitted
+    return {"bisect-dirty-repo": repo, "bisect-cut": _write(d / "bisect-cut" / "bisect.json",
+                                                            '{"format": "ttfg-bisect", "version": 1, "status": "fo'),
+            "bisect-found": _write(d / "bisect-found" / "bisect.json", _bisect_doc())}
+
+
+def _bisect_doc() -> dict:
+    """A small finished bisect.json: the culprit found in one step (what ``ttfg bisect`` writes, abridged)."""
+    commits = ["a" * 40, "b" * 40, "c" * 40]
+    info = lambda c, subject: {"commit": c, "short": c[:10], "subject": subject,  # noqa: E731
+                               "author": "t <t@example.com>", "date": "2026-12-04T00:00:00+00:00"}
+    compare = lambda against, base, head, verdict: {  # noqa: E731
+        "against": against, "base": base, "head": head, "verdict": verdict, "error": None, "folder": "steps/x",
+        "cases": [{"case": "m/b/v", "verdict": verdict, "tier": "structural", "metric": "counters.x", "ratio": 1.5,
+                   "base": 2.0, "head": 3.0, "pairs": 1, "stop": "decided", "reason": ""}]}
+    return {"format": "ttfg-bisect", "version": 1, "status": "found", "exit_code": 1, "good": info(commits[0], "good"),
+            "bad": info(commits[2], "bad"), "commits": commits, "merges": [], "cases": ["m/b/v"],
+            "ends": compare("ends", commits[0], commits[2], "regressed"),
+            "probes": [{"commit": commits[1], "state": "good", "attempts": 1, "counts_as": "good", "reason": "",
+                        "evidence": [compare("good", commits[0], commits[1], "unchanged")]}],
+            "culprit": {**info(commits[2], "slower"), "parent": commits[1]},
+            "culprit_evidence": compare("parent", commits[1], commits[2], "regressed"),
+            "repro": f"ttfg gate --base {commits[1][:12]} --head {commits[2][:12]}", "elapsed_s": 1.0}
 
 
 # --------------------------------------------------------------------------- checks after a row
@@ -492,6 +531,32 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("bisect: `--retries -1`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--retries", "-1"]),
         Row("bisect: `--total-budget soon`", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny,
                                               "--total-budget", "soon", "--out-dir", out("bisect-budget")]),
+        Row("bisect: `--budget soon` (per comparison)", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny,
+                                                         "--budget", "soon", "--out-dir", out("bisect-budget")]),
+        Row("bisect: an uncommitted change at the checked-out end",
+            ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny, "--repo", str(m["bisect-dirty-repo"]),
+             "--out-dir", out("bisect-dirty")],
+            check=_all(_contains("uncommitted changes"), _contains("model.py"),
+                       _unchanged(m["bisect-dirty-repo"] / "model.py"))),
+        Row("bisect: `--out-dir` a file", ["bisect", "--good", "HEAD~1", "--bad", "HEAD", *tiny, "--allow-dirty",
+                                           "--out-dir", str(d / "plain.json")],
+            check=_all(_contains("is a file"), _unchanged(d / "plain.json"))),
+        Row("bisect: good and bad the same commit (no step: nothing to bisect)", expect=0,
+            argv=["bisect", "--good", "HEAD", "--bad", "HEAD", *tiny, "--allow-dirty", "--out-dir", out("bisect-same")],
+            check=_contains("the same commit")),
+        Row("report --bisect: a bisect.json cut short", ["report", "--bisect", str(m["bisect-cut"]),
+                                                         "--out", out("bisect-cut.html")],
+            check=_all(_contains("not JSON"), _contains(str(m["bisect-cut"])))),
+        Row("report --bisect: `--out` the bisect.json itself", ["report", "--bisect", str(m["bisect-found"]),
+                                                                "--out", str(m["bisect-found"])],
+            check=_unchanged(m["bisect-found"])),
+        Row("report --bisect with `--releases`", ["report", "--bisect", str(m["bisect-found"]), "--releases",
+                                                  m["sweep"], "--out", out("bisect-both.html")],
+            check=_contains("give one or the other")),
+        Row("report --bisect: a finished bisect drawn", expect=0,
+            argv=["report", "--bisect", str(m["bisect-found"]), "--out", out("bisect.html")],
+            check=lambda p: None if "ccccccccccccccccccccccccccccccccccccccc" in Path(out("bisect.html")).read_text()
+            else "the page lacks the culprit"),
     ]
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -523,13 +588,20 @@ def _holders(d: Path, m: dict) -> list[subprocess.Popen]:
     return procs
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run the CLI on bad inputs; print a Markdown table.")
+    parser.add_argument("--only", nargs="+", metavar="TEXT",
+                        help="only the rows whose first column starts with one of these (e.g. 'bisect', "
+                             "'report --bisect', 'class 8')")
+    args = parser.parse_args(argv)
     wrong = 0
     with tempfile.TemporaryDirectory(prefix="ttfg-bad-inputs-") as tmp:
         d = Path(tmp)
         m = _files(d)
         (d / "out").mkdir()
-        rows = _cases(d, m)
+        rows = [r for r in _cases(d, m) if args.only is None or r.what.startswith(tuple(args.only))]
         holders = _holders(d, m)
         try:
             print("| bad input | exit (expected) | message |\n| --- | --- | --- |")

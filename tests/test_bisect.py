@@ -17,6 +17,8 @@ import subprocess
 import pytest
 
 from ttfg.app.bisect import first_parent_range
+from ttfg.present.bisect_page import bisect_page
+from ttfg.results.bisect_file import load_bisect
 from ttfg.measure.worktrees import resolve
 
 from .user_project import git, layered_venv, write_project
@@ -88,6 +90,8 @@ def test_the_culprit_is_found_named_and_reproducible_and_a_rerun_reads_the_state
     assert "culprit found" in summary and c[CULPRIT_AT][:10] in summary
     steps = [e for p in doc["probes"] for e in p["evidence"]]
     assert steps and all(e["folder"].endswith("-counts") for e in steps)  # no step needed wall time
+    page = bisect_page(load_bisect(tmp_path / "bisect.json"))  # the page's reader takes what a real bisect writes
+    assert c[CULPRIT_AT] in page and "_mylab_slow_scale_work" in page
     again = bisect(history, "--good", c[0], "--bad", c[-1], *tiers, "--out-dir", str(tmp_path), timeout=60)
     assert again.returncode == 1 and "finished before" in again.stdout + again.stderr
     assert json.loads((tmp_path / "bisect.json").read_text()) == doc

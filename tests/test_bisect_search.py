@@ -142,3 +142,49 @@ def test_an_end_that_cannot_be_measured_is_exit_2_and_a_rerun_tries_it_again(rep
     assert broken.status == use_case.BROKEN_END and broken.code == 2 and "cannot import mylab" in broken.summary
     fixed = use_case.run(request(root, shas, tmp_path), compare=Levels(shas, levels))
     assert fixed.status == use_case.FOUND and fixed.document["culprit"]["commit"] == shas[5]
+
+
+# ---------------------------------------------------------------------------- issue 32's bad input, in process
+
+
+def test_revisions_that_do_not_exist_are_all_named_and_nothing_is_written(repo, tmp_path):
+    root, shas = repo
+    bad = use_case.BisectRequest(repo=root, good="no-such-rev", bad="nor-this", cases=[SimpleNamespace(id=CASE)],
+                                 settings=GateSettings(tiers=("structural",)), out_dir=tmp_path / "out")
+    with pytest.raises(use_case.GitError, match="no-such-rev.*nor-this"):
+        use_case.run(bad, compare=Levels(shas, [0] * 9, stop_after=0))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dirty_tree_at_an_end_is_refused_naming_the_file(repo, tmp_path):
+    root, shas = repo
+    (root / "tracked.py").write_text("x = 1\n")
+    git(root, "add", "tracked.py")
+    git(root, "commit", "-q", "-m", "a tracked file")
+    head = git(root, "rev-parse", "HEAD")
+    (root / "tracked.py").write_text("x = 2\n")  # uncommitted: the checked-out end would be measured without it
+    dirty = use_case.BisectRequest(repo=root, good=shas[0], bad=head, cases=[SimpleNamespace(id=CASE)],
+                                   settings=GateSettings(tiers=("structural",)), out_dir=tmp_path / "out")
+    with pytest.raises(use_case.GitError, match="tracked.py"):
+        use_case.run(dirty, compare=Levels([*shas, head], [0] * 10, stop_after=0))
+    assert not (tmp_path / "out" / "bisect.json").exists()
+
+
+def test_a_range_across_a_merge_says_it_walked_first_parent(tmp_path):
+    from ttfg.present.bisect_views import conclusion_lines
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "good")
+    git(root, "checkout", "-q", "-b", "side")
+    git(root, "commit", "-q", "--allow-empty", "-m", "on the side")
+    git(root, "checkout", "-q", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "on main")
+    git(root, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    git(root, "commit", "-q", "--allow-empty", "-m", "bad")
+    shas = git(root, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    done = use_case.run(request(root, shas, tmp_path / "out"), compare=Levels(shas, [0, 0, 1, 1]))
+    assert done.status == use_case.FOUND and done.document["merges"] == [shas[2]]
+    assert "the range crosses 1 merge: walked first-parent" in conclusion_lines(done.document)[0]
+    assert "walked first-parent" in done.summary

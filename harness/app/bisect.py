@@ -37,6 +37,7 @@ from ..measure.sides import SameCode, check_distinct, locate, plan_environments,
 from ..measure.sources import InstallError
 from ..measure.environments import EnvError
 from ..measure.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
+from ..results.bisect_file import FORMAT, VERSION
 from ..results.format import strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from ..measure.cases import Case, Skipped
     from ..results.gate_outcome import GateOutcome
 
-FORMAT, VERSION = "ttfg-bisect", 1
 STATE = "bisect.json"
 SUMMARY = "summary.md"
 #: How a bisect ended (``BisectReport.status``; ``bisect.json``'s ``status``).

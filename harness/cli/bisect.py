@@ -183,4 +183,21 @@ def cmd_bisect(args) -> int:
     return report.code
 
 
-__all__ = ["GATE_OPTIONS", "add_bisect_command", "cmd_bisect"]
+def report_bisect(args) -> int:
+    """``ttfg report --bisect FILE``: the bisect's page, drawn from its ``bisect.json`` (nothing measured)."""
+    from ..app.report import commit_url
+    from ..files import atomic_write_text
+    from ..present.bisect_page import bisect_page
+    from ..results.bisect_file import load_bisect
+    from .outputs import not_an_input, output_file
+
+    out = output_file(args.out, "--out", create_parents=True)
+    not_an_input(args.out, "--out", [args.bisect])  # --out X --bisect X would replace the bisect with its page
+    url = commit_url(args.commit_url)
+    doc = load_bisect(args.bisect)
+    atomic_write_text(out, bisect_page(doc, url))
+    print(out)
+    return 0
+
+
+__all__ = ["GATE_OPTIONS", "add_bisect_command", "cmd_bisect", "report_bisect"]

@@ -97,6 +97,9 @@ def add_report_commands(sub) -> None:
                         "when set, the hash appended)")
     p.add_argument("--releases", metavar="FILE",
                    help="draw a release sweep (ttfg releases' releases.json) instead: releases on the x axis")
+    p.add_argument("--bisect", metavar="FILE",
+                   help="draw a bisect (ttfg bisect's bisect.json) instead: its search path, each comparison's "
+                        "evidence, the deciding metric across the range, the culprit and its repro command")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -137,7 +140,29 @@ def _print_notes(notes: list[str]) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
+def _refuse_with_bisect(args) -> None:
+    """``--bisect`` draws one document: the options that read a history, results files or a sweep are refused
+    beside it, naming each (``--out`` and ``--commit-url`` apply)."""
+    from ..errors import UsageError
+
+    given = [flag for flag, on in (("--releases", args.releases), ("--runs", args.runs), ("--results", args.results),
+                                   ("--last", args.last), ("--machine", args.machine),
+                                   ("--environment", args.environment), ("--confirmations", args.confirmations),
+                                   ("--asv-html", args.asv_html), ("--skip-bad-history", args.skip_bad_history),
+                                   ("--force", args.force), ("--threshold", args.threshold != 0.05),
+                                   ("--back", args.back != 10)) if on]
+    if given:
+        raise UsageError(f"--bisect draws a bisect's bisect.json; {', '.join(given)} "
+                         f"{'reads' if len(given) == 1 else 'read'} a history, results files or a release sweep: "
+                         "give one or the other")
+
+
 def cmd_report(args) -> int:
+    if args.bisect:
+        _refuse_with_bisect(args)
+        from .bisect import report_bisect
+
+        return report_bisect(args)
     if args.releases:
         from .releases import report_releases
 

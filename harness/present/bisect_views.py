@@ -18,6 +18,19 @@ STATE_WORDS = {"good": "same as good", "bad": "same as bad", "between": "differs
                "unknown": "not yet known", "skipped": "skipped (cannot be measured)"}
 
 
+#: How each ending reads as a heading (``summary.md``'s and the page's).
+HEADINGS = {"found": "culprit found", "range": "culprit narrowed to a range", "no step": "no step",
+            "swapped": "good and bad swapped", "undecided": "undecided", "end cannot run": "an end cannot run",
+            "stopped": "stopped", "interrupted": "interrupted", "running": "running"}
+
+
+def deciding_case(e: dict) -> dict | None:
+    """The case record a comparison's verdict rests on: the first whose verdict is the comparison's, else the
+    first; None when no case was compared (a side could not be measured)."""
+    deciding = [c for c in e.get("cases", []) if c.get("verdict") == e["verdict"]] or e.get("cases", [])
+    return deciding[0] if deciding else None
+
+
 def comparison_text(e: dict) -> str:
     """One comparison in a line: ``vs good 0123456789: regressed (structural tier, counters.x 1.50x, 1 pair)``."""
     if e is None:
@@ -28,9 +41,8 @@ def comparison_text(e: dict) -> str:
     if e["against"] == "good":
         other = min(e["base"], e["head"], key=lambda c: 0)  # the good end is the base (the head, --improvement)
     text = f"{label}: {e['verdict']}"
-    deciding = [c for c in e.get("cases", []) if c.get("verdict") == e["verdict"]] or e.get("cases", [])
-    if deciding:
-        c = deciding[0]
+    c = deciding_case(e)
+    if c is not None:
         figure = ""
         if c.get("ratio") is not None and c.get("metric"):
             interval = fmt.interval(c.get("ci_low"), c.get("ci_high"))
@@ -139,9 +151,7 @@ def conclusion_lines(doc: dict) -> list[str]:
 
 def bisect_markdown(doc: dict) -> str:
     """``summary.md``: the conclusion, then the search path as a table."""
-    head = {"found": "culprit found", "range": "culprit narrowed to a range", "no step": "no step",
-            "swapped": "good and bad swapped", "undecided": "undecided", "end cannot run": "an end cannot run",
-            "stopped": "stopped", "interrupted": "interrupted", "running": "running"}.get(doc["status"], doc["status"])
+    head = HEADINGS.get(doc["status"], doc["status"])
     out = [f"## ttfg bisect: {head}", "",
            f"Between {md(doc['good']['short'])} (good, {md(doc['good']['subject'])}) and "
            f"{md(doc['bad']['short'])} (bad, {md(doc['bad']['subject'])}), first-parent.", ""]
@@ -158,5 +168,6 @@ def step_line(commit: str, probe, index: int, expected: int) -> Text:
     return Text.assemble(f"step {index} (about {expected} expected): {commit[:10]}: ", (words, style or ""))
 
 
-__all__ = ["STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines", "path_rows", "path_table",
+__all__ = ["HEADINGS", "STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines",
+           "deciding_case", "path_rows", "path_table",
            "step_line"]

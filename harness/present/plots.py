@@ -550,6 +550,71 @@ def effect_plot(bars: list[EffectBar], title: str, xlabel: str, left: str, right
         return _png(fig)
 
 
+@dataclass
+class BisectPoint:
+    """One tested commit of a bisect: where it sits in the range, its value of the deciding metric (None when
+    no comparison measured it), and what the search found it to be."""
+
+    x: int
+    label: str
+    value: float | None
+    #: good, bad, between, unknown or skipped; "good end" and "bad end" for the range's ends.
+    state: str
+    culprit: bool = False
+
+
+#: A tested commit's colour by state: the ends and the commits that match them in the gate's red and green.
+BISECT_COLORS = {"good end": IMPROVEMENT_COLOR, "good": IMPROVEMENT_COLOR, "bad end": REGRESSION_COLOR,
+                 "bad": REGRESSION_COLOR, "between": "#e8871e", "unknown": "#6b6b6b", "skipped": "#b8a21b"}
+
+
+def bisect_plot(points: list[BisectPoint], n_commits: int, metric: str, unit: str, title: str) -> str:
+    """Each tested commit's value of the deciding metric across the range, in range order.
+
+    The ends are squares, the tested commits dots coloured by what they were found to be,
+    the culprit ringed; a commit no comparison measured this metric for (skipped, or decided
+    by another metric) is a cross on the bottom edge, so every tested commit has its mark.
+    """
+    with rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN - 0.3, 3.4))
+        ax = fig.add_subplot()
+        measured = sorted((p for p in points if p.value is not None), key=lambda p: p.x)
+        if measured:
+            ax.plot([p.x for p in measured], [p.value for p in measured], color="#bbbbbb", linewidth=1.0, zorder=1)
+        for state in BISECT_COLORS:
+            these = [p for p in measured if p.state == state]
+            if these:
+                ax.scatter([p.x for p in these], [p.value for p in these], color=BISECT_COLORS[state], zorder=3,
+                           s=60 if state.endswith(" end") else 34, marker="s" if state.endswith(" end") else "o",
+                           label=state)
+        unmeasured = [p for p in points if p.value is None]
+        if unmeasured:
+            ax.scatter([p.x for p in unmeasured], [0.03] * len(unmeasured), transform=ax.get_xaxis_transform(),
+                       marker="x", color=[BISECT_COLORS.get(p.state, "#6b6b6b") for p in unmeasured], zorder=3,
+                       label="not measured in this metric")
+        for p in points:
+            if p.culprit:
+                y, transform = ((p.value, ax.transData) if p.value is not None
+                                else (0.03, ax.get_xaxis_transform()))
+                ax.scatter([p.x], [y], transform=transform, s=260, facecolors="none", edgecolors=REGRESSION_COLOR,
+                           linewidths=2.0, zorder=4, label="culprit")
+                ax.annotate("culprit", (p.x, y), xycoords=transform, textcoords="offset points", xytext=(0, 12),
+                            ha="center", color=REGRESSION_COLOR, fontweight="bold")
+        ax.set_xlim(-0.5, max(n_commits - 1, 1) + 0.5)
+        ticks = sorted({p.x: p.label for p in points}.items())
+        ax.set_xticks([x for x, _ in ticks], [label for _, label in ticks], rotation=45, ha="right")
+        if measured:
+            ax.yaxis.set_major_formatter(_formatter(unit))
+        else:  # nothing measured in this metric: an axis of made-up numbers would mislead
+            ax.set_yticks([])
+        ax.set_ylabel(metric)
+        ax.set_xlabel(f"commits from the good end to the bad end (first-parent, {n_commits} in all; tested ones named)")
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper left", ncols=4)
+        ax.set_title(title, loc="left")
+        return _png(fig)
+
+
 def sparkline_svg(values, color: str, width: int = 110, height: int = 26, max_points: int = 60) -> str:
     """A tiny inline SVG trend (no axes): built from numbers only, so safe to embed unescaped."""
     y = np.asarray(values, dtype=float)
@@ -571,6 +636,6 @@ def sparkline_svg(values, color: str, width: int = 110, height: int = 26, max_po
             f'<circle cx="{xs[-1]:.1f}" cy="{ys[-1]:.1f}" r="2.4" fill="{color}"/></svg>')
 
 
-__all__ = ["BACKEND_COLORS", "Bar", "CacheBar", "DepthLine", "DepthPanel", "EffectBar", "LINE_STYLES", "Line",
-           "MAX_POINTS", "PHASE_PALETTE", "TrendCanvas", "backend_color", "cache_plot", "depth_plot", "downsample", "hover_points",
+__all__ = ["BACKEND_COLORS", "BISECT_COLORS", "Bar", "BisectPoint", "CacheBar", "DepthLine", "DepthPanel", "EffectBar", "LINE_STYLES", "Line",
+           "MAX_POINTS", "PHASE_PALETTE", "TrendCanvas", "backend_color", "bisect_plot", "cache_plot", "depth_plot", "downsample", "hover_points",
            "effect_plot", "phase_plot", "sparkline_svg"]

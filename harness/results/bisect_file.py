@@ -1,0 +1,249 @@
+"""``bisect.json`` (a bisect's state and report) read back for drawing: every field a view uses is checked here.
+
+Why: ``ttfg report --bisect FILE`` draws a page from a document that may arrive as a CI
+artifact, be cut short by a full disk, or be edited by hand. Trusted as it was, a probe
+without ``state`` or a comparison with ``"cases": "x"`` ended in a bare ``KeyError`` or
+``TypeError`` that named no file. A refusal here names the file and the field
+(:class:`~ttfg.results.format.ResultsError`, exit 2), like a release sweep's.
+
+Commit hashes must be hexadecimal: they are drawn into the page's plot and its links,
+where a hash is assumed to be nothing but a hash. Subjects, authors, reasons and errors are
+text the page escapes (``present/untrusted.py``).
+
+The document is written by ``app/bisect.py``; the words below are the ones it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .format import ResultsError
+from .validate import _Reader
+
+#: The document's format name and the version written.
+FORMAT, VERSION = "ttfg-bisect", 1
+#: How a bisect ended (``status``), or that it has not yet.
+STATUSES = ("found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running",
+            "interrupted")
+#: What a tested commit is (a probe's ``state``).
+STATES = ("good", "bad", "between", "unknown", "skipped")
+#: What one comparison said (the gate's verdicts, and "broken": a side that could not be measured).
+VERDICTS = ("regressed", "unchanged", "improved", "inconclusive", "broken")
+#: What a comparison compared a commit with.
+AGAINST = ("good", "bad", "ends", "parent")
+EXIT_CODES = (0, 1, 2)
+#: A bisect's document is a summary: kilobytes per step; anything near this is no bisect.
+MAX_BYTES = 64 * 1024 * 1024
+
+_HEX = re.compile(r"[0-9a-f]{7,64}")
+
+
+class _BisectReader(_Reader):
+    def commit(self, value: Any, where: str) -> str:
+        value = self.text(value, where)
+        if not _HEX.fullmatch(value):
+            raise self.expect(where, "a commit hash (hexadecimal)", value)
+        return value
+
+    def word(self, value: Any, where: str, words: tuple) -> str:
+        if value not in words:
+            raise self.expect(where, "one of " + ", ".join(words), value)
+        return value
+
+    def commits(self, value: Any, where: str) -> list[str]:
+        return [self.commit(c, f"{where}[{i}]") for i, c in enumerate(self.seq(value, where))]
+
+    def texts(self, value: Any, where: str) -> list[str]:
+        return [self.text(t, f"{where}[{i}]") for i, t in enumerate(self.seq(value, where))]
+
+    def commit_info(self, raw: Any, where: str) -> dict:
+        raw = self.obj(raw, where)
+        self.commit(self.key(raw, "commit", f"{where}."), f"{where}.commit")
+        for k in ("short", "subject", "author", "date"):
+            self.text(self.key(raw, k, f"{where}."), f"{where}.{k}")
+        self.text(raw.get("rev"), f"{where}.rev", optional=True)
+        if raw.get("parent") is not None:
+            self.commit(raw["parent"], f"{where}.parent")
+        return raw
+
+    def case_record(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.text(self.key(raw, "case", f"{where}."), f"{where}.case")
+        self.text(self.key(raw, "verdict", f"{where}."), f"{where}.verdict")
+        for k in ("tier", "metric", "metric_verdict", "statistic", "stop", "reason"):
+            self.text(raw.get(k), f"{where}.{k}", optional=True)
+        for k in ("ratio", "ci_low", "ci_high", "base", "head"):
+            self.value(raw.get(k), f"{where}.{k}", "number")
+        self.value(raw.get("pairs"), f"{where}.pairs", "count")
+        for k, v in self.obj(raw.get("first_error") or {}, f"{where}.first_error").items():
+            self.text(v, f"{where}.first_error.{k}", optional=True)
+
+    def attribution(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.text(raw.get("case"), f"{where}.case", optional=True)
+        self.text(raw.get("metric"), f"{where}.metric", optional=True)
+        phase = raw.get("phase")
+        if phase is not None:
+            phase = self.obj(phase, f"{where}.phase")
+            self.text(self.key(phase, "phase", f"{where}.phase."), f"{where}.phase.phase")
+            self.value(phase.get("delta_s"), f"{where}.phase.delta_s", "number")
+            self.value(phase.get("ratio"), f"{where}.phase.ratio", "number")
+        for i, c in enumerate(self.seq(raw.get("counters") or [], f"{where}.counters")):
+            at = f"{where}.counters[{i}]"
+            c = self.obj(c, at)
+            self.text(self.key(c, "metric", f"{at}."), f"{at}.metric")
+            for k in ("base", "head"):
+                self.value(c.get(k), f"{at}.{k}", "number")
+        for i, f in enumerate(self.seq(raw.get("functions") or [], f"{where}.functions")):
+            at = f"{where}.functions[{i}]"
+            f = self.obj(f, at)
+            self.text(self.key(f, "fn", f"{at}."), f"{at}.fn")
+            self.text(f.get("file"), f"{at}.file", optional=True)
+            self.value(f.get("line"), f"{at}.line", "count")
+            self.value(self.key(f, "delta", f"{at}."), f"{at}.delta", "number", optional=False)
+            self.text(f.get("unit"), f"{at}.unit", optional=True)
+
+    def comparison(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.word(self.key(raw, "against", f"{where}."), f"{where}.against", AGAINST)
+        for k in ("base", "head"):
+            self.commit(self.key(raw, k, f"{where}."), f"{where}.{k}")
+        self.word(self.key(raw, "verdict", f"{where}."), f"{where}.verdict", VERDICTS)
+        self.text(raw.get("folder"), f"{where}.folder", optional=True)
+        self.text(raw.get("error"), f"{where}.error", optional=True)
+        self.value(raw.get("elapsed_s"), f"{where}.elapsed_s", "nonneg")
+        for i, c in enumerate(self.seq(raw.get("cases") or [], f"{where}.cases")):
+            self.case_record(c, f"{where}.cases[{i}]")
+        for i, a in enumerate(self.seq(raw.get("attribution") or [], f"{where}.attribution")):
+            self.attribution(a, f"{where}.attribution[{i}]")
+
+    def probe(self, raw: Any, where: str, commits: set[str]) -> None:
+        raw = self.obj(raw, where)
+        commit = self.commit(self.key(raw, "commit", f"{where}."), f"{where}.commit")
+        if commit not in commits:
+            raise self.fail(f"{where}.commit", f"{commit[:12]} is not one of the range's commits")
+        self.word(self.key(raw, "state", f"{where}."), f"{where}.state", STATES)
+        attempts = self.value(raw.get("attempts"), f"{where}.attempts", "count")
+        if attempts == 0:
+            raise self.expect(f"{where}.attempts", "a whole number >= 1", attempts)
+        if raw.get("counts_as") is not None:
+            self.word(raw["counts_as"], f"{where}.counts_as", ("good", "bad"))
+        for i, e in enumerate(self.seq(raw.get("evidence") or [], f"{where}.evidence")):
+            self.comparison(e, f"{where}.evidence[{i}]")
+        self.text(raw.get("reason"), f"{where}.reason", optional=True)
+
+    def answer(self, raw: Any, commits: set[str]) -> None:
+        raw = self.obj(raw, "answer")
+        self.text(raw.get("status"), "answer.status", optional=True)
+        for k in ("candidates", "skipped", "unknown"):
+            for i, c in enumerate(self.commits(raw.get(k) or [], f"answer.{k}")):
+                if c not in commits:
+                    raise self.fail(f"answer.{k}[{i}]", f"{c[:12]} is not one of the range's commits")
+        for k in ("good", "bad"):
+            if raw.get(k) is not None:
+                self.commit(raw[k], f"answer.{k}")
+        for i, pair in enumerate(self.seq(raw.get("others") or [], "answer.others")):
+            if len(self.commits(pair, f"answer.others[{i}]")) != 2:
+                raise self.expect(f"answer.others[{i}]", "two commits", pair)
+
+
+def bisect_from_json(doc: Any, path: str | Path) -> dict:
+    """``doc`` (a parsed ``bisect.json``) checked field by field; returned as it is.
+
+    Raises
+    ------
+    ResultsError
+        Naming the file and the field.
+    """
+    r = _BisectReader(path)
+    doc = r.obj(doc, "the document")
+    if doc.get("format") != FORMAT:
+        raise r.fail("format", f"not a ttfg bisect (expected {FORMAT!r}, got {doc.get('format')!r})")
+    if doc.get("version") != VERSION:
+        raise r.fail("version", f"version {doc.get('version')!r}; this ttfg reads version {VERSION}")
+    status = r.word(r.key(doc, "status", ""), "status", STATUSES)
+    code = r.key(doc, "exit_code", "")
+    if isinstance(code, bool) or code not in EXIT_CODES:
+        raise r.expect("exit_code", "0, 1 or 2", code)
+    good, bad = (r.commit_info(r.key(doc, k, ""), k) for k in ("good", "bad"))
+    commits = r.commits(r.key(doc, "commits", ""), "commits")
+    if not commits or commits[0] != good["commit"] or commits[-1] != bad["commit"]:
+        raise r.fail("commits", "expected the range from the good end to the bad end")
+    in_range = set(commits)
+    for i, m in enumerate(r.commits(doc.get("merges") or [], "merges")):
+        if m not in in_range:
+            raise r.fail(f"merges[{i}]", f"{m[:12]} is not one of the range's commits")
+    r.value(doc.get("improvement"), "improvement", "bool")
+    r.texts(doc.get("cases") or [], "cases")
+    for i, s in enumerate(r.seq(doc.get("skipped_cases") or [], "skipped_cases")):
+        s = r.obj(s, f"skipped_cases[{i}]")
+        r.text(s.get("case"), f"skipped_cases[{i}].case")
+        r.text(s.get("reason"), f"skipped_cases[{i}].reason", optional=True)
+    settings = r.obj(doc.get("settings") or {}, "settings")
+    r.texts(settings.get("tiers") or [], "settings.tiers")
+    for k in ("budget_s", "total_budget_s"):
+        r.value(settings.get(k), f"settings.{k}", "nonneg")
+    r.value(settings.get("retries"), "settings.retries", "count")
+    r.texts(doc.get("repro_args") or [], "repro_args")
+    if doc.get("step_cases") is not None:
+        r.texts(doc["step_cases"], "step_cases")
+    for k in ("ends", "culprit_evidence"):
+        if doc.get(k) is not None:
+            r.comparison(doc[k], k)
+    for i, p in enumerate(r.seq(doc.get("probes") or [], "probes")):
+        r.probe(p, f"probes[{i}]", in_range)
+    r.value(doc.get("elapsed_s"), "elapsed_s", "nonneg")
+    if doc.get("answer") is not None:
+        r.answer(doc["answer"], in_range)
+    for k in ("why", "repro"):
+        r.text(doc.get(k), k, optional=True)
+    if doc.get("culprit") is not None:
+        r.commit_info(doc["culprit"], "culprit")
+    for i, c in enumerate(r.seq(doc.get("candidates") or [], "candidates")):
+        r.commit_info(c, f"candidates[{i}]")
+    for i, o in enumerate(r.seq(doc.get("others") or [], "others")):
+        o = r.obj(o, f"others[{i}]")
+        for k in ("good", "bad"):
+            r.commit(r.key(o, k, f"others[{i}]."), f"others[{i}].{k}")
+        r.text(r.key(o, "command", f"others[{i}]."), f"others[{i}].command")
+    if status == "found":  # what the conclusion names
+        r.obj(r.key(doc, "culprit", ""), "culprit")
+        r.text(r.key(doc, "repro", ""), "repro")
+    if status == "range":
+        if not r.seq(r.key(doc, "candidates", ""), "candidates"):
+            raise r.expect("candidates", "the commits the culprit can be", [])
+        r.text(r.key(doc, "repro", ""), "repro")
+    return doc
+
+
+def load_bisect(path: str | Path) -> dict:
+    """A ``bisect.json`` written by ``ttfg bisect``, checked (:func:`bisect_from_json`).
+
+    Raises
+    ------
+    ResultsError
+        When it cannot be read, is not JSON, or a field is wrong, naming the file and the field.
+    """
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ResultsError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+        if path.stat().st_size > MAX_BYTES:
+            raise ResultsError(f"{path}: {path.stat().st_size:,} bytes; a bisect's document is far smaller")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ResultsError(f"{path}: not JSON ({type(exc).__name__}: {exc})") from None
+    return bisect_from_json(doc, path)
+
+
+__all__ = ["AGAINST", "EXIT_CODES", "FORMAT", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",
+           "load_bisect"]
