@@ -22,6 +22,7 @@ from ttfg.measure import environments
 from ttfg.measure.cases import Case
 from ttfg.measure.project_source import changed_files, install_project
 from ttfg.measure.runner import RunSettings, Runner
+from ttfg.results import record
 
 from .user_project import git, layered_venv, write_project
 
@@ -47,6 +48,7 @@ def measure(lab, project, tmp_path) -> dict:
     """One timing sample of mylab's case in the environment, with ``project`` on its path; the results file."""
     out = tmp_path / "r.json"
     Runner([CASE], [], RunSettings(repeat=1), out, envs={"built": lab["env"]}, project=project).run()
+    assert record.load(out).environment["project"]["commit"] == project.commit  # a results file that reads back
     return json.loads(out.read_text())
 
 
