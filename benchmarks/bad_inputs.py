@@ -8,17 +8,23 @@ verdict's exit code; ``COLUMNS=0`` still prints). A row whose exit code is not t
 whose output has a traceback, or whose own check fails (a file that must not change, a device that
 must stay a device) is marked ``WRONG`` and makes the script exit 1.
 
-    python benchmarks/bad_inputs.py                  # the table on stdout
-    python benchmarks/bad_inputs.py --only bisect "report --bisect"   # the rows starting with either
+    python benchmarks/bad_inputs.py                # the table on stdout
+    python benchmarks/bad_inputs.py --only "env "  # the rows whose first column starts so (repeatable)
+    python benchmarks/bad_inputs.py --only bisect --only "report --bisect"
 
-The rows ``env N`` are issue 29's classes (environments told apart by content, hostile sweeps, the
-environment cache), none of which builds an environment. The rows after the first 33 are issue 25's
-21 classes (``class N`` in the first column), each as a real process, then issue 32's ``ttfg
-bisect`` refusals (and its one row that is no refusal: ``--good`` and ``--bad`` the same commit is
-"no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times out in 2 of 3
-processes) needs a real gate of two revisions and is tested in process (``tests/test_reliability.py``); class 5 runs a real 45-second
-``ttfg doctor --calibrate``. The whole table took 3 min 9 s on the 2-core VM at load average 6.7-7.4
-(each row is a fresh interpreter; three rows run probes).
+The rows ``env N`` are issue 29's 19 classes, at least one row each (environments told apart by content,
+dependencies read as uv reads them, hostile sweeps, the environment cache, ``init`` and ``config`` on
+scratch projects made here, a guard of a phase the backend does not split). None builds an
+environment: a broken cache entry is faked under a scratch ``TTFG_CACHE_DIR``; class 2's gate lets uv
+resolve two revisions' declarations of a scratch repository (seconds from uv's cache) and is refused
+there; class 12 runs two one-process probes in this interpreter (``--env current``) and merges them.
+The rows after the first 33 are issue 25's 21 classes (``class N`` in the first column), each as a
+real process, then issue 29's, then issue 32's ``ttfg bisect`` refusals (and its one row that is no refusal: ``--good`` and
+``--bad`` the same commit is "no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times
+out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
+(``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The whole
+table (108 rows) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
+engineers' work (each row is a fresh interpreter; five rows run probes).
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ class Row:
     check: Callable[[subprocess.CompletedProcess], str | None] | None = None
     #: Runs in the child before exec (a resource limit).
     limit: Callable[[], None] | None = None
+    #: The folder it runs in (a scratch project, for ``ttfg config``); None: the repository's root.
+    cwd: Path | None = None
 
 
 # --------------------------------------------------------------------------- files the rows read
@@ -254,6 +262,73 @@ def _environment_files(d: Path) -> dict:
     made["env-old"] = str(_write(d / "env-old.json", with_envs({"old": old}, ["old"])))
     made["env-other"] = str(_write(d / "env-other.json", with_envs({"old": other}, ["old"])))
     made["env-both"] = str(_write(d / "env-both.json", with_envs({"old": old, "current": current}, ["old", "current"])))
+    made.update(_scratch_projects(d))
+    broken = d / "cache-broken" / "envs" / "0badc0ffee"  # a finished entry whose record was emptied
+    _write(broken / "ttfg-env.json", "")
+    _write(broken / ".ttfg-complete", "2026-12-03T00:00:00Z\n")
+    made["cache-broken"] = d / "cache-broken"
+    return made
+
+
+#: The ``[project]`` of a scratch project (a ``src/`` layout), as ``ttfg init`` and ``ttfg config`` read it.
+PROJECT = ('[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
+           '[project]\nname = "{name}"\nversion = "0.1.0"\ndependencies = {deps}\n')
+#: Where CI would install ttfg from (``ttfg init`` asks; a scratch checkout has no remote).
+TTFG_REQUIREMENT = "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bad-inputs", "-c", "user.email=b@example.com",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _project(folder: Path, name: str, files: dict[str, str] | None = None, deps=("numpy",), top: Path | None = None,
+             tail: str = "") -> Path:
+    """A Python project committed to a new git repository (at ``top``, its root, when given); ``tail`` is appended
+    to its pyproject.toml after the commit (uncommitted, as a user editing it)."""
+    _write(folder / "src" / name / "__init__.py", f'"""{name}"""\n')
+    _write(folder / "pyproject.toml", PROJECT.format(name=name, deps=json.dumps(list(deps))))
+    for path, text in (files or {}).items():
+        _write(folder / path, text)
+    top = top or folder
+    _git(top, "init", "-q", "-b", "main")
+    _git(top, "add", "-A")
+    _git(top, "commit", "-q", "-m", "first")
+    if tail:
+        with open(folder / "pyproject.toml", "a") as f:
+            f.write(tail)
+    return folder
+
+
+def _scratch_projects(d: Path) -> dict:
+    """Issue 29's user projects: a pin bumped in pyproject.toml only, projects for init and config."""
+    made = {}
+    # Class 2: requirements.txt pins autograd 1.9.1 on both sides; the head's pyproject.toml pins 1.7.0. Before,
+    # only requirements.txt was read: both sides the same, a pass. uv reads both: the head cannot be resolved.
+    plugin = '\n[project.entry-points."ttfg.backends"]\n"bump.autograd" = "bump:Backend"\n'
+    bump = _project(d / "bump", "bump", {"requirements.txt": "autograd==1.9.1\n"}, deps=("autograd==1.9.1",))
+    (bump / "pyproject.toml").write_text((bump / "pyproject.toml").read_text() + plugin)
+    _git(bump, "commit", "-q", "-am", "a backend plugin")
+    _git(bump, "checkout", "-q", "-b", "bump")
+    (bump / "pyproject.toml").write_text((bump / "pyproject.toml").read_text().replace("1.9.1", "1.7.0"))
+    _git(bump, "commit", "-q", "-am", "pin autograd 1.7.0 in pyproject.toml only")
+    _git(bump, "checkout", "-q", "main")
+    made["bump"] = bump
+    # Class 5: dependencies declared beside pyproject.toml, which init's workflow filter must watch.
+    made["init-deps"] = _project(d / "init-deps", "deps", {"requirements-dev.txt": "-r requirements/base.txt\n",
+                                                           "requirements/base.txt": "numpy\n",
+                                                           "constraints.txt": "numpy<3\n"})
+    # Class 16: a monorepo, the project in python/.
+    (d / "mono").mkdir()
+    _write(d / "mono" / "README.md", "the lab\n")
+    made["mono"] = _project(d / "mono" / "python", "lab", top=d / "mono").parent
+    # Classes 6 and 15: hostile [tool.ttfg] tables, each in a project of its own (uncommitted edits).
+    for key, tail in (("outside", '\n[tool.ttfg]\ninstall-path = "../outside"\n'),
+                      ("a-file", '\n[tool.ttfg]\ninstall-path = "README.md"\n'),
+                      ("output-file", '\n[tool.ttfg]\noutput = "README.md"\n'),
+                      ("header", '\n[ tool.ttfg\nmodels = ["resnet15"]\n'),
+                      ("plain", "")):
+        made[f"config-{key}"] = _project(d / f"config-{key}", "cfg", {"README.md": "x\n"}, tail=tail)
     return made
 
 
@@ -483,10 +558,14 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("class 21: run whose first save fails (files limited to 1 KiB)",
             ["run", *tiny, "--repeat", "1", "--out", out("c21.json")], limit=_file_limit,
             check=lambda p: None if not (d / "out" / ".c21.json.lock").exists() else "the .lock sidecar was left"),
-        # Issue 29's classes (environments you can trust): each a real process, none of them building anything.
+        # Issue 29's classes (environments you can trust): each a real process; none builds an environment (class 2
+        # lets uv resolve two revisions' declarations, class 12 runs two probes in this interpreter).
         Row("env 1: regressions --releases, a step decided by counts (`regressed (instructions)`)", expect=0,
             argv=["regressions", "--releases", m["sweep"], "--format", "json"],
             check=lambda p: None if '"verdict": "regressed (instructions)"' in p.stdout else "the step was not listed"),
+        Row("env 2: gate, a pin bumped in pyproject.toml only (requirements.txt unchanged)",
+            ["gate", "--repo", str(m["bump"]), "--base", "main", "--head", "bump", *tiny, "--out-dir", out("env2")],
+            check=_all(_contains("head side's dependencies cannot be resolved"), _contains("pyproject.toml"))),
         Row("env 3: compare, one environment name holding other packages in each file",
             ["compare", m["env-old"], m["env-other"], "--metric", "counters.*"], check=_contains("autograd 1.7.0 -> 1.9.1")),
         Row("env 3: compare a file of two environments with itself, `--across-envs`",
@@ -495,12 +574,57 @@ def _cases(d: Path, m: dict) -> list[Row]:
         Row("env 4: releases `--versions ','`", ["releases", "autograd", "--versions", ","]),
         Row("env 4: releases `--versions foo`", ["releases", "autograd", "--versions", "foo"],
             check=_contains("'foo' is not a version")),
+        Row("env 5: init, its workflow's `paths:` and the project's requirements/constraints files", expect=0,
+            argv=["init", "--repo", str(m["init-deps"]), "--ttfg-requirement", TTFG_REQUIREMENT],
+            check=lambda p: next((f"the workflow does not watch {w}" for w in ("requirements*.txt", "requirements/**",
+                                                                               "constraints*.txt")
+                                  if f'"{w}"' not in (m["init-deps"] / ".github" / "workflows"
+                                                      / "ttfg-perf-gate.yml").read_text()), None)),
+        Row("env 6: config, `install-path = \"../outside\"`", ["config"], cwd=m["config-outside"],
+            check=_contains("is outside the git repository")),
+        Row("env 6: config, `install-path` a file", ["config"], cwd=m["config-a-file"],
+            check=_contains("is a file, not a folder")),
+        Row("env 6: config shows `install-path`", expect=0, argv=["config"], cwd=m["config-plain"],
+            check=_contains("install-path")),
         Row("env 7: regressions --releases of a sweep stopped before any pair", ["regressions", "--releases",
                                                                                 m["sweep-incomplete"]],
             check=_contains("incomplete")),
+        Row("env 8: env list, a cached entry whose ttfg-env.json was emptied", expect=0, argv=["env", "list"],
+            env={"TTFG_CACHE_DIR": str(m["cache-broken"])}, check=_contains("ttfg-env.json cannot be read")),
+        Row("env 8: env prune of that broken entry by its key", expect=0, argv=["env", "prune", "0badc0ffee"],
+            env={"TTFG_CACHE_DIR": str(m["cache-broken"])},
+            check=lambda p: None if not (m["cache-broken"] / "envs" / "0badc0ffee").exists() else "it was kept"),
         Row("env 9: report `--releases X --out X`", ["report", "--releases", m["sweep"], "--out", m["sweep"]],
             check=lambda p: None if json.loads(Path(m["sweep"]).read_text())["format"] == "ttfg-releases"
             else "the sweep was overwritten"),
+        Row("env 10: gate `--base-env current --head-env current` (one environment, one revision)",
+            ["gate", "--base-env", "current", "--head-env", "current", *tiny, "--allow-dirty", "--out-dir", out("env10")],
+            check=_contains("name the same environment")),
+        Row("env 11: gate `--base HEAD --format json` (the same commit: still one JSON document)", expect=0,
+            argv=["gate", "--base", "HEAD", *tiny, "--format", "json", "--allow-dirty", "--out-dir", out("env11")],
+            check=lambda p: None if json.loads(p.stdout or "null") and json.loads(p.stdout)["status"] == "same commit"
+            else "stdout holds no gate document"),
+        *[Row(f"env 12: run `--shard {i}/2 --env current` (then merged below)", expect=0,
+              argv=["run", "--model", "resnet15:blocks=1", "--model", "resnet15:blocks=2", "--backend", "autograd",
+                    "--repeat", "1", "--env", "current", "--shard", f"{i}/2", "--out", out(f"env12-{i}.json")])
+          for i in (1, 2)],
+        Row("env 12: merge results of those two shards", expect=0,
+            argv=["merge", "results", out("env12-1.json"), out("env12-2.json"), "--out", out("env12.json")],
+            check=lambda p: None if len(json.loads(Path(out("env12.json")).read_text())["cases"]) == 2
+            else "a case was lost"),
+        Row("env 13: releases `--versions` with `--from`", ["releases", "autograd", "--versions", "1.7.0,1.9.1",
+                                                            "--from", "1.7.0", *tiny, "--out-dir", out("env13")],
+            check=_contains("give one or the other")),
+        Row("env 13: releases `--with '--index-url=...'`", ["releases", "autograd", "--versions", "1.7.0,1.9.1",
+                                                           "--with=--index-url=http://127.0.0.1:9/simple", *tiny,
+                                                           "--out-dir", out("env13w")],
+            check=_contains("is a pip option")),
+        Row("env 13: gate `--envs declared` with `--head-env`", ["gate", "--base", "HEAD~1", "--envs", "declared",
+                                                                 "--head-env", "new=autograd==1.9.1", *tiny,
+                                                                 "--allow-dirty", "--out-dir", out("env13g")],
+            check=_contains("give one or the other")),
+        Row("env 13: regressions `--releases` with `--confirm`", ["regressions", "--releases", m["sweep"], "--confirm"],
+            check=_contains("give one or the other")),
         Row("env 14: regressions --releases, a pair without `head`", ["regressions", "--releases", m["sweep-headless"]],
             check=_contains("pairs[0].head: missing")),
         Row("env 14: regressions --releases, `\"wall\": \"fast\"`", ["regressions", "--releases", m["sweep-wall"]],
@@ -511,11 +635,29 @@ def _cases(d: Path, m: dict) -> list[Row]:
             env={"TTFG_CACHE_DIR": str(d / "plain.json")}, check=_contains("is not a folder")),
         Row("env 14: env build with TTFG_CACHE_DIR a file", ["env", "build", "autograd==1.7.0"],
             env={"TTFG_CACHE_DIR": str(d / "plain.json")}, check=_contains("cannot be written")),
+        Row("env 15: config, `output` a file", ["config"], cwd=m["config-output-file"],
+            check=_contains("output names the folder")),
+        Row("env 15: config `--budget ten`", ["config", "--budget", "ten"], cwd=m["config-plain"],
+            check=_contains("not a positive duration")),
+        Row("env 15: config, a malformed `[ tool.ttfg` header", ["config"], cwd=m["config-header"],
+            check=_contains("not valid TOML")),
+        Row("env 16: init in a monorepo's python/ (advises a command that works)",
+            ["init", "--repo", str(m["mono"] / "python"), "--ttfg-requirement", TTFG_REQUIREMENT],
+            check=_contains(f"ttfg init --repo {m['mono']} --project-dir python")),
+        Row("env 16: init at the monorepo's root", expect=0,
+            argv=["init", "--repo", str(m["mono"]), "--ttfg-requirement", TTFG_REQUIREMENT],
+            check=lambda p: None if 'install-path = "python"' in (m["mono"] / "ttfg.toml").read_text()
+            else "ttfg.toml has no install-path"),
         Row("env 17: env prune of a name nothing has", ["env", "prune", "no-such-env"],
             env={"TTFG_CACHE_DIR": str(d / "empty-cache")}, check=_contains("no cached environment is named")),
         Row("env 18: regressions --releases, control characters in a release name", expect=0,
             argv=["regressions", "--releases", m["sweep-escape"]],
             check=lambda p: None if "\x1b" not in p.stdout else "an escape sequence reached the terminal"),
+        Row("env 19: env prune `--older-than 0` (a duration, not a budget)", ["env", "prune", "--older-than", "0"],
+            env={"TTFG_CACHE_DIR": str(d / "empty-cache")}, check=_contains("--older-than '0' is not a positive")),
+        Row("env 19: gate `--guard compile_s` on autograd (no compile phase of its own)",
+            ["gate", "--base", "HEAD~1", *tiny, "--guard", "compile_s", "--out-dir", out("env19")],
+            check=_all(_contains("autograd does not split a compile phase"), _contains("it reports execute only"))),
         # issue 32: ttfg bisect, each refused before anything is measured (--allow-dirty: a working copy under
         # edit must not change which refusal a row sees).
         Row("bisect: revisions that do not exist", ["bisect", "--good", "no-such-rev", "--bad", "nor-this", *tiny,
@@ -591,23 +733,22 @@ def _holders(d: Path, m: dict) -> list[subprocess.Popen]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Run the CLI on bad inputs; print a Markdown table.")
-    parser.add_argument("--only", nargs="+", metavar="TEXT",
-                        help="only the rows whose first column starts with one of these (e.g. 'bisect', "
-                             "'report --bisect', 'class 8')")
+    parser = argparse.ArgumentParser(description="Run the CLI with bad inputs; print a Markdown table.")
+    parser.add_argument("--only", metavar="PREFIX", action="append",
+                        help="only the rows whose first column starts with PREFIX (repeatable), e.g. 'env '")
     args = parser.parse_args(argv)
     wrong = 0
     with tempfile.TemporaryDirectory(prefix="ttfg-bad-inputs-") as tmp:
         d = Path(tmp)
         m = _files(d)
         (d / "out").mkdir()
-        rows = [r for r in _cases(d, m) if args.only is None or r.what.startswith(tuple(args.only))]
+        rows = [row for row in _cases(d, m) if not args.only or row.what.startswith(tuple(args.only))]
         holders = _holders(d, m)
         try:
             print("| bad input | exit (expected) | message |\n| --- | --- | --- |")
             for row in rows:
                 proc = subprocess.run([sys.executable, "-m", "ttfg", *row.argv], capture_output=True, text=True,
-                                      cwd=ROOT, timeout=300, env={**os.environ, "COLUMNS": "200", **row.env},
+                                      cwd=row.cwd or ROOT, timeout=300, env={**os.environ, "COLUMNS": "200", **row.env},
                                       preexec_fn=row.limit)
                 text = proc.stderr + proc.stdout
                 why = row.check(proc) if row.check else None

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from .engines.base import GRADIENT_PHASES
 from .errors import UsageError
 
 COUNTER_PREFIX = "counters."
@@ -45,8 +46,6 @@ _PY_TYPE = {"s": float, "bytes": int, "count": int, "ratio": float}
 #: Report sections, in order.
 GROUPS = ("time", "memory", "counters")
 
-#: Phases of a first gradient, in order; each is a ``{phase}_s`` metric.
-GRADIENT_PHASES = ("trace", "lower", "compile", "execute")
 #: Every phase of a cold process, in order.
 PROCESS_PHASES = ("import", "build", *GRADIENT_PHASES)
 #: The phases that are compilation in the broad sense: their sum is the compile total.
@@ -133,6 +132,13 @@ class Metric:
     #: break or recompile is a whole compile (or a fallback to eager) of its own, whatever share of the count
     #: it is. Sizes of a graph (jaxpr equations, HLO ops, FX or autograd nodes) are judged by the minimum effect.
     strict: bool = False
+    #: Timings of a part of the first gradient: reported only by a backend that splits one of these phases
+    #: (``Backend.phases``); empty: every backend reports it.
+    phases: tuple[str, ...] = ()
+
+    def split_by(self, phases) -> bool:
+        """Whether a backend whose first gradient reports ``phases`` reports this metric."""
+        return not self.phases or any(p in phases for p in self.phases)
 
     def unsteady_for(self, framework: str | None) -> str | None:
         """Why this metric is not repeatable under ``framework``, or None when it is."""
@@ -211,17 +217,17 @@ _ENTRIES = (
     _timing("process_ttfg_s", "process TTFG (spawn to first gradient)", "process TTFG",
             asv_benchmark="track_process_ttfg_seconds", trend=True, compared_by_default=True, guarded=True),
     _timing("compile_s", "compile phase (backend compile alone)", "compile phase", trend=True,
-            compared_by_default=True, counted_by="instructions_compile"),
+            compared_by_default=True, counted_by="instructions_compile", phases=("compile",)),
     _timing("first_grad_compile_s", "compile total (trace + lower + compile)", "compile total",
             asv_benchmark="track_compile_seconds", derive=_compile_total, stored=False, trend=True,
-            counted_by="instructions"),
+            counted_by="instructions", phases=COMPILE_PHASES),
     _timing("import_s", "framework import", "import", asv_benchmark="track_import_seconds", trend=True,
             compared_by_default=True, guarded=True),
     _timing("second_grad_s", "second (warm) gradient", "second gradient", asv_benchmark="track_second_grad_seconds",
             trend=True, compared_by_default=True),
     _timing("build_s", "model build", "build", guarded=True, counted_by="instructions_build"),
-    _timing("trace_s", "trace phase", "trace", counted_by="instructions_trace"),
-    _timing("lower_s", "lower phase", "lower", counted_by="instructions_lower"),
+    _timing("trace_s", "trace phase", "trace", counted_by="instructions_trace", phases=("trace",)),
+    _timing("lower_s", "lower phase", "lower", counted_by="instructions_lower", phases=("lower",)),
     _timing("execute_s", "execute phase", "execute", counted_by="instructions_execute"),
     _timing("cpu_s", "CPU time of the process tree", "CPU time"),
     _timing("compile_share", "compile total's share of the first gradient", "compile share", unit="ratio",
@@ -378,7 +384,7 @@ def case_values(case, name: str, cache: str | None = "cold") -> list[float]:
             if (v := sample_value(s, name)) is not None]
 
 
-__all__ = ["COMPILE_PHASES", "COUNTER_PREFIX", "DEPTH_METRICS", "EFFECT_METRICS", "GRADIENT_PHASES", "GROUPS",
+__all__ = ["COMPILE_PHASES", "COUNTER_PREFIX", "DEPTH_METRICS", "EFFECT_METRICS", "GROUPS",
            "HEADLINE", "METRICS", "Metric", "NOT_METRICS", "PROCESS_PHASES", "SAMPLE_KINDS", "by_benchmark", "by_sample_kind",
            "case_values", "derive", "entries", "fields_of_kind", "get", "is_counter", "names", "raw",
            "sample_value"]

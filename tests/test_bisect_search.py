@@ -59,7 +59,7 @@ class Levels:
 
 
 def request(root, shas, out_dir, **kw):
-    return use_case.BisectRequest(repo=root, good=shas[0], bad=shas[-1], cases=[SimpleNamespace(id=CASE)],
+    return use_case.BisectRequest(repo=root, good=shas[0], bad=shas[-1], cases=[SimpleNamespace(id=CASE, backend="b")],
                                   settings=GateSettings(tiers=("structural",)), out_dir=out_dir, **kw)
 
 
@@ -128,7 +128,7 @@ def test_a_state_of_other_revisions_is_refused_and_kept(repo, tmp_path):
     root, shas = repo
     use_case.run(request(root, shas, tmp_path), compare=Levels(shas, [0] * 9))
     before = (tmp_path / "bisect.json").read_text()
-    other = use_case.BisectRequest(repo=root, good=shas[1], bad=shas[-1], cases=[SimpleNamespace(id=CASE)],
+    other = use_case.BisectRequest(repo=root, good=shas[1], bad=shas[-1], cases=[SimpleNamespace(id=CASE, backend="b")],
                                    settings=GateSettings(tiers=("structural",)), out_dir=tmp_path)
     with pytest.raises(use_case.UsageError, match="other revisions"):
         use_case.run(other, compare=Levels(shas, [0] * 9))

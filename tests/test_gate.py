@@ -114,6 +114,11 @@ def test_refusals_exit_2_before_measuring(repo):
     assert out.returncode == 2 and "base revision 'no-such-branch' not found" in out.stderr
     out = gate(repo, "--base", repo.first, "--head", "deadbeef")
     assert out.returncode == 2 and "head revision 'deadbeef' not found" in out.stderr
+    # Issue 29, class 19: autograd's first gradient is one phase; a compile guard ran 4 pairs, then "0 complete pairs".
+    out = gate(repo, "--base", repo.first, "--backend", "autograd", "--guard", "compile_s")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--guard compile_s: no selected case can report it: autograd does not split a compile phase" in out.stderr
+    assert "(it reports execute only)" in out.stderr and "pair" not in out.stdout + out.stderr
     target = repo.path / "harness" / "decide" / "gate_loop.py"
     original = target.read_text()
     try:

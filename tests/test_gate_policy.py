@@ -15,7 +15,8 @@ import pytest
 
 from ttfg.decide import gate_loop
 from ttfg.decide.gate_loop import run_gate
-from ttfg.decide.gate_settings import GUARDED, GateSettings
+from ttfg.decide.gate_settings import GUARDED, GateSettings, refuse_unreported
+from ttfg.errors import UsageError
 from ttfg.measure.sides import Side
 from ttfg.results import gate_outcome
 from ttfg.measure.cases import select
@@ -207,6 +208,49 @@ def test_a_metric_the_backend_does_not_report_stops_at_once(gate_with):
     (case,) = outcome.cases
     assert case.stop == gate_outcome.NO_METRIC and case.attempted == 1
     assert case.verdict.verdict == "inconclusive" and "does not report compile_s" in case.verdict.reason
+
+
+def test_a_guarded_phase_a_backend_does_not_split_is_said_per_case_and_not_waited_for(gate_with):
+    """Issue 29, class 19: ``--guard compile_s`` over autograd (one phase) and jax.jit (split) guards jax.jit's
+    compile phase and says autograd does not split one, instead of sampling autograd to the end for a
+    compile phase that never comes and reporting "0 complete pairs"."""
+    notes = []
+    base, head = noisy(1.0), noisy(1.0, shift=3)
+
+    def sample(role):
+        def answer(i):
+            s = good(i, (base if role == "base" else head)(i))
+            s.compile_s = s.first_grad_s / 4
+            return s
+        return answer
+
+    outcome, fake = gate_with(noisy(1.0), noisy(1.0, shift=3), backends=("autograd",), guard=("compile_s",),
+                              max_pairs=20)
+    (case,) = outcome.cases
+    assert case.stop == gate_outcome.DECIDED and case.verdict.verdict == "unchanged"
+    assert [g.metric for g in case.guards] == ["first_grad_s"]
+    assert "0 complete pair" not in case.verdict.reason
+    assert "not guarded: autograd does not split a compile phase off its first gradient (it reports execute only)" \
+        in case.verdict.reason
+    outcome, _ = gate_with(sample("base"), sample("head"), backends=("autograd", "jax.jit"), guard=("compile_s",),
+                           max_pairs=20)
+    by_backend = {c.case.split("/")[1]: c for c in outcome.cases}
+    assert [g.metric for g in by_backend["jax.jit"].guards] == ["first_grad_s", "compile_s"]
+    assert "not guarded" not in by_backend["jax.jit"].verdict.reason
+    assert [g.metric for g in by_backend["autograd"].guards] == ["first_grad_s"]
+    assert "autograd does not split a compile phase" in by_backend["autograd"].verdict.reason
+
+
+def test_a_guard_no_selected_case_reports_is_refused_naming_the_phases_reported():
+    cases, _ = select([MODEL], ["autograd", "torch.compile"], None, check_availability=False)
+    with pytest.raises(UsageError, match=r"--guard lower_s: no selected case can report it: autograd does not split "
+                                         r"a lower phase .*\(it reports execute only\).*; torch.compile does not "
+                                         r"split a lower phase .*\(it reports trace, compile, execute\)"):
+        refuse_unreported(GateSettings(guard=("lower_s",)), cases)
+    with pytest.raises(UsageError, match="--metric compile_s: no selected case"):
+        refuse_unreported(GateSettings(metric="compile_s"), cases[:1])
+    refuse_unreported(GateSettings(guard=("compile_s",)), cases)  # torch.compile reports it: guarded there
+    refuse_unreported(GateSettings(), cases)  # the default guard: every backend reports every phase a process pays
 
 
 def test_ctrl_c_keeps_finished_samples_in_files_marked_incomplete(gate_with, tmp_path):

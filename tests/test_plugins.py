@@ -129,6 +129,18 @@ def test_broken_plugins_in_process(plugins):
     assert any(r.status == "skipped" and "does not implement build()" in r.detail for r in results)
 
 
+def test_a_backend_declares_the_phases_its_first_gradient_reports():
+    """``Backend.phases`` (issue 29, class 19): the gate refuses a guard of a phase no backend splits from it,
+    so a plugin's declaration is checked like its other attributes."""
+    from ttfg.engines.autograd_numpy import AutogradBackend
+
+    assert engines.get("autograd").phases == ("execute",) and engines.get("jax.jit").phases[-1] == "execute"
+    assert engines.contract_problem(AutogradBackend, "autograd") is None
+    for bad in ((), ("link",), "execute"):
+        odd = type("Odd", (AutogradBackend,), {"phases": bad})
+        assert "'phases' must list some of trace, lower, compile, execute" in engines.contract_problem(odd, "autograd")
+
+
 def test_listing_names_imports_no_plugin(plugins):
     """Names and origins come from distribution metadata alone; no plugin module is imported."""
     code = ("import sys; from ttfg import engines, models; "

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..decide import bisect as search
 from ..decide.gate_loop import run_gate
-from ..decide.gate_settings import GateSettings
+from ..decide.gate_settings import GateSettings, refuse_unreported
 from ..errors import UsageError
 from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
@@ -350,10 +350,11 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
     Raises
     ------
     TtfgError
-        Broken input, before anything is measured: a revision that does not exist (all are named), a dirty
+        Broken input, before anything is measured: a guarded timing no selected case reports, a revision that does not exist (all are named), a dirty
         tree, ends in the wrong order, an unreadable or foreign state file.
     """
     events = events or BisectEvents()
+    refuse_unreported(request.settings, request.cases)
     repo = repo_root(request.repo)
     good, bad = _resolve_both(repo, request.good, request.bad)
     _refuse_dirty(repo, (good, bad), request.allow_dirty)

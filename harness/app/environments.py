@@ -8,6 +8,7 @@ per-side environments are built by ``app/gate.py``; a later step unifies the two
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 
@@ -33,6 +34,33 @@ def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> di
     # effects with intervals between them): refused, naming them.
     environments.check_distinct(envs)
     return envs
+
+
+def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_note: Callable[[str], None]):
+    """The user's project (the config's install-path) installed for built environments
+    (``measure/project_source.py``), when it declares every plugin backend and model the ``cases`` use.
+
+    None, and the plugins are linked in as this interpreter has them (``sources.plugins_overlay``): when no
+    environment is ``built``, no config names a project, no case uses a plugin (nothing of the project runs),
+    or a plugin comes from another distribution than the project (said in a note).
+    """
+    from ..measure.cases import plugin_entry_points
+    from ..project import pyproject
+
+    if project_folder is None or not built:
+        return None
+    wanted = plugin_entry_points(list(cases))
+    if not wanted:
+        return None
+    declared = pyproject.read(project_folder).plugins
+    elsewhere = sorted(name for group, names in wanted.items() for name in names if name not in declared.get(group, {}))
+    if elsewhere:
+        on_note(f"{', '.join(elsewhere)}: not declared by the project at {project_folder}; its plugins are linked "
+                "into the built environments as this interpreter has them")
+        return None
+    from ..measure.project_source import install_project
+
+    return install_project(project_folder, on_note)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from ..decide.gate_loop import PairEvent, run_gate
-from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers
+from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers, refuse_unreported
 from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
@@ -191,12 +191,13 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     Raises
     ------
     TtfgError
-        Broken input (a missing revision, a dirty tree, an unreadable expectations file,
-        sides that would import the same code): nothing was measured.
+        Broken input (a guarded timing no selected case reports, a missing revision, a dirty tree, an
+        unreadable expectations file, sides that would import the same code): nothing was measured.
     """
     from ..decide import expect
 
     events = events or GateEvents()
+    refuse_unreported(request.settings, request.cases)  # before any checkout: a guard no case can report
     if request.settings.cache == "both":
         return _run_both(request, events)
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling

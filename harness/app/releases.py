@@ -45,6 +45,7 @@ from ..measure.sides import Side, check_imports, locate
 from ..measure.cases import plugin_entry_points
 from ..measure.sources import plugins_overlay, self_overlay
 from ..measure.worktrees import Revision
+from .environments import project_for
 from ..results.format import strict_json
 from ..results.sweep_file import FORMAT, VERSION
 
@@ -62,6 +63,9 @@ class SweepRequest:
     settings: GateSettings
     instructions: bool = True
     notes: list[str] = field(default_factory=list)
+    #: The user's project folder (the config's install-path), installed into every release's environment when
+    #: it declares the plugins the cases use (``app.environments.project_for``).
+    project_folder: Path | None = None
 
 
 class SweepEvents:
@@ -201,9 +205,11 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = request.settings
     overlay = self_overlay()
-    # A library's plugin backend or model runs in each release's environment as it is installed here
-    # (its packages and entry points), after ttfg on the path.
-    plugins = plugins_overlay(plugin_entry_points(request.cases))
+    # A library's plugin backend or model runs in each release's environment: the project installed from its
+    # install-path (the state recorded in the sweep), else as installed here (its packages and entry points);
+    # either after ttfg on the path.
+    project = project_for(True, request.cases, request.project_folder, events.note)
+    plugins = project.root if project is not None else plugins_overlay(plugin_entry_points(request.cases))
     started = time.time()
     doc = {"format": FORMAT, "version": VERSION, "package": request.releases[0].package,
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "complete": False,
@@ -212,6 +218,8 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
                         "instructions": request.instructions},
            "machine": fingerprint().to_json(), "load": {"start": list(os.getloadavg())},
            "releases": [], "pairs": [], "exit_code": None}
+    if project is not None:
+        doc["project"] = project.to_json()
     path = out_dir / "releases.json"
 
     def save():

@@ -42,6 +42,9 @@ class RunRequest:
     shard: object = None
     #: ``--env``: the environments to run every case in (requirement texts), none for this interpreter.
     envs: list[str] = field(default_factory=list)
+    #: The user's project folder (the config's install-path), installed into the built environments; None:
+    #: no config names one (the plugins are then linked in as this interpreter has them).
+    project_folder: Path | None = None
 
 
 class RunEvents:
@@ -91,11 +94,12 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner
     from ..measure.environments import cases_in
-    from .environments import build_all
+    from .environments import build_all, project_for
 
     events = events or RunEvents()
     cases, skipped = request.cases, request.skipped
     envs = build_all(request.envs, events.note)
+    project = project_for(any(not env.current for env in envs.values()), cases, request.project_folder, events.note)
     if envs:  # the environment is part of the case: every case once per environment
         cases, skipped = cases_in(envs, cases, skipped)
         if not cases:
@@ -113,7 +117,7 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
         allocations=request.allocations, alloc_repeat=request.alloc_repeat,
         python_allocators=request.python_allocators, instructions=instructions, profiles=request.profiles,
     )
-    runner = Runner(cases, skipped, settings, request.out, envs=envs)
+    runner = Runner(cases, skipped, settings, request.out, envs=envs, project=project)
     runner.results.shard = _in_envs(request.shard, envs)
     calibration, why_not = noise.stored()
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end

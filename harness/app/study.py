@@ -24,6 +24,8 @@ class StudyRequest:
     threads: int = 1
     #: ``--env``: requirement texts; the env study compares two, the others run in at most one.
     envs: list[str] = field(default_factory=list)
+    #: The user's project folder (the config's install-path), installed into the built environments.
+    project_folder: Path | None = None
 
 
 def run(request: StudyRequest, on_note: Callable[[str], None], on_sample: Callable | None = None):
@@ -39,8 +41,18 @@ def run(request: StudyRequest, on_note: Callable[[str], None], on_sample: Callab
     from .environments import build_all
 
     settings = RunSettings(repeat=request.repeat, timeout_s=request.timeout_s, threads=request.threads)
+    envs = build_all(request.envs, on_note)
     return run_study(request.study, request.model, request.backends, settings, request.out, on_sample,
-                     envs=build_all(request.envs, on_note))
+                     envs=envs, project=_project(envs, request, on_note))
+
+
+def _project(envs: dict, request: StudyRequest, on_note: Callable[[str], None]):
+    """The user's project for the built environments, when a selected backend or the model is its plugin."""
+    from ..measure.cases import Case
+    from .environments import project_for
+
+    cases = [Case(request.model, backend, ()) for backend in request.backends or [""]]  # "": the model alone
+    return project_for(any(not env.current for env in envs.values()), cases, request.project_folder, on_note)
 
 
 __all__ = ["StudyRequest", "run"]

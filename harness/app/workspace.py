@@ -57,4 +57,33 @@ def project_dir(cfg, repo: Path) -> str | None:
     return "" if rel == "." else rel
 
 
-__all__ = ["check_repo_has_plugin", "project_dir"]
+def project_folder(cfg) -> Path | None:
+    """The user's project to install into built environments (``run --env``, ``study env``, ``releases``): the
+    config ``cfg``'s install-path, checked; None without a config, when the config's folder holds no Python
+    project and no install-path names one, or outside git (the plugins are then linked in as this
+    interpreter has them).
+
+    Raises
+    ------
+    ConfigError
+        For an install-path that names no project folder inside the repository (as ``ttfg config`` says).
+    """
+    from ..measure.worktrees import GitError, repo_root
+    from ..project import config as project_config
+
+    if cfg is None or cfg.root is None:
+        return None
+    problem = cfg.install_path_problem()
+    if problem:
+        raise project_config.ConfigError(f"{cfg.where('install-path')}: {problem}")
+    folder = cfg.project_folder()
+    if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+        return None
+    try:
+        repo_root(folder)
+    except GitError:
+        return None
+    return folder
+
+
+__all__ = ["check_repo_has_plugin", "project_dir", "project_folder"]

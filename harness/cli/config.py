@@ -223,6 +223,13 @@ def project_dir(args, repo: Path) -> str | None:
     return configured_folder(getattr(args, "project_config", None), repo)
 
 
+def project_folder(args) -> Path | None:
+    """``app.workspace.project_folder`` for the config the command line read (``args.project_config``)."""
+    from ..app.workspace import project_folder as configured_project
+
+    return configured_project(getattr(args, "project_config", None))
+
+
 def _asv_selection(cfg) -> None:
     """``ttfg asv record``: the config's selection reaches the asv suite as ``TTFG_ASV_*`` (a set variable wins)."""
     for key, var, sep in (("models", "TTFG_ASV_MODELS", ","), ("backends", "TTFG_ASV_BACKENDS", ","),

@@ -45,6 +45,7 @@ def cmd_releases(args) -> int:
     from ..present.releases_views import print_sweep, sweep_markdown, sweep_page
     from ..present.terminal import console as make_console
 
+    from .config import project_folder
     from .gate import _progress_line
     from .outputs import output_dir
     from .selection import runnable_selection
@@ -77,7 +78,8 @@ def cmd_releases(args) -> int:
             console.print(_progress_line(event), highlight=False)
 
     request = sweep.SweepRequest(planned, cases, Path(args.out_dir), settings,
-                                 instructions=not args.no_instructions, notes=notes)
+                                 instructions=not args.no_instructions, notes=notes,
+                                 project_folder=project_folder(args))
     import time
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))

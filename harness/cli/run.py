@@ -84,6 +84,7 @@ def cmd_run(args) -> int:
     from ..present.run_views import run_summary
     from ..present.terminal import console as make_console
 
+    from .config import project_folder
     from .outputs import output_file
 
     output_file(args.out, "--out", create_parents=True)
@@ -105,7 +106,8 @@ def cmd_run(args) -> int:
     request = run.RunRequest(
         cases, skipped, out, repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, cache=args.cache,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
-        instructions=args.instructions, profiles=args.profiles, shard=shard, envs=list(getattr(args, "env", None) or ()))
+        instructions=args.instructions, profiles=args.profiles, shard=shard, envs=list(getattr(args, "env", None) or ()),
+        project_folder=project_folder(args))
     prepared = run.prepare(request, Printed())
     if prepared.nothing:
         for s in prepared.skipped:
@@ -221,6 +223,7 @@ def cmd_study(args) -> int:
     if args.repeat < 2:
         raise UsageError(f"--repeat must be >= 2 for an interval, got {args.repeat}")
 
+    from .config import project_folder
     from .outputs import not_an_input, output_file
 
     args.model = normalized_model(args.model)
@@ -229,7 +232,8 @@ def cmd_study(args) -> int:
     output_file(args.json, "--json")
     not_an_input(args.json, "--json", [out])
     request = study.StudyRequest(args.study, args.model, args.backend, Path(out), repeat=args.repeat,
-                                 timeout_s=args.timeout, threads=args.threads, envs=list(args.env or ()))
+                                 timeout_s=args.timeout, threads=args.threads, envs=list(args.env or ()),
+                                 project_folder=project_folder(args))
     console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
 
     def on_sample(done, total, case, sample):

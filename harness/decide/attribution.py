@@ -35,6 +35,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from .. import metrics
+from ..engines.base import GRADIENT_PHASES
 from ..errors import UsageError
 from ..results.format import is_number, strict_json
 from ..results.model import CaseResult, Results, Sample
@@ -177,7 +178,7 @@ class Attribution:
         total). The first gradient holds trace, lower, compile and execute; import and build count
         only for a metric that spans the process (``process_ttfg_s``), else their noise would
         "explain" a first gradient they are not part of."""
-        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else metrics.GRADIENT_PHASES
+        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
         known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
         if self.total is not None and self.total.delta:
             same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]

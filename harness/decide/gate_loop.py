@@ -59,7 +59,7 @@ from .. import metrics
 from . import gate_policy as policy
 from . import head_failures
 from . import tiers
-from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings
+from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.sides import Side, environments_differ
@@ -122,6 +122,8 @@ class CaseState:
     stop: str | None = None
     #: True when the count tier settled the case and the time tier screens what the counts do not cover.
     screened: bool = False
+    #: Guarded timings the case's backend never reports (a phase it does not split), with why: not tested here.
+    not_split: dict[str, str] = field(default_factory=dict)
 
     @property
     def attempted(self) -> int:
@@ -164,8 +166,12 @@ def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | 
 
 
 def _new_state(case: Case, settings: GateSettings) -> CaseState:
-    return CaseState(case, settings.metric, _new_tests(settings, settings.guard),
-                     {m: {"base": [], "head": []} for m in settings.guard})
+    """A case's state, testing the guarded timings its backend reports (the gated one always: a backend that
+    does not report it stops the case at once, ``policy.stop_after_pair``)."""
+    unsplit = {m: why for m, why in not_split(settings.guard, case.backend).items() if m != settings.metric}
+    tested = tuple(m for m in settings.guard if m not in unsplit)
+    return CaseState(case, settings.metric, _new_tests(settings, tested),
+                     {m: {"base": [], "head": []} for m in settings.guard}, not_split=unsplit)
 
 
 def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
@@ -353,6 +359,10 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         (out_dir / stale).unlink(missing_ok=True)
     states = [_new_state(case, settings) for case in cases]
     by_id = {st.case.id: st for st in states}
+    for st in states:
+        for why in st.not_split.values():
+            if on_note:
+                on_note(f"{st.case.id}: {why}: not guarded for this case")
     start = began = clock()
     finished = False
     warm: WarmDirs = {}
@@ -394,6 +404,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             settled = trails[st.case.id].settled
             if settled:
                 rest = tiers.uncounted_guards(settings.guard, settled.step) if settled.step else ()
+                rest = tuple(m for m in rest if m not in st.not_split)
                 if (st.stop is None and rest and tiers.TIME in settings.tiers
                         and settled.verdict.verdict != "regressed"):
                     _screen(st, settings, rest)
@@ -487,7 +498,7 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
             lead, verdict = policy.combined_verdict(guards, settings.metric)
             tier, figure = tiers.TIME, lead.figure()
             context = policy.count_context(trail)
-        verdict = policy.with_failures(verdict, failures, st)
+        verdict = policy.with_not_split(policy.with_failures(verdict, failures, st), st)
         stop = st.stop or BUDGET
         held = head_failures.held_for_head_failures(verdict, st.failed, st.attempted, len(b), settings.min_pairs,
                                                     st.first_error)

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["brief", "broken_verdict", "combined_verdict", "count_context", "evidence_figure", "failure_test",
            "failure_verdict", "geometric_mean", "guards_of", "leading", "metric_verdict", "not_settled_verdict",
-           "settled_and_screened", "stop_after_pair", "time_context", "value", "verdict_words", "with_failures"]
+           "settled_and_screened", "stop_after_pair", "time_context", "value", "verdict_words", "with_failures",
+           "with_not_split"]
 
 
 def value(sample: Sample, metric: str) -> float | None:
@@ -156,6 +157,13 @@ def with_failures(verdict, test, st: "CaseState"):
                           + f" (the times of the complete pairs alone: {verdict.verdict}, {verdict.reason})")
 
 
+def with_not_split(verdict, st: "CaseState"):
+    """The verdict's reason, saying which guarded timings the case's backend never reports (and why)."""
+    if not st.not_split:
+        return verdict
+    return replace(verdict, reason=f"{verdict.reason}; not guarded: " + "; ".join(st.not_split.values()))
+
+
 def stop_after_pair(st: "CaseState", settings: GateSettings, values: dict[str, float | None]) -> None:
     for role in ("base", "head"):
         if values[role] is None:
@@ -205,6 +213,7 @@ def settled_and_screened(st: "CaseState", settings: GateSettings, trail: "tiers.
     context = time_context(st)
     if not st.screened:
         rest = tiers.uncounted_guards(settings.guard, trail.settled.step) if trail.settled.step else ()
+        rest = tuple(m for m in rest if m not in st.not_split)
         if rest and verdict.verdict != "regressed" and tiers.TIME not in settings.tiers:
             names = ", ".join(brief(m) for m in rest)
             trail.steps.append(tiers.TierStep(tiers.TIME, False, "inconclusive",

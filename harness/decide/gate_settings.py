@@ -31,7 +31,7 @@ from ..measure.runner import RunSettings
 from . import tiers as tiering
 
 __all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings", "checked_guard",
-           "checked_tiers", "guarded_metrics"]
+           "checked_tiers", "guarded_metrics", "not_split", "refuse_unreported"]
 
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
 GATE_OUTPUTS = ("gate.json", "summary.md")
@@ -68,6 +68,47 @@ def checked_guard(names) -> tuple[str, ...]:
             raise UsageError(f"--guard {name} is not a timing of the probe (counters are compared by the "
                              "structural and instructions tiers)")
     return names
+
+
+def not_split(guard, backend: str) -> dict[str, str]:
+    """The timings of ``guard`` that ``backend`` never reports, each with why: a phase its first gradient does not
+    split (``Backend.phases``, ``Metric.phases``). Autograd's first gradient is one phase, so its ``compile_s`` is
+    never measured: a test of it would wait for pairs that never come. A backend that cannot be loaded is left to
+    the case's skip record (nothing here)."""
+    from .. import engines
+    from ..errors import TtfgError
+
+    try:
+        split = engines.get(backend).phases
+    except TtfgError:
+        return {}
+    reported = ", ".join(split) + (" only" if len(split) == 1 else "")
+    out = {}
+    for name in guard:
+        info = metrics.get(name)
+        if not info.split_by(split):
+            wanted = " or ".join(info.phases)
+            out[name] = (f"{backend} does not split a {wanted} phase off its first gradient "
+                         f"(it reports {reported}), so its {info.brief} is not measured")
+    return out
+
+
+def refuse_unreported(settings: "GateSettings", cases) -> None:
+    """Before any work: a guarded timing (or ``--metric``) that no selected case's backend reports is refused.
+
+    Raises
+    ------
+    UsageError
+        Naming the timing, each backend selected and the phases it does report.
+    """
+    if not cases:
+        return
+    backends = list(dict.fromkeys(c.backend for c in cases))
+    for name in settings.guard:
+        whys = [not_split((name,), b).get(name) for b in backends]
+        if all(whys):
+            option = "--metric" if name == settings.metric else "--guard"
+            raise UsageError(f"{option} {name}: no selected case can report it: " + "; ".join(whys))
 
 
 def checked_tiers(tiers) -> tuple[str, ...]:

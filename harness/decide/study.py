@@ -215,11 +215,12 @@ class StudyResult:
 
 
 def run_study(study: str, model: str, backends: list[str] | None, settings: RunSettings, out: Path | None,
-              on_sample: Callable | None = None, envs: "dict | None" = None) -> StudyResult:
+              on_sample: Callable | None = None, envs: "dict | None" = None, project=None) -> StudyResult:
     """Measure and analyse one study; the samples are saved to ``out`` as they arrive.
 
     ``envs`` (``{name: Environment}``, ``--env``): the env study's two environments; for the
-    other studies at most one, which every case runs in.
+    other studies at most one, which every case runs in. ``project``: the user's project as the built
+    environments' probes import it (``measure.project_source.ProjectSource``), recorded in the results.
     """
     envs = dict(envs or {})
     if study != "env" and len(envs) > 1:
@@ -239,7 +240,7 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
                 notes.append(f"{name}: {cls.availability()}")
                 continue
             cases += [Case(m, name, tuple(cls.default_variant().items()), one_env) for m, _ in sweep]
-        results = Runner(cases, [], settings, out, envs=envs).run(on_sample)
+        results = Runner(cases, [], settings, out, envs=envs, project=project).run(on_sample)
         ran = [b for b in backends if any(c.backend == b for c in cases)]
         res = StudyResult(study, model, results, depth=analyse_depth(results, sweep, ran), notes=notes)
     else:
@@ -252,7 +253,8 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
         if not cases:
             raise UsageError(f"no selected backend supports both arms of the {study} study: {'; '.join(notes)}")
         # A B B A: alternate the order of the two arms from round to round so order effects cancel.
-        runner = Runner(cases, [], settings, out, steps=alternate_rounds(schedule(cases, settings)), envs=envs)
+        runner = Runner(cases, [], settings, out, steps=alternate_rounds(schedule(cases, settings)), envs=envs,
+                        project=project)
         results = runner.run(on_sample)
         res = StudyResult(study, model, results, effects=analyse_effects(study, results, pairs), notes=notes)
     results.study = res.section()

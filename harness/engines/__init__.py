@@ -18,7 +18,7 @@ from ttfg.models.plugins import Entry, PluginError
 
 from ..errors import BrokenPlugin, UsageError
 from . import variants
-from .base import Backend, Engine
+from .base import GRADIENT_PHASES, Backend, Engine
 
 GROUP = "ttfg.backends"
 _BUILTIN: dict[str, str] = {
@@ -71,6 +71,9 @@ def contract_problem(cls, name: str) -> str | None:
         values = supports.get(axis)
         if not values or any(v not in allowed for v in values):
             return f"supports[{axis!r}] must list some of {', '.join(allowed)}, got {values!r}"
+    phases = getattr(cls, "phases", None)
+    if not isinstance(phases, (tuple, list)) or not phases or any(p not in GRADIENT_PHASES for p in phases):
+        return f"'phases' must list some of {', '.join(GRADIENT_PHASES)} (those its first gradient reports), got {phases!r}"
     for method in ("import_framework", "build"):
         if getattr(cls, method) is getattr(Backend, method):
             return f"does not implement {method}()"

@@ -19,6 +19,10 @@ import numpy as np
 from . import variants as _variants
 from ..errors import Unavailable, Unsupported
 
+#: Phases of a first gradient, in order: the keys ``Engine.first_gradient`` may return (each is a
+#: ``{phase}_s`` metric of ``ttfg.metrics``). A first gradient a backend cannot divide is all ``execute``.
+GRADIENT_PHASES = ("trace", "lower", "compile", "execute")
+
 
 class Engine:
     """A built model, ready to differentiate. Subclasses override the methods below.
@@ -70,6 +74,11 @@ class Backend:
     #: what must come beside it that the framework's own metadata does not bring, such as
     #: jax's matching jaxlib or scipy for autograd. Empty: just ``{framework}=={version}``.
     release_requirements: ClassVar[tuple[str, ...]] = ()
+    #: The phases of :data:`GRADIENT_PHASES` its first gradient reports (the keys ``first_gradient``
+    #: returns). Declared, so that a guard or a metric of a phase the backend never splits (autograd's
+    #: compile) is refused before any process runs, not found missing after minutes of pairs. The
+    #: default, ``execute`` alone, is a first gradient the backend cannot divide.
+    phases: ClassVar[tuple[str, ...]] = ("execute",)
 
     @classmethod
     def missing_modules(cls) -> list[str]:

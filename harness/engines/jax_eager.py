@@ -61,6 +61,7 @@ class JaxEagerBackend(Backend):
     framework = "jax"
     modules = ("jax", "jaxlib")
     release_requirements = JAX_RELEASE
+    phases = ("trace", "lower", "compile", "execute")  # the compile events' seconds; execute is the rest
     supports = {"params": ("args",), "chain": ("unrolled", "scan")}
     description = "jax.value_and_grad without jit: op-by-op dispatch, one small compile per new primitive"
     why_not = {"params=closure": "without jit there is no trace to capture constants in; closure equals args"}

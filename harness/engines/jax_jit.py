@@ -85,6 +85,7 @@ class JaxJitBackend(Backend):
     framework = "jax"
     modules = ("jax", "jaxlib")
     release_requirements = JAX_RELEASE
+    phases = ("trace", "lower", "compile", "execute")
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "jax.jit(value_and_grad): trace, lower to StableHLO, XLA compile, run"
 

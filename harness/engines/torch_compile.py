@@ -162,6 +162,7 @@ class TorchCompileBackend(Backend):
     framework = "torch"
     modules = ("torch",)
     compiler_name = "inductor"
+    phases = ("trace", "compile", "execute")  # Dynamo's capture, then AOTAutograd and the backend together
     supports = {"params": ("args", "closure"), "chain": ("unrolled", "scan")}
     description = "torch.compile, Inductor: Dynamo capture, AOTAutograd, C++ codegen and compile"
     uncounted = "Inductor compiles its generated C++ in child processes (the C++ compiler)"

@@ -37,7 +37,7 @@ import numpy  # noqa: F401  (imported before any clock starts, so never billed t
 
 from .. import engines, metrics
 from .cases import Case
-from ..metrics import GRADIENT_PHASES
+from ..engines.base import GRADIENT_PHASES
 
 COMPILE_PHASES = ("trace", "lower", "compile")
 

@@ -35,6 +35,7 @@ from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
     from .environments import Environment
+    from .project_source import ProjectSource
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
@@ -250,14 +251,16 @@ def garbage(sample: dict) -> str | None:
 
 
 def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings,
-                envs: "Mapping[str, Environment] | None" = None) -> Results:
+                envs: "Mapping[str, Environment] | None" = None, project: "ProjectSource | None" = None) -> Results:
     """An empty results file for ``cases``: this machine's metadata, ``settings``, one entry per case.
 
     ``envs`` are the environments the probes run in, by name (a gate side's one, or the ones
     ``ttfg run --env`` cases name in ``Case.env``), recorded the same way on every route:
     ``environment.envs`` maps each name to what was read inside it (interpreter, key, every
     package's version). When every probe runs in one built environment, its versions replace
-    this interpreter's in ``packages`` and the fingerprint: they are what was measured.
+    this interpreter's in ``packages`` and the fingerprint: they are what was measured. ``project``, the
+    user's project as the built environments' probes import it, is recorded as ``environment.project``:
+    the commit installed, or the working tree's snapshot and the files that differ from ``HEAD``.
     """
     env_settings = {k: v for k, v in probe_env(settings, Path("<cache>"), "cold").items()
                     if k in metadata.THREAD_VARS}
@@ -266,6 +269,8 @@ def new_results(cases: list[Case], skipped: Iterable[Skipped], settings: RunSett
     envs = dict(envs or {})
     if envs:
         collected["envs"] = {name: e.to_json() for name, e in envs.items()}
+    if project is not None:
+        collected["project"] = project.to_json()
     if len(envs) == 1:
         (env,) = envs.values()
         if not env.current:
@@ -285,30 +290,39 @@ class Runner:
     """Runs ``steps`` (default: :func:`~ttfg.measure.schedule.schedule`), saving to ``out`` after every sample."""
 
     def __init__(self, cases: list[Case], skipped: Iterable[Skipped], settings: RunSettings, out: Path | None,
-                 steps: list[Step] | None = None, envs: "dict[str, Environment] | None" = None):
+                 steps: list[Step] | None = None, envs: "dict[str, Environment] | None" = None,
+                 project: "ProjectSource | None" = None):
         self.cases, self.settings, self.out = cases, settings, out
         #: The environments named by the cases (``Case.env``): each case's probes run in its own.
         self.envs = dict(envs or {})
-        self.results = new_results(cases, skipped, settings, envs=self.envs)
+        #: The user's project, installed for the built environments (``project_source.py``); None: no config
+        #: names one, and the plugins are linked in as this interpreter has them.
+        self.project = project
+        self.results = new_results(cases, skipped, settings, envs=self.envs, project=project)
         self.writer = ResultsWriter(self.results, out)
         self.steps = list(steps) if steps is not None else schedule(cases, settings)
-        self._overlay = None
-        self._plugins = None
+        #: A built environment's import roots, made on first use: (the project or the plugins, ttfg's overlay).
+        self._roots: tuple[Path | None, Path | None] | None = None
 
     def settings_for(self, case: Case) -> RunSettings:
         """The settings a case's probes run with: the target of the environment it names (``Case.env``)."""
         env = self.envs.get(case.env) if case.env else None
         if env is None or env.current:
             return self.settings
-        if self._overlay is None:
+        if self._roots is None:
             from .cases import plugin_entry_points
             from .sources import plugins_overlay, self_overlay
 
-            # ttfg itself, and the library's plugins as this interpreter has them: the library's own backend
-            # and model run in the environment (the parent's path is not on a built environment's).
-            self._overlay = self_overlay()
-            self._plugins = plugins_overlay(plugin_entry_points(self.cases))
-        return replace(self.settings, target=ProbeTarget.of(env, source=self._plugins, overlay=self._overlay))
+            # ttfg itself, and the user's project as installed from its install-path (else the library's plugins
+            # as this interpreter has them): the library's own backend and model run in the environment (the
+            # parent's path is not on a built environment's).
+            if self.project is not None:
+                overlay = None if "ttfg" in self.project.installed.packages else self_overlay()
+                self._roots = (self.project.root, overlay)
+            else:
+                self._roots = (plugins_overlay(plugin_entry_points(self.cases)), self_overlay())
+        source, overlay = self._roots
+        return replace(self.settings, target=ProbeTarget.of(env, source=source, overlay=overlay))
 
     def run(self, on_sample: Callable[[int, int, Case, Sample], None] | None = None) -> Results:
         """Run every step; on Ctrl-C the finished samples stay in the file and it is re-raised."""

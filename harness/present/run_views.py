@@ -16,6 +16,7 @@ from rich.text import Text
 
 from .. import fmt
 from .. import metrics
+from ..engines.base import GRADIENT_PHASES
 from .terminal import case_cells, case_layout, fitted, titled
 from .untrusted import plain
 
@@ -65,7 +66,7 @@ def phase_bars(results, cache: str = "cold") -> list[PhaseBar]:
         med = {k: _median(metrics.case_values(case, k, cache)) for k in ("process_ttfg_s", "first_grad_s", *MEASURED)}
         first = med["first_grad_s"] or 0.0
         segments = {k: med[k] for k in MEASURED if med[k] is not None}
-        split = sum(segments.get(f"{p}_s", 0.0) for p in metrics.GRADIENT_PHASES)
+        split = sum(segments.get(f"{p}_s", 0.0) for p in GRADIENT_PHASES)
         if first - split > 1e-4:
             segments[UNSPLIT] = first - split
         total = med["process_ttfg_s"]
@@ -191,7 +192,7 @@ ALLOCS = _brief("alloc_count")
 IMPORT = _brief("import_s")
 BUILD = _brief("build_s")
 RANGE, CV, OK = "min–max", "CV", "ok"
-PHASES_COLUMN = " / ".join(_brief(f"{p}_s") for p in metrics.GRADIENT_PHASES)
+PHASES_COLUMN = " / ".join(_brief(f"{p}_s") for p in GRADIENT_PHASES)
 
 
 def _run_values(results):
@@ -215,7 +216,7 @@ def _run_values(results):
             yield {"case": case.id, "cache": cache, "good": len(good), "samples": len(timing),
                    "first": _median(first), "min": min(first) if first else None, "max": max(first) if first else None,
                    "cv": _cv(first), "process": med("process_ttfg_s"), "import": med("import_s"),
-                   "build": med("build_s"), **{p: med(f"{p}_s") for p in metrics.GRADIENT_PHASES},
+                   "build": med("build_s"), **{p: med(f"{p}_s") for p in GRADIENT_PHASES},
                    "second": med("second_grad_s"), "allocs": _median(metrics.case_values(case, "alloc_count")),
                    "counters": counter_text}
 
@@ -227,11 +228,11 @@ def _run_rows(results):
     col = lambda key, unit="s": fmt.column([r[key] for r in rows], unit)  # noqa: E731
     ranges = fmt.column([r["min"] for r in rows] + [r["max"] for r in rows], "s")
     lows, highs = ranges[:len(rows)], ranges[len(rows):]
-    cells = {key: col(key) for key in ("first", "process", "import", "build", "second", *metrics.GRADIENT_PHASES)}
+    cells = {key: col(key) for key in ("first", "process", "import", "build", "second", *GRADIENT_PHASES)}
     cvs, allocs = col("cv", "ratio"), col("allocs", "count")
     for i, r in enumerate(rows):
         status = f"{r['good']}/{r['samples']}"
-        phases = {p: cells[p][i] for p in metrics.GRADIENT_PHASES}
+        phases = {p: cells[p][i] for p in GRADIENT_PHASES}
         yield {
             "case": r["case"], "cache": r["cache"], OK: status, FIRST: cells["first"][i],
             RANGE: f"{lows[i]} – {highs[i]}" if r["min"] is not None else fmt.MISSING,
@@ -254,7 +255,7 @@ RUN_TABLES = (
     ("allocations and structural counters (counters: last good sample)", (ALLOCS, "counters")),
 )
 #: ``--wide``: one table, the phases in columns of their own.
-WIDE_COLUMNS = (OK, FIRST, RANGE, CV, PROCESS, IMPORT, BUILD, *(_brief(f"{p}_s") for p in metrics.GRADIENT_PHASES),
+WIDE_COLUMNS = (OK, FIRST, RANGE, CV, PROCESS, IMPORT, BUILD, *(_brief(f"{p}_s") for p in GRADIENT_PHASES),
                 SECOND, ALLOCS, "counters")
 LEFT = {"counters", "cache"}
 

@@ -20,8 +20,7 @@ FORMAT = "ttfg-results"
 #: The version written; ``migrate`` reads every older one (its docstring is the format history).
 VERSION = 2
 
-#: Phases of a first gradient and of a cold process, in order (the registry's).
-GRADIENT_PHASES = metrics.GRADIENT_PHASES
+#: Phases of a cold process, in order (the registry's); a first gradient's are the engine contract's.
 PHASES = metrics.PROCESS_PHASES
 
 #: Field types. ``"number"``: finite int or float, never bool; ``"count"``: a non-negative int;

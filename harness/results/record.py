@@ -7,7 +7,7 @@ and the format history), ``io`` (load and save). This module gathers their publi
 names so callers need not know the split.
 """
 
-from .format import (COMMON_FIELDS, FORMAT, GRADIENT_PHASES, KINDS, PHASES, SAMPLE_FIELDS, VERSION, ResultsError,
+from .format import (COMMON_FIELDS, FORMAT, KINDS, PHASES, SAMPLE_FIELDS, VERSION, ResultsError,
                      is_number, now_iso)
 from .io import dumps, from_json, load, loads, save
 from .migrate import migrate_v1_to_v2
@@ -15,7 +15,7 @@ from .model import (CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerpri
                     NoiseFloor, Results, Sample, ShardSection, StudySection, to_frame)
 from .validate import validate
 
-__all__ = ["COMMON_FIELDS", "FORMAT", "GRADIENT_PHASES", "KINDS", "PHASES", "SAMPLE_FIELDS", "VERSION", "CaseResult",
+__all__ = ["COMMON_FIELDS", "FORMAT", "KINDS", "PHASES", "SAMPLE_FIELDS", "VERSION", "CaseResult",
            "ColdEvidence", "DepthEntry", "EffectEntry", "Fingerprint", "Fit", "GateSection", "NoiseEntry", "NoiseFloor",
            "Results", "ResultsError", "Sample",
            "ShardSection", "StudySection", "dumps", "from_json", "is_number", "load", "loads", "migrate_v1_to_v2", "now_iso", "save",
