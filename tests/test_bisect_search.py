@@ -149,7 +149,7 @@ def test_an_end_that_cannot_be_measured_is_exit_2_and_a_rerun_tries_it_again(rep
 
 def test_revisions_that_do_not_exist_are_all_named_and_nothing_is_written(repo, tmp_path):
     root, shas = repo
-    bad = use_case.BisectRequest(repo=root, good="no-such-rev", bad="nor-this", cases=[SimpleNamespace(id=CASE)],
+    bad = use_case.BisectRequest(repo=root, good="no-such-rev", bad="nor-this", cases=[SimpleNamespace(id=CASE, backend="b")],
                                  settings=GateSettings(tiers=("structural",)), out_dir=tmp_path / "out")
     with pytest.raises(use_case.GitError, match="no-such-rev.*nor-this"):
         use_case.run(bad, compare=Levels(shas, [0] * 9, stop_after=0))
@@ -163,7 +163,7 @@ def test_a_dirty_tree_at_an_end_is_refused_naming_the_file(repo, tmp_path):
     git(root, "commit", "-q", "-m", "a tracked file")
     head = git(root, "rev-parse", "HEAD")
     (root / "tracked.py").write_text("x = 2\n")  # uncommitted: the checked-out end would be measured without it
-    dirty = use_case.BisectRequest(repo=root, good=shas[0], bad=head, cases=[SimpleNamespace(id=CASE)],
+    dirty = use_case.BisectRequest(repo=root, good=shas[0], bad=head, cases=[SimpleNamespace(id=CASE, backend="b")],
                                    settings=GateSettings(tiers=("structural",)), out_dir=tmp_path / "out")
     with pytest.raises(use_case.GitError, match="tracked.py"):
         use_case.run(dirty, compare=Levels([*shas, head], [0] * 10, stop_after=0))
