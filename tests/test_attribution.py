@@ -97,6 +97,17 @@ def test_attribution_of_a_gate_pair(tmp_path):
     # Import is not part of the first gradient: a noisy import never "explains" it.
     next(p for p in a.phases if p.phase == "import").delta = 1.0
     assert a.largest_phase().phase == "trace"
+    # Counted phases rank by their counts: a compile phase 10 ms slower by the few profiled processes' times,
+    # with an unchanged count, does not "move most" beside a trace that counted 45 M more instructions.
+    compile_ = next(p for p in a.phases if p.phase == "compile")
+    compile_.delta = 0.5
+    assert a.largest_phase().phase == "trace"
+    from ttfg.present.gate_views import phase_lines
+    assert phase_lines(a.to_json(), top=1)[0].startswith("trace:")
+    for p in a.phases:  # not counted: time ranks them
+        p.base_instructions = p.head_instructions = None
+    assert a.largest_phase().phase == "compile"
+    compile_.delta = None
     changed = {c.metric: c for c in a.changed_counters()}
     assert set(changed) == {"counters.hlo_ops", "instructions", "instructions_trace"}  # the trace phase's count too
     assert changed["counters.hlo_ops"].verdict == changed["instructions"].verdict == "regressed"

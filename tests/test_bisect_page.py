@@ -158,3 +158,17 @@ def test_the_command_refuses_a_corrupt_file_its_own_input_as_out_and_options_of_
 
 def test_the_reader_knows_every_status_the_bisect_writes():
     assert set(STATUSES) == set(use_case.EXIT)
+
+
+def test_a_counted_phase_is_named_by_its_count_not_by_the_profiled_times():
+    """A culprit decided by the trace's instruction count names the trace, with its count, as the phase that
+    moved (the few profiled processes' times are said beside it, not ranked on)."""
+    from ttfg.present.bisect_views import attribution_lines
+
+    evidence = {"attribution": [{"case": "c", "metric": "instructions_trace", "counters": [], "functions": [],
+                                 "phase": {"phase": "trace", "delta_s": 0.0004, "ratio": 1.03,
+                                           "instructions_delta": 10_050_814}}]}
+    assert attribution_lines(evidence)[0] == ("phase that moved most: trace +10,050,814 instructions (its time "
+                                              "+400 µs, from the few profiled processes)")
+    evidence["attribution"][0]["phase"]["instructions_delta"] = None
+    assert attribution_lines(evidence)[0] == "phase that moved most: trace +400 µs (1.030×)"

@@ -293,7 +293,8 @@ def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[di
         grew = sorted((f for f in a.functions if own(f) and own(f) > 0), key=lambda f: -own(f))
         out.append({"case": case, "metric": a.metric,
                     "phase": None if phase is None else {"phase": phase.phase, "delta_s": phase.delta,
-                                                         "ratio": phase.ratio},
+                                                         "ratio": phase.ratio,
+                                                         "instructions_delta": phase.instructions_delta},
                     "counters": [{"metric": c.metric, "base": c.base, "head": c.head} for c in a.counters
                                  if c.verdict == "regressed"][:5],
                     "functions": [{"fn": f.fn, "file": f.file, "line": f.line, "delta": own(f),

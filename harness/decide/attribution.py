@@ -174,11 +174,18 @@ class Attribution:
     notes: list[str] = field(default_factory=list)
 
     def largest_phase(self) -> PhaseDelta | None:
-        """The phase inside the metric whose time changed most in absolute seconds (same sign as the
-        total). The first gradient holds trace, lower, compile and execute; import and build count
-        only for a metric that spans the process (``process_ttfg_s``), else their noise would
-        "explain" a first gradient they are not part of."""
+        """The phase inside the metric that changed most: by its counted instructions when the phases were
+        counted, else by its time in absolute seconds (same sign as the total).
+
+        Counts first: they are deterministic evidence, where the paired medians of the few profiled
+        processes an attribution takes are not (a bisect's culprit, decided by the trace's count at
+        1.147x, had its compile phase "move most" by 10 ms of noise). The first gradient holds trace,
+        lower, compile and execute; import and build count only for a metric that spans the process
+        (``process_ttfg_s``), else their noise would "explain" a first gradient they are not part of."""
         inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+        counted = [p for p in self.phases if p.instructions_delta and p.phase in inside]
+        if counted:
+            return max(counted, key=lambda p: abs(p.instructions_delta))
         known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
         if self.total is not None and self.total.delta:
             same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]

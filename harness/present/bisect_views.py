@@ -58,7 +58,11 @@ def attribution_lines(evidence: dict) -> list[str]:
     lines = []
     for a in evidence.get("attribution") or []:
         phase = a.get("phase")
-        if phase and phase.get("delta_s") is not None:
+        if phase and phase.get("instructions_delta"):  # counted: the deterministic evidence ranks the phases
+            lines.append(f"phase that moved most: {phase['phase']} {phase['instructions_delta']:+,.0f} instructions"
+                         + (f" (its time {'+' if phase['delta_s'] >= 0 else ''}{fmt.seconds(phase['delta_s'])}, "
+                            "from the few profiled processes)" if phase.get("delta_s") is not None else ""))
+        elif phase and phase.get("delta_s") is not None:
             lines.append(f"phase that moved most: {phase['phase']} {'+' if phase['delta_s'] >= 0 else ''}"
                          f"{fmt.seconds(phase['delta_s'])}" + (f" ({fmt.factor(phase['ratio'])})"
                                                                if phase.get("ratio") == phase.get("ratio") else ""))

@@ -409,9 +409,13 @@ def _signed(metric_unit: str, v) -> str:
 
 
 def phase_lines(attribution: dict, top: int = TOP_PHASES) -> list[str]:
-    """The ``top`` phases whose time changed most (paired medians), one line each, largest first."""
+    """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
+    phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``."""
     phases = [p for p in attribution.get("phases") or [] if p.get("delta") is not None]
-    phases.sort(key=lambda p: -abs(p["delta"]))
+    if any(p.get("instructions_delta") for p in phases):
+        phases.sort(key=lambda p: -abs(p.get("instructions_delta") or 0))
+    else:
+        phases.sort(key=lambda p: -abs(p["delta"]))
     out = []
     for p in phases[:top]:
         ratio = fmt.factor(p["ratio"]) if p.get("ratio") is not None else fmt.MISSING

@@ -91,6 +91,7 @@ class _BisectReader(_Reader):
             self.text(self.key(phase, "phase", f"{where}.phase."), f"{where}.phase.phase")
             self.value(phase.get("delta_s"), f"{where}.phase.delta_s", "number")
             self.value(phase.get("ratio"), f"{where}.phase.ratio", "number")
+            self.value(phase.get("instructions_delta"), f"{where}.phase.instructions_delta", "number")
         for i, c in enumerate(self.seq(raw.get("counters") or [], f"{where}.counters")):
             at = f"{where}.counters[{i}]"
             c = self.obj(c, at)
