@@ -160,11 +160,7 @@ def bisect_from_json(doc: Any, path: str | Path) -> dict:
         Naming the file and the field.
     """
     r = _BisectReader(path)
-    doc = r.obj(doc, "the document")
-    if doc.get("format") != FORMAT:
-        raise r.fail("format", f"not a ttfg bisect (expected {FORMAT!r}, got {doc.get('format')!r})")
-    if doc.get("version") != VERSION:
-        raise r.fail("version", f"version {doc.get('version')!r}; this ttfg reads version {VERSION}")
+    doc = r.header(doc, FORMAT, VERSION, "a ttfg bisect")
     status = r.word(r.key(doc, "status", ""), "status", STATUSES)
     code = r.key(doc, "exit_code", "")
     if isinstance(code, bool) or code not in EXIT_CODES:

@@ -98,11 +98,7 @@ def sweep_from_json(doc: Any, path: str | Path) -> dict:
         Naming the file and the field.
     """
     r = _SweepReader(path)
-    doc = r.obj(doc, "the document")
-    if doc.get("format") != FORMAT:
-        raise r.fail("format", f"not a release sweep (expected {FORMAT!r}, got {doc.get('format')!r})")
-    if doc.get("version") != VERSION:
-        raise r.fail("version", f"version {doc.get('version')!r}; this ttfg reads version {VERSION}")
+    doc = r.header(doc, FORMAT, VERSION, "a release sweep")
     r.text(r.key(doc, "package", ""), "package")
     cases = {r.text(c, f"cases[{i}]") for i, c in enumerate(r.seq(r.key(doc, "cases", ""), "cases"))}
     versions = {r.release(e, f"releases[{i}]") for i, e in enumerate(r.seq(r.key(doc, "releases", ""), "releases"))}

@@ -45,6 +45,15 @@ class _Reader:
             raise self.expect(where, "an object", value)
         return value
 
+    def header(self, doc: Any, format_: str, version: int, what: str) -> dict:
+        """The document as an object whose ``format`` and ``version`` are this reader's (``what`` names the kind)."""
+        doc = self.obj(doc, "the document")
+        if doc.get("format") != format_:
+            raise self.fail("format", f"not {what} (expected {format_!r}, got {doc.get('format')!r})")
+        if doc.get("version") != version:
+            raise self.fail("version", f"version {doc.get('version')!r}; this ttfg reads version {version}")
+        return doc
+
     def seq(self, value: Any, where: str) -> list:
         if not isinstance(value, list):
             raise self.expect(where, "a list", value)
