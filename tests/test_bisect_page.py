@@ -21,8 +21,7 @@ from ttfg.results.bisect_file import STATUSES, load_bisect
 from ttfg.results.format import ResultsError
 
 from .conftest import run_ttfg
-from .test_bisect_search import CASE, Levels, request
-from .user_project import git
+from .test_bisect_search import CASE, Levels, repo, request  # noqa: F401 (repo: the fixture, shared)
 
 
 class Valued(Levels):
@@ -40,18 +39,6 @@ class Valued(Levels):
                                       "functions": [{"fn": "<b>scale</b>", "file": "ops.py", "line": 7, "delta": 0.2,
                                                      "unit": "s", "presence": "both"}]}]
         return record
-
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    shas = []
-    for n in range(9):
-        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
-        shas.append(git(root, "rev-parse", "HEAD"))
-    return root, shas
 
 
 def _bisect(repo, out_dir, levels, asked=None, **kw) -> dict:
