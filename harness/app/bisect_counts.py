@@ -116,7 +116,7 @@ def conditions(side: "Side", case: "Case", run: "RunSettings", shared: dict) -> 
     target = run.target
     return {"case": case.to_json(), "environment": side.env.digest() if side.env is not None else None,
             "python": target.python, "isolated": target.isolated, "threads": run.threads,
-            "python_allocators": run.python_allocators, "inherited": inherited(os.environ),
+            "python_allocators": run.python_allocators, "inherited": _digest(inherited(os.environ)),
             "pythonpath": None if target.isolated else os.environ.get("PYTHONPATH"), **shared}
 
 
