@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from collections import Counter
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from ttfg.decide.gate_settings import GateSettings
 from ttfg.errors import TtfgError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
-from ttfg.measure.environments import Request
+from ttfg.measure.environments import Environment, Request
 from ttfg.measure.runner import RunSettings
 from ttfg.measure.sides import EnvPlan, Side
 from ttfg.results.bisect_file import load_bisect
@@ -33,6 +34,8 @@ from .user_project import git
 
 CULPRIT = 6
 TIERS = ("structural", "instructions", "time")
+#: Every side's environment: its digest is part of a count's key.
+ENV = Environment("current", sys.executable, {"numpy": "2.2.6"}, "cpython-3.11")
 
 
 @pytest.fixture
@@ -89,7 +92,7 @@ def checkouts(tmp_path, monkeypatch):
         for role, rev in revisions.items():
             folder = tmp_path / "trees" / rev.commit
             folder.mkdir(parents=True, exist_ok=True)
-            sides[role] = Side(role, rev, folder)
+            sides[role] = Side(role, rev, folder, env=ENV)
         yield sides
 
     monkeypatch.setattr(use_case, "prepared", unbuilt)

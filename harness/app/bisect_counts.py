@@ -114,7 +114,7 @@ def measuring() -> dict:
 def conditions(side: "Side", case: "Case", run: "RunSettings", shared: dict) -> dict:
     """Everything besides the commit, the kind and the index that makes a count sample of ``side`` what it is."""
     target = run.target
-    return {"case": case.to_json(), "environment": side.env.digest() if side.env is not None else None,
+    return {"case": case.to_json(), "environment": side.env.digest if side.env is not None else None,
             "python": target.python, "isolated": target.isolated, "threads": run.threads,
             "python_allocators": run.python_allocators, "inherited": _digest(inherited(os.environ)),
             "pythonpath": None if target.isolated else os.environ.get("PYTHONPATH"), **shared}
