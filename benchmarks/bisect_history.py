@@ -101,10 +101,14 @@ def run_bisect(clone: Path, out_dir: Path, shas: list[str], args) -> dict:
     state = out_dir / "bisect.json"
     doc = json.loads(state.read_text()) if state.exists() else {}
     probes = doc.get("probes", [])
+    every = [doc.get("ends"), *(e for p in probes for e in p["evidence"]), doc.get("culprit_evidence")]
+    counts = [side for e in every if e for side in (e.get("counts") or {}).values()]
     return {"found": (doc.get("culprit") or {}).get("commit"), "status": doc.get("status"),
             "exit_code": proc.returncode, "steps": len(probes),
             "comparisons": sum(len(p["evidence"]) for p in probes) + (1 if doc.get("ends") else 0)
             + (1 if doc.get("culprit_evidence") else 0),
+            # count processes (all comparisons, both sides): started, and taken from an earlier comparison instead
+            "counts_taken": sum(c["taken"] for c in counts), "counts_reused": sum(c["reused"] for c in counts),
             "wall_s": round(wall, 1), "uptime_before": before, "uptime_after": _uptime(),
             "stdout_tail": proc.stdout[-3000:], "stderr_tail": proc.stderr[-1500:]}
 
@@ -184,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
         b = row["bisect"]
         print(f"history {index}: culprit at {culprit or 'none'}: bisect {b['status']} exit {b['exit_code']}, "
-              f"{b['steps']} steps, {b['comparisons']} comparisons, {b['wall_s']} s, right: {right}"
+              f"{b['steps']} steps, {b['comparisons']} comparisons, count processes {b['counts_taken']} taken and "
+              f"{b['counts_reused']} reused, {b['wall_s']} s, right: {right}"
               + (f"; asv find named {row['asv_find']['found']} (injected {(row['expected'] or '-')[:8]}), "
                  f"{row['asv_find']['commits_measured']} commits, {row['asv_find']['wall_s']} s" if args.asv_find else ""),
               flush=True)

@@ -10,11 +10,19 @@ step in one pair a side). Sides come from ``measure.sides.prepared``, the gate's
 cached path: a commit's install and environment are built once, whatever the number of
 comparisons it takes part in.
 
+Counts: the comparisons share one store of count samples (``app/bisect_counts.py``), so a
+commit's instruction count is taken once and reused by every later comparison involving
+it (the ends take part in every step); each comparison's record says how many count
+processes each side had and which came from where. The store is ``counts.json`` beside
+the state, so a resumed bisect reuses them too.
+
 State: ``bisect.json`` in the output folder is the state and the report; it is replaced
 atomically after every step, so Ctrl-C loses at most the step running, a rerun with the
 same arguments continues, and a finished bisect is shown again from it without
-measuring. A state of other revisions, cases or direction is refused, naming the file
-(it is never overwritten); so is one that cannot be read.
+measuring. It is read back with the page's strict reader (``results.bisect_file``): a
+hand-edited or truncated state is refused naming the file and the field. A state of other
+revisions, cases or direction is refused, naming the file (it is never overwritten); so
+is a ``counts.json`` of another bisect.
 
 Sides are built here rather than through ``app.gate.build_sides``, which takes a whole
 gate request: a helper there that opens two sides for two revisions would serve both.
@@ -34,14 +42,17 @@ from ..decide.gate_settings import GateSettings, refuse_unreported
 from ..errors import UsageError
 from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
+from ..measure.runner import run_sample
 from ..measure.sources import InstallError
 from ..measure.environments import EnvError
 from ..measure.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
-from ..results.bisect_file import FORMAT, VERSION
-from ..results.format import strict_json
+from ..results.bisect_file import FORMAT, VERSION, load_bisect
+from ..results.format import ResultsError, strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
+from .bisect_counts import CountStore, origin_label
 
 if TYPE_CHECKING:
+    from ..decide.gate_loop import Sampler
     from ..measure.cases import Case, Skipped
     from ..results.gate_outcome import GateOutcome
 
@@ -182,29 +193,29 @@ def _key(request: BisectRequest, good: Revision, bad: Revision) -> dict:
 
 
 def load_state(path: Path) -> dict | None:
-    """The saved state, None when there is none.
+    """The saved state, None when there is none; read with ``bisect.json``'s strict reader (``load_bisect``).
 
     Raises
     ------
-    UsageError
-        A file that is not a bisect's state, naming it (it is left as it is).
+    ResultsError
+        A state that cannot be read, or a field that is wrong (a hand-edited or truncated file), naming the file and
+        the field; it is left as it is.
     """
     if not path.exists():
         return None
+    left = "; it was left as it is: move it away, or choose another --out-dir"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{path}: not a readable bisect state ({type(exc).__name__}: {exc}); it was left as it "
-                         "is: move it away, or choose another --out-dir") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION \
-            or not isinstance(doc.get("key"), dict) or not isinstance(doc.get("probes", []), list):
-        raise UsageError(f"{path}: not a ttfg bisect state (format {FORMAT} version {VERSION}); it was left as it "
-                         "is: move it away, or choose another --out-dir")
-    try:
-        [search.Probe.from_json(p) for p in doc.get("probes", [])]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{path}: a bisect state with a broken step ({type(exc).__name__}: {exc}); it was left "
-                         "as it is: move it away, or choose another --out-dir") from None
+        doc = load_bisect(path)
+    except ResultsError as exc:
+        raise ResultsError(f"{exc}{left}") from None
+    if not isinstance(doc.get("key"), dict):
+        raise ResultsError(f"{path}: key: expected the bisect's key (an object), got "
+                           f"{type(doc.get('key')).__name__ if 'key' in doc else 'nothing'}{left}")
+    for i, p in enumerate(doc.get("probes") or []):
+        try:
+            search.Probe.from_json(p)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultsError(f"{path}: probes[{i}]: not a step ({type(exc).__name__}: {exc}){left}") from None
     return doc
 
 
@@ -241,10 +252,17 @@ def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, 
 
 
 class _Comparer:
-    """Runs one comparison (a gate of two commits) and turns it into the search's record."""
+    """Runs one comparison (a gate of two commits) and turns it into the search's record.
 
-    def __init__(self, request: BisectRequest, repo: Path, events: BisectEvents, clock):
+    Its samples go through ``counts`` (``app/bisect_counts.py``): a commit's count taken by an
+    earlier comparison is reused, and the record says how many count processes each side had
+    and which came from where (``counts``).
+    """
+
+    def __init__(self, request: BisectRequest, repo: Path, events: BisectEvents, clock, counts: CountStore,
+                 sampler: "Sampler" = run_sample):
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
+        self.counts, self.sampler = counts, sampler
 
     def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
                  step_cases: set[str] | None, profiles: bool = False, tiers: tuple[str, ...] | None = None) -> dict:
@@ -261,18 +279,22 @@ class _Comparer:
         base, head = (new, old) if r.improvement else (old, new)
         started = self.clock()
         record = {"against": against, "base": base.commit, "head": head.commit, "folder": str(folder)}
+        taking = None
         try:
             plan = plan_environments(self.repo, base, head, None, None, r.envs, r.project_dir)
             with prepared(self.repo, {"base": base, "head": head}, plan.requests, on_note=self.events.note,
                           prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
                 locate(sides, cases, settings.run)
                 check_distinct(sides, cases)
+                taking = self.counts.sampler(self.sampler, sides, origin_label(folder, r.out_dir), self.events.note)
                 outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
-                                   on_note=self.events.note, clock=self.clock)
+                                   on_note=self.events.note, sampler=taking, clock=self.clock)
             save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
         except (InstallError, EnvError, SameCode) as exc:
             return {**record, "verdict": search.BROKEN, "error": str(exc).split("\n")[0][:500], "cases": [],
                     "elapsed_s": self.clock() - started}
+        if taking is not None and (counted := taking.record()) is not None:
+            record["counts"] = counted
         verdict, records = _verdict(outcome, step_cases)
         error = next((f"{x['case']}: {x['stop']}: " + "; ".join(f"{k}: {v}" for k, v in x["first_error"].items())
                       for x in records if x["stop"] in _UNTESTABLE), None)
@@ -345,14 +367,18 @@ Compare = Callable[..., dict]
 
 
 def run(request: BisectRequest, events: BisectEvents | None = None, clock: Callable[[], float] = time.monotonic,
-        compare: Compare | None = None) -> BisectReport:
+        compare: Compare | None = None, sampler: "Sampler" = run_sample) -> BisectReport:
     """Find the commit where the step between ``request.good`` and ``request.bad`` happened; write the outputs.
+
+    ``sampler`` takes the default comparison's samples (``run_sample``; a fake one in tests of the count reuse); the
+    counts go through the bisect's store (``app/bisect_counts.py``), kept in ``counts.json`` for a rerun.
 
     Raises
     ------
     TtfgError
-        Broken input, before anything is measured: a guarded timing no selected case reports, a revision that does not exist (all are named), a dirty
-        tree, ends in the wrong order, an unreadable or foreign state file.
+        Broken input, before anything is measured: a guarded timing no selected case reports, a revision that
+        does not exist (all are named), a dirty tree, ends in the wrong order, an unreadable or foreign state
+        file (``bisect.json``, ``counts.json``).
     """
     events = events or BisectEvents()
     refuse_unreported(request.settings, request.cases)
@@ -371,6 +397,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
     if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, BROKEN_END, None):
         return BisectReport(doc["exit_code"], doc["status"], doc, _summary(doc),
                             {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
+    counts = CountStore.fresh(request.out_dir, key) if doc is None else CountStore.resume(request.out_dir, key)
     if doc is None:
         doc = {"format": FORMAT, "version": VERSION, "key": key, "status": RUNNING, "exit_code": 2,
                "good": {**commit_info(repo, good.commit), "rev": good.name},
@@ -391,7 +418,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             doc.pop(stale, None)
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
-    compare = compare or _Comparer(request, repo, events, clock)
+    compare = compare or _Comparer(request, repo, events, clock, counts, sampler)
     cases_by_id = {c.id: c for c in request.cases}
 
     def save(final: bool = False) -> None:

@@ -40,7 +40,9 @@ named with its command) or "not yet known" (tried again, --retries, then set asi
 and said so). A commit that cannot be installed, imported or run is skipped, as git
 bisect skip does, and listed.
 
-Installs and environments come from the gate's caches (each commit built once). The
+Installs and environments come from the gate's caches (each commit built once). A
+commit's instruction counts are taken once and reused by every later comparison
+that involves it (counts.json, same environment and settings; never wall time). The
 state is bisect.json in --out-dir, saved after every step: a rerun of the same
 command continues after Ctrl-C, and shows a finished bisect again at once.
 summary.md beside it has the conclusion and the search path.
@@ -149,11 +151,12 @@ def cmd_bisect(args) -> int:
     from ..fmt import parse_duration
     from ..present.bisect_views import conclusion_lines, path_table
     from ..present.terminal import console as make_console
+    from ..results.bisect_counts_file import COUNTS
 
     as_data = args.format == "json"
     console = make_console(stderr=as_data)
     total = parse_duration(args.total_budget, "--total-budget") if args.total_budget else None
-    output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY))
+    output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY, COUNTS))
     settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:
         args.backend = ["jax.jit"]

@@ -50,7 +50,21 @@ def comparison_text(e: dict) -> str:
         text += f" ({c.get('tier')} tier{figure}, {fmt.plural(c.get('pairs') or 0, 'pair')})"
     if e.get("error"):
         text += f": {e['error']}"
-    return text
+    return text + counts_text(e)
+
+
+def counts_text(e: dict) -> str:
+    """A comparison's count processes a side, and which were reused from an earlier comparison:
+    ``; count processes: 1 a side, count of 0123456789 reused from step 2 (vs good)``; empty without counts."""
+    counts = e.get("counts")
+    if not counts:
+        return ""
+    n = {role: c["taken"] + c["reused"] for role, c in counts.items()}
+    parts = [f"{n['base']} a side" if n.get("base") == n.get("head")
+             else ", ".join(f"{role} {n[role]}" for role in ("base", "head") if role in n)]
+    parts += [f"count of {e[role][:10]} reused from {', '.join(c['from']) or 'an earlier comparison'}"
+              for role, c in counts.items() if c["reused"]]
+    return "; count processes: " + ", ".join(parts)
 
 
 def attribution_lines(evidence: dict) -> list[str]:
@@ -173,5 +187,6 @@ def step_line(commit: str, probe, index: int, expected: int) -> Text:
 
 
 __all__ = ["HEADINGS", "STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines",
+           "counts_text",
            "deciding_case", "path_rows", "path_table",
            "step_line"]

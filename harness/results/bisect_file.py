@@ -120,6 +120,19 @@ class _BisectReader(_Reader):
             self.case_record(c, f"{where}.cases[{i}]")
         for i, a in enumerate(self.seq(raw.get("attribution") or [], f"{where}.attribution")):
             self.attribution(a, f"{where}.attribution[{i}]")
+        if raw.get("counts") is not None:
+            self.counts(raw["counts"], f"{where}.counts")
+
+    def counts(self, raw: Any, where: str) -> None:
+        """A comparison's count processes per side: taken, reused from an earlier comparison, and from which."""
+        raw = self.obj(raw, where)
+        for role, c in raw.items():
+            if role not in ("base", "head"):
+                raise self.fail(f"{where}.{role}", "not a side (base or head)")
+            c = self.obj(c, f"{where}.{role}")
+            for k in ("taken", "reused"):
+                self.value(self.key(c, k, f"{where}.{role}."), f"{where}.{role}.{k}", "count", optional=False)
+            self.texts(c.get("from") or [], f"{where}.{role}.from")
 
     def probe(self, raw: Any, where: str, commits: set[str]) -> None:
         raw = self.obj(raw, where)

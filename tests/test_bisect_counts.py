@@ -1,0 +1,207 @@
+"""A bisect counts each commit once (``app/bisect_counts.py``): the real comparisons, with a fake sampler.
+
+A real git history of empty commits, the real comparison (``app/bisect.py``'s ``_Comparer``,
+every comparison a ``run_gate``) with the checkouts and installs replaced by one folder per
+commit, and a sampler that answers from a level per commit and records every call: so which
+processes a bisect would have started is checked exactly, in a second.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import replace
+
+import pytest
+
+from ttfg.app import bisect as use_case
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.errors import TtfgError
+from ttfg.measure import instructions as counting
+from ttfg.measure.cases import select
+from ttfg.measure.environments import Environment, Request
+from ttfg.measure.runner import RunSettings
+from ttfg.measure.sides import EnvPlan, Side
+from ttfg.results.bisect_file import load_bisect
+from ttfg.results.format import ResultsError
+from tests.test_gate_tiers import count, timing
+
+from .user_project import git
+
+CULPRIT = 6
+TIERS = ("structural", "instructions", "time")
+#: Every side's environment: its digest is part of a count's key.
+ENV = Environment("current", sys.executable, {"numpy": "2.2.6"}, "cpython-3.11")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    shas = []
+    for n in range(9):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
+        shas.append(git(root, "rev-parse", "HEAD"))
+    return root, shas
+
+
+class Commits:
+    """A sampler for sides whose folder is named by their commit: 10 M instructions before the culprit, 11 M from
+    it on (+10 %); every call recorded as ``(commit, kind, index)``; a fake clock, 10 s a sample."""
+
+    def __init__(self, shas):
+        self.after = set(shas[CULPRIT:])
+        self.calls: list[tuple[str, str, int]] = []
+        self.now = 0.0
+        self.lock = threading.Lock()
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, case, kind, cache, index, run, *cache_dir):
+        commit = run.target.source.name
+        with self.lock:
+            self.calls.append((commit, kind, index))
+            self.now += 10.0
+        if kind == "timing":
+            return timing(index, 1.0, {"autograd_nodes": 100})
+        if kind == "profile":
+            return count(kind, index, "no profiler here")
+        slower = commit in self.after
+        return count(kind, index, 11_000_000 if slower and kind == "instructions" else 10_000_000)
+
+    def counted(self) -> Counter:
+        return Counter((c, k, i) for c, k, i in self.calls if k in ("instructions", "allocations"))
+
+    def timings(self) -> int:
+        return sum(1 for _, k, _ in self.calls if k == "timing")
+
+
+@pytest.fixture
+def checkouts(tmp_path, monkeypatch):
+    """Each commit's side is a folder named by the commit (no worktree, no install); instructions countable."""
+
+    @contextmanager
+    def unbuilt(repo, revisions, requests=None, on_note=None, prefix="", project_dir=""):
+        sides = {}
+        for role, rev in revisions.items():
+            folder = tmp_path / "trees" / rev.commit
+            folder.mkdir(parents=True, exist_ok=True)
+            sides[role] = Side(role, rev, folder, env=ENV)
+        yield sides
+
+    monkeypatch.setattr(use_case, "prepared", unbuilt)
+    monkeypatch.setattr(use_case, "plan_environments", lambda *a, **k: EnvPlan(
+        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
+    monkeypatch.setattr(use_case, "locate", lambda sides, cases, run: None)
+    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+
+
+def request(root, shas, out_dir, settings=None, **kw):
+    cases, _ = select(["resnet15:blocks=2"], ["autograd"], None, check_availability=False)
+    return use_case.BisectRequest(repo=root, good=shas[0], bad=shas[-1], cases=cases,
+                                  settings=settings or GateSettings(profiles=0, tiers=TIERS), out_dir=out_dir, **kw)
+
+
+def comparisons(doc: dict) -> list[dict]:
+    return [doc["ends"], *(e for p in doc["probes"] for e in p["evidence"]), doc.get("culprit_evidence")]
+
+
+def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothing(repo, tmp_path, checkouts):
+    root, shas = repo
+    fake = Commits(shas)
+    notes: list[str] = []
+    events = use_case.BisectEvents()
+    events.note = notes.append
+    done = use_case.run(request(root, shas, tmp_path / "out"), events, clock=fake.clock, sampler=fake)
+    doc = done.document
+    assert done.status == use_case.FOUND and doc["culprit"]["commit"] == shas[CULPRIT]
+    counted = fake.counted()
+    assert counted and max(counted.values()) == 1  # no commit counted twice, the ends included
+    assert counted[shas[0], "instructions", 0] == counted[shas[-1], "instructions", 0] == 1
+    two = [p for p in doc["probes"] if len(p["evidence"]) == 2]
+    assert two  # the steps whose commit was compared with both ends
+    for p in two:
+        second = p["evidence"][1]
+        assert second["counts"] == {"base": {"taken": 0, "reused": 2, "from": [second["counts"]["base"]["from"][0]]},
+                                    "head": {"taken": 0, "reused": 2, "from": [second["counts"]["head"]["from"][0]]}}
+        assert second["counts"]["base"]["from"][0].startswith("step ")  # the tested commit: from its first comparison
+    ends = doc["ends"]["counts"]
+    assert ends == {"base": {"taken": 2, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
+    everything = [e for e in comparisons(doc) if e is not None]
+    assert fake.timings() == 2 * len(everything)  # one structural pair each: wall time never reused
+    line = use_case._summary(doc)
+    assert f"count of {shas[0][:10]} reused from the ends" in line
+    assert any(n.startswith("instructions count of ") and "reused from" in n for n in notes)
+    assert load_bisect(tmp_path / "out" / "bisect.json")["status"] == "found"  # the strict reader takes 'counts'
+    stored = json.loads((tmp_path / "out" / "counts.json").read_text())
+    assert {s["commit"] for s in stored["samples"]} == {c for c, _, _ in counted}
+    assert len(stored["samples"]) == sum(counted.values())
+
+
+def test_a_resumed_bisect_takes_no_count_it_already_has(repo, tmp_path, checkouts):
+    root, shas = repo
+    first = Commits(shas)
+    stopped = use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock,
+                           sampler=first)
+    assert stopped.status == use_case.STOPPED and stopped.document["probes"]
+    second = Commits(shas)
+    done = use_case.run(request(root, shas, tmp_path / "out"), clock=second.clock, sampler=second)
+    assert done.status == use_case.FOUND and done.document["culprit"]["commit"] == shas[CULPRIT]
+    assert not set(first.counted()) & set(second.counted())  # nothing the first run counted was counted again
+    assert second.timings() > 0  # its comparisons took their own timing pairs
+
+
+def test_counts_of_other_settings_are_not_reused(repo, tmp_path, checkouts):
+    root, shas = repo
+    first = Commits(shas)
+    use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock, sampler=first)
+    threads = replace(GateSettings(profiles=0, tiers=TIERS), run=RunSettings(repeat=1, threads=2))
+    before = len(json.loads((tmp_path / "out" / "bisect.json").read_text())["probes"])
+    second = Commits(shas)
+    done = use_case.run(request(root, shas, tmp_path / "out", threads), clock=second.clock, sampler=second)
+    assert set(first.counted()) & set(second.counted())  # commits the first run counted, counted again
+    resumed = done.document["probes"][before]["evidence"][0]["counts"]
+    assert resumed == {"base": {"taken": 2, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
+
+
+def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo, tmp_path, checkouts):
+    root, shas = repo
+    out = tmp_path / "out"
+    fake = Commits(shas)
+    stopped = use_case.run(request(root, shas, out, total_budget_s=150), clock=fake.clock, sampler=fake)
+    assert stopped.status == use_case.STOPPED  # a state a rerun continues
+    state = out / "bisect.json"
+    good = state.read_text()
+    doc = json.loads(good)
+    doc["probes"][0]["state"] = "maybe"
+    for text, field in ((good[: len(good) // 2], "not JSON"), (json.dumps(doc), "probes[0].state"),
+                        (json.dumps({k: v for k, v in json.loads(good).items() if k != "key"}), "key")):
+        state.write_text(text)
+        with pytest.raises(ResultsError, match=re.escape(f"bisect.json: {field}")) as refused:
+            use_case.run(request(root, shas, out), sampler=Commits(shas))
+        assert isinstance(refused.value, TtfgError) and str(state) in str(refused.value)  # exit 2
+        assert "left as it is" in str(refused.value) and state.read_text() == text  # nothing overwritten
+    state.write_text(good)
+    counts = out / "counts.json"
+    kept = json.loads(counts.read_text())
+    kept["samples"][0]["sample"]["instructions"] = "many"
+    counts.write_text(json.dumps(kept))
+    with pytest.raises(ResultsError, match=r"samples\[0\]\.sample\.instructions") as refused:
+        use_case.run(request(root, shas, out), sampler=Commits(shas))
+    assert str(counts) in str(refused.value) and json.loads(counts.read_text()) == kept
+    assert state.read_text() == good
+
+
+def test_only_repeatable_count_kinds_are_reusable():
+    from ttfg.app.bisect_counts import reusable
+
+    assert reusable("autograd", "instructions") and reusable("autograd", "allocations")
+    assert reusable("jax.jit", "instructions")
+    assert not reusable("jax.jit", "allocations")  # XLA's thread pool: allocation counts vary between processes
+    assert not reusable("autograd", "timing") and not reusable("autograd", "profile")
