@@ -16,6 +16,7 @@ asv named, how many commits it measured and its wall time.
     python benchmarks/bisect_history.py --commits 24 --culprits 17                 # one structural step, ~5 min
     python benchmarks/bisect_history.py --commits 32 --kind python --size 4 \\
         --culprits 5,11,17,23,29,0,0,0 --asv-find --out runs/bisect-history.json    # the issue's protocol
+    python benchmarks/bisect_history.py --render runs/bisect-history.json         # its table again
 
 ``--size P`` sizes the ``python`` work to P % of the case's trace phase (``--relative-to
 first_grad``: of its first gradient; measured here
@@ -131,6 +132,33 @@ def run_asv_find(clone: Path, shas: list[str], args) -> dict:
             "wall_s": round(wall, 1), "uptime_before": before, "uptime_after": _uptime(), "tail": text[-2000:]}
 
 
+def _load_average(uptime: str | None) -> str:
+    found = re.search(r"load average: ([0-9.]+)", uptime or "")
+    return found.group(1) if found else "?"
+
+
+def markdown(doc: dict) -> str:
+    """The histories as the Markdown table ``docs/measurements.md`` shows: what ttfg bisect and asv find named."""
+    def at(row, short):  # a named commit's position in its history (1-based; the good end is 0)
+        return next((i for i, sha in enumerate(row["shas"]) if short and sha.startswith(short)), None)
+
+    lines = ["| history | step at | ttfg bisect | steps | comparisons | wall | load (1-min, before → after) "
+             "| asv find named | commits asv measured | asv wall |", "|" + " --- |" * 10]
+    for row in doc["histories"]:
+        b, a = row["bisect"], row.get("asv_find")
+        right = " (right)" if row["right"] else " (**wrong**)"
+        said = f"commit {at(row, b['found'])}{right}" if b["found"] else f"{b['status']}, exit {b['exit_code']}{right}"
+        asv = "– | – | –"
+        if a:
+            named = at(row, a["found"])
+            verdict = "" if named is None else " (right)" if named == row["culprit_at"] else " (wrong)"
+            asv = f"commit {named}{verdict} | {a['commits_measured']} | {a['wall_s'] / 60:.1f} min"
+        lines.append(f"| {row['history'] + 1} | {row['culprit_at'] or 'none'} | {said} | {b['steps']} | "
+                     f"{b['comparisons']} | {b['wall_s'] / 60:.1f} min | {_load_average(b['uptime_before'])} → "
+                     f"{_load_average(b['uptime_after'])} | {asv} |")
+    return "\n".join(lines)
+
+
 def _positions(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -154,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--asv-find", action="store_true", help="also run asv find on each history")
     p.add_argument("--asv-bench", default="track_first_grad_seconds", help="the benchmark asv find bisects")
     p.add_argument("--out", metavar="FILE", help="the results as JSON, rewritten after each history")
+    p.add_argument("--render", metavar="FILE", help="print the Markdown table of a saved --out file, run nothing")
     args = p.parse_args(argv)
+    if args.render:
+        print(markdown(json.loads(Path(args.render).read_text())))
+        return 0
     if any(c < 0 or c > args.commits for c in args.culprits):
         p.error(f"--culprits must lie in 0..{args.commits}")
     if args.size is not None and args.kind != "python":
@@ -175,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for index, culprit in enumerate(args.culprits):
         shas = make_history(clone, f"history-{index}", base, args.commits, culprit, args.kind, amount)
-        row = {"history": index, "culprit_at": culprit, "expected": shas[culprit] if culprit else None}
+        row = {"history": index, "culprit_at": culprit, "expected": shas[culprit] if culprit else None, "shas": shas}
         row["bisect"] = run_bisect(clone, work / f"bisect-{index}", shas, args)
         if args.asv_find:
             row["asv_find"] = run_asv_find(clone, shas, args)
@@ -193,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
               + (f"; asv find named {row['asv_find']['found']} (injected {(row['expected'] or '-')[:8]}), "
                  f"{row['asv_find']['commits_measured']} commits, {row['asv_find']['wall_s']} s" if args.asv_find else ""),
               flush=True)
-    print(json.dumps(doc, indent=1))
+    print(markdown(doc))
     return 0 if ok else 1
 
 
