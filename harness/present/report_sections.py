@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import fmt
-from . import noise_views, plots, run_section, run_views, study_views
+from . import noise_views, plots, run_section, run_views, study_plots, study_views
 from .terminal import case_cells, case_layout
 from ..history.points import metric
 from .. import metrics
@@ -138,7 +138,7 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         if r.ratio is not None and r.ratio > 0:
             text = f"{fmt.factor(r.ratio)} {fmt.interval(r.ci_low, r.ci_high)}"
             text += f" — {reading}" if reading else ""
-            bars.append(plots.EffectBar(f"{r.backend} · {label}", color, r.ratio, r.ci_low, r.ci_high, text))
+            bars.append(study_plots.EffectBar(f"{r.backend} · {label}", color, r.ratio, r.ci_low, r.ci_high, text))
         table.append({
             "key": f"{r.backend}/{r.metric}", "backend": r.backend, "color": color, "metric": label,
             "control": r.control, "treatment": r.treatment,
@@ -150,7 +150,7 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         })
     uri = None
     if bars:
-        uri = plots.effect_plot(
+        uri = study_plots.effect_plot(
             bars, f"{study.kind} study on {study.model}: time with {treatment} / time with {control}",
             f"ratio {treatment} / {control}, geometric mean over paired cold processes, 95 % interval (log scale)",
             f"{treatment} faster", f"{treatment} slower")
@@ -166,12 +166,12 @@ def _depth_block(study: study_views.Study, backends: list[str]) -> dict:
             fit_x = list(np.geomspace(xs[0], xs[-1], 60)) if s.fit is not None and len(xs) > 1 else []
             label = s.backend + (f": {fmt.exponent(s.fit.k, s.fit.k_low, s.fit.k_high)}, {s.growth}"
                                  if s.fit else ": no fit")
-            lines.append(plots.DepthLine(label, plots.backend_color(s.backend, backends), xs, ys, fit_x,
+            lines.append(study_plots.DepthLine(label, plots.backend_color(s.backend, backends), xs, ys, fit_x,
                                          s.fit.curve(fit_x) if fit_x else []))
-        panels.append(plots.DepthPanel(metric(name).label, lines))
+        panels.append(study_plots.DepthPanel(metric(name).label, lines))
     uri = None
     if panels:
-        uri = plots.depth_plot(panels, f"depth study on {study.model}: median seconds by depth (log-log); "
+        uri = study_plots.depth_plot(panels, f"depth study on {study.model}: median seconds by depth (log-log); "
                                        "dashed: fitted a + b·depthᵏ", "depth (blocks), log scale")
     order = {m: i for i, m in enumerate(study_views.DEPTH_METRICS)}
     rows = []
