@@ -21,7 +21,7 @@ from ttfg.present.bisect_page import bisect_page
 from ttfg.results.bisect_file import load_bisect
 from ttfg.measure.worktrees import resolve
 
-from .user_project import git, layered_venv, write_project
+from .user_project import committed_project, git, layered_venv, write_project
 
 CULPRIT_AT = 5
 N_COMMITS = 8  # after the good end
@@ -39,12 +39,7 @@ def _comment(repo, n: int) -> str:
 def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("bisect")
     repo = root / "mylab"
-    repo.mkdir()
-    write_project(repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
-    commits = [git(repo, "rev-parse", "HEAD")]
+    commits = [committed_project(repo)]
     for n in range(1, N_COMMITS + 1):
         if n == CULPRIT_AT:
             write_project(repo, depth=8, slow=True)

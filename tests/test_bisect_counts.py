@@ -29,25 +29,13 @@ from ttfg.measure.sides import EnvPlan, Side
 from ttfg.results.bisect_file import load_bisect
 from ttfg.results.format import ResultsError
 from tests.test_gate_tiers import count, timing
+from tests.test_bisect_search import repo  # noqa: F401 (the fixture, shared)
 
-from .user_project import git
 
 CULPRIT = 6
 TIERS = ("structural", "instructions", "time")
 #: Every side's environment: its digest is part of a count's key.
 ENV = Environment("current", sys.executable, {"numpy": "2.2.6"}, "cpython-3.11")
-
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    shas = []
-    for n in range(9):
-        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
-        shas.append(git(root, "rev-parse", "HEAD"))
-    return root, shas
 
 
 class Commits:

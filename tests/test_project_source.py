@@ -24,7 +24,7 @@ from ttfg.measure.project_source import changed_files, install_project
 from ttfg.measure.runner import RunSettings, Runner
 from ttfg.results import record
 
-from .user_project import git, layered_venv, write_project
+from .user_project import committed_project, git, layered_venv
 
 CASE = Case("mylab_mlp", "mylab.autograd", (("params", "args"), ("chain", "unrolled")), "built")
 
@@ -34,14 +34,10 @@ def lab(tmp_path_factory):
     """mylab committed in a repository of its own (not installed anywhere), and a built-looking environment."""
     root = tmp_path_factory.mktemp("lab")
     repo = root / "mylab"
-    repo.mkdir()
-    write_project(repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
+    head = committed_project(repo)
     python = layered_venv(root / "venv")
     env = environments.Environment("built", str(python), {"numpy": "x", "autograd": "x"}, "3", key="fake-built")
-    return {"repo": repo, "env": env, "head": git(repo, "rev-parse", "HEAD")}
+    return {"repo": repo, "env": env, "head": head}
 
 
 def measure(lab, project, tmp_path) -> dict:

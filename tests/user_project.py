@@ -153,17 +153,22 @@ def layered_venv(path: Path) -> Path:
     return python
 
 
-def make_mylab(root: Path) -> dict:
-    """The repository and its environment: commits ``first``, ``slow`` (a deliberate slowdown and
-    twice the depth) and, from ``first``, ``comment`` (a comment only) and ``offpath`` (a module
-    nothing measured imports). Returns names and paths."""
-    repo = root / "mylab"
+def committed_project(repo: Path) -> str:
+    """mylab written into the new folder ``repo``, a repository of its own with one commit ("first"); its hash."""
     repo.mkdir()
     write_project(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "first")
-    first = git(repo, "rev-parse", "HEAD")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def make_mylab(root: Path) -> dict:
+    """The repository and its environment: commits ``first``, ``slow`` (a deliberate slowdown and
+    twice the depth) and, from ``first``, ``comment`` (a comment only) and ``offpath`` (a module
+    nothing measured imports). Returns names and paths."""
+    repo = root / "mylab"
+    first = committed_project(repo)
     ops = repo / "src" / "mylab" / "ops.py"
     ops.write_text(ops.read_text().replace('    """The lab\'s output scaling."""',
                                            '    """The lab\'s output scaling."""\n    # scaling by one keeps the loss')
