@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ttfg import engines
+from ttfg.measure import instructions
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, new_results, run_sample
 from ttfg import fmt
@@ -39,11 +41,20 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--out", default="runs/instruction-cost", help="folder for the results files")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="extra environment for the probes, e.g. XLA_FLAGS=... (repeatable)")
+                        help="extra environment for the counted probes, e.g. PYTHONMALLOC=malloc (repeatable; "
+                             "XLA_FLAGS=... replaces the runner's whole XLA_FLAGS)")
+    parser.add_argument("--prefix", default="", metavar="COMMAND",
+                        help="a command put before valgrind, e.g. 'setarch x86_64 -R' (address-space randomisation off)")
     args = parser.parse_args()
     backends = args.backend or [n for n in engines.names() if engines.get(n).availability() is None]
     extra = dict(e.split("=", 1) for e in args.env)
-    settings = RunSettings(repeat=1, timeout_s=args.timeout, extra_env=extra)
+    # The counted probe's environment and command are instructions.PROBE_ENV and instructions.command:
+    # a setting tried here is the setting the gate would use if it were adopted there.
+    instructions.PROBE_ENV.update(extra)
+    if args.prefix:
+        valgrind = instructions.command
+        instructions.command = lambda out_dir: shlex.split(args.prefix) + valgrind(out_dir)
+    settings = RunSettings(repeat=1, timeout_s=args.timeout)
     cases, skipped = select([args.model], backends, None)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -55,7 +66,7 @@ def main() -> int:
     load_after = os.getloadavg()
     print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs; "
-          f"extra env {extra or '-'}")
+          f"extra env {extra or '-'}; prefix {args.prefix or '-'}")
     print()
     print("| case | n | instructions (median) | spread | wall per sample | CPU per sample | window wall | phases |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -76,6 +87,9 @@ def main() -> int:
               f"| {fmt.seconds(statistics.median(s.instructions_cpu_s for s in good))} "
               f"| {fmt.seconds(statistics.median(s.instructions_window_s for s in good))} | {phase_text} |")
         for s in mine:
+            if s.ok:
+                print(f"<!-- {case.id} sample {s.index}: {s.instructions} "
+                      + " ".join(f"{k}={v}" for k, v in (s.instructions_phases or {}).items()) + " -->", file=sys.stderr)
             if not s.ok:
                 print(f"<!-- {case.id} sample {s.index} failed: {s.error} -->", file=sys.stderr)
     return 0
