@@ -103,7 +103,22 @@ def test_a_real_window_count_of_autograd():
     # Frames that span the build's dump (the probe's own) carry call costs across it: 0.16 % over was seen.
     assert sample.instructions_top[0]["incl"] <= 1.01 * (sample.instructions + sample.instructions_phases["build"])
     assert "child processes" in sample.instructions_note
+    assert ("counted on one CPU" in sample.instructions_note) == instructions.pins()
     assert sample_problem(sample.to_json()) is None
+
+
+def test_counted_probes_take_the_cpus_in_turn_one_each(monkeypatch):
+    """XLA sizes its compile pool by the CPUs a process may use and the pool's interleaving moved jax.jit's count
+    (docs/measurements.md): a counted probe runs on one CPU, and a gate's two sides, counted side by side, on two."""
+    monkeypatch.setattr(instructions.os, "sched_getaffinity", lambda pid: {5, 3})
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: f"/usr/bin/{name}")
+    turns = [instructions.next_cpu() for _ in range(4)]
+    assert sorted(turns[:2]) == [3, 5] and turns[2:] == turns[:2]
+    cmd = instructions.command(Path("out"), turns[0])
+    assert cmd[:3] == ["taskset", "-c", str(turns[0])] and cmd[3] == "valgrind"
+    assert instructions.command(Path("out"))[0] == "valgrind"
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)  # no taskset: unpinned, and said so
+    assert instructions.next_cpu() is None and not instructions.pins()
 
 
 def _instruction_sample(**changes) -> dict:

@@ -107,6 +107,7 @@ def measuring() -> dict:
 
     return {"ttfg": {"version": metadata.package_versions(("ttfg",))["ttfg"], "source": _ttfg_source()},
             "valgrind": {"command": instructions.command(Path("OUT"))[:-1], "probe_env": dict(instructions.PROBE_ENV),
+                         "one_cpu": instructions.pins(),
                          "version": _valgrind_version()},
             "machine": {"cpu": metadata.cpu_model(), "flags": _digest(metadata.cpu_flags())}}
 

@@ -17,7 +17,16 @@ at a time; ``--fair-sched=yes`` hands the CPU over in a fixed order instead of t
 whichever thread the kernel wakes first. Without it, XLA's compiler (which creates MLIR
 compiler instances as its threads happen to run) did different amounts of work in
 identical processes: jax.jit resnet15 spread 1.55 % over 30 samples, and 0.91 % over 50
-with it (at most 0.44 % between the two sides of a gate). What is not: child
+with it (at most 0.44 % between the two sides of a gate). Each counted probe also runs on one CPU
+(``taskset -c N``, :func:`next_cpu` taking the CPUs in turn so that a gate's two sides run side by
+side): XLA sizes its compile thread pool by the CPUs a process may use, and its fusion compiler
+creates a new MLIR context whenever every context it made is still busy on a pool thread, so how
+many it creates (and how much each fusion's first compile on a fresh context costs) followed the
+threads' interleaving. The per-function diff put 76 % of jax.jit resnet15's compile variance under
+``ParallelFusionEmitter::CompileFusion`` and 21 % under ``PjRtCpuClient::CompileInternal``; on one
+CPU the spread over 10 processes went from 0.46 % to 0.16 % (one switch of one context, about
+10 M instructions, is left). The count is then about 0.7 % higher than on two CPUs (a smaller pool,
+not another compiled program); each sample's note says so (:data:`PINNED`). What is not: child
 processes (``--trace-children=no``): the C++ compiler Inductor starts, and compile
 workers, which the runner turns off for instruction samples
 (``TORCHINDUCTOR_COMPILE_THREADS=1``). Each sample's ``instructions_note`` says so.
@@ -37,9 +46,11 @@ file, where callgrind_annotate splits the lines inlined from other files).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -135,9 +146,43 @@ def availability() -> tuple[bool, str]:
     return True, "callgrind, instrumentation on for the first-gradient window only"
 
 
-def command(out_dir: Path) -> list[str]:
-    """The valgrind command line to put before ``python -m ttfg.measure.probe ...``."""
-    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no", "--trace-children=no",
+#: Said in every pinned sample's note: the setting changes the count's level, not what is compiled.
+PINNED = ("counted on one CPU (taskset -c): XLA sizes its compile thread pool by the CPUs a process may use, "
+          "and the pool's interleaving moved the count; on one CPU the count is steadier and about 0.7 % higher "
+          "for jax.jit than on two")
+_turn = itertools.count()
+_turn_lock = threading.Lock()
+
+
+def _cpus() -> list[int]:
+    """The CPUs a counted probe may be pinned to; none where they cannot be read or ``taskset`` is missing."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return []
+    return cpus if shutil.which("taskset") else []
+
+
+def pins() -> bool:
+    """Whether counted probes run on one CPU here (:data:`PINNED`)."""
+    return bool(_cpus())
+
+
+def next_cpu() -> int | None:
+    """The CPU the next counted probe runs on: this process's CPUs in turn (a gate's two sides, counted side by
+    side, land on two), or None where it cannot pin (then unpinned, and the note does not say pinned)."""
+    cpus = _cpus()
+    if not cpus:
+        return None
+    with _turn_lock:
+        return cpus[next(_turn) % len(cpus)]
+
+
+def command(out_dir: Path, cpu: int | None = None) -> list[str]:
+    """The valgrind command line to put before ``python -m ttfg.measure.probe ...``; with ``cpu``, run on that one
+    CPU (see :data:`PINNED`)."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    return pin + ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no", "--trace-children=no",
             "--fair-sched=yes", "--dump-instr=no", "--compress-pos=no", f"--callgrind-out-file={out_dir / OUT_NAME}.%p"]
 
 
@@ -411,5 +456,5 @@ def read_window(out_dir: Path) -> WindowCounts:
     return window
 
 
-__all__ = ["BUILD", "CountingError", "FunctionCost", "NOT_COUNTED", "PROBE_ENV", "XLA_FLAGS", "probe_env", "Profile", "Window", "WindowCounts",
+__all__ = ["BUILD", "CountingError", "FunctionCost", "NOT_COUNTED", "PINNED", "PROBE_ENV", "XLA_FLAGS", "next_cpu", "pins", "probe_env", "Profile", "Window", "WindowCounts",
            "availability", "command", "dump_files", "merge", "parse_file", "read_window"]

@@ -107,13 +107,15 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
     sample: dict = {"kind": kind, "ok": False, "index": index, "cache": cache, "error": None, "stderr_tail": None,
                     "started_at": now_iso(), "process_wall_s": None}
     env = probe_env(settings, cache_dir, cache)
+    cpu = None
     if kind == "instructions":
         usable, why = instructions.availability()
         if not usable:
             sample.update(error=f"instruction counting unavailable: {why}", instructions_note=why)
             shutil.rmtree(workdir, ignore_errors=True)
             return sample
-        cmd = instructions.command(workdir) + cmd
+        cpu = instructions.next_cpu()
+        cmd = instructions.command(workdir, cpu) + cmd
         env = instructions.probe_env(env)
     entries_before = count_files(cache_dir)
     try:
@@ -152,6 +154,8 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
         else:
             try:
                 sample.update(instruction_fields(workdir, data, usage))
+                if cpu is not None:
+                    sample["instructions_note"] += f"; {instructions.PINNED}"
             except (instructions.CountingError, ValueError, OSError) as exc:
                 sample.update(error=f"callgrind: {exc}", stderr_tail=stderr)
                 return sample
