@@ -82,6 +82,26 @@ def own_pull_request(work: Path, model: str) -> tuple[Path, Path, str, str, str]
     return clone, tool, commit, _git(clone, "rev-parse", "HEAD"), commit
 
 
+def counts(out_dir: Path) -> dict[str, list[dict]]:
+    """Every instruction count the gate took, per side (its results files): an A/A set's same-code processes,
+    for the noise audit."""
+    found: dict[str, list[dict]] = {}
+    for path in sorted(out_dir.glob("*.json")):
+        if path.name == "gate.json":
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for case in doc.get("cases") or []:
+            for s in case.get("samples") or []:
+                if s.get("kind") == "instructions" and s.get("ok"):
+                    found.setdefault(path.stem, []).append({"instructions": s.get("instructions"),
+                                                            "phases": s.get("instructions_phases"),
+                                                            "note": s.get("instructions_note")})
+    return found
+
+
 def gate_row(cmd: list[str], cwd: Path, env: dict, out_dir: Path, timeout: float) -> dict:
     load_before = round(os.getloadavg()[0], 2)
     started = time.monotonic()
@@ -94,6 +114,7 @@ def gate_row(cmd: list[str], cwd: Path, env: dict, out_dir: Path, timeout: float
         output += f"\n(stopped after {timeout:.0f} s)"
     row = {"exit_code": proc.returncode, "wall_s": round(time.monotonic() - started, 1), "load_before": load_before,
            "load_after": round(os.getloadavg()[0], 2), "output_tail": output[-3000:]}
+    row["counts"] = counts(out_dir)
     gate_json = out_dir / "gate.json"
     if not gate_json.is_file():
         return {**row, "verdict": "no verdict"}
