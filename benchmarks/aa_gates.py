@@ -74,6 +74,11 @@ def own_pull_request(work: Path, model: str) -> tuple[Path, Path, str, str, str]
         subprocess.run(["git", "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(folder)],
                        check=True, capture_output=True, timeout=300)
         _git(folder, "checkout", "--quiet", "--detach", commit)
+    # The gate's code importable as ``ttfg`` from the second clone (the package maps harness/ and models/):
+    # a folder holding only a ``ttfg`` link, put first on the gate's PYTHONPATH.
+    (tool / "harness" / "models").symlink_to(Path("..") / "models")
+    (work / "importable").mkdir()
+    (work / "importable" / "ttfg").symlink_to(tool / "harness")
     module = clone / "models" / f"{model.split(':', 1)[0]}.py"
     if not module.is_file():
         raise BenchError(f"--model {model}: no models/{module.name} to add a comment to")
@@ -142,7 +147,9 @@ def run(args) -> dict:
             _log(f"cloning {ROOT} into {work}; a comment-only commit on models/{args.model.split(':')[0]}.py")
             repo, tool, _, head, base = own_pull_request(work, args.model)
             python, cwd = sys.executable, work
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tool), os.environ.get("PYTHONPATH")]))}
+            importable = work / "importable"
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(importable),
+                                                                            os.environ.get("PYTHONPATH")]))}
             selection = ["--repo", str(repo), "--model", args.model, "--backend", args.backend]
             doc["pull_request"] = f"ttfg {base[:10]} + a comment in models/{args.model.split(':')[0]}.py"
         for i in range(args.trials):
