@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .engines.base import GRADIENT_PHASES
 from .errors import UsageError
@@ -119,6 +119,7 @@ class Metric:
     tier: str | None = None
     #: ``(framework, why)`` pairs: frameworks whose processes give this metric different values
     #: for the same code, so the gate's count tier shows it but never lets it settle a case.
+    #: (module, why): not repeatable in a process running on that module (see :meth:`unsteady_for`).
     unsteady: tuple[tuple[str, str], ...] = ()
     #: Timings: guarded by the gate's time tier by default, as a phase every cold start pays
     #: (``decide/gate_loop.py``: one paired test each, alpha shared among them).
@@ -140,9 +141,11 @@ class Metric:
         """Whether a backend whose first gradient reports ``phases`` reports this metric."""
         return not self.phases or any(p in phases for p in self.phases)
 
-    def unsteady_for(self, framework: str | None) -> str | None:
-        """Why this metric is not repeatable under ``framework``, or None when it is."""
-        return next((why for fw, why in self.unsteady if fw == framework), None)
+    def unsteady_for(self, runs_on: "Iterable[str] | str | None") -> str | None:
+        """Why this metric is not repeatable in a process that runs on ``runs_on`` (a backend's framework and the
+        modules it imports: ``engines.runs_on``), or None when it is."""
+        names = {runs_on} if isinstance(runs_on, str) or runs_on is None else set(runs_on)
+        return next((why for module, why in self.unsteady if module in names), None)
 
     @property
     def tier_margin(self) -> float:
@@ -203,8 +206,11 @@ ALLOC_COUNT_SPREAD = 0.0118
 #: jax's allocation counts vary between identical processes: XLA's thread pool allocates as its
 #: threads happen to run (jax.jit resnet15: 2,191,746 vs 2,354,081 allocations, +7.4 %, in two
 #: A/A processes of benchmarks/gate_power.py whose instruction counts agreed to 0.08 %).
-_XLA_ALLOCS = (("jax", "XLA's thread pool allocates as its threads happen to run; +7.4 % seen between "
-                "identical jax.jit processes"),)
+#: Keyed by the module that brings XLA, not by a framework's name: a library on jax (flaxlab's
+#: Flax NNX backend, framework "flax") runs the same pool, and its allocation counts moved +4.0 % and
+#: +7.1 % in A/A gates whose instruction counts agreed to 0.2 % (2026-12-05).
+_XLA_ALLOCS = (("jaxlib", "XLA's thread pool allocates as its threads happen to run; +7.4 % seen between "
+                "identical jax.jit processes, +7.1 % between identical Flax NNX ones"),)
 
 #: The registry, in display order (trend plots, default comparisons).
 _ENTRIES = (

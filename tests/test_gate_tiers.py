@@ -472,6 +472,25 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     assert any(e["metric"] == "alloc_count" for e in step.evidence)
 
 
+def test_a_library_on_jax_is_unsteady_as_jax_is_whatever_its_framework_is_named(monkeypatch):
+    """The flaxlab example's backend (framework "flax") runs XLA's pool too: its allocation counts moved +4.0 % and
+    +7.1 % in A/A gates whose instruction counts agreed to 0.2 %, and failed them. What decides is what the
+    backend runs on (its modules: jaxlib), not the name of its framework."""
+    from ttfg import engines
+
+    class Nnx:
+        framework, modules = "flax", ("flax", "jax", "jaxlib")
+
+    class Other:
+        framework, modules = "mylib", ("mylib", "numpy")
+
+    real = engines.get
+    monkeypatch.setattr(engines, "get", lambda name: {"flaxlab.nnx": Nnx, "mylib.np": Other}.get(name) or real(name))
+    assert "jaxlib" in engines.runs_on("jax.eager") and engines.runs_on("flaxlab.nnx") >= {"flax", "jaxlib"}
+    assert set(gate_loop._unsteady("flaxlab.nnx")) == {"alloc_count"}
+    assert gate_loop._unsteady("mylib.np") == {}
+
+
 
 def test_structural_counters_of_different_framework_releases_are_evidence_only():
     """Across environments (an upgrade gate, a dependency bump) a counter of another release's compiler

@@ -65,11 +65,10 @@ def reusable(backend: str, kind: str) -> bool:
         return False
     from .. import engines
 
-    try:
-        framework = engines.get(backend).framework
-    except Exception:  # a plugin that cannot load: nothing known about its counts, so none is trusted twice
+    found = engines.runs_on(backend)
+    if not found:  # a plugin that cannot load: nothing known about its counts, so none is trusted twice
         return False
-    return not any(metrics.get(m).unsteady_for(framework) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)
+    return not any(metrics.get(m).unsteady_for(found) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)
                    if metrics.get(m).sample == kind)
 
 

@@ -287,11 +287,8 @@ def _unsteady(backend: str) -> dict[str, str]:
     """The count-tier metrics this backend's framework does not repeat (registry ``Metric.unsteady``)."""
     from .. import engines
 
-    try:
-        framework = engines.get(backend).framework
-    except Exception:  # a plugin that cannot load: nothing known about it
-        return {}
-    found = {m: metrics.get(m).unsteady_for(framework) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)}
+    runs_on = engines.runs_on(backend)  # empty for a plugin that cannot load: nothing known about it
+    found = {m: metrics.get(m).unsteady_for(runs_on) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)}
     return {m: why for m, why in found.items() if why}
 
 

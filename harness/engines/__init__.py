@@ -98,4 +98,14 @@ def get(name: str) -> type[Backend]:
     return cls
 
 
-__all__ = ["Backend", "Engine", "contract_problem", "entry", "get", "names", "refresh", "shadowed"]
+def runs_on(name: str) -> frozenset[str]:
+    """What a backend's processes run on: its framework and the modules it declares it imports (a Flax backend runs
+    on jaxlib's XLA as jax.jit does). Empty for a backend that cannot load: nothing is known about it."""
+    try:
+        cls = get(name)
+    except Exception:  # a plugin that cannot load
+        return frozenset()
+    return frozenset({cls.framework, *cls.modules})
+
+
+__all__ = ["Backend", "Engine", "contract_problem", "entry", "get", "names", "refresh", "runs_on", "shadowed"]

@@ -331,11 +331,9 @@ def unsteady(metric: str, backend: str) -> str | None:
         return None
     from .. import engines
 
-    try:
-        framework = engines.get(backend).framework
-    except Exception:  # a backend this installation does not know: its name starts with its framework
-        framework = backend.split(".", 1)[0]
-    return info.unsteady_for(framework)
+    # A backend this installation does not know: its name starts with its framework (jax.jit -> jax -> jaxlib).
+    found = engines.runs_on(backend) or {backend.split(".", 1)[0], *(("jaxlib",) if backend.startswith("jax.") else ())}
+    return info.unsteady_for(found)
 
 
 __all__ = ["DEFAULT_MIN_CHANGE", "STEP_ALPHA", "Step", "detect_steps", "faster_half", "min_change_for", "test_steps",
