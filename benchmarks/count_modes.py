@@ -75,7 +75,8 @@ def variance_shares(samples: list[dict], values: list[float], top: int) -> None:
         return
     per = [functions(s, "incl") for s in samples]
     rows = []
-    for key in set().union(*per):
+    # Only functions every sample kept: one that fell out of a sample's top list reads as 0 there, not as a change.
+    for key in set.intersection(*(set(f) for f in per)):
         xs = [f.get(key, 0) for f in per]
         mx = statistics.fmean(xs)
         cov = statistics.fmean((x - mx) * (v - mean) for x, v in zip(xs, values))
@@ -120,7 +121,7 @@ def main() -> int:
     for which in ("self", "incl"):
         rows = []
         lows, highs = [functions(s, which) for s in low], [functions(s, which) for s in high]
-        keys = set().union(*lows, *highs)
+        keys = set.intersection(*(set(f) for f in lows + highs))  # kept by every sample (see variance_shares)
         for key in keys:
             a = [f.get(key, 0) for f in lows]
             b = [f.get(key, 0) for f in highs]

@@ -52,13 +52,16 @@ def test_the_default_says_it_is_the_default_and_is_above_the_flaxlab_spread():
 
 def test_calibrate_counts_stores_each_cases_margins_and_refreshes_with_hysteresis(tmp_path):
     (case,) = select(["resnet15:blocks=2"], ["autograd"], None, check_availability=False)[0]
-    script = iter([5_000, 5_020, 5_010, 1_000_000, 1_010_000, 1_005_000] * 2)  # allocations, then instructions
+    values = {"allocations": [5_000, 5_020, 5_010], "instructions": [1_000_000, 1_010_000, 1_005_000]}
+    asked = []
 
-    def sample(c, kind, index):
-        return count(kind, index, next(script))
+    def sample(c, kind, index):  # the processes run a CPU each at once: each answers by its kind and index
+        asked.append((kind, index))
+        return count(kind, index, values[kind][index])
 
     path = tmp_path / "margins.json"
-    lines = cm.calibrate_counts([case], 3, sample, path)
+    lines = cm.calibrate_counts([case], 3, sample, path, jobs=2)
+    assert sorted(asked) == [(k, i) for k in ("allocations", "instructions") for i in range(3)]
     stored = cm.load(path)[case.id]
     assert stored["instructions"].value == pytest.approx(0.02) and stored["instructions"].processes == 3
     assert stored["alloc_count"].value == pytest.approx(0.01)

@@ -21,7 +21,9 @@ before it starts when its --min-effect is below what its budget can detect.
 With --calibrate-counts N it counts N processes of each selected case
 (instructions under callgrind, allocations under memray) and keeps each case's
 count margin (~/.cache/ttfg/count_margins.json): the gate's instructions tier
-then decides that case on its own margin, not the conservative default.
+then decides that case on its own margin, not the conservative default. The
+processes run one per CPU at once (a count does not depend on the load; each
+counted probe is pinned to a CPU of its own).
 
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""

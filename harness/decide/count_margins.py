@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -211,10 +213,21 @@ def refresh_case(store: dict[str, dict[str, Margin]], case_id: str, samples: lis
     return lines
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler | None = None,
-                     path: Path | None = None, on_line: Callable[[str], None] | None = None) -> list[str]:
+                     path: Path | None = None, on_line: Callable[[str], None] | None = None,
+                     jobs: int | None = None) -> list[str]:
     """``processes`` count processes of each kind per case, the same code each time, and their margins stored with
-    hysteresis (``ttfg doctor --calibrate-counts N``); the lines say what was found and kept."""
+    hysteresis (``ttfg doctor --calibrate-counts N``); the lines say what was found and kept.
+
+    ``jobs`` processes run at a time (default: one per CPU this process may use): a count does not depend on the
+    load, and each counted probe runs on a CPU of its own (``measure/instructions.next_cpu``)."""
     if processes < 2:
         raise UsageError(f"--calibrate-counts needs at least 2 processes, got {processes}")
     if sample is None:
@@ -228,8 +241,11 @@ def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler |
     kinds = tuple(dict.fromkeys(metrics.get(m).sample for m in COUNT_METRICS))
     store = load(path)
     lines = []
+    jobs = max(1, jobs or _usable_cpus())
     for case in cases:
-        taken = [sample(case, kind, i) for kind in kinds for i in range(processes)]
+        jobs_of_case = [(kind, i) for kind in kinds for i in range(processes)]
+        with ThreadPoolExecutor(max_workers=min(jobs, len(jobs_of_case))) as pool:
+            taken = list(pool.map(lambda job: sample(case, *job), jobs_of_case))
         for line in refresh_case(store, case.id, taken) or [f"{case.id}: no two good count samples"]:
             lines.append(line)
             if on_line:
