@@ -53,7 +53,7 @@ def main() -> int:
     instructions.PROBE_ENV.update(extra)
     if args.prefix:
         valgrind = instructions.command
-        instructions.command = lambda out_dir: shlex.split(args.prefix) + valgrind(out_dir)
+        instructions.command = lambda out_dir, cpu=None: shlex.split(args.prefix) + valgrind(out_dir, cpu)
     settings = RunSettings(repeat=1, timeout_s=args.timeout)
     cases, skipped = select([args.model], backends, None)
     out = Path(args.out)
