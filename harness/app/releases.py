@@ -122,7 +122,7 @@ def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 
                       store: dict | None = None) -> dict | None:
     """One count per release compared, total and per phase, by the gate's per-case rule (``decide/count_margins``).
 
-    The case's own margin decides (calibrated, else the 2.5 % default, each entry saying which), with the
+    The case's own margin decides (calibrated, else the default for what it runs on, each entry saying which), with the
     gate's band: a change at the margin's edge is no count verdict (``inconclusive``: wall time decides the
     pair). ``min_effect`` stays the floor a *step* between releases needs: a change beyond the margin but
     under it is ``unchanged``, and says so (XLA's compile count moves ~1.6 % between processes of one
@@ -134,7 +134,10 @@ def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 
     if not base or not head or not base.get("instructions") or not head.get("instructions"):
         return None
     names = ("instructions", *(f"instructions_{p}" for p in PHASES))
-    margins = count_margins.margins_for(count_margins.load() if store is None else store, case_id or "", names)
+    from .. import engines
+
+    runs_on = engines.runs_on(case_id.split("/")[1]) if case_id and case_id.count("/") >= 1 else frozenset()
+    margins = count_margins.margins_for(count_margins.load() if store is None else store, case_id or "", names, runs_on)
     out = {}
     for name, b, h in [("instructions", base["instructions"], head["instructions"]),
                        *((f"instructions_{p}", (base.get("phases") or {}).get(p), (head.get("phases") or {}).get(p))

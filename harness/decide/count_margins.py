@@ -18,8 +18,9 @@ How a count is judged against its margin (:func:`judge`): beyond the margin, a v
 within half of it, unchanged; between half and the whole margin (the band's edge), or beyond a
 quarter of it for a case known to be bimodal counted once a side, no verdict: the count tier
 takes one more count a side when allowed, else hands the case to the time tier, and says which.
-An uncalibrated case gets :data:`DEFAULT_FLOOR` (2.5 %) or the registry margin, the larger, and
-every verdict names the margin that decided it and where it came from (:meth:`Margin.source`).
+An uncalibrated case gets :data:`DEFAULT_FLOOR` (2.5 %; 4.5 % for a case on jaxlib, whose compile pool
+moved the flaxlab example's count 2.2 % between processes even on one CPU) or the registry margin, the
+larger, and every verdict names the margin that decided it and where it came from (:meth:`Margin.source`).
 """
 
 from __future__ import annotations
@@ -44,12 +45,16 @@ if TYPE_CHECKING:
 #: Takes one count sample: ``(case, kind, index) -> Sample`` (a cold process under callgrind or memray).
 CountSampler = Callable[["Case", str, int], "Sample"]
 
-__all__ = ["COUNT_METRICS", "CountSampler", "calibrate_counts", "refresh_case", "DEFAULT_FLOOR", "EDGE", "HYSTERESIS", "Margin", "PHASE_FLOOR", "STORE_NAME", "calibrated",
+__all__ = ["COUNT_METRICS", "CountSampler", "calibrate_counts", "refresh_case", "DEFAULT_FLOOR", "EDGE", "XLA_DEFAULT_FLOOR", "HYSTERESIS", "Margin", "PHASE_FLOOR", "STORE_NAME", "calibrated",
            "default_margin", "judge", "load", "margins_for", "refreshed", "save", "store_path"]
 
 STORE_NAME = "count_margins.json"
 #: An uncalibrated case's margin at least: above the flaxlab example's 1.6 % same-code spread.
 DEFAULT_FLOOR = 0.025
+#: An uncalibrated case that runs on jaxlib (XLA's compile pool) at least: twice the widest same-code spread
+#: measured on one, the flaxlab example's compile count on one CPU (2.2 % over 20 processes, 2026-12-05), as a
+#: calibration would set it. Calibrated, jax.jit resnet15 decides at ±1 %.
+XLA_DEFAULT_FLOOR = 0.045
 #: A change between ``EDGE`` times the margin and the margin is no verdict (the band's edge).
 EDGE = 0.5
 #: PyTorch's rule: a stored entry is refreshed only when it moved by more than this share of its margin.
@@ -100,9 +105,12 @@ class Margin:
                    bool(data.get("bimodal")), None if data.get("median") is None else float(data["median"]))
 
 
-def default_margin(metric: str) -> Margin:
-    """An uncalibrated case's margin: the registry's ``tier_margin`` or :data:`DEFAULT_FLOOR`, the larger."""
-    return Margin(max(metrics.get(metric).tier_margin, DEFAULT_FLOOR))
+def default_margin(metric: str, runs_on: frozenset[str] | set[str] = frozenset()) -> Margin:
+    """An uncalibrated case's margin: the registry's ``tier_margin`` or the floor, the larger; the floor is
+    :data:`XLA_DEFAULT_FLOOR` for a case whose backend runs on jaxlib (``engines.runs_on``: what it imports,
+    not its framework's name), else :data:`DEFAULT_FLOOR`."""
+    floor = XLA_DEFAULT_FLOOR if "jaxlib" in runs_on else DEFAULT_FLOOR
+    return Margin(max(metrics.get(metric).tier_margin, floor))
 
 
 def _bimodal(values: list[float]) -> bool:
@@ -171,10 +179,11 @@ def save(store: dict[str, dict[str, Margin]], path: Path | None = None) -> Path:
     return atomic_write_text(path or store_path(), json.dumps(doc, indent=1, allow_nan=False) + "\n")
 
 
-def margins_for(store: dict[str, dict[str, Margin]], case_id: str, names) -> dict[str, Margin]:
-    """Each metric's margin for one case: calibrated where stored, else the default."""
+def margins_for(store: dict[str, dict[str, Margin]], case_id: str, names,
+                runs_on: frozenset[str] | set[str] = frozenset()) -> dict[str, Margin]:
+    """Each metric's margin for one case: calibrated where stored, else the default for what it runs on."""
     found = store.get(case_id) or {}
-    return {m: found.get(m) or default_margin(m) for m in names}
+    return {m: found.get(m) or default_margin(m, runs_on) for m in names}
 
 
 def judge(ratio: float, margin: Margin, samples: int) -> str:

@@ -528,6 +528,7 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
                  recount: int = 0, timed: bool = True) -> None:
     """The count tier's loop: per case, base and head of each kind and round at the same time; a case whose count
     lands at its margin's edge gets up to ``recount`` more rounds, one at a time, then goes to the time tier."""
+    from .. import engines
     from . import count_margins
 
     store = count_margins.load()
@@ -536,7 +537,7 @@ def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usa
         if trail.settled:
             continue
         got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
-        margins = count_margins.margins_for(store, case.id, tier_metrics(INSTRUCTIONS))
+        margins = count_margins.margins_for(store, case.id, tier_metrics(INSTRUCTIONS), engines.runs_on(case.backend))
 
         def rounds(first: int, last: int) -> None:
             for kind in kinds:
