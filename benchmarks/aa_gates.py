@@ -43,27 +43,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from gate_power import BenchError, _git, _log  # noqa: E402  (the same clone and log helpers)
 from ttfg import fmt  # noqa: E402
 from ttfg.present.markdown_table import table  # noqa: E402
 
 FALSE_ALARMS = ("regressed", "improved")
 COMMENT = "# A comment, nothing else: an A/A pull request (benchmarks/aa_gates.py).\n"
-
-
-class BenchError(Exception):
-    """The benchmark cannot go on: a failed clone or an unreadable input."""
-
-
-def _log(text: str) -> None:
-    print(f"[{datetime.now(timezone.utc):%H:%M:%S}] {text}", file=sys.stderr, flush=True)
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=ttfg aa_gates", "-c",
-                          "user.email=aa-gates@localhost", *args], capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        raise BenchError(f"git {' '.join(args)} in {repo}: {out.stderr.strip() or out.stdout.strip()}")
-    return out.stdout.strip()
 
 
 def own_pull_request(work: Path, model: str) -> tuple[Path, Path, str, str, str]:

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from ttfg import fmt  # noqa: E402
+from ttfg.decide.count_margins import mode_split  # noqa: E402
 from ttfg.present.markdown_table import table  # noqa: E402
 
 
@@ -45,20 +46,6 @@ def phase_count(sample: dict, phase: str) -> float:
     if phase == "total":
         return float(sample["instructions"])
     return float((sample.get("instructions_phases") or {}).get(phase) or 0)
-
-
-def split(values: list[float]) -> float | None:
-    """The threshold between two modes: the middle of the largest gap, when that gap is at least half the range
-    and more than twice the range on either side (the rule of ``decide/count_margins._bimodal``)."""
-    v = sorted(values)
-    if len(v) < 4 or v[0] == v[-1]:
-        return None
-    gap, at = max((v[i + 1] - v[i], i + 1) for i in range(len(v) - 1))
-    low, high = v[:at], v[at:]
-    if len(low) < 2 or len(high) < 2:
-        return None
-    within = max(low[-1] - low[0], high[-1] - high[0])
-    return (v[at - 1] + v[at]) / 2 if gap >= (v[-1] - v[0]) / 2 and gap > 2 * within else None
 
 
 def functions(sample: dict, which: str) -> dict[tuple[str, str], int]:
@@ -107,7 +94,7 @@ def main() -> int:
     values = [phase_count(s, args.phase) for s in samples]
     print(f"{len(samples)} samples; {args.phase}: " + ", ".join(fmt.count(round(v)) for v in sorted(values))
           + f"; spread {fmt.percent((max(values) - min(values)) / min(values))}")
-    threshold = split(values)
+    threshold = mode_split(values)  # the rule that marks a calibrated case bimodal
     if threshold is None:
         print("no two modes: the largest gap is not apart from the spread within either side")
         variance_shares(samples, values, args.top)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 CountSampler = Callable[["Case", str, int], "Sample"]
 
 __all__ = ["COUNT_METRICS", "CountSampler", "calibrate_counts", "refresh_case", "DEFAULT_FLOOR", "EDGE", "XLA_DEFAULT_FLOOR", "HYSTERESIS", "Margin", "PHASE_FLOOR", "STORE_NAME", "calibrated",
-           "default_margin", "judge", "load", "margins_for", "refreshed", "save", "store_path"]
+           "default_margin", "judge", "load", "margins_for", "mode_split", "refreshed", "save", "store_path"]
 
 STORE_NAME = "count_margins.json"
 #: An uncalibrated case's margin at least: above the flaxlab example's 1.6 % same-code spread.
@@ -113,18 +113,23 @@ def default_margin(metric: str, runs_on: frozenset[str] | set[str] = frozenset()
     return Margin(max(metrics.get(metric).tier_margin, floor))
 
 
-def _bimodal(values: list[float]) -> bool:
-    """Two modes: the largest gap between sorted counts is at least half their range and more than twice the
-    range within either side, each side holding at least two counts."""
+def mode_split(values: list[float]) -> float | None:
+    """The count between two modes (the middle of the largest gap), or None: two modes when the largest gap between
+    sorted counts is at least half their range and more than twice the range within either side, each side
+    holding at least two counts."""
     v = sorted(values)
     if len(v) < 4 or v[-1] == v[0]:
-        return False
+        return None
     gap, at = max((v[i + 1] - v[i], i + 1) for i in range(len(v) - 1))
     low, high = v[:at], v[at:]
     if len(low) < 2 or len(high) < 2:
-        return False
+        return None
     within = max(low[-1] - low[0], high[-1] - high[0])
-    return gap >= (v[-1] - v[0]) / 2 and gap > 2 * within
+    return (v[at - 1] + v[at]) / 2 if gap >= (v[-1] - v[0]) / 2 and gap > 2 * within else None
+
+
+def _bimodal(values: list[float]) -> bool:
+    return mode_split(values) is not None
 
 
 def calibrated(metric: str, values: list[float], date: str | None = None) -> Margin:
