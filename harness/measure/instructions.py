@@ -25,7 +25,8 @@ many it creates (and how much each fusion's first compile on a fresh context cos
 threads' interleaving. The per-function diff put 76 % of jax.jit resnet15's compile variance under
 ``ParallelFusionEmitter::CompileFusion`` and 21 % under ``PjRtCpuClient::CompileInternal``; on one
 CPU the spread over 10 processes went from 0.46 % to 0.16 % (one switch of one context, about
-10 M instructions, is left). The count is then about 0.7 % higher than on two CPUs (a smaller pool,
+10 M instructions, is left); the flaxlab example's compile still moves 2.2 % on one CPU, so an uncalibrated
+case on jaxlib takes a wider margin (``decide/count_margins.py``). The count is then about 0.6 % higher than on two CPUs (a smaller pool,
 not another compiled program); each sample's note says so (:data:`PINNED`). What is not: child
 processes (``--trace-children=no``): the C++ compiler Inductor starts, and compile
 workers, which the runner turns off for instruction samples
@@ -148,7 +149,7 @@ def availability() -> tuple[bool, str]:
 
 #: Said in every pinned sample's note: the setting changes the count's level, not what is compiled.
 PINNED = ("counted on one CPU (taskset -c): XLA sizes its compile thread pool by the CPUs a process may use, "
-          "and the pool's interleaving moved the count; on one CPU the count is steadier and about 0.7 % higher "
+          "and the pool's interleaving moved the count; on one CPU the count is steadier and about 0.6 % higher "
           "for jax.jit than on two")
 _turn = itertools.count()
 _turn_lock = threading.Lock()
