@@ -49,7 +49,7 @@ __all__ = ["COUNT_METRICS", "CountSampler", "calibrate_counts", "refresh_case", 
            "default_margin", "judge", "load", "margins_for", "mode_split", "refreshed", "save", "store_path"]
 
 STORE_NAME = "count_margins.json"
-#: An uncalibrated case's margin at least, for a case not on jaxlib: their same-code spreads measured 0.0003-0.13 %
+#: An uncalibrated case's margin at least, for a case not on jaxlib: their same-code spreads measured 0.0003-0.033 %
 #: over 10 processes (autograd, torch.func, torch.compile.aot_eager; docs/measurements.md).
 DEFAULT_FLOOR = 0.025
 #: An uncalibrated case that runs on jaxlib (XLA's compile pool) at least: twice the widest same-code spread
