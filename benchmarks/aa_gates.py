@@ -36,14 +36,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from gate_power import BenchError, _git, _log  # noqa: E402  (the same clone and log helpers)
+from gate_power import BenchError, _git, _log, run_timed  # noqa: E402  (the same clone, log and gate-process helpers)
 from ttfg import fmt  # noqa: E402
 from ttfg.present.markdown_table import table  # noqa: E402
 
@@ -93,17 +92,8 @@ def counts(out_dir: Path) -> dict[str, list[dict]]:
 
 
 def gate_row(cmd: list[str], cwd: Path, env: dict, out_dir: Path, timeout: float) -> dict:
-    load_before = round(os.getloadavg()[0], 2)
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd, env=env)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # the gate removes its worktrees on SIGTERM
-        output, _ = proc.communicate(timeout=120)
-        output += f"\n(stopped after {timeout:.0f} s)"
-    row = {"exit_code": proc.returncode, "wall_s": round(time.monotonic() - started, 1), "load_before": load_before,
-           "load_after": round(os.getloadavg()[0], 2), "output_tail": output[-3000:]}
+    row = run_timed(cmd, cwd, env, timeout)
+    row["wall_s"] = round(row["wall_s"], 1)
     row["counts"] = counts(out_dir)
     gate_json = out_dir / "gate.json"
     if not gate_json.is_file():

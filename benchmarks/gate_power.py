@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -318,6 +317,22 @@ def _measured_change(out_dir: Path, kind: str, plan_: dict) -> dict:
     return change
 
 
+def run_timed(cmd: list[str], cwd: Path, env: dict, limit: float) -> dict:
+    """One gate process, stopped (SIGTERM: the gate removes its worktrees) after ``limit`` seconds: its exit code,
+    wall time, the load average around it and its output's tail."""
+    load_before = _load()
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd, env=env)
+    try:
+        output, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        output, _ = proc.communicate(timeout=120)
+        output += f"\n(stopped after {limit:.0f} s)"
+    return {"exit_code": proc.returncode, "wall_s": time.monotonic() - started, "load_before": load_before,
+            "load_after": _load(), "output_tail": output[-3000:]}
+
+
 def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
              extra: tuple[str, ...] = ()) -> dict:
     """One real ``ttfg gate`` in a fresh process; its verdict, timing and attribution."""
@@ -327,20 +342,8 @@ def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args,
            args.backend, "--budget", args.budget, "--out-dir", str(out_dir), *extra, *args.gate_arg]
     if tiers and caps["tiers"]:
         cmd += ["--tiers", tiers]
-    load_before = _load()
-    started = time.monotonic()
-    limit = 3 * parse_duration(args.budget) + 1800
-    proc = subprocess.Popen([sys.executable, "-m", "ttfg", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=out_dir.parent, env=_env(tool))
-    try:
-        output, _ = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        proc.terminate()  # the gate removes its worktrees on SIGTERM
-        output, _ = proc.communicate(timeout=120)
-        output += f"\n(stopped after {limit:.0f} s)"
-    wall = time.monotonic() - started
-    row = {"command": "ttfg " + " ".join(cmd), "exit_code": proc.returncode, "wall_s": wall, "load_before": load_before,
-           "load_after": _load(), "output_tail": output[-3000:]}
+    row = {"command": "ttfg " + " ".join(cmd), **run_timed([sys.executable, "-m", "ttfg", *cmd], out_dir.parent,
+                                                          _env(tool), 3 * parse_duration(args.budget) + 1800)}
     gate_json = out_dir / "gate.json"
     if not gate_json.is_file():
         row.update(verdict="no verdict", detected=False)
@@ -351,7 +354,7 @@ def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args,
     row.update(verdict=verdict.get("verdict", "no verdict"), ratio=verdict.get("ratio"), reason=verdict.get("reason"),
                ci=[verdict.get("ci_low"), verdict.get("ci_high")], pairs=case.get("pairs"), case_wall_s=case.get("wall_s"),
                tier=_tier(case, caps["tiers"]), counters_changed=[c.get("metric") for c in case.get("changes") or []],
-               detected=proc.returncode == 1)
+               detected=row["exit_code"] == 1)
     top = _find(case, "top_function")
     row["top_function"] = top.get("fn") if isinstance(top, dict) else top
     texts = [gate_json.read_text()]
