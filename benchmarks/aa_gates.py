@@ -50,8 +50,9 @@ FALSE_ALARMS = ("regressed", "improved")
 COMMENT = "# A comment, nothing else: an A/A pull request (benchmarks/aa_gates.py).\n"
 
 
-def own_pull_request(work: Path, model: str) -> tuple[Path, Path, str, str, str]:
-    """Clones of this repository (measured, and the gate's code) and a comment-only commit on the model's module."""
+def own_pull_request(work: Path, model: str) -> tuple[Path, str, str]:
+    """Clones of this repository (measured, and the gate's code, importable from ``work/importable``) and a
+    comment-only commit on the model's module: the measured clone, the base and the head."""
     clone, tool = work / "clone", work / "tool"
     commit = _git(ROOT, "rev-parse", "HEAD")
     for folder in (clone, tool):
@@ -68,7 +69,7 @@ def own_pull_request(work: Path, model: str) -> tuple[Path, Path, str, str, str]
         raise BenchError(f"--model {model}: no models/{module.name} to add a comment to")
     module.write_text(module.read_text() + "\n" + COMMENT)
     _git(clone, "commit", "--quiet", "-a", "-m", "A/A: a comment only")
-    return clone, tool, commit, _git(clone, "rev-parse", "HEAD"), commit
+    return clone, commit, _git(clone, "rev-parse", "HEAD")
 
 
 def counts(out_dir: Path) -> dict[str, list[dict]]:
@@ -120,7 +121,7 @@ def run(args) -> dict:
             doc["pull_request"] = f"{repo.name} {base[:10]}..{head[:10]}"
         else:
             _log(f"cloning {ROOT} into {work}; a comment-only commit on models/{args.model.split(':')[0]}.py")
-            repo, tool, _, head, base = own_pull_request(work, args.model)
+            repo, base, head = own_pull_request(work, args.model)
             python, cwd = sys.executable, work
             importable = work / "importable"
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(importable),

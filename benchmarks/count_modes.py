@@ -64,7 +64,7 @@ def variance_shares(samples: list[dict], values: list[float], top: int) -> None:
     rows = []
     # Only functions every sample kept: one that fell out of a sample's top list reads as 0 there, not as a change.
     for key in set.intersection(*(set(f) for f in per)):
-        xs = [f.get(key, 0) for f in per]
+        xs = [f[key] for f in per]
         mx = statistics.fmean(xs)
         cov = statistics.fmean((x - mx) * (v - mean) for x, v in zip(xs, values))
         rows.append((cov / var, key, min(xs), max(xs)))
@@ -110,8 +110,8 @@ def main() -> int:
         lows, highs = [functions(s, which) for s in low], [functions(s, which) for s in high]
         keys = set.intersection(*(set(f) for f in lows + highs))  # kept by every sample (see variance_shares)
         for key in keys:
-            a = [f.get(key, 0) for f in lows]
-            b = [f.get(key, 0) for f in highs]
+            a = [f[key] for f in lows]
+            b = [f[key] for f in highs]
             if min(b) > max(a) or max(b) < min(a):
                 diff = statistics.median(b) - statistics.median(a)
                 rows.append((abs(diff), key, diff, a, b))

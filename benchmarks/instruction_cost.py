@@ -90,7 +90,7 @@ def main() -> int:
             if s.ok:
                 print(f"<!-- {case.id} sample {s.index}: {s.instructions} "
                       + " ".join(f"{k}={v}" for k, v in (s.instructions_phases or {}).items()) + " -->", file=sys.stderr)
-            if not s.ok:
+            else:
                 print(f"<!-- {case.id} sample {s.index} failed: {s.error} -->", file=sys.stderr)
     return 0
 

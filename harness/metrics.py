@@ -117,9 +117,9 @@ class Metric:
     #: The gate tier that decides on it (``harness/decide/tiers.py``): "structural" for the
     #: structural counters, "instructions" for the counts of the count tier; None: the time tier's.
     tier: str | None = None
-    #: ``(framework, why)`` pairs: frameworks whose processes give this metric different values
-    #: for the same code, so the gate's count tier shows it but never lets it settle a case.
-    #: (module, why): not repeatable in a process running on that module (see :meth:`unsteady_for`).
+    #: ``(module, why)`` pairs: a process running on that module (a framework or one a backend imports)
+    #: gives this metric different values for the same code, so the gate's count tier shows it but
+    #: never lets it settle a case (see :meth:`unsteady_for`).
     unsteady: tuple[tuple[str, str], ...] = ()
     #: Timings: guarded by the gate's time tier by default, as a phase every cold start pays
     #: (``decide/gate_loop.py``: one paired test each, alpha shared among them).
@@ -141,10 +141,10 @@ class Metric:
         """Whether a backend whose first gradient reports ``phases`` reports this metric."""
         return not self.phases or any(p in phases for p in self.phases)
 
-    def unsteady_for(self, runs_on: "Iterable[str] | str | None") -> str | None:
+    def unsteady_for(self, runs_on: Iterable[str]) -> str | None:
         """Why this metric is not repeatable in a process that runs on ``runs_on`` (a backend's framework and the
         modules it imports: ``engines.runs_on``), or None when it is."""
-        names = {runs_on} if isinstance(runs_on, str) or runs_on is None else set(runs_on)
+        names = set(runs_on)
         return next((why for module, why in self.unsteady if module in names), None)
 
     @property

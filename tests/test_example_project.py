@@ -84,8 +84,8 @@ def test_the_gate_flags_the_slowdown_and_names_the_function(flaxlab, tmp_path):
 
 
 def test_the_gate_calls_a_comment_only_change_unchanged(flaxlab, tmp_path):
-    """A comment-only pull request of a library on jax passes, uncalibrated (the 2.5 % default margin), as a new
-    user's CI runs it. It failed before two fixes (docs/measurements.md, "Where the count noise comes from"): XLA's
+    """A comment-only pull request of a library on jax passes, uncalibrated (the 4.5 % default of a case on jaxlib),
+    as a new user's CI runs it. It failed before two fixes (docs/measurements.md, "Where the count noise comes from"): XLA's
     fusion compiler moved this case's count 1.8 % between processes (each counted probe now runs on one CPU), and
     the backend's allocation counts (+4 to +7 %) decided, because unsteadiness was keyed by the framework's name."""
     out = ttfg(flaxlab, "gate", "--base", flaxlab["first"], "--head", flaxlab["comment"], "--profiles", "0",

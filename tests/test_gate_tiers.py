@@ -491,7 +491,6 @@ def test_a_library_on_jax_is_unsteady_as_jax_is_whatever_its_framework_is_named(
     assert gate_loop._unsteady("mylib.np") == {}
 
 
-
 def test_structural_counters_of_different_framework_releases_are_evidence_only():
     """Across environments (an upgrade gate, a dependency bump) a counter of another release's compiler
     does not settle: jax 0.4.38 against 0.10.2 differ by one HLO op while their work differs by a third."""

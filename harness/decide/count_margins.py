@@ -53,7 +53,7 @@ STORE_NAME = "count_margins.json"
 #: over 10 processes (autograd, torch.func, torch.compile.aot_eager; docs/measurements.md).
 DEFAULT_FLOOR = 0.025
 #: An uncalibrated case that runs on jaxlib (XLA's compile pool) at least: twice the widest same-code spread
-#: measured on one, the flaxlab example's compile count on one CPU (2.2 % over 20 processes, 2026-12-05), as a
+#: measured on one, the flaxlab example's compile count on one CPU (2.2 % over 26 processes, 2026-12-05), as a
 #: calibration would set it. Calibrated, jax.jit resnet15 decides at ±1 %.
 XLA_DEFAULT_FLOOR = 0.045
 #: A change between ``EDGE`` times the margin and the margin is no verdict (the band's edge).
@@ -228,13 +228,6 @@ def refresh_case(store: dict[str, dict[str, Margin]], case_id: str, samples: lis
     return lines
 
 
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler | None = None,
                      path: Path | None = None, on_line: Callable[[str], None] | None = None,
                      jobs: int | None = None) -> list[str]:
@@ -256,7 +249,10 @@ def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler |
     kinds = tuple(dict.fromkeys(metrics.get(m).sample for m in COUNT_METRICS))
     store = load(path)
     lines = []
-    jobs = max(1, jobs or _usable_cpus())
+    if not jobs:
+        from ..measure.instructions import usable_cpus
+
+        jobs = len(usable_cpus()) or os.cpu_count() or 1
     for case in cases:
         jobs_of_case = [(kind, i) for kind in kinds for i in range(processes)]
         with ThreadPoolExecutor(max_workers=min(jobs, len(jobs_of_case))) as pool:

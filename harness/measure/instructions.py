@@ -155,13 +155,17 @@ _turn = itertools.count()
 _turn_lock = threading.Lock()
 
 
-def _cpus() -> list[int]:
-    """The CPUs a counted probe may be pinned to; none where they cannot be read or ``taskset`` is missing."""
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity); none where they cannot be read."""
     try:
-        cpus = sorted(os.sched_getaffinity(0))
+        return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return []
-    return cpus if shutil.which("taskset") else []
+
+
+def _cpus() -> list[int]:
+    """The CPUs a counted probe may be pinned to; none where they cannot be read or ``taskset`` is missing."""
+    return usable_cpus() if shutil.which("taskset") else []
 
 
 def pins() -> bool:
@@ -457,5 +461,5 @@ def read_window(out_dir: Path) -> WindowCounts:
     return window
 
 
-__all__ = ["BUILD", "CountingError", "FunctionCost", "NOT_COUNTED", "PINNED", "PROBE_ENV", "XLA_FLAGS", "next_cpu", "pins", "probe_env", "Profile", "Window", "WindowCounts",
+__all__ = ["BUILD", "CountingError", "FunctionCost", "NOT_COUNTED", "PINNED", "PROBE_ENV", "XLA_FLAGS", "next_cpu", "pins", "probe_env", "usable_cpus", "Profile", "Window", "WindowCounts",
            "availability", "command", "dump_files", "merge", "parse_file", "read_window"]
