@@ -39,7 +39,7 @@ def _load() -> float:
 
 def measure_build(version: str) -> dict:
     """Build ``jax[cpu]==version`` in a fresh ttfg cache (uv's cache as it is), then reuse it."""
-    from ttfg.measure import environments
+    from ttfg.provision import environments
 
     request = environments.Request(f"jax-{version}", (f"jax[cpu]=={version}",), "benchmark")
     load = _load()
@@ -71,13 +71,13 @@ def _du(paths) -> int:
 
 def measure_disk(versions: list[str]) -> dict:
     """Build each release (cached ones are reused) and count the disk: apart, and together with uv's cache."""
-    from ttfg.measure import environments
+    from ttfg.provision import environments
 
     envs = []
     for v in versions:
         envs.append(environments.build(environments.Request(f"jax-{v}", (f"jax[cpu]=={v}",), "benchmark")))
         print(f"  built jax {v} ({envs[-1].seconds:.1f} s)", file=sys.stderr, flush=True)
-    from ttfg.measure.sources import uv_binary
+    from ttfg.provision.sources import uv_binary
 
     uv_dir = subprocess.run([uv_binary(), "cache", "dir"], capture_output=True, text=True).stdout.strip()
     apart = sum(_du([e.path]) for e in envs)
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
         os.environ["TTFG_CACHE_DIR"] = fresh  # ttfg's first build of this release, uv's cache as it is
         figures["build"] = measure_build(args.build_release)
     print(json.dumps(figures["build"]), flush=True)
-    from ttfg.measure.releases import registry_releases, in_range
+    from ttfg.provision.releases import registry_releases, in_range
 
     versions = in_range(registry_releases("jax"), "0.4.30", "0.10.2")[-args.releases:]
     os.environ.pop("TTFG_CACHE_DIR", None)  # the user's cache: what a sweep reuses

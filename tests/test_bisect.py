@@ -19,7 +19,7 @@ import pytest
 from ttfg.app.bisect import first_parent_range
 from ttfg.present.bisect_page import bisect_page
 from ttfg.results.bisect_file import load_bisect
-from ttfg.measure.worktrees import resolve
+from ttfg.provision.worktrees import resolve
 
 from .user_project import committed_project, git, layered_venv, write_project
 

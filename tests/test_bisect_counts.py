@@ -23,7 +23,7 @@ from ttfg.decide.gate_settings import GateSettings
 from ttfg.errors import TtfgError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
-from ttfg.measure.environments import Environment, Request
+from ttfg.provision.environments import Environment, Request
 from ttfg.measure.runner import RunSettings
 from ttfg.measure.sides import EnvPlan, Side
 from ttfg.results.bisect_file import load_bisect

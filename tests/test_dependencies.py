@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ttfg.errors import UsageError
-from ttfg.measure.dependencies import changed_declarations, is_declaration, resolve, resolve_at
+from ttfg.provision.dependencies import changed_declarations, is_declaration, resolve, resolve_at
 from ttfg.measure.sides import plan_environments
-from ttfg.measure.worktrees import Revision
+from ttfg.provision.worktrees import Revision
 
 PYPROJECT = '[project]\nname = "lib"\nversion = "1"\ndependencies = [{deps}]\n'
 
@@ -148,7 +148,7 @@ def test_naming_environments_and_choosing_them_from_declarations_are_not_mixed(r
 def test_one_commit_of_two_projects_installs_two_things(repo, tmp_path, monkeypatch):
     """The source cache is keyed by commit and the project's folder: a monorepo's two projects at one
     commit were one cache entry, and the second project's gate measured the first one's install."""
-    from ttfg.measure.sources import install
+    from ttfg.provision.sources import install
 
     monkeypatch.setenv("TTFG_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("one", "two"):

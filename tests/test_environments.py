@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from ttfg.errors import UsageError
-from ttfg.measure import cache, env_cache, environments
+from ttfg.provision import cache, env_cache, environments
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, run_sample
-from ttfg.measure.target import ProbeTarget
-from ttfg.measure.sources import self_overlay
+from ttfg.provision.target import ProbeTarget
+from ttfg.provision.sources import self_overlay
 
 from .conftest import run_ttfg
 
@@ -194,7 +194,7 @@ def test_prune_filters_all_hold_and_an_environment_in_use_is_kept(ttfg_cache):
     assert env_cache.prune(["a"], older_than_s=3600) == []  # a, and only if older than an hour: it is not
     # Another process uses b (a running gate): pruning everything keeps it, and says so.
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                               "from ttfg.measure import cache; cache.hold(Path(sys.argv[1])); print('held', flush=True); "
+                               "from ttfg.provision import cache; cache.hold(Path(sys.argv[1])); print('held', flush=True); "
                                "time.sleep(60)", str(ttfg_cache / "envs" / "k-b")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -20,7 +20,7 @@ from ttfg.errors import UsageError
 from ttfg.measure.sides import Side
 from ttfg.results import gate_outcome
 from ttfg.measure.cases import select
-from ttfg.measure.worktrees import Revision
+from ttfg.provision.worktrees import Revision
 from ttfg.results import record
 from ttfg.results.model import Sample
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ttfg.measure.sources import install
+from ttfg.provision.sources import install
 
 from .conftest import ROOT
 

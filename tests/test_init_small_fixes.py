@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from ttfg.measure.worktrees import GitError, resolve
+from ttfg.provision.worktrees import GitError, resolve
 from ttfg.present.gate_views import gate_markdown
 
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture)

@@ -24,11 +24,11 @@ import subprocess
 import pytest
 
 from ttfg import engines
-from ttfg.measure import environments
+from ttfg.provision import environments
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings, run_sample
-from ttfg.measure.target import ProbeTarget
-from ttfg.measure.sources import self_overlay
+from ttfg.provision.target import ProbeTarget
+from ttfg.provision.sources import self_overlay
 
 pytestmark = [pytest.mark.full, pytest.mark.slow]
 

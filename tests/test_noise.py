@@ -202,8 +202,8 @@ def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
     from ttfg.app import gate as gate_module
     from ttfg.cli import main
     from ttfg.measure import sides
-    from ttfg.measure.environments import Request
-    from ttfg.measure.worktrees import Revision
+    from ttfg.provision.environments import Request
+    from ttfg.provision.worktrees import Revision
 
     floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
     noise.save(floor)

@@ -18,9 +18,9 @@ import json
 import pytest
 
 from ttfg.app.environments import project_for
-from ttfg.measure import environments
+from ttfg.provision import environments
 from ttfg.measure.cases import Case
-from ttfg.measure.project_source import changed_files, install_project
+from ttfg.provision.project_source import changed_files, install_project
 from ttfg.measure.runner import RunSettings, Runner
 from ttfg.results import record
 

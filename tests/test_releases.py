@@ -14,7 +14,7 @@ import os
 import pytest
 
 from ttfg.errors import UsageError
-from ttfg.measure import releases
+from ttfg.provision import releases
 
 from .conftest import run_ttfg
 

@@ -457,7 +457,7 @@ def test_13_markup_in_paths_and_subjects_is_printed_as_text(cli, tmp_path, capsy
     out = cli("merge", "results", *map(str, paths), "--out", str(target))
     assert out.returncode == 0 and "out[/x].json" in out.stdout, out.stderr
     from ttfg.cli.gate import _PrintedEvents
-    from ttfg.measure.worktrees import Revision
+    from ttfg.provision.worktrees import Revision
     from ttfg.present.terminal import console
 
     rev = Revision("HEAD", "b" * 40, "fix [/red] and [link=https://evil.example]click[/link]")

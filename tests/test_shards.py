@@ -27,7 +27,7 @@ from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import metadata
 from ttfg.measure.cases import select
 from ttfg.measure.shard import ShardSpec, estimate_s, parse_spec, partition, select_shard
-from ttfg.measure.worktrees import Revision
+from ttfg.provision.worktrees import Revision
 from ttfg.results import record
 from ttfg.results.machines import MachineMismatch, check_machines
 from ttfg.results.model import ShardSection
@@ -624,7 +624,7 @@ def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeyp
         yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
 
     from ttfg.app import gate as use_case
-    from ttfg.measure.environments import Request
+    from ttfg.provision.environments import Request
     from ttfg.measure.sides import EnvPlan
 
     monkeypatch.setattr(use_case, "run_gate", loop)

@@ -22,7 +22,7 @@ from ttfg.history.points import _finish, _series_table
 from ttfg.history.trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, analyse
 from ttfg.measure.runner import RunSettings
 from ttfg.measure.sides import Side
-from ttfg.measure.worktrees import worktrees
+from ttfg.provision.worktrees import worktrees
 from ttfg.results.model import Sample
 
 CASE = ("resnet15:blocks=2", "autograd", "params=args,chain=unrolled")

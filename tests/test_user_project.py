@@ -110,8 +110,8 @@ def test_cases_that_run_none_of_the_projects_code_are_refused(mylab, tmp_path):
 
 def test_a_revision_is_installed_once_and_then_taken_from_the_cache(mylab, tmp_path):
     """A second gate on the same base installs only the head: each revision's install is cached by commit."""
-    from ttfg.measure.sources import install
-    from ttfg.measure.worktrees import Revision, worktrees
+    from ttfg.provision.sources import install
+    from ttfg.provision.worktrees import Revision, worktrees
 
     with worktrees(mylab["repo"], {"base": Revision("base", mylab["first"], mylab["first"][:10])}) as trees:
         first = install(trees["base"], mylab["first"], str(mylab["python"]))

@@ -43,9 +43,9 @@ from ..errors import UsageError
 from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
 from ..measure.runner import run_sample
-from ..measure.sources import InstallError
-from ..measure.environments import EnvError
-from ..measure.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
+from ..provision.sources import InstallError
+from ..provision.environments import EnvError
+from ..provision.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
 from ..results.bisect_file import FORMAT, VERSION, load_bisect
 from ..results.format import ResultsError, strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING

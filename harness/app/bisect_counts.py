@@ -45,7 +45,7 @@ from .. import metrics
 from ..decide import tiers
 from ..errors import UsageError
 from ..measure import instructions
-from ..measure.target import inherited
+from ..provision.target import inherited
 from ..results.bisect_counts_file import COUNTS, CountsDocument, StoredCount, load_counts, save_counts
 from ..results.format import ResultsError
 

@@ -19,7 +19,7 @@ def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> di
     whether it was cached or built (and how long that took).
     """
     from ..errors import UsageError
-    from ..measure import environments
+    from ..provision import environments
 
     envs = {}
     for text in texts or ():
@@ -38,7 +38,7 @@ def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> di
 
 def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_note: Callable[[str], None]):
     """The user's project (the config's install-path) installed for built environments
-    (``measure/project_source.py``), when it declares every plugin backend and model the ``cases`` use.
+    (``provision/project_source.py``), when it declares every plugin backend and model the ``cases`` use.
 
     None, and the plugins are linked in as this interpreter has them (``sources.plugins_overlay``): when no
     environment is ``built``, no config names a project, no case uses a plugin (nothing of the project runs),
@@ -58,7 +58,7 @@ def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_no
         on_note(f"{', '.join(elsewhere)}: not declared by the project at {project_folder}; its plugins are linked "
                 "into the built environments as this interpreter has them")
         return None
-    from ..measure.project_source import install_project
+    from ..provision.project_source import install_project
 
     return install_project(project_folder, on_note)
 
@@ -74,7 +74,7 @@ class Listing:
 
 def listing() -> Listing:
     from ..decide.noise import describe_age
-    from ..measure import env_cache
+    from ..provision import env_cache
 
     envs = env_cache.cached(sizes=True)
     return Listing(envs, [describe_age(e.age_s) for e in envs], env_cache.uv_cache_size())
@@ -82,7 +82,7 @@ def listing() -> Listing:
 
 def build_one(text: str, on_note: Callable[[str], None]):
     """``ttfg env build REQS``: the environment built (or found); None for ``current`` (nothing to build)."""
-    from ..measure import environments
+    from ..provision import environments
 
     request = environments.parse(text, "ttfg env build")
     if request.current:
@@ -96,7 +96,7 @@ def prune(names: list[str] | None, older_than: str | None, everything: bool,
     ttfg uses is kept and told to ``on_note``."""
     from ..fmt import parse_duration
     from ..decide.noise import describe_age
-    from ..measure import env_cache
+    from ..provision import env_cache
 
     older = parse_duration(older_than, "--older-than") if older_than else None
     removed = env_cache.prune(names or None, older, on_note) if not everything else env_cache.prune(on_note=on_note)
@@ -107,7 +107,7 @@ def prune_sources(older_than: str | None, on_note: Callable[[str], None] | None 
     """``ttfg env prune --sources``: installed revisions removed, each with its age in words."""
     from ..fmt import parse_duration
     from ..decide.noise import describe_age
-    from ..measure import env_cache
+    from ..provision import env_cache
 
     older = parse_duration(older_than, "--older-than") if older_than else None
     return [(key, describe_age(age)) for key, age in env_cache.prune_sources(older, on_note)]

@@ -28,7 +28,7 @@ from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers, r
 from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
-from ..measure.worktrees import Revision, repo_root, revisions
+from ..provision.worktrees import Revision, repo_root, revisions
 from ..results.gate_outcome import GateOutcome
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
     from pathlib import PurePosixPath
 
     from ..measure import coverage
-    from ..measure.worktrees import git
+    from ..provision.worktrees import git
 
     side = sides["head"]
     if base.commit == head.commit or side.installed is None:

@@ -82,7 +82,7 @@ def init(repo: str, force: bool = False, commit_url: str | None = None, *, proje
         (without ``force``); nothing was written.
     """
     from ..errors import UsageError
-    from ..measure.worktrees import GitError, git
+    from ..provision.worktrees import GitError, git
     from ..project import config as project_config
     from ..project import default_branch as branches
     from ..project import pyproject, scaffold, ttfg_source

@@ -11,29 +11,29 @@ from __future__ import annotations
 
 def packages() -> list[str]:
     """The frameworks whose releases can be swept (jax, autograd, torch)."""
-    from ..measure.releases import BACKENDS
+    from ..provision.releases import BACKENDS
 
     return sorted(BACKENDS)
 
 
 def thinnings() -> tuple[str, ...]:
     """How a range of releases is thinned: the last patch of each minor version, or every release."""
-    from ..measure.releases import EVERY
+    from ..provision.releases import EVERY
 
     return EVERY
 
 
 def default_backends(package: str) -> list[str]:
     """The backends measured in each release of ``package`` when ``--backend`` is not given."""
-    from ..measure.releases import BACKENDS
+    from ..provision.releases import BACKENDS
 
     return list(BACKENDS[package])
 
 
 def plan(package: str, versions: list[str] | None, low: str | None, high: str | None, every: str,
          extra: tuple[str, ...]) -> tuple[list, list[str]]:
-    """``(releases, notes)``: the releases to sweep (``measure.releases.Release``), and those that cannot be had."""
-    from ..measure import releases
+    """``(releases, notes)``: the releases to sweep (``provision.releases.Release``), and those that cannot be had."""
+    from ..provision import releases
 
     return releases.plan(package, versions, low, high, every, extra)
 

@@ -38,13 +38,13 @@ from ..decide.gate_loop import run_gate
 from ..decide.gate_settings import GateSettings
 from ..errors import TtfgError
 from ..files import atomic_write_text
-from ..measure import environments
-from ..measure.releases import Release
+from ..provision import environments
+from ..provision.releases import Release
 from ..measure.runner import run_sample
 from ..measure.sides import Side, check_imports, locate
 from ..measure.cases import plugin_entry_points
-from ..measure.sources import plugins_overlay, self_overlay
-from ..measure.worktrees import Revision
+from ..provision.sources import plugins_overlay, self_overlay
+from ..provision.worktrees import Revision
 from .environments import project_for
 from ..results.format import strict_json
 from ..results.sweep_file import FORMAT, VERSION
@@ -54,7 +54,7 @@ PHASES = ("trace", "lower", "compile", "execute")
 
 @dataclass
 class SweepRequest:
-    """What to sweep: the releases (``measure.releases.plan``), the cases, and how to gate each pair."""
+    """What to sweep: the releases (``provision.releases.plan``), the cases, and how to gate each pair."""
 
     releases: list[Release]
     cases: list

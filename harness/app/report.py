@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..files import atomic_write_text
 from ..history.asv_conf import load_config
 from ..history.steps import DEFAULT_MIN_CHANGE
-from ..measure.worktrees import repo_root
+from ..provision.worktrees import repo_root
 from ..present import study_views
 from ..results.jsonfile import sniff_format
 from ..results.machines import check_machines
@@ -187,7 +187,7 @@ class BisectRange:
 def bisect_ranges(prepared: Prepared, path: str | os.PathLike) -> list[BisectRange]:
     """Each counted regression step whose ends are more than one first-parent commit apart in the repository at
     ``path`` (steps whose commits the repository does not have, or no repository at all, are left out)."""
-    from ..measure.worktrees import GitError, git
+    from ..provision.worktrees import GitError, git
 
     steps = prepared.trends.counted()
     if not len(steps):

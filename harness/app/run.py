@@ -93,7 +93,7 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
     """The environments built, every case tagged with each, and the processes scheduled; nothing measured yet."""
     from ..decide import noise
     from ..measure.runner import RunSettings, Runner
-    from ..measure.environments import cases_in
+    from ..measure.cases import cases_in
     from .environments import build_all, project_for
 
     events = events or RunEvents()

@@ -3,7 +3,7 @@
 Why a use case: ``gate`` and ``regressions --confirm`` check out revisions of ``--repo`` and
 install the project in each; the config (``cli/config.py``) checks before any worktree that
 the repository plugs something into ttfg and that ``install-path`` names a project inside it.
-Finding the repository's root is git's job (``measure.worktrees``), so it happens here.
+Finding the repository's root is git's job (``provision.worktrees``), so it happens here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 def check_repo_has_plugin(repo: Path, folder: Path | None = None) -> None:
     """``--repo`` at a project that plugs nothing into ttfg: nothing of it would be measured, so refuse now,
     before worktrees and installs (ttfg's own repository is the one exception: its code is what is measured)."""
-    from ..measure.worktrees import repo_root
+    from ..provision.worktrees import repo_root
     from ..project import pyproject
 
     root = repo_root(repo)
@@ -39,7 +39,7 @@ def project_dir(cfg, repo: Path) -> str | None:
     ConfigError
         For a folder outside the repository, or one that holds no Python project here.
     """
-    from ..measure.worktrees import repo_root
+    from ..provision.worktrees import repo_root
     from ..project import config as project_config
 
     folder = cfg.project_folder() if cfg is not None else None
@@ -68,7 +68,7 @@ def project_folder(cfg) -> Path | None:
     ConfigError
         For an install-path that names no project folder inside the repository (as ``ttfg config`` says).
     """
-    from ..measure.worktrees import GitError, repo_root
+    from ..provision.worktrees import GitError, repo_root
     from ..project import config as project_config
 
     if cfg is None or cfg.root is None:

@@ -34,7 +34,7 @@ the first-gradient window when the samples carry it), shown by every output.
 The clock is an argument (``clock``, ``time.monotonic`` by default), as in
 ``history.confirm.confirm``: the budget and the progress lines read it, and tests of the
 stopping rules pass a fake one. The git side (revisions, worktrees, the dirty-tree check)
-is ``measure/worktrees.py``; the outcome, ``results/gate_outcome.py``, and its file, ``results/gate_file.py``.
+is ``provision/worktrees.py``; the outcome, ``results/gate_outcome.py``, and its file, ``results/gate_file.py``.
 
 Warm starts (``settings.cache == "warm"``): before the first pair, each side populates a
 persistent-cache folder of its own per case with one unrecorded process of its own

@@ -220,7 +220,7 @@ def run_study(study: str, model: str, backends: list[str] | None, settings: RunS
 
     ``envs`` (``{name: Environment}``, ``--env``): the env study's two environments; for the
     other studies at most one, which every case runs in. ``project``: the user's project as the built
-    environments' probes import it (``measure.project_source.ProjectSource``), recorded in the results.
+    environments' probes import it (``provision.project_source.ProjectSource``), recorded in the results.
     """
     envs = dict(envs or {})
     if study != "env" and len(envs) > 1:

@@ -7,7 +7,7 @@ whatever checkout the suites sit in, dirty or not. This command covers that gap:
 each commit it checks out a clean git worktree, runs ``asv run --environment existing``
 there with the worktree's own suites and project, files the result under that commit,
 and finally runs ``asv publish``. Each revision's project (ttfg itself, or the user's
-library) is installed into a folder of its own (``measure/sources.py``, cached by commit)
+library) is installed into a folder of its own (``provision/sources.py``, cached by commit)
 that goes first on ``PYTHONPATH`` for asv and for every probe, and the command refuses
 to file results unless that install is what the interpreter imports. It also passes the machine explicitly (``--machine``,
 registered with ``asv machine --yes`` when asv does not know it yet) and restricts asv to
@@ -16,7 +16,7 @@ run neither forks a process per unmeasured combination nor blanks values stored 
 for the same commit. Everything it runs is printed; the plain asv commands work as well.
 
 The git side (resolving revisions, the throwaway worktrees) is the gate's own helper,
-``ttfg.measure.worktrees``; the command line is ``ttfg.cli.asv``.
+``ttfg.provision.worktrees``; the command line is ``ttfg.cli.asv``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError
-from ..measure.sources import Installed, install, whence
-from ..measure.worktrees import git, repo_root, resolve, worktrees
+from ..provision.sources import Installed, install, whence
+from ..provision.worktrees import git, repo_root, resolve, worktrees
 from .asv_conf import load_config
 
 __all__ = ["ASV", "ensure_machine", "publish_branches", "record"]

@@ -283,7 +283,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
     from ..measure.sides import check_distinct, locate, prepared
-    from ..measure.worktrees import GitError, resolve
+    from ..provision.worktrees import GitError, resolve
 
     if budget_s <= 0:
         raise UsageError(f"--budget must be positive, got {budget_s:g} s")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ..measure.worktrees import GitError, git
+from ..provision.worktrees import GitError, git
 
 #: Where the date-order fallback note starts; every output that shows a history carries it.
 DATE_ORDER = "ordered by date"

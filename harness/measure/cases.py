@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ttfg import models
 
@@ -17,6 +18,9 @@ from .. import engines
 
 from ..engines import variants
 from ..errors import BrokenPlugin, Unsupported, UsageError
+
+if TYPE_CHECKING:
+    from ..provision.environments import Environment
 
 
 def parse_model(text: str) -> tuple[str, dict]:
@@ -250,3 +254,33 @@ def plugin_entry_points(cases: list["Case"]) -> dict[str, list[str]]:
             if not entry.builtin:
                 out[group].add(name)
     return {group: sorted(names) for group, names in out.items() if names}
+
+
+def cases_in(envs: "dict[str, Environment]", cases: list, skipped: list) -> tuple[list, list]:
+    """Every case once per environment (``Case.env``), and a skip for each case whose framework an
+    environment lacks (asked of its interpreter, nothing imported here)."""
+    from ..provision.sources import whence
+    from ..provision.target import ProbeTarget
+
+    out, skips = [], list(skipped)
+    for name, env in envs.items():
+        modules = sorted({m for c in cases for m in _backend_modules(c.backend)})
+        found = whence(env.python, ProbeTarget.of(env).asking_environ(), modules, {}).modules \
+            if modules else {}
+        for case in cases:
+            missing = [m for m in _backend_modules(case.backend) if not found.get(m)]
+            if missing:
+                # The skip keeps the case's id in that environment (``model/backend/variant/env``): a shard's
+                # list of cases and a merge find it under the same id as a measured one.
+                skips.append(Skipped(case.model, case.backend, f"{case.plain_id.split('/')[2]}/{name}",
+                                     f"{', '.join(missing)} is not installed in environment {name}"))
+            else:
+                out.append(case.in_env(name))
+    return out, skips
+
+
+def _backend_modules(backend: str) -> tuple[str, ...]:
+    try:
+        return tuple(engines.get(backend).modules)
+    except Exception:  # a plugin that cannot load: its probes say why
+        return ()

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 from . import instructions, metadata
 from .cases import Case, Skipped
 from .schedule import Step, schedule
-from .target import ProbeTarget, child_environ
+from ..provision.target import ProbeTarget, child_environ
 from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
 from ..results.model import CaseResult, ColdEvidence, Results, Sample
 from ..results.validate import sample_problem
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
-    from .environments import Environment
-    from .project_source import ProjectSource
+    from ..provision.environments import Environment
+    from ..provision.project_source import ProjectSource
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
@@ -315,7 +315,7 @@ class Runner:
             return self.settings
         if self._roots is None:
             from .cases import plugin_entry_points
-            from .sources import plugins_overlay, self_overlay
+            from ..provision.sources import plugins_overlay, self_overlay
 
             # ttfg itself, and the user's project as installed from its install-path (else the library's plugins
             # as this interpreter has them): the library's own backend and model run in the environment (the

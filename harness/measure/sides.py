@@ -28,11 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
-from . import environments
-from .environments import Environment, Request
-from .sources import Installed, InstallError, Whence, install, self_overlay, whence
-from .target import ProbeTarget
-from .worktrees import Revision, worktrees
+from ..provision import environments
+from ..provision.environments import Environment, Request
+from ..provision.sources import Installed, InstallError, Whence, install, self_overlay, whence
+from ..provision.target import ProbeTarget
+from ..provision.worktrees import Revision, worktrees
 from ..errors import TtfgError
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
         changed lock ttfg cannot build from (naming the files and the options that choose by hand).
     """
     from ..errors import UsageError
-    from .dependencies import DeclarationError, changed_declarations, resolve_at, unreadable
+    from ..provision.dependencies import DeclarationError, changed_declarations, resolve_at, unreadable
 
     current = Request(environments.CURRENT, None, "this interpreter")
     if (base_env or head_env) and mode != "auto":

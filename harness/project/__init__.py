@@ -16,5 +16,5 @@ stage holds what belongs to that project and to no single command:
 - ``scaffold.py`` and ``templates/``: what ``ttfg init`` writes into the repository.
 
 It sits between the deciding stages and the command line: ``cli`` imports it, and it
-imports nothing above ``measure`` (git lives in ``measure.worktrees``).
+imports nothing above ``provision`` (git lives in ``provision.worktrees``).
 """

@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..measure.dependencies import DECLARATION_PATTERNS
+from ..provision.dependencies import DECLARATION_PATTERNS
 
 #: Frameworks a starter backend exists for, the most specific first (flax and equinox declare jax too).
 FRAMEWORKS = ("flax", "equinox", "jax", "torch", "autograd")

@@ -30,7 +30,7 @@ def default_branch(repo: Path, given: str | None = None) -> str:
         When none of these is known (the message names ``--default-branch``), or ``given`` is
         not a valid branch name.
     """
-    from ..measure.worktrees import git
+    from ..provision.worktrees import git
 
     if given is not None:
         name = given.strip()

@@ -75,7 +75,7 @@ def _public_url(url: str) -> str | None:
 
 def _checkout(folder: Path) -> tuple[str | None, str | None]:
     """``(remote.origin.url, HEAD commit)`` of the git checkout holding ``folder`` (None where unknown)."""
-    from ..measure.worktrees import git
+    from ..provision.worktrees import git
 
     remote = git(folder, "config", "--get", "remote.origin.url", check=False)
     head = git(folder, "rev-parse", "HEAD", check=False)
@@ -113,7 +113,7 @@ def detected(record: dict | None, version: str, folder: Path | None) -> str:
     remote, commit = _checkout(local)
     public = _public_url(remote) if remote else None
     if public is None or commit is None:
-        from ..measure.worktrees import git
+        from ..provision.worktrees import git
 
         top = git(local, "rev-parse", "--show-toplevel", check=False)
         local = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else local

@@ -203,7 +203,7 @@ class ChangeData:
 
 @dataclass(frozen=True)
 class RevisionData:
-    """A side's revision as the gate recorded it (``measure.worktrees.Revision``'s fields and JSON)."""
+    """A side's revision as the gate recorded it (``provision.worktrees.Revision``'s fields and JSON)."""
 
     name: str
     commit: str

@@ -479,36 +479,5 @@ def _remember_name(path: Path, info: dict, name: str) -> None:
         tmp.unlink(missing_ok=True)  # a read-only cache: the name is only not remembered
 
 
-__all__ = ["CURRENT", "EnvError", "Environment", "Request", "build", "cases_in", "check_distinct", "current",
+__all__ = ["CURRENT", "EnvError", "Environment", "Request", "build", "check_distinct", "current",
            "entry_problem", "parse", "probe_tools", "requirement_lines", "resolve", "resolver_message", "run_uv"]
-
-
-def cases_in(envs: dict[str, Environment], cases: list, skipped: list) -> tuple[list, list]:
-    """Every case once per environment (``Case.env``), and a skip for each case whose framework an
-    environment lacks (asked of its interpreter, nothing imported here)."""
-    from .. import engines
-    from .cases import Skipped
-    from .sources import whence
-
-    out, skips = [], list(skipped)
-    for name, env in envs.items():
-        modules = sorted({m for c in cases for m in _backend_modules(engines, c.backend)})
-        found = whence(env.python, ProbeTarget.of(env).asking_environ(), modules, {}).modules \
-            if modules else {}
-        for case in cases:
-            missing = [m for m in _backend_modules(engines, case.backend) if not found.get(m)]
-            if missing:
-                # The skip keeps the case's id in that environment (``model/backend/variant/env``): a shard's
-                # list of cases and a merge find it under the same id as a measured one.
-                skips.append(Skipped(case.model, case.backend, f"{case.plain_id.split('/')[2]}/{name}",
-                                     f"{', '.join(missing)} is not installed in environment {name}"))
-            else:
-                out.append(case.in_env(name))
-    return out, skips
-
-
-def _backend_modules(engines, backend: str) -> tuple[str, ...]:
-    try:
-        return tuple(engines.get(backend).modules)
-    except Exception:  # a plugin that cannot load: its probes say why
-        return ()
