@@ -20,11 +20,11 @@ Which commits: those of the head since its merge base with the base
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import metrics
+from ..provision.worktrees import git
 
 __all__ = ["TRAILER", "Acceptance", "apply", "parse", "read"]
 
@@ -74,8 +74,7 @@ def read(repo: str | Path, base: str, head: str) -> list[Acceptance]:
     """Every ``Ttfg-Accept`` trailer of the head's commits since the merge base, oldest first; empty when git cannot
     tell (no common history)."""
     fmt = f"%H{_FIELD}%an <%ae>{_FIELD}%(trailers:key={TRAILER},valueonly,separator=%x1d){_RECORD}"
-    done = subprocess.run(["git", "-C", str(repo), "log", "--reverse", f"--format={fmt}", f"{base}..{head}"],
-                          capture_output=True, text=True)
+    done = git(repo, "log", "--reverse", f"--format={fmt}", f"{base}..{head}", check=False)
     if done.returncode != 0:
         return []
     found = []

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..provision.sources import Installed, install, whence
+from ..provision.target import tool_environ
 from ..provision.worktrees import git, repo_root, resolve, worktrees
 from .asv_conf import load_config
 
@@ -130,7 +131,7 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
             return 0
         if not patterns:
             raise UsageError("the TTFG_ASV_* selection has no runnable case")
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **shard_env}
+    env = tool_environ(shard_env)  # asv is a tool: it reads its own settings from the environment
     tmp = Path(tempfile.mkdtemp(prefix="ttfg-asv-"))  # the generated asv configs
     failed = []
     try:

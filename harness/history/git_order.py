@@ -129,12 +129,10 @@ def _resolve_branch(repo: Path, branch: str | None) -> str | None:
 
 def _known(repo: Path, commits: list[str]) -> set[str]:
     """The commits the repository holds (one ``git cat-file --batch-check`` for all)."""
-    import subprocess
-
     if not commits:
         return set()
-    out = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-check=%(objecttype) %(objectname)"],
-                         input="".join(f"{c}\n" for c in commits), capture_output=True, text=True, timeout=120)
+    out = git(repo, "cat-file", "--batch-check=%(objecttype) %(objectname)", check=False,
+              input="".join(f"{c}\n" for c in commits))
     found = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("commit ")}
     return {c for c in commits if c in found}
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import platform
 import socket
-import subprocess
 import sys
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from ..provision.worktrees import GitError, git as run_git
 from ..results.record import now_iso
 
 PACKAGES = ("ttfg", "numpy", "jax", "jaxlib", "torch", "autograd", "scipy", "memray", "asv")
@@ -89,8 +89,8 @@ def git_state(root: str | os.PathLike | None = None) -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            out = run_git(root, *args, check=False, timeout=10)
+        except GitError:  # no git here, or it hung
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 

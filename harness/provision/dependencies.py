@@ -33,7 +33,6 @@ different resolutions are built and measured as two environments.
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 import tarfile
 import tempfile
 import tomllib
@@ -109,8 +108,7 @@ def resolve_at(repo: Path, commit: str, project_dir: str = "", python: str | Non
 
     with tempfile.TemporaryDirectory(prefix="ttfg-decl-") as tmp:
         archive = Path(tmp) / "tree.tar"
-        out = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", "-o", str(archive), commit],
-                             capture_output=True, text=True, timeout=300)
+        out = git(repo, "archive", "--format=tar", "-o", str(archive), commit, check=False, timeout=300)
         if out.returncode != 0:
             raise DeclarationError(f"cannot read the files of {commit[:12]}: {out.stderr.strip()}")
         tree = Path(tmp) / "tree"

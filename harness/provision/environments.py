@@ -49,7 +49,7 @@ from pathlib import Path
 from . import cache
 from .sources import interpreter_tag
 from .uv import EnvError, find_links, resolver_message, run_uv
-from .target import ProbeTarget
+from .target import ProbeTarget, tool_environ
 from ..errors import UsageError
 
 CURRENT = "current"
@@ -361,7 +361,7 @@ def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> N
                       if name in FRAMEWORK_MODULES})
     if modules:
         check = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True,
-                               timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                               timeout=600, env=tool_environ())
         if check.returncode != 0:
             raise EnvError(f"{what} builds but cannot import {', '.join(modules)}: "
                                     f"{check.stderr.strip().splitlines()[-1] if check.stderr.strip() else 'no message'}")

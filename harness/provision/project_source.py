@@ -26,8 +26,6 @@ is working on exactly those files. What was measured must still have a name, so:
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -90,10 +88,10 @@ def snapshot(repo: Path, folder: str, head: str) -> str:
     """A commit on ``head`` holding the working tree's files under ``folder`` (everything else as in ``head``);
     the user's index, working tree and refs are left as they are."""
     with tempfile.TemporaryDirectory(prefix="ttfg-snapshot-") as tmp:
-        env = {**os.environ, **_SNAPSHOT_IDENTITY, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        env = {**_SNAPSHOT_IDENTITY, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
 
         def run(*args: str) -> str:
-            out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+            out = git(repo, *args, check=False, env=env)
             if out.returncode != 0:
                 raise GitError(f"git {' '.join(args)} failed: {out.stderr.strip()[-500:]}")
             return out.stdout.strip()

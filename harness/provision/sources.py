@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cache
+from .target import tool_environ
 from ..errors import TtfgError
 
 #: How much of a failed build's log reaches the terminal.
@@ -58,6 +58,12 @@ def uv_binary() -> str:
         if found:
             return found
     raise InstallError("uv is not installed: ttfg builds revisions and environments with it (pip install uv)")
+
+
+def uv_environ() -> dict[str, str]:
+    """uv's environment, for every uv ttfg runs: a tool's (``target.tool_environ``: its cache, index and
+    credential variables pass, ``PYTHONPATH`` does not reach a build backend), without progress bars."""
+    return tool_environ({"UV_NO_PROGRESS": "1"})
 
 
 def interpreter_tag(python: str) -> str:
@@ -98,10 +104,9 @@ def _build(tree: Path, python: str, target: Path, what: str) -> None:
     # --compile-bytecode: the revision's first probe must not pay for compiling its .pyc files.
     cmd = [uv_binary(), "pip", "install", "--no-deps", "--quiet", "--compile-bytecode", "--target", str(target),
            "--python", python, str(tree)]
-    env = {**os.environ, "UV_NO_PROGRESS": "1"}
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, cwd=target, env=env,
-                             stdin=subprocess.DEVNULL)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, cwd=target,
+                             env=uv_environ(), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise InstallError(f"{what}: installing the project from {tree} took over {INSTALL_TIMEOUT_S} s") from None
     if out.returncode != 0:
@@ -303,4 +308,4 @@ def plugins_overlay(entry_points: dict[str, list[str]]) -> Path | None:
 
 
 __all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "plugins_overlay", "self_overlay",
-           "uv_binary", "whence"]
+           "uv_binary", "uv_environ", "whence"]

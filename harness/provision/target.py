@@ -17,6 +17,13 @@ needs to find programs, its home, temporary folders and locale (Inductor runs th
 compiler from ``PATH``), the library path, the compiler and device choice, and the
 OpenBLAS core type (older OpenBLAS builds compute wrong results without it on some
 processors). Everything else a probe sees is set here and recorded.
+
+The tools ttfg runs for itself (git, uv, an interpreter asked what it holds) are the other
+kind of child, and :func:`tool_environ` builds theirs: the parent's whole environment, because
+that is where git and uv read their configuration, caches, indexes and credentials
+(``UV_CACHE_DIR``, ``UV_INDEX_URL``, ``PIP_FIND_LINKS``, ``GIT_*``, ``SSH_AUTH_SOCK``), less
+``PYTHONPATH``, which would put the parent's packages into another interpreter (a build
+backend's, a built environment's), plus what the caller adds.
 """
 
 from __future__ import annotations
@@ -101,6 +108,13 @@ def inherited(parent: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in parent.items() if k in INHERITED or k.startswith(INHERITED_PREFIXES)}
 
 
+def tool_environ(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a tool ttfg runs for itself (git, uv, an interpreter asked a question): the parent's,
+    without ``PYTHONPATH``, plus ``extra`` (see the module docstring for why not an allowlist)."""
+    parent = os.environ if parent is None else parent
+    return {**{k: v for k, v in parent.items() if k != "PYTHONPATH"}, **(extra or {})}
+
+
 def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str,
                   parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """A probe's whole environment: inherited by allowlist, then pinned threads, hash seed and caches.
@@ -141,4 +155,4 @@ def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str
     return env
 
 
-__all__ = ["INHERITED", "ProbeTarget", "child_environ", "inherited"]
+__all__ = ["INHERITED", "ProbeTarget", "child_environ", "inherited", "tool_environ"]

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .sources import LOG_TAIL_CHARS, uv_binary
+from .sources import LOG_TAIL_CHARS, uv_binary, uv_environ
 from ..errors import TtfgError
 
 
@@ -58,9 +58,8 @@ def run_uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) 
     if args[0] == "pip":
         for folder in find_links():
             cmd += ["--find-links", folder]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "UV_NO_PROGRESS": "1"}
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env,
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=uv_environ(),
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None

@@ -17,18 +17,30 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from ..errors import TtfgError
+from .target import tool_environ
 
 
 class GitError(TtfgError):
     """A git problem the user can fix: not a repository, an unknown revision, a dirty tree."""
 
 
-def git(repo: str | Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``git -C repo ARGS``; raise :class:`GitError` with git's message on failure."""
+def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120, input: str | None = None,
+        env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``git -C repo ARGS``, the one way ttfg runs git; raise :class:`GitError` with git's message on failure.
+
+    Each caller keeps what it needs: ``timeout`` (a tree's archive may take longer than a
+    ``rev-parse``), ``input`` (``cat-file --batch-check`` reads commits on stdin), and ``env``,
+    variables added to git's environment (``target.tool_environ``: a snapshot's own index and
+    author). ``check=False`` returns git's answer whatever its exit status; git that cannot run
+    at all (not installed, past its timeout) is a :class:`GitError` either way.
+    """
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout,
+                             input=input, env=tool_environ(env))
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(args)} took over {timeout:g} s in {repo}") from None
     if check and out.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {repo}: {out.stderr.strip() or out.stdout.strip()}")
     return out
