@@ -1,9 +1,9 @@
 """A bisect counts each commit once (``app/bisect_counts.py``): the real comparisons, with a fake sampler.
 
 A real git history of empty commits, the real comparison (``app/bisect.py``'s ``_Comparer``,
-every comparison a ``run_gate``) with the checkouts and installs replaced by one folder per
-commit, and a sampler that answers from a level per commit and records every call: so which
-processes a bisect would have started is checked exactly, in a second.
+every comparison a ``run_gate``) with sides opened as one folder per commit (``fake_sides.FolderSides``),
+and a sampler that answers from a level per commit and records every call: so which processes a
+bisect would have started is checked exactly, in a second.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import re
 import sys
 import threading
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -23,13 +22,13 @@ from ttfg.decide.gate_settings import GateSettings
 from ttfg.errors import TtfgError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
-from ttfg.provision.environments import Environment, Request
+from ttfg.provision.environments import Environment
 from ttfg.measure.runner import RunSettings
-from ttfg.measure.sides import EnvPlan, Side
 from ttfg.results.bisect_file import load_bisect
 from ttfg.results.format import ResultsError
 from tests.test_gate_tiers import count, timing
 from tests.test_bisect_search import repo  # noqa: F401 (the fixture, shared)
+from tests.fake_sides import FolderSides
 
 
 CULPRIT = 6
@@ -71,23 +70,10 @@ class Commits:
 
 
 @pytest.fixture
-def checkouts(tmp_path, monkeypatch):
+def opener(tmp_path, monkeypatch):
     """Each commit's side is a folder named by the commit (no worktree, no install); instructions countable."""
-
-    @contextmanager
-    def unbuilt(repo, revisions, requests=None, on_note=None, prefix="", project_dir=""):
-        sides = {}
-        for role, rev in revisions.items():
-            folder = tmp_path / "trees" / rev.commit
-            folder.mkdir(parents=True, exist_ok=True)
-            sides[role] = Side(role, rev, folder, env=ENV)
-        yield sides
-
-    monkeypatch.setattr(use_case, "prepared", unbuilt)
-    monkeypatch.setattr(use_case, "plan_environments", lambda *a, **k: EnvPlan(
-        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
-    monkeypatch.setattr(use_case, "locate", lambda sides, cases, run: None)
     monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+    return FolderSides(lambda rev: tmp_path / "trees" / rev.commit, env=ENV)
 
 
 def request(root, shas, out_dir, settings=None, **kw):
@@ -100,13 +86,13 @@ def comparisons(doc: dict) -> list[dict]:
     return [doc["ends"], *(e for p in doc["probes"] for e in p["evidence"]), doc.get("culprit_evidence")]
 
 
-def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothing(repo, tmp_path, checkouts):
+def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothing(repo, tmp_path, opener):
     root, shas = repo
     fake = Commits(shas)
     notes: list[str] = []
     events = use_case.BisectEvents()
     events.note = notes.append
-    done = use_case.run(request(root, shas, tmp_path / "out"), events, clock=fake.clock, sampler=fake)
+    done = use_case.run(request(root, shas, tmp_path / "out"), events, clock=fake.clock, sampler=fake, opener=opener)
     doc = done.document
     assert done.status == use_case.FOUND and doc["culprit"]["commit"] == shas[CULPRIT]
     counted = fake.counted()
@@ -132,37 +118,39 @@ def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothin
     assert len(stored["samples"]) == sum(counted.values())
 
 
-def test_a_resumed_bisect_takes_no_count_it_already_has(repo, tmp_path, checkouts):
+def test_a_resumed_bisect_takes_no_count_it_already_has(repo, tmp_path, opener):
     root, shas = repo
     first = Commits(shas)
     stopped = use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock,
-                           sampler=first)
+                           sampler=first, opener=opener)
     assert stopped.status == use_case.STOPPED and stopped.document["probes"]
     second = Commits(shas)
-    done = use_case.run(request(root, shas, tmp_path / "out"), clock=second.clock, sampler=second)
+    done = use_case.run(request(root, shas, tmp_path / "out"), clock=second.clock, sampler=second, opener=opener)
     assert done.status == use_case.FOUND and done.document["culprit"]["commit"] == shas[CULPRIT]
     assert not set(first.counted()) & set(second.counted())  # nothing the first run counted was counted again
     assert second.timings() > 0  # its comparisons took their own timing pairs
 
 
-def test_counts_of_other_settings_are_not_reused(repo, tmp_path, checkouts):
+def test_counts_of_other_settings_are_not_reused(repo, tmp_path, opener):
     root, shas = repo
     first = Commits(shas)
-    use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock, sampler=first)
+    use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock, sampler=first,
+                 opener=opener)
     threads = replace(GateSettings(profiles=0, tiers=TIERS), run=RunSettings(repeat=1, threads=2))
     before = len(json.loads((tmp_path / "out" / "bisect.json").read_text())["probes"])
     second = Commits(shas)
-    done = use_case.run(request(root, shas, tmp_path / "out", threads), clock=second.clock, sampler=second)
+    done = use_case.run(request(root, shas, tmp_path / "out", threads), clock=second.clock, sampler=second,
+                        opener=opener)
     assert set(first.counted()) & set(second.counted())  # commits the first run counted, counted again
     resumed = done.document["probes"][before]["evidence"][0]["counts"]
     assert resumed == {"base": {"taken": 2, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
 
 
-def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo, tmp_path, checkouts):
+def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo, tmp_path, opener):
     root, shas = repo
     out = tmp_path / "out"
     fake = Commits(shas)
-    stopped = use_case.run(request(root, shas, out, total_budget_s=150), clock=fake.clock, sampler=fake)
+    stopped = use_case.run(request(root, shas, out, total_budget_s=150), clock=fake.clock, sampler=fake, opener=opener)
     assert stopped.status == use_case.STOPPED  # a state a rerun continues
     state = out / "bisect.json"
     good = state.read_text()
@@ -172,7 +160,7 @@ def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo,
                         (json.dumps({k: v for k, v in json.loads(good).items() if k != "key"}), "key")):
         state.write_text(text)
         with pytest.raises(ResultsError, match=re.escape(f"bisect.json: {field}")) as refused:
-            use_case.run(request(root, shas, out), sampler=Commits(shas))
+            use_case.run(request(root, shas, out), sampler=Commits(shas), opener=opener)
         assert isinstance(refused.value, TtfgError) and str(state) in str(refused.value)  # exit 2
         assert "left as it is" in str(refused.value) and state.read_text() == text  # nothing overwritten
     state.write_text(good)
@@ -181,7 +169,7 @@ def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo,
     kept["samples"][0]["sample"]["instructions"] = "many"
     counts.write_text(json.dumps(kept))
     with pytest.raises(ResultsError, match=r"samples\[0\]\.sample\.instructions") as refused:
-        use_case.run(request(root, shas, out), sampler=Commits(shas))
+        use_case.run(request(root, shas, out), sampler=Commits(shas), opener=opener)
     assert str(counts) in str(refused.value) and json.loads(counts.read_text()) == kept
     assert state.read_text() == good
 

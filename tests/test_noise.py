@@ -195,39 +195,34 @@ def test_report_states_the_noise_floor(tmp_path):
     assert f"<td class=\"num\">{fmt.number(entry.log_ratio_sd, fmt.supported_digits(entry.n))}</td>" in html
 
 
-def test_gate_command_warns_before_it_starts(monkeypatch, capsys, tmp_path):
-    """A stored calibration of a noisy machine: the warning comes before the first pair, with the budget needed."""
-    import contextlib
+def test_the_gate_warns_before_it_opens_a_side(tmp_path):
+    """A stored calibration of a noisy machine: the warning comes before any side is opened (no checkout, no pair),
+    with the budget needed."""
+    from ttfg.app import gate as use_case
+    from ttfg.measure.cases import select
 
-    from ttfg.app import gate as gate_module
-    from ttfg.cli import main
-    from ttfg.measure import sides
-    from ttfg.provision.environments import Request
-    from ttfg.provision.worktrees import Revision
+    from .fake_sides import FolderSides, two_commits
 
     floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
     noise.save(floor)
+    warned: list[str] = []
+    opened: list[list[str]] = []
 
-    @contextlib.contextmanager
-    def no_worktrees(repo, revs, requests=None, on_note=None, project_dir=""):
-        yield {role: sides.Side(role, rev, tmp_path) for role, rev in revs.items()}
+    class Events(use_case.GateEvents):
+        def warning(self, text):
+            warned.append(text)
 
-    started = []
+    class Interrupted(FolderSides):
+        def open(self, *args, **kwargs):
+            opened.append(list(warned))
+            raise KeyboardInterrupt
 
-    def run_gate(*args, **kwargs):
-        started.append(capsys.readouterr())
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(gate_module, "prepared", no_worktrees)
-    monkeypatch.setattr(gate_module, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
-                                                                Revision("HEAD", "b" * 40, "head")))
-    monkeypatch.setattr(gate_module, "run_gate", run_gate)
-    # The fake commits are in no repository: both sides run in this interpreter, as with no dependency change.
-    monkeypatch.setattr(gate_module, "plan_environments", lambda *a, **k: sides.EnvPlan(
-        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
-    code = main(["gate", "--base", "HEAD~1", "--budget", "5m", "--out-dir", str(tmp_path / "out")])
-    assert code == 2 and started  # interrupted at once, after the check
-    before = " ".join(started[0].out.split())
+    cases, _ = select(["resnet15"], ["jax.jit"], None, check_availability=False)
+    settings = use_case.settings(timeout_s=600, threads=1, budget_s=300, tiers=use_case.DEFAULT_TIERS)
+    request = use_case.GateRequest(two_commits(tmp_path / "repo"), "HEAD~1", cases, settings, tmp_path / "out")
+    report = use_case.run(request, Events(), opener=Interrupted(lambda rev: tmp_path / rev.commit))
+    assert report.code == 2 and report.status == use_case.INTERRUPTED and opened  # interrupted at once, after the check
+    before = " ".join(" ".join(opened[0]).split())
     assert "warning: resnet15/jax.jit/params=args,chain=unrolled: the time tier alone, at log-ratio SD" in before
     assert re.search(r"calibrated \d+ s ago, the upper end of the 95 % interval of SD [\d.]+ from \d+ pairs\), "
                      r"could detect >= \S+ % of first_grad_s in a 300 s budget \(about \d+ pairs\), above "

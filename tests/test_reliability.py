@@ -373,7 +373,7 @@ def test_10_each_confirmation_is_saved_before_the_next_gate_run_starts(repo, tmp
             return super().__call__(*args)
 
     with pytest.raises(KeyboardInterrupt):
-        confirm.confirm(trends, root, 600, tmp_path / "runs", checkouts=plain_checkouts, sampler=Interrupted(),
+        confirm.confirm(trends, root, 600, tmp_path / "runs", opener=plain_checkouts, sampler=Interrupted(),
                         on_done=lambda new: saved.append([x.status for x in new]))
     assert len(saved) == 1 and saved[0][0] in (CONFIRMED, "not reproduced")
 

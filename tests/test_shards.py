@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -607,40 +606,31 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
         [["autograd"], ["torch.eager"]], [["torch.eager"], ["autograd"]])
 
 
-def test_gate_command_gates_only_its_shard_and_records_it(cli, tmp_path, monkeypatch):
-    """The wiring of `ttfg gate --shard`: the shard's cases reach the gate loop, and gate.json
-    names the shard and the machine (the loop itself is replaced: the sampling is tested above)."""
-    seen = {}
-
-    def loop(cases, skipped, base, head, settings, out_dir, on_pair=None, on_note=None, shard=None, **_):
-        seen.update(cases=[c.id for c in cases], shard=shard)
-        return gate_outcome.GateOutcome(gate_outcome.RevisionData.of(base.revision), gate_outcome.RevisionData.of(head.revision),
-                                     gate_outcome.SettingsData(settings.to_json()), [],
-                                     [gate_outcome.SkipData(s.id, s.reason) for s in skipped], 0.0,
-                                     {"base": "", "head": ""}, shard, metadata.fingerprint({}))
-
-    @contextmanager
-    def unbuilt(repo, revisions, requests=None, on_note=None, project_dir=""):  # the sides, without worktrees or installs
-        yield {role: Side(role, rev, tmp_path) for role, rev in revisions.items()}
-
+def test_a_gate_of_one_shard_gates_only_its_cases_and_records_it(tmp_path):
+    """The wiring of `ttfg gate --shard`: the shard's cases (cut as ``cli/shards.shard_selection`` cuts them) reach
+    the gate loop, and gate.json names the shard and the machine (the sides are folders, the samples in-process)."""
     from ttfg.app import gate as use_case
-    from ttfg.provision.environments import Request
-    from ttfg.measure.sides import EnvPlan
+    from ttfg.app.selection import cut_shard
 
-    monkeypatch.setattr(use_case, "run_gate", loop)
-    monkeypatch.setattr(use_case, "revisions", lambda *a: (Revision("base", "a" * 40, "base"),
-                                                             Revision("HEAD", "b" * 40, "head")))
-    monkeypatch.setattr(use_case, "prepared", unbuilt)
-    # The fake commits are in no repository: both sides run in this interpreter, as with no dependency change.
-    monkeypatch.setattr(use_case, "plan_environments", lambda *a, **k: EnvPlan(
-        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
-    selection = [a for m in MODELS for a in ("--model", m)] + ["--backend", "autograd"]
-    out = cli("gate", "--base", "HEAD~1", *selection, "--shard", "2/3", "--out-dir", str(tmp_path / "g"))
-    ids = [c.id for c in select(MODELS, ["autograd"], None, check_availability=False)[0]]
-    assert seen["cases"] == partition(ids, 3).shards[1].cases and seen["shard"].label == "2/3"
+    from .fake_sides import FolderSides, two_commits
+
+    cases, skipped = select(MODELS, ["autograd"], None, check_availability=False)
+    ids = [c.id for c in cases]
+    cut = cut_shard(MODELS, ["autograd"], None, None, ShardSpec(2, 3), cases, skipped)
+    sampled = set()
+
+    def sampler(case, kind, cache, index, run):
+        sampled.add(case.id)
+        return good(index, noisy(1.0)(index))
+
+    request = use_case.GateRequest(two_commits(tmp_path / "repo"), "HEAD~1", cut.cases,
+                                   GateSettings(max_pairs=20), tmp_path / "g", skipped=cut.skipped, shard=cut.section)
+    report = use_case.run(request, opener=FolderSides(lambda rev: tmp_path / "sides" / rev.commit), sampler=sampler)
+    assert sampled == set(partition(ids, 3).shards[1].cases) and cut.section.label == "2/3"
+    assert [c.case for c in report.outcome.cases] == partition(ids, 3).shards[1].cases
     doc = json.loads((tmp_path / "g" / "gate.json").read_text())
     assert doc["shard"]["index"] == 2 and doc["shard"]["all_cases"] == ids and doc["fingerprint"]["cpu_arch"]
-    assert out.returncode == 2  # the replaced loop gated nothing of a non-empty shard: never a pass
+    assert report.code == doc["exit_code"] == 0  # the one case gated, unchanged
     assert "shard 2/3" in (tmp_path / "g" / "summary.md").read_text()
 
 

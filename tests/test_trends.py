@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -21,9 +20,9 @@ from ttfg.history import confirm
 from ttfg.history.points import _finish, _series_table
 from ttfg.history.trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, analyse
 from ttfg.measure.runner import RunSettings
-from ttfg.measure.sides import Side
-from ttfg.provision.worktrees import worktrees
 from ttfg.results.model import Sample
+
+from .fake_sides import PlainWorktrees
 
 CASE = ("resnet15:blocks=2", "autograd", "params=args,chain=unrolled")
 
@@ -189,11 +188,8 @@ def repo(tmp_path):
     return root, shas
 
 
-@contextmanager
-def plain_checkouts(root, revisions):
-    """Worktrees as sides without installing anything: the fake samplers read the tree itself."""
-    with worktrees(root, revisions, prefix="ttfg-confirm-") as trees:
-        yield {role: Side(role, rev, trees[role]) for role, rev in revisions.items()}
+#: Worktrees as sides without installing anything: the fake samplers read the tree itself.
+plain_checkouts = PlainWorktrees()
 
 
 class MarkerSampler:
@@ -229,13 +225,13 @@ def test_confirm_marks_a_real_step_confirmed_and_a_drift_step_not_reproduced(rep
     sampler = MarkerSampler()
     real = candidate_trends([a, b, c], 0, 1)     # a -> b adds the marker: slower for real
     assert list(real.steps["status"]) == [UNCONFIRMED]
-    found = confirm.confirm(real, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
+    found = confirm.confirm(real, root, 300, tmp_path / "runs", opener=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
     assert [f.status for f in found] == [CONFIRMED], found[0].reason
     assert found[0].verdict["ratio"] == pytest.approx(1.5, rel=0.05) and found[0].pairs >= 5
     assert (tmp_path / "runs").is_dir() and sampler.calls == 2 * found[0].pairs
 
     noise = candidate_trends([a, b, c], 1, 2)    # b -> c changes nothing measured
-    found_noise = confirm.confirm(noise, root, 300, tmp_path / "runs2", checkouts=plain_checkouts, sampler=MarkerSampler(),
+    found_noise = confirm.confirm(noise, root, 300, tmp_path / "runs2", opener=plain_checkouts, sampler=MarkerSampler(),
                                   run_settings=RunSettings(repeat=1))
     assert [f.status for f in found_noise] == [NOT_REPRODUCED], found_noise[0].reason
 
@@ -247,7 +243,7 @@ def test_confirm_marks_a_real_step_confirmed_and_a_drift_step_not_reproduced(rep
     noise = confirm.apply(noise, stored)
     assert noise.n_regressions() == 0 and list(noise.candidates()["status"]) == [NOT_REPRODUCED]
     # A later unconfirmed outcome (budget spent) never overwrites a verdict.
-    spent = confirm.confirm(candidate_trends([a, b, c], 0, 1), root, 1, tmp_path / "runs3", checkouts=plain_checkouts, sampler=MarkerSampler())
+    spent = confirm.confirm(candidate_trends([a, b, c], 0, 1), root, 1, tmp_path / "runs3", opener=plain_checkouts, sampler=MarkerSampler())
     assert spent[0].status == UNCONFIRMED and "budget" in spent[0].reason
     assert confirm.merge(stored, spent)[spent[0].key]["status"] == CONFIRMED
 
@@ -273,7 +269,7 @@ def test_a_commit_missing_from_the_repository_leaves_that_step_unconfirmed_and_t
     trends = candidate_trends([a, b, c], 0, 1, extra_missing=True)
     assert len(trends.steps) == 2
     notes = []
-    found = confirm.confirm(trends, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=MarkerSampler(), on_note=notes.append,
+    found = confirm.confirm(trends, root, 300, tmp_path / "runs", opener=plain_checkouts, sampler=MarkerSampler(), on_note=notes.append,
                             run_settings=RunSettings(repeat=1))
     by_case = {f.case.split("/")[0]: f for f in found}
     assert by_case["resnet15:blocks=2"].status == CONFIRMED
@@ -357,7 +353,7 @@ def test_steps_between_the_same_commits_share_one_gate_run(repo, tmp_path):
     trends = analyse(history((CASE, "first_grad_s", commits, first), (CASE, "process_ttfg_s", commits, process)))
     assert len(trends.steps) == 2 and len(confirm.plan(trends)) == 1
     sampler = MarkerSampler()
-    found = confirm.confirm(trends, root, 300, tmp_path / "runs", checkouts=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
+    found = confirm.confirm(trends, root, 300, tmp_path / "runs", opener=plain_checkouts, sampler=sampler, run_settings=RunSettings(repeat=1))
     assert [f.status for f in found] == [CONFIRMED, CONFIRMED], [f.reason for f in found]
     assert len(list((tmp_path / "runs").iterdir())) == 1
     by_metric = {f.metric: f for f in found}

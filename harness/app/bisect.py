@@ -6,9 +6,9 @@ good..bad``), compares the ends once (a range whose ends do not differ has no cu
 then runs the search of ``decide/bisect.py``: each step compares one commit with the
 bracket's good end and, when needed, its bad end, each comparison a gate
 (``decide.gate_loop.run_gate``: the tiers in order, so a structural counter settles a
-step in one pair a side). Sides come from ``measure.sides.prepared``, the gate's own
-cached path: a commit's install and environment are built once, whatever the number of
-comparisons it takes part in.
+step in one pair a side). Sides are opened by the gate's own ``measure.sides.SideOpener``
+(its cached path: a commit's install and environment are built once, whatever the number of
+comparisons it takes part in).
 
 Counts: the comparisons share one store of count samples (``app/bisect_counts.py``), so a
 commit's instruction count is taken once and reused by every later comparison involving
@@ -23,9 +23,6 @@ measuring. It is read back with the page's strict reader (``results.bisect_file`
 hand-edited or truncated state is refused naming the file and the field. A state of other
 revisions, cases or direction is refused, naming the file (it is never overwritten); so
 is a ``counts.json`` of another bisect.
-
-Sides are built here rather than through ``app.gate.build_sides``, which takes a whole
-gate request: a helper there that opens two sides for two revisions would serve both.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ from ..decide.gate_loop import run_gate
 from ..decide.gate_settings import GateSettings, refuse_unreported
 from ..errors import UsageError
 from ..files import atomic_write_text, replace_together
-from ..measure.sides import SameCode, check_distinct, locate, plan_environments, prepared
+from ..measure.sides import SameCode, SideOpener
 from ..measure.runner import run_sample
 from ..provision.sources import InstallError
 from ..provision.environments import EnvError
@@ -260,9 +257,9 @@ class _Comparer:
     """
 
     def __init__(self, request: BisectRequest, repo: Path, events: BisectEvents, clock, counts: CountStore,
-                 sampler: "Sampler" = run_sample):
+                 sampler: "Sampler" = run_sample, opener: SideOpener | None = None):
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
-        self.counts, self.sampler = counts, sampler
+        self.counts, self.sampler, self.opener = counts, sampler, opener or SideOpener()
 
     def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
                  step_cases: set[str] | None, profiles: bool = False, tiers: tuple[str, ...] | None = None) -> dict:
@@ -281,11 +278,9 @@ class _Comparer:
         record = {"against": against, "base": base.commit, "head": head.commit, "folder": str(folder)}
         taking = None
         try:
-            plan = plan_environments(self.repo, base, head, None, None, r.envs, r.project_dir)
-            with prepared(self.repo, {"base": base, "head": head}, plan.requests, on_note=self.events.note,
-                          prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
-                locate(sides, cases, settings.run)
-                check_distinct(sides, cases)
+            plan = self.opener.plan(self.repo, base, head, None, None, r.envs, r.project_dir)
+            with self.opener.open(self.repo, {"base": base, "head": head}, cases, settings.run, plan.requests,
+                                  on_note=self.events.note, prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
                 taking = self.counts.sampler(self.sampler, sides, origin_label(folder, r.out_dir), self.events.note)
                 outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
                                    on_note=self.events.note, sampler=taking, clock=self.clock)
@@ -367,11 +362,13 @@ Compare = Callable[..., dict]
 
 
 def run(request: BisectRequest, events: BisectEvents | None = None, clock: Callable[[], float] = time.monotonic,
-        compare: Compare | None = None, sampler: "Sampler" = run_sample) -> BisectReport:
+        compare: Compare | None = None, sampler: "Sampler" = run_sample,
+        opener: SideOpener | None = None) -> BisectReport:
     """Find the commit where the step between ``request.good`` and ``request.bad`` happened; write the outputs.
 
     ``sampler`` takes the default comparison's samples (``run_sample``; a fake one in tests of the count reuse); the
-    counts go through the bisect's store (``app/bisect_counts.py``), kept in ``counts.json`` for a rerun.
+    counts go through the bisect's store (``app/bisect_counts.py``), kept in ``counts.json`` for a rerun. ``opener``
+    opens each comparison's sides (default: ``SideOpener``; a test's has folders for sides).
 
     Raises
     ------
@@ -418,7 +415,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             doc.pop(stale, None)
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
-    compare = compare or _Comparer(request, repo, events, clock, counts, sampler)
+    compare = compare or _Comparer(request, repo, events, clock, counts, sampler, opener)
     cases_by_id = {c.id: c for c in request.cases}
 
     def save(final: bool = False) -> None:

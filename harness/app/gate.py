@@ -2,8 +2,9 @@
 
 ``run(request, events)`` does everything ``ttfg gate`` does except parse options and
 print: it resolves the revisions, warns when the budget cannot detect the minimum
-effect, builds both sides (:func:`build_sides`, the one place that does), measures and
-decides (``decide.gate_loop.run_gate``), checks the head against expectations, records the
+effect, opens both sides (``measure.sides.SideOpener``, the one way sides are opened; a
+test passes one whose sides are folders), measures and decides
+(``decide.gate_loop.run_gate``), checks the head against expectations, records the
 noise floor in both results files, and writes ``gate.json``, ``summary.md`` and the
 GitHub step summary. What happens on the way is told to ``events`` (the CLI prints it);
 what came out is the returned :class:`GateReport`.
@@ -23,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from ..decide.gate_loop import PairEvent, run_gate
+from ..decide.gate_loop import PairEvent, Sampler, run_gate
 from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers, refuse_unreported
 from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
-from ..measure.sides import EnvPlan, Side, check_distinct, locate, plan_environments, prepared
+from ..measure.runner import run_sample
+from ..measure.sides import EnvPlan, Side, SideOpener
 from ..provision.worktrees import Revision, repo_root, revisions
 from ..results.gate_outcome import GateOutcome
 
@@ -53,9 +55,8 @@ DECIDED, SAME_COMMIT, INTERRUPTED = "decided", "same commit", "interrupted"
 class GateRequest:
     """Everything one gate needs: the repository and revisions, the cases, how to decide, where to write.
 
-    The sides are built from ``repo``, ``base``, ``head`` and ``settings.run`` by
-    :func:`build_sides` alone; what a side needs later (an environment per side) is
-    added here.
+    The sides are opened from ``repo``, ``base``, ``head``, the environments and ``settings.run`` by
+    :func:`build_sides` alone; what a side needs later (an environment per side) is added here.
     """
 
     repo: Path
@@ -132,40 +133,35 @@ class GateReport:
     warm: "GateReport | None" = None
 
 
-def _run_both(request: GateRequest, events: GateEvents) -> GateReport:
+def _run_both(request: GateRequest, events: GateEvents, opener: SideOpener, sampler: Sampler) -> GateReport:
     """``--cache both``: the cold gate, then the warm gate, as two guarded sets with their own files (the warm
     set's in OUT-DIR/warm). The exit code is the worse of the two: a regression in either, else broken input."""
     from dataclasses import replace
 
-    cold = run(replace(request, settings=replace(request.settings, cache="cold")), events)
+    cold = run(replace(request, settings=replace(request.settings, cache="cold")), events, opener, sampler)
     if cold.status != DECIDED:
         return cold
     events.note("warm set: each side's persistent caches populated by its own revision, then paired warm processes")
     warm = run(replace(request, settings=replace(request.settings, cache="warm"), out_dir=request.out_dir / "warm"),
-               events)
+               events, opener, sampler)
     cold.warm = warm
     codes = {cold.code, warm.code}
     cold.code = 1 if 1 in codes else max(codes)
     return cold
 
 
-@contextmanager
-def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "EnvPlan",
-                events: GateEvents) -> Iterator[dict[str, Side]]:
-    """Both sides of the gate, checked out, installed, located and shown to import different code.
-
-    The one place sides are built: a side that gains an environment gets it here, from the request.
+def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "EnvPlan", events: GateEvents,
+                opener: SideOpener):
+    """Both sides of the gate, checked out, installed, located and shown to import different code (a context
+    manager: ``opener.open``, the one way sides are opened), each in the environment ``plan`` chose.
 
     Raises
     ------
     SameCode, InstallError
         Before any sample, naming the files or the build log.
     """
-    with prepared(request.repo, {"base": base, "head": head}, plan.requests, on_note=events.note,
-                  project_dir=request.project_dir) as sides:
-        locate(sides, request.cases, request.settings.run)
-        check_distinct(sides, request.cases)
-        yield sides
+    return opener.open(request.repo, {"base": base, "head": head}, request.cases, request.settings.run,
+                       plan.requests, on_note=events.note, project_dir=request.project_dir)
 
 
 def _raise_interrupt(signum, frame):
@@ -185,8 +181,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
+def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpener | None = None,
+        sampler: Sampler = run_sample) -> GateReport:
     """Measure and decide one gate; write its outputs.
+
+    ``opener`` opens the sides (default: ``SideOpener``, worktrees and installs); ``sampler`` takes every sample
+    (default: ``run_sample``, a cold process). Tests pass a fake of each, as the bisect's do.
 
     Raises
     ------
@@ -197,14 +197,15 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     from ..decide import expect
 
     events = events or GateEvents()
+    opener = opener or SideOpener()
     refuse_unreported(request.settings, request.cases)  # before any checkout: a guard no case can report
     if request.settings.cache == "both":
-        return _run_both(request, events)
+        return _run_both(request, events, opener, sampler)
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
     repo = repo_root(request.repo)
     base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
-    plan = plan_environments(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs,
-                             request.project_dir)
+    plan = opener.plan(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs,
+                       request.project_dir)
     if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:
         if request.base_env or request.head_env:  # an upgrade gate asked to compare one environment with itself
             from ..errors import UsageError
@@ -222,12 +223,13 @@ def run(request: GateRequest, events: GateEvents | None = None) -> GateReport:
     settings = request.settings
     floor, why_no_floor, budget_warnings = _budget_check(request, events)
     try:
-        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events) as sides:
+        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener) as sides:
             path = measured_path(request, base_rev, head_rev, sides, events)
             cases, new, removed = _split_cases(request.cases, sides, events)
-            new_cases = [_measure_new(case, sides["head"], settings, events) for case in new]
+            new_cases = [_measure_new(case, sides["head"], settings, events, sampler) for case in new]
             outcome = run_gate(cases, request.skipped, sides["base"], sides["head"], settings,
-                               request.out_dir, on_pair=events.pair, on_note=events.note, shard=request.shard)
+                               request.out_dir, on_pair=events.pair, on_note=events.note, sampler=sampler,
+                               shard=request.shard)
     except KeyboardInterrupt:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
     _accept(outcome, repo, base_rev.commit, head_rev.commit, events)
@@ -272,14 +274,12 @@ def _split_cases(cases: "list[Case]", sides: dict[str, Side], events: GateEvents
     return common, new, removed
 
 
-def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateEvents) -> dict:
+def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateEvents, sampler: Sampler) -> dict:
     """A new case on the head alone: a few cold processes, their medians (a first look, not a verdict)."""
     import statistics
 
-    from ..measure.runner import run_sample
-
     run = head.run_settings(settings.run)
-    samples = [run_sample(case, "timing", "cold", i, run) for i in range(NEW_CASE_SAMPLES)]
+    samples = [sampler(case, "timing", "cold", i, run) for i in range(NEW_CASE_SAMPLES)]
     good = [s for s in samples if s.ok]
     first = statistics.median(s.first_grad_s for s in good) if good else None
     process = statistics.median(s.process_ttfg_s for s in good if s.process_ttfg_s) if good else None

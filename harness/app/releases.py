@@ -41,7 +41,7 @@ from ..files import atomic_write_text
 from ..provision import environments
 from ..provision.releases import Release
 from ..measure.runner import run_sample
-from ..measure.sides import Side, check_imports, locate
+from ..measure.sides import Side, SideOpener
 from ..measure.cases import plugin_entry_points
 from ..provision.sources import plugins_overlay, self_overlay
 from ..provision.worktrees import Revision
@@ -188,8 +188,11 @@ def check_gradient(side: Side, case, run) -> dict:
     return {"status": status, "detail": detail[-500:]}
 
 
-def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
+def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOpener | None = None) -> dict:
     """Build every release's environment, count instructions once per release, gate each adjacent pair.
+
+    Each release is a side opened by ``opener`` (default: ``measure.sides.SideOpener``, the gate's): its
+    environment built, ttfg and the plugins on its path, located and checked to import its framework from itself.
 
     Returns the sweep document (also written to ``OUT/releases.json``, after every pair).
 
@@ -204,6 +207,7 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
     from ..measure.metadata import fingerprint
 
     events = events or SweepEvents()
+    opener = opener or SideOpener()
     out_dir = request.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = request.settings
@@ -235,15 +239,14 @@ def run(request: SweepRequest, events: SweepEvents | None = None) -> dict:
                  "env": None, "error": None, "cells": {}}
         doc["releases"].append(entry)
         try:
-            env = environments.build(environments.Request(release.name, release.requirements,
-                                                          f"ttfg releases {release.package}"), events.note)
-            side = Side("base", _revision(release), overlay, None, env, ttfg_overlay=plugins)
-            locate({"s": side}, request.cases, settings.run)
-            check_imports(side, request.cases)
+            side = opener.environment(_revision(release), environments.Request(
+                release.name, release.requirements, f"ttfg releases {release.package}"), request.cases, settings.run,
+                source=overlay, overlay=plugins, on_note=events.note)
         except TtfgError as exc:
             entry["error"] = str(exc)
             events.note(f"{release.name}: cannot be measured here: {exc}")
             continue
+        env = side.env
         entry["env"] = {k: v for k, v in env.to_json().items() if k != "packages"}
         entry["env"]["packages"] = env.packages
         entry["imports"] = side.whence.to_json()

@@ -43,7 +43,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 
@@ -53,6 +53,9 @@ from ..results.format import strict_json
 from .asv_results import HistoryError
 from .points import metric as metric_info
 from .trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONFIRMED, Trends, by_size, sort_steps
+
+if TYPE_CHECKING:
+    from ..measure.sides import SideOpener
 
 FILE_NAME = "confirmations.json"
 FORMAT = "ttfg-confirmations"
@@ -256,14 +259,9 @@ def _entry(r, status: str, reason: str, **extra) -> Confirmation:
                         host=socket.gethostname(), **extra)
 
 
-#: ``(repo, {"base": Revision, "head": Revision})`` -> context manager yielding ``{"base": Side, "head": Side}``
-#: (``measure.sides.prepared``: worktrees with each revision's project installed).
-Checkouts = Callable
-
-
 def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: str | os.PathLike, *,
             redo: bool = False, max_steps: int | None = None, alpha: float = 0.01, max_pairs: int = 60,
-            sampler=None, checkouts: Checkouts | None = None, clock: Callable[[], float] = time.monotonic,
+            sampler=None, opener: "SideOpener | None" = None, clock: Callable[[], float] = time.monotonic,
             on_note: Callable[[str], None] | None = None, run_settings=None,
             on_done: Callable[[list[Confirmation]], None] | None = None,
             project_dir: str = "") -> list[Confirmation]:
@@ -271,8 +269,9 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
 
     Returns one :class:`Confirmation` per planned step, in plan order; steps that could
     not be re-measured are ``unconfirmed`` with the reason (a missing commit names it).
-    ``sampler`` and ``checkouts`` default to real cold processes and git worktrees;
-    tests pass in-process ones. ``on_done`` is called with the new outcomes after each
+    ``sampler`` and ``opener`` default to real cold processes and the gate's sides
+    (``measure.sides.SideOpener``: worktrees, installs, both in this interpreter); tests pass
+    in-process ones. ``on_done`` is called with the new outcomes after each
     gate run (and each step left aside), before the next run starts: the caller saves
     them there, so an interruption loses only the run in progress.
     """
@@ -282,15 +281,14 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     from ..decide.stats import compare_paired
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
-    from ..measure.sides import check_distinct, locate, prepared
+    from ..measure.sides import SideOpener
     from ..provision.worktrees import GitError, resolve
 
     if budget_s <= 0:
         raise UsageError(f"--budget must be positive, got {budget_s:g} s")
     note = on_note or (lambda text: None)
     sampler = sampler or run_sample
-    checkouts = checkouts or (lambda root, revs: prepared(root, revs, on_note=note, prefix="ttfg-confirm-",
-                                                          project_dir=project_dir))
+    opener = opener or SideOpener()
     out_dir = Path(out_dir)
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []
@@ -343,9 +341,8 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
         run_dir = out_dir / f"{p.commit_before[:10]}-{p.commit_after[:10]}"
         note(f"confirming {len(rows)} step(s) between {base.short} and {head.short}, deciding on {p.metric} "
              f"(budget {share:.0f} s) -> {run_dir}")
-        with checkouts(repo, {"base": base, "head": head}) as sides:
-            locate(sides, cases, settings.run)
-            check_distinct(sides, cases)
+        with opener.open(repo, {"base": base, "head": head}, cases, settings.run, on_note=note,
+                         prefix="ttfg-confirm-", project_dir=project_dir) as sides:
             outcome = run_gate(cases, [], sides["base"], sides["head"], settings, run_dir, sampler=sampler)
         by_case = {c.case: c for c in outcome.cases}
         for r in rows:

@@ -315,16 +315,15 @@ class Runner:
             return self.settings
         if self._roots is None:
             from .cases import plugin_entry_points
-            from ..provision.sources import plugins_overlay, self_overlay
+            from ..provision.sources import plugins_overlay, ttfg_overlay
 
-            # ttfg itself, and the user's project as installed from its install-path (else the library's plugins
-            # as this interpreter has them): the library's own backend and model run in the environment (the
-            # parent's path is not on a built environment's).
+            # The user's project as installed from its install-path (else the library's plugins as this
+            # interpreter has them), then ttfg by the sides' rule (``ttfg_overlay``): the library's own backend and
+            # model run in the environment (the parent's path is not on a built environment's).
             if self.project is not None:
-                overlay = None if "ttfg" in self.project.installed.packages else self_overlay()
-                self._roots = (self.project.root, overlay)
+                self._roots = (self.project.root, ttfg_overlay(not env.current, self.project.installed.packages))
             else:
-                self._roots = (plugins_overlay(plugin_entry_points(self.cases)), self_overlay())
+                self._roots = (plugins_overlay(plugin_entry_points(self.cases)), ttfg_overlay(not env.current))
         source, overlay = self._roots
         return replace(self.settings, target=ProbeTarget.of(env, source=source, overlay=overlay))
 

@@ -17,6 +17,11 @@ a side holds:
 The rule that follows from the last round's silent "unchanged": two sides that would
 import the same files in the same environment measure one thing twice, so
 :func:`check_distinct` refuses them (exit 2, naming the files) before any sample.
+
+Sides are opened one way, by a :class:`SideOpener` (``open``: built, checked out, installed,
+located and checked, in that order): the gate, each comparison of a bisect, each
+``regressions --confirm`` re-run and each release of a sweep take one, and their tests pass
+one whose sides are plain folders instead of replacing the use cases' functions.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from ..provision import environments
 from ..provision.environments import Environment, Request
-from ..provision.sources import Installed, InstallError, Whence, install, self_overlay, whence
+from ..provision.sources import Installed, InstallError, Whence, install, ttfg_overlay, whence
 from ..provision.target import ProbeTarget
 from ..provision.worktrees import Revision, worktrees
 from ..errors import TtfgError
@@ -142,8 +147,8 @@ def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[st
                  + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
                  + f" ({installed.root})")
             env = envs[role]
-            overlay = self_overlay() if not env.current and "ttfg" not in installed.packages else None
-            sides[role] = Side(role, rev, trees[role], installed, env, ttfg_overlay=overlay)
+            sides[role] = Side(role, rev, trees[role], installed, env,
+                               ttfg_overlay=ttfg_overlay(not env.current, installed.packages))
         yield sides
 
 
@@ -388,6 +393,57 @@ def check_distinct(sides: Mapping[str, Side], cases: list["Case"]) -> None:
                            "the comparison would measure the same files twice")
 
 
-__all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "build_environments", "plan_environments", "check_distinct",
-           "check_imports", "environments_differ", "locate",
+class SideOpener:
+    """Where a comparison runs: each side's environment chosen (:meth:`plan`) and its sides opened (:meth:`open`,
+    :meth:`environment`). One type answers "where does this run", as nox's ``ProcessEnv`` does for a session.
+
+    The gate, each comparison of a bisect, ``regressions --confirm`` and ``ttfg releases`` take one (this class:
+    real worktrees, installs and environments, every side located and checked before its first sample); a test
+    passes a subclass whose sides are folders (no worktree, install or environment, read by a fake sampler), and the
+    use case runs as it runs for a user.
+    """
+
+    def plan(self, repo: Path, base: Revision, head: Revision, base_env: str | None = None,
+             head_env: str | None = None, mode: str = "auto", project_dir: str = "") -> EnvPlan:
+        """Each side's environment request (:func:`plan_environments`)."""
+        return plan_environments(repo, base, head, base_env, head_env, mode, project_dir)
+
+    @contextmanager
+    def open(self, repo: Path, revisions: Mapping[str, Revision], cases: list["Case"], run: "RunSettings",
+             requests: Mapping[str, Request] | None = None, *, on_note: Callable[[str], None] | None = None,
+             prefix: str = "ttfg-gate-", project_dir: str = "") -> Iterator[dict[str, Side]]:
+        """The sides of one comparison, ready for their first sample: built, checked out and installed
+        (:func:`prepared`, its worktrees named by ``prefix`` and removed on exit), asked where they import from
+        (:func:`locate`) and shown to import different code (:func:`check_distinct`).
+
+        Raises
+        ------
+        SameCode, InstallError, EnvError
+            Before any sample, naming the side and the files or the build log.
+        """
+        with prepared(repo, revisions, requests, on_note=on_note, prefix=prefix, project_dir=project_dir) as sides:
+            locate(sides, cases, run)
+            check_distinct(sides, cases)
+            yield sides
+
+    def environment(self, revision: Revision, request: Request, cases: list["Case"], run: "RunSettings",
+                    source: Path, overlay: Path | None, on_note: Callable[[str], None] | None = None) -> Side:
+        """One side whose code is fixed (``source`` first on the path, then ``overlay``: a release sweep's ttfg and
+        plugins) in an environment built from ``request``: located and checked to import its frameworks from
+        that environment (:func:`check_imports`).
+
+        Raises
+        ------
+        EnvError, InstallError, SameCode
+            Naming the environment.
+        """
+        env = environments.build(request, on_note or (lambda text: None))
+        side = Side("base", revision, source, None, env, ttfg_overlay=overlay)
+        locate({"base": side}, cases, run)
+        check_imports(side, cases)
+        return side
+
+
+__all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "SideOpener", "build_environments", "plan_environments",
+           "check_distinct", "check_imports", "environments_differ", "locate",
            "measured_files", "prepared", "provides"]

@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from . import cache
 from .target import tool_environ
@@ -260,6 +261,16 @@ def self_overlay() -> Path:
     return cache.get("self", f"ttfg-{key}", build).path
 
 
+def ttfg_overlay(built_env: bool, packages: Iterable[str] = ()) -> Path | None:
+    """The import root after a project's that makes ttfg importable, where a probe needs one: in a built environment
+    (its ``PYTHONPATH`` holds none of this interpreter's packages) whose project is not ttfg itself. None in the
+    current interpreter (ttfg is installed there) and for a project that is ttfg (its install brings it).
+
+    The one rule for a gate's sides (``measure.sides.prepared``) and ``ttfg run --env``'s project
+    (``measure.runner.Runner``)."""
+    return self_overlay() if built_env and "ttfg" not in packages else None
+
+
 def plugins_overlay(entry_points: dict[str, list[str]]) -> Path | None:
     """A folder that makes this interpreter's plugin distributions importable by another interpreter: their
     top-level packages (symlinks to where this interpreter imports them from) and their entry points (a
@@ -308,4 +319,4 @@ def plugins_overlay(entry_points: dict[str, list[str]]) -> Path | None:
 
 
 __all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "plugins_overlay", "self_overlay",
-           "uv_binary", "uv_environ", "whence"]
+           "ttfg_overlay", "uv_binary", "uv_environ", "whence"]
