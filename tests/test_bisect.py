@@ -162,6 +162,8 @@ def test_a_range_across_a_merge_is_walked_first_parent(tmp_path):
     walk = first_parent_range(repo, good, bad)
     assert walk.commits == [good.commit, git(repo, "rev-parse", "HEAD~1"), bad.commit]
     assert walk.merges == [bad.commit]
+    assert walk.revisions[0] == good and walk.revisions[-1] == bad  # the ends as resolved, their names kept
+    assert [(r.name, r.subject) for r in walk.revisions[1:]] == [(walk.commits[1][:10], "c"), ("HEAD", "merge side")]
 
 
 def test_regressions_names_the_bisect_that_narrows_a_step_wider_than_one_commit(tmp_path):

@@ -113,6 +113,9 @@ def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothin
     assert f"count of {shas[0][:10]} reused from the ends" in line
     assert any(n.startswith("instructions count of ") and "reused from" in n for n in notes)
     assert load_bisect(tmp_path / "out" / "bisect.json")["status"] == "found"  # the strict reader takes 'counts'
+    ends = json.loads((tmp_path / "out" / "steps" / "ends" / "gate.json").read_text())  # ttfg explain reads it
+    assert [(ends[r]["rev"], ends[r]["subject"]) for r in ("base", "head")] == [(shas[0], "commit 0"),
+                                                                                 (shas[-1], "commit 8")]
     stored = json.loads((tmp_path / "out" / "counts.json").read_text())
     assert {s["commit"] for s in stored["samples"]} == {c for c, _, _ in counted}
     assert len(stored["samples"]) == sum(counted.values())

@@ -30,7 +30,7 @@ class Valued(Levels):
     def __call__(self, older, newer, against, folder, cases, step_cases, profiles=False, tiers=None):
         record = super().__call__(older, newer, against, folder, cases, step_cases, profiles, tiers)
         for c in record["cases"]:
-            c["base"], c["head"] = 1000.0 * (1 + self.level[older]), 1000.0 * (1 + self.level[newer])
+            c["base"], c["head"] = 1000.0 * (1 + self.level[older.commit]), 1000.0 * (1 + self.level[newer.commit])
             c["reason"] = f"counters.x {c['ratio']:.2f}x (margin ±1 %)"
         if profiles:  # the culprit against its parent: the gate's attribution
             record["attribution"] = [{"case": CASE, "metric": "first_grad_s",

@@ -40,10 +40,14 @@ class Levels:
         self.improvement = improvement  # base and head swapped, as the real comparison swaps them
         self.broken, self.unknown = {shas[i] for i in broken}, {shas[i] for i in unknown}
         self.calls, self.stop_after = [], stop_after
+        #: Every comparison's two Revisions, in order, as the bisect gave them.
+        self.revisions = []
 
     def __call__(self, older, newer, against, folder, cases, step_cases, profiles=False, tiers=None):
         if self.stop_after is not None and len(self.calls) >= self.stop_after:
             raise KeyboardInterrupt
+        self.revisions += [older, newer]
+        older, newer = older.commit, newer.commit
         self.calls.append((older, newer, against))
         record = {"against": against, "base": older, "head": newer, "folder": str(folder), "error": None}
         if {older, newer} & self.broken:
@@ -188,3 +192,24 @@ def test_a_range_across_a_merge_says_it_walked_first_parent(tmp_path):
     assert done.status == use_case.FOUND and done.document["merges"] == [shas[2]]
     assert "the range crosses 1 merge: walked first-parent" in conclusion_lines(done.document)[0]
     assert "walked first-parent" in done.summary
+
+
+def test_the_ends_keep_their_names_and_every_commit_its_subject_to_the_report(repo, tmp_path):
+    """``--good``/``--bad`` are resolved once: each comparison gets the walk's Revisions (the ends as the user named
+    them, every commit with its subject, never a bare hash rebuilt), and the report's entries come from the same."""
+    root, shas = repo
+    git(root, "tag", "v0", shas[0])
+    compare = Levels(shas, [0] * 6 + [1] * 3)
+    asked = use_case.BisectRequest(repo=root, good="v0", bad="HEAD", cases=[SimpleNamespace(id=CASE, backend="b")],
+                                   settings=GateSettings(tiers=("structural",)), out_dir=tmp_path)
+    done = use_case.run(asked, compare=compare)
+    ends = compare.revisions[:2]
+    assert [(r.name, r.commit, r.subject) for r in ends] == [("v0", shas[0], "commit 0"), ("HEAD", shas[-1], "commit 8")]
+    assert all(r.subject == f"commit {shas.index(r.commit)}" and r.author.startswith("mylab") and r.date
+               for r in compare.revisions)
+    stepped = [r for r in compare.revisions[2:] if r.commit not in (shas[0], shas[-1])]
+    assert stepped and all(r.name == r.commit[:10] for r in stepped)  # an inner commit is named by its short hash
+    doc = done.document
+    assert doc["good"] == {**ends[0].described(), "rev": "v0"} and doc["bad"]["rev"] == "HEAD"
+    assert doc["culprit"] == {**compare.revisions[-1].described(), "parent": shas[5]}
+    assert doc["culprit"]["subject"] == "commit 6" and doc["culprit"]["author"] == ends[0].author

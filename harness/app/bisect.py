@@ -10,6 +10,11 @@ step in one pair a side). Sides are opened by the gate's own ``measure.sides.Sid
 (its cached path: a commit's install and environment are built once, whatever the number of
 comparisons it takes part in).
 
+Revisions: ``--good`` and ``--bad`` are resolved once into ``Revision`` values (name,
+commit, subject, author, date), and every commit of the range gets one from the same
+``git rev-list``; each comparison, its ``gate.json`` and the report take those values, so
+the good end keeps the name the user gave it and every commit its subject.
+
 Counts: the comparisons share one store of count samples (``app/bisect_counts.py``), so a
 commit's instruction count is taken once and reused by every later comparison involving
 it (the ends take part in every step); each comparison's record says how many count
@@ -42,7 +47,7 @@ from ..measure.sides import SameCode, SideOpener
 from ..measure.runner import run_sample
 from ..provision.sources import InstallError
 from ..provision.environments import EnvError
-from ..provision.worktrees import GitError, Revision, check_clean, git, repo_root, resolve
+from ..provision.worktrees import LOG_FORMAT, GitError, Revision, check_clean, from_log, git, repo_root, resolve
 from ..results.bisect_file import FORMAT, VERSION, load_bisect
 from ..results.format import ResultsError, strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
@@ -140,15 +145,25 @@ def _refuse_dirty(repo: Path, revs: tuple[Revision, Revision], allow_dirty: bool
 
 @dataclass
 class Range:
-    """The commits a bisect walks: the good end first, then bad's first-parent line back to it."""
+    """The commits a bisect walks: the good end first, then bad's first-parent line back to it, each a Revision
+    (the ends as the user named them, the others by their short hash, every one with its subject)."""
 
-    commits: list[str]
+    revisions: list[Revision]
     #: Merge commits on the line (each tested as one commit; its branch is not walked).
     merges: list[str]
 
+    @property
+    def commits(self) -> list[str]:
+        """The commits alone, in order: what the search (``decide/bisect.py``) and ``bisect.json`` hold."""
+        return [r.commit for r in self.revisions]
+
+    def revision(self, commit: str) -> Revision:
+        """The walk's Revision of ``commit``."""
+        return next(r for r in self.revisions if r.commit == commit)
+
 
 def first_parent_range(repo: Path, good: Revision, bad: Revision) -> Range:
-    """``good`` then ``git rev-list --first-parent --reverse good..bad``.
+    """``good`` then ``git rev-list --first-parent --reverse good..bad``, ending with ``bad`` itself.
 
     Raises
     ------
@@ -156,28 +171,23 @@ def first_parent_range(repo: Path, good: Revision, bad: Revision) -> Range:
         When ``good`` is not an ancestor of ``bad`` (naming which way round they are).
     """
     if good.commit == bad.commit:
-        return Range([good.commit], [])
+        return Range([good], [])
     if git(repo, "merge-base", "--is-ancestor", good.commit, bad.commit, check=False).returncode != 0:
         other = git(repo, "merge-base", "--is-ancestor", bad.commit, good.commit, check=False).returncode == 0
         raise UsageError(f"--good {good.name} ({good.short}) is not an ancestor of --bad {bad.name} ({bad.short})"
                          + ("; --bad is the older one: swap them (to find where it got faster, --improvement)"
                             if other else ": they are on different lines of history"))
-    lines = git(repo, "rev-list", "--first-parent", "--reverse", "--parents",
+    # Two lines a commit: "commit HASH PARENT..." (a merge has more than one parent), then its subject, author, date.
+    lines = git(repo, "rev-list", "--first-parent", "--reverse", "--parents", f"--format={LOG_FORMAT}",
                 f"{good.commit}..{bad.commit}").stdout.split("\n")
-    commits, merges = [good.commit], []
-    for line in filter(None, (x.strip() for x in lines)):
-        parts = line.split()
-        commits.append(parts[0])
+    revisions, merges = [good], []
+    for header, text in zip(lines[0::2], lines[1::2]):
+        parts = header.split()[1:]
+        revisions.append(from_log(parts[0][:10], parts[0], text))
         if len(parts) > 2:
             merges.append(parts[0])
-    return Range(commits, merges)
-
-
-def commit_info(repo: Path, commit: str) -> dict:
-    """A commit's hash, subject, author and date, as the report shows them."""
-    out = git(repo, "log", "-1", "--format=%H%x00%s%x00%an <%ae>%x00%aI", commit).stdout.strip().split("\x00")
-    out += [""] * (4 - len(out))
-    return {"commit": out[0], "short": out[0][:10], "subject": out[1], "author": out[2], "date": out[3]}
+    revisions[-1] = bad
+    return Range(revisions, merges)
 
 
 # ---------------------------------------------------------------------------- state
@@ -261,7 +271,7 @@ class _Comparer:
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
         self.counts, self.sampler, self.opener = counts, sampler, opener or SideOpener()
 
-    def __call__(self, older: str, newer: str, against: str, folder: Path, cases: "list[Case]",
+    def __call__(self, older: Revision, newer: Revision, against: str, folder: Path, cases: "list[Case]",
                  step_cases: set[str] | None, profiles: bool = False, tiers: tuple[str, ...] | None = None) -> dict:
         """One gate of ``older`` (base) and ``newer`` (head), swapped with ``--improvement``; sampled stacks
         only when ``profiles`` (the culprit's attribution), never on the search's steps."""
@@ -272,8 +282,7 @@ class _Comparer:
         settings = r.settings if profiles else replace(r.settings, profiles=0)
         if tiers is not None:
             settings = replace(settings, tiers=tiers)
-        old, new = Revision(older[:10], older, ""), Revision(newer[:10], newer, "")
-        base, head = (new, old) if r.improvement else (old, new)
+        base, head = (newer, older) if r.improvement else (older, newer)
         started = self.clock()
         record = {"against": against, "base": base.commit, "head": head.commit, "folder": str(folder)}
         taking = None
@@ -319,7 +328,7 @@ def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[di
     return out
 
 
-def _step(compare: Compare, tiers: tuple[str, ...], lo: str, commit: str, hi: str, folder: Path,
+def _step(compare: Compare, tiers: tuple[str, ...], lo: Revision, commit: Revision, hi: Revision, folder: Path,
           cases: "list[Case]", step_cases: set[str]):
     """One step: ``commit`` against the bracket's good end ``lo`` and bad end ``hi``; its state and evidence.
 
@@ -356,8 +365,9 @@ def _ratio(evidence: dict) -> float | None:
 
 
 #: Runs one comparison: ``(older, newer, against, folder, cases, step_cases, profiles=, tiers=)`` -> its record
-#: (``verdict``, ``cases``, ``error``, ...). The default gates real processes (:class:`_Comparer`); tests of the
-#: search's bookkeeping (state, resuming, skips) pass a fake one, as the gate's tests pass a fake sampler.
+#: (``verdict``, ``cases``, ``error``, ...), ``older`` and ``newer`` the walk's Revisions. The default gates real
+#: processes (:class:`_Comparer`); tests of the search's bookkeeping (state, resuming, skips) pass a fake one, as
+#: the gate's tests pass a fake sampler.
 Compare = Callable[..., dict]
 
 
@@ -397,8 +407,8 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
     counts = CountStore.fresh(request.out_dir, key) if doc is None else CountStore.resume(request.out_dir, key)
     if doc is None:
         doc = {"format": FORMAT, "version": VERSION, "key": key, "status": RUNNING, "exit_code": 2,
-               "good": {**commit_info(repo, good.commit), "rev": good.name},
-               "bad": {**commit_info(repo, bad.commit), "rev": bad.name},
+               "good": {**good.described(), "rev": good.name},
+               "bad": {**bad.described(), "rev": bad.name},
                "improvement": request.improvement, "first_parent": True,
                "commits": walk.commits, "merges": walk.merges, "cases": [c.id for c in request.cases],
                "skipped_cases": [{"case": s.id, "reason": s.reason} for s in request.skipped],
@@ -424,12 +434,11 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
 
     try:
         if len(walk.commits) < 2:
-            return _finish(doc, NO_STEP, request, repo, save, "--good and --bad are the same commit")
+            return _finish(doc, NO_STEP, request, walk, save, "--good and --bad are the same commit")
         if doc["ends"] is None:
             events.note(f"comparing the ends: {good.short} (good) and {bad.short} (bad), "
                         f"{len(walk.commits) - 1} commit(s) apart")
-            doc["ends"] = compare(good.commit, bad.commit, "ends", request.out_dir / "steps" / "ends",
-                                  request.cases, None)
+            doc["ends"] = compare(good, bad, "ends", request.out_dir / "steps" / "ends", request.cases, None)
             save()
         ends = doc["ends"]
         meaning = search.ends(ends["verdict"])
@@ -437,13 +446,13 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                 c.get("metric_verdict") == search.IMPROVED for c in ends["cases"]):
             meaning = search.ENDS_SWAPPED  # the gated timing is faster though another guard is not yet known
         if ends["verdict"] == search.BROKEN:
-            return _finish(doc, BROKEN_END, request, repo, save, ends.get("error") or "an end could not be measured")
+            return _finish(doc, BROKEN_END, request, walk, save, ends.get("error") or "an end could not be measured")
         if meaning == search.ENDS_SAME:
-            return _finish(doc, NO_STEP, request, repo, save, "the ends do not differ")
+            return _finish(doc, NO_STEP, request, walk, save, "the ends do not differ")
         if meaning == search.ENDS_SWAPPED:
-            return _finish(doc, SWAPPED, request, repo, save, "the bad end is faster than the good one")
+            return _finish(doc, SWAPPED, request, walk, save, "the bad end is faster than the good one")
         if meaning == search.ENDS_UNKNOWN:
-            return _finish(doc, UNDECIDED, request, repo, save, "the budget could not tell whether the ends differ")
+            return _finish(doc, UNDECIDED, request, walk, save, "the budget could not tell whether the ends differ")
         if doc["step_cases"] is None:
             doc["step_cases"] = [c["case"] for c in ends["cases"] if c["verdict"] == search.REGRESSED]
         step_cases = set(doc["step_cases"])
@@ -451,15 +460,15 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         probes = {p.commit: p for p in map(search.Probe.from_json, doc["probes"])}
         while (commit := search.next_commit(walk.commits, probes, request.retries)) is not None:
             if request.total_budget_s is not None and clock() - started >= request.total_budget_s:  # this run's
-                return _finish(doc, STOPPED, request, repo, save, "the total budget is spent; rerun to continue")
+                return _finish(doc, STOPPED, request, walk, save, "the total budget is spent; rerun to continue")
             b = search.bracket(walk.commits, probes)
-            lo, hi = walk.commits[b.lo], walk.commits[b.hi]
+            lo, hi = walk.revisions[b.lo], walk.revisions[b.hi]
             previous = probes.get(commit)
             attempt = previous.attempts + 1 if previous else 1
             n = len(doc["probes"]) + 1
             folder = request.out_dir / "steps" / f"{n + len(doc.get('set_aside', [])):02d}-{commit[:10]}"
-            state, evidence, vs_good, vs_bad = _step(compare, request.settings.tiers, lo, commit, hi, folder, cases,
-                                                     step_cases)
+            state, evidence, vs_good, vs_bad = _step(compare, request.settings.tiers, lo, walk.revision(commit), hi,
+                                                     folder, cases, step_cases)
             counts_as = None
             if state == search.BETWEEN:
                 counts_as = search.larger_side(_ratio(vs_good), _ratio(vs_bad))
@@ -475,25 +484,26 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                          "unknown": answer.unknown}
         if answer.status == search.FOUND:
             if doc.get("culprit_evidence") is None:
-                culprit = answer.culprit
-                parent = walk.commits[walk.commits.index(culprit) - 1]
-                events.note(f"the culprit {culprit[:10]} against its parent {parent[:10]}, with the attribution")
+                at = walk.commits.index(answer.culprit)
+                parent, culprit = walk.revisions[at - 1], walk.revisions[at]
+                events.note(f"the culprit {culprit.short} against its parent {parent.short}, with the attribution")
                 doc["culprit_evidence"] = compare(parent, culprit, "parent", request.out_dir / "steps" / "culprit",
                                                   cases, step_cases, profiles=True)
                 save()
-            return _finish(doc, FOUND, request, repo, save, "")
+            return _finish(doc, FOUND, request, walk, save, "")
         if set(answer.candidates) & set(answer.unknown):
-            return _finish(doc, UNDECIDED, request, repo, save,
+            return _finish(doc, UNDECIDED, request, walk, save,
                            "the per-step budget could not decide every commit the culprit can be")
-        return _finish(doc, RANGE, request, repo, save, "untestable commits hide the culprit")
+        return _finish(doc, RANGE, request, walk, save, "untestable commits hide the culprit")
     except KeyboardInterrupt:
         doc["status"], doc["exit_code"] = INTERRUPTED, 2
         save()
         return BisectReport(2, INTERRUPTED, doc, "", {"state": path})
 
 
-def _finish(doc: dict, status: str, request: BisectRequest, repo: Path, save, why: str) -> BisectReport:
-    """Record the end (the culprit's details and the repro command when there is one), save both files."""
+def _finish(doc: dict, status: str, request: BisectRequest, walk: Range, save, why: str) -> BisectReport:
+    """Record the end (the culprit's details, from the walk's Revisions, and the repro command when there is one),
+    save both files."""
     doc["status"], doc["exit_code"], doc["why"] = status, EXIT[status], why
     answer = doc.get("answer")
     if status in (FOUND, RANGE, UNDECIDED) and answer:
@@ -501,8 +511,8 @@ def _finish(doc: dict, status: str, request: BisectRequest, repo: Path, save, wh
         culprit = answer["candidates"][-1] if status == RANGE else answer["candidates"][0]
         first = answer["candidates"][0]
         parent = commits[commits.index(first) - 1]
-        doc["culprit"] = {**commit_info(repo, culprit), "parent": parent} if status == FOUND else None
-        doc["candidates"] = [commit_info(repo, c) for c in answer["candidates"]]
+        doc["culprit"] = {**walk.revision(culprit).described(), "parent": parent} if status == FOUND else None
+        doc["candidates"] = [walk.revision(c).described() for c in answer["candidates"]]
         args = " ".join(doc.get("repro_args") or [])
         doc["repro"] = f"ttfg gate --base {parent[:12]} --head {culprit[:12]}" + (f" {args}" if args else "")
         doc["others"] = [{"good": g, "bad": b, "command": _bisect_command(g, b, doc)} for g, b in answer["others"]]
@@ -523,5 +533,5 @@ def _summary(doc: dict) -> str:
 
 
 __all__ = ["BROKEN_END", "BisectEvents", "BisectReport", "BisectRequest", "Compare", "EXIT", "FOUND", "INTERRUPTED", "NO_STEP", "RANGE",
-           "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "UNDECIDED", "commit_info", "first_parent_range",
+           "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "UNDECIDED", "first_parent_range",
            "load_state", "run"]

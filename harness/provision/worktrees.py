@@ -62,11 +62,15 @@ def repo_root(path: str | Path = ".") -> Path:
 
 @dataclass(frozen=True)
 class Revision:
-    """A revision as the user named it and as git resolved it."""
+    """A revision as the user named it and as git resolved it: one value from the option to the report (a bisect's
+    ``--good`` keeps its name and subject in every comparison it takes part in)."""
 
     name: str
     commit: str
     subject: str
+    #: The author (``Name <email>``) and the author date (ISO 8601), where a report shows them ("" when not read).
+    author: str = ""
+    date: str = ""
 
     @property
     def short(self) -> str:
@@ -74,6 +78,21 @@ class Revision:
 
     def to_json(self) -> dict:
         return {"rev": self.name, "commit": self.commit, "subject": self.subject}
+
+    def described(self) -> dict:
+        """The commit as a report shows it: its hash, short hash, subject, author and date."""
+        return {"commit": self.commit, "short": self.short, "subject": self.subject, "author": self.author,
+                "date": self.date}
+
+
+#: ``git log``'s format for what a :class:`Revision` holds besides its commit: subject, author, date.
+LOG_FORMAT = "%s%x00%an <%ae>%x00%aI"
+
+
+def from_log(name: str, commit: str, text: str) -> Revision:
+    """The :class:`Revision` of ``commit`` from a line of git's output in :data:`LOG_FORMAT`."""
+    parts = (text.split("\x00") + ["", "", ""])[:3]
+    return Revision(name, commit, *(part.strip() for part in parts))
 
 
 def resolve(repo: str | Path, name: str, role: str = "revision") -> Revision:
@@ -105,8 +124,7 @@ def resolve(repo: str | Path, name: str, role: str = "revision") -> Revision:
         what = role if role == "revision" else f"{role} revision"  # never "revision revision 'HEAD~2'"
         raise GitError(f"{what} {name!r} not found in {repo}{hint}")
     commit = out.stdout.strip()
-    subject = git(repo, "log", "-1", "--format=%s", commit, check=False).stdout.strip()
-    return Revision(name, commit, subject)
+    return from_log(name, commit, git(repo, "log", "-1", f"--format={LOG_FORMAT}", commit, check=False).stdout)
 
 
 def dirty_files(repo: str | Path, paths: tuple[str, ...] = ()) -> list[str]:
