@@ -86,7 +86,7 @@ def test_wide_run_table_is_one_table_with_every_column():
 def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     from ttfg.decide.compare import compare_results
     from ttfg.decide.gate_settings import GateSettings
-    from ttfg.results.gate_outcome import CaseOutcome, GateOutcome, RevisionData, SettingsData, SummaryData, VerdictData
+    from ttfg.results.gate_outcome import CaseOutcome, GateOutcome, RevisionData, SettingsData
     from ttfg.decide.stats import compare_paired, summarize
 
     base, head = a_run(), a_run()
@@ -100,8 +100,8 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     reachable(text, "counters.persistent_cache_hits", "torch.compile.aot_eager", "inconclusive", "3.62 s")
 
     b, h = [1.0, 1.1, 0.9, 1.05, 1.0], [1.3, 1.4, 1.2, 1.35, 1.3]
-    cases = [CaseOutcome(case.id, VerdictData.of(compare_paired(b, h)), 5, 5, {"base": 0, "head": 1}, 12.5,
-                         "decided", SummaryData.of(summarize(b)), SummaryData.of(summarize(h)), [])
+    cases = [CaseOutcome(case.id, compare_paired(b, h), 5, 5, {"base": 0, "head": 1}, 12.5,
+                         "decided", summarize(b), summarize(h), [])
              for case in base.cases]
     outcome = GateOutcome(RevisionData("origin/main", "a" * 40, "base"), RevisionData("HEAD", "b" * 40, "head"),
                           SettingsData(GateSettings().to_json()), cases, [], 60.0, {})
