@@ -58,6 +58,7 @@ def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
     import html as html_module
 
     from ttfg.present.gate_views import cases_of, phase_lines, verdict_rows
+    from ttfg.results.attribution_record import Attribution
 
     assert build_loop.report.returncode in (0, 2), build_loop.report.stdout + build_loop.report.stderr
     terminal, summary = build_loop.out.stdout, build_loop.summary
@@ -78,5 +79,5 @@ def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
     for value in (fmt.seconds(top["base"]), fmt.seconds(top["head"])):
         for where, text in (("terminal", terminal), ("summary.md", summary), ("report page", page)):
             assert value in text, f"{where} lacks the {top['phase']} phase's {value}"
-    assert any(line.startswith(f"{top['phase']}:") for line in phase_lines(attribution))
+    assert any(line.startswith(f"{top['phase']}:") for line in phase_lines(Attribution.from_json(attribution)))
     assert "ttfg gate failed: regression in 1 case of 1" in page and "Verdict per case" in page

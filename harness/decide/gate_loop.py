@@ -324,7 +324,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     Returns
     -------
     GateOutcome
-        With both sides' results and the attributions in memory (``results``, ``attributions``).
+        With both sides' results in memory (``results``) and each regressed case's attribution.
 
     Raises
     ------
@@ -444,16 +444,14 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             shutil.rmtree(warm_root, ignore_errors=True)
     elapsed = clock() - began
     results = {role: w.results for role, w in writers.items()}
-    attributions = {}
     for outcome in outcomes:
         if outcome.regressed_anything():
-            found = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
-                              metric=settings.metric, cache=_measured_cache(settings, outcome.case))
-            attributions[outcome.case], outcome.attribution = found, found.to_json()
+            outcome.attribution = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
+                                            metric=settings.metric, cache=_measured_cache(settings, outcome.case))
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
-                       writers["head"].results.fingerprint, results=results, attributions=attributions)
+                       writers["head"].results.fingerprint, results=results)
 
 
 def _measured_cache(settings: GateSettings, case_id: str) -> str:

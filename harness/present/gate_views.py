@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
+import math
 import re
 import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
+from ..results.attribution_record import Attribution, FunctionDelta
 from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome, document
-from ..results.gate_file import migrate
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -136,6 +137,8 @@ def cases_of(doc_cases: list[dict]) -> list[CaseOutcome]:
     """The typed cases of a ``gate.json``'s (or a merged gate's) ``cases``, older files' shapes migrated."""
     import copy
 
+    from ..results.gate_file import migrate
+
     return [CaseOutcome.from_json(c) for c in migrate({"cases": copy.deepcopy(doc_cases)})["cases"]]
 
 
@@ -223,9 +226,8 @@ def where_it_went(a) -> str:
     from .markdown_table import cell
     from .untrusted import md, md_code
 
-    data = a.to_json()
-    parts = phase_lines(data, top=1)
-    for title, found in function_lines(data, top=3)[:1]:
+    parts = phase_lines(a, top=1)
+    for title, found in function_lines(a, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
     return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
 
@@ -388,18 +390,17 @@ def interpreter_internal(fn: str, where: str) -> bool:
 _HARNESS = re.compile(r"(^|/)(ttfg|harness)/measure/")
 
 
-def _grew(f: dict) -> float:
+def _grew(f: FunctionDelta) -> float:
     """What a function's own cost grew by (its self change), else its inclusive change."""
-    own = f.get("delta_self")
-    return own if own is not None else (f.get("delta_incl") or 0)
+    return f.delta_self if f.delta_self is not None else (f.delta_incl or 0)
 
 
-def shown_functions(functions: list[dict], unit: str, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[dict]:
+def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FUNCTIONS,
+                    internals: bool = False) -> list[FunctionDelta]:
     """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
-    mine = [f for f in functions if f.get("unit") == unit and _grew(f) > 0
-            and (internals or not (interpreter_internal(f.get("fn", ""), f.get("where", ""))
-                                   or _HARNESS.search(f.get("where", ""))))]
+    mine = [f for f in functions if f.unit == unit and _grew(f) > 0
+            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
@@ -408,37 +409,35 @@ def _signed(metric_unit: str, v) -> str:
     return f"+{text}" if v is not None and v > 0 else text
 
 
-def phase_lines(attribution: dict, top: int = TOP_PHASES) -> list[str]:
+def phase_lines(attribution: Attribution, top: int = TOP_PHASES) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
     phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``."""
-    phases = [p for p in attribution.get("phases") or [] if p.get("delta") is not None]
-    if any(p.get("instructions_delta") for p in phases):
-        phases.sort(key=lambda p: -abs(p.get("instructions_delta") or 0))
+    phases = [p for p in attribution.phases if p.delta is not None]
+    if any(p.instructions_delta for p in phases):
+        phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:
-        phases.sort(key=lambda p: -abs(p["delta"]))
+        phases.sort(key=lambda p: -abs(p.delta))
     out = []
     for p in phases[:top]:
-        ratio = fmt.factor(p["ratio"]) if p.get("ratio") is not None else fmt.MISSING
-        instr = (f", instructions {_signed('count', p['instructions_delta'])}"
-                 if p.get("instructions_delta") is not None else "")
-        out.append(f"{p['phase']}: {fmt.seconds(p.get('base'))} -> {fmt.seconds(p.get('head'))} "
-                   f"({_signed('s', p['delta'])}, {ratio}){instr}")
+        ratio = fmt.factor(p.ratio) if math.isfinite(p.ratio) else fmt.MISSING
+        instr = f", instructions {_signed('count', p.instructions_delta)}" if p.instructions_delta is not None else ""
+        out.append(f"{p.phase}: {fmt.seconds(p.base)} -> {fmt.seconds(p.head)} ({_signed('s', p.delta)}, {ratio}){instr}")
     return out
 
 
-def function_lines(attribution: dict, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[tuple[str, list[str]]]:
+def function_lines(attribution: Attribution, top: int = TOP_FUNCTIONS,
+                   internals: bool = False) -> list[tuple[str, list[str]]]:
     """Per unit (instructions, sampled time): a title and the functions whose cost grew most, one line each."""
     from .attribution_views import UNIT_WORDS
 
     out = []
-    functions = attribution.get("functions") or []
-    for unit in dict.fromkeys(f.get("unit") for f in functions):
+    functions = attribution.functions
+    for unit in dict.fromkeys(f.unit for f in functions):
         shown = shown_functions(functions, unit, top, internals)
         if not shown:
             continue
         bound = {"head only": "≥ ", "base only": "≤ "}
-        lines = [f"{bound.get(f.get('presence'), '')}{_signed(unit, _grew(f))}  {f['fn']} ({f['where']})"
-                 for f in shown]
+        lines = [f"{bound.get(f.presence, '')}{_signed(unit, _grew(f))}  {f.fn} ({f.where})" for f in shown]
         out.append((f"functions whose own {UNIT_WORDS[unit][0]} grew most"
                     + ("" if internals else ", your and the framework's code"), lines))
     return out
@@ -474,8 +473,8 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
         return lines
     phases = phase_lines(a)
     if phases:
-        n = max((p.get("n") or 0 for p in a.get("phases") or []), default=0)
-        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.get("paired") else
+        n = max((p.n or 0 for p in a.phases), default=0)
+        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.paired else
                f"medians, {n} sample{'s' if n != 1 else ''} a side")
         lines.append(f"  largest phase changes ({how}):")
         for text in phases:

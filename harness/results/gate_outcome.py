@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from .attribution_record import Attribution
 from .model import Fingerprint, Results, ShardSection
 from .validate import fingerprint_from_json, shard_from_json
 from .verdict import VERDICTS, FailureTest, Row, Summary, Verdict
@@ -234,9 +234,8 @@ class CaseOutcome:
     changes: list[Row] = field(default_factory=list)
     #: Did head fail significantly more often than base? (None when no side failed.)
     failures: FailureTest | None = None
-    #: Where the change went (phases, counters, functions), as plain data, for a case where anything regressed;
-    #: the ``decide.attribution.Attribution`` it was made from is ``GateOutcome.attributions[case]``.
-    attribution: dict | None = None
+    #: Where the change went (phases, counters, functions), for a case where anything regressed.
+    attribution: Attribution | None = None
     #: The tier that decided (``decide/tiers.py``: structural, instructions, time) and every tier's finding.
     tier: str = "time"
     trail: list[TierStep] = field(default_factory=list)
@@ -271,8 +270,10 @@ class CaseOutcome:
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
                 "failures": None if self.failures is None else self.failures.to_json(),
-                "first_error": self.first_error, "attribution": self.attribution,
-                **({"accepted": self.accepted} if self.accepted else {})}
+                "first_error": self.first_error,
+                "attribution": None if self.attribution is None else self.attribution.to_json(),
+                **({"accepted": self.accepted} if self.accepted else {}),
+                **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseOutcome":
@@ -284,7 +285,8 @@ class CaseOutcome:
                    Summary.from_json(data.get("head")),
                    [Row.from_json(r) for r in data.get("changes") or []],
                    None if data.get("failures") is None else FailureTest.from_json(data["failures"]),
-                   data.get("attribution"), data.get("tier") or "time",
+                   None if data.get("attribution") is None else Attribution.from_json(data["attribution"]),
+                   data.get("tier") or "time",
                    [TierStep.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
@@ -309,11 +311,14 @@ class GateOutcome:
     #: In memory only, never written: both sides' results as the gate held them when it ended (the same as
     #: ``files`` on disk), so that the use case need not read back what it just wrote; empty for a loaded file.
     results: dict[str, Results] = field(default_factory=dict, repr=False, compare=False)
-    #: In memory only: each attributed case's ``decide.attribution.Attribution`` (the presenters' input).
-    attributions: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: Every ``Ttfg-Accept`` trailer of the head's commits (``decide/accept.py``), with the cases each accepted
     #: (``used_by``, empty: unused) or why it cannot be used (``problem``); written only when there is one.
     acceptances: list[dict] = field(default_factory=list)
+
+    @property
+    def attributions(self) -> dict[str, Attribution]:
+        """Each attributed case's attribution, by case."""
+        return {c.case: c.attribution for c in self.cases if c.attribution is not None}
 
     def regressions(self) -> list[CaseOutcome]:
         """The regressed cases that fail the gate (an accepted one does not)."""
