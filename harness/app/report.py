@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pandas and what builds on it load when a command runs, not 
     import pandas as pd
 
     from ..present.report import Prepared
+    from ..results.gate_document import GateDocument
 
 DEFAULT_RESULTS = "results"
 
@@ -66,7 +67,7 @@ class Analysed:
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
             threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-            confirmations: dict | None = None, gate: dict | None = None,
+            confirmations: dict | None = None, gate: GateDocument | None = None,
             environment: str | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
 
@@ -126,7 +127,7 @@ def report(inputs: Inputs) -> Analysed:
     notes: list[str] = []
     gates: list[Path] = []
     history, runs, gap = load_inputs(inputs, notes, gates, history_with_runs=False)
-    gate = load_gate(gates)
+    gate = newest_gate(gates)
     stored_path = confirmations_path(inputs)
     prepared = prepare(history, runs, last=inputs.last, threshold=inputs.threshold, machine=inputs.machine,
                        confirmations=confirm.load(stored_path), gate=gate, environment=inputs.environment)
@@ -304,19 +305,12 @@ def run_files(paths: list[str], notes: list[str] | None = None, gates: list[Path
     return files
 
 
-def load_gate(paths: list[Path]) -> dict | None:
-    """The newest gate outcome among ``paths`` (``gate.json``), read as JSON; bad input names the file."""
-    import json
+def newest_gate(paths: list[Path]) -> GateDocument | None:
+    """The newest gate outcome among ``paths`` (``gate.json``), read by its one reader (``gate_file.load``:
+    checked, older files migrated); bad input names the file and the field."""
+    from ..results import gate_file
 
-    docs = []
-    for path in paths:
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: cannot read the gate's outcome: {exc}") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-            raise UsageError(f"{path}: cases: expected a list of gated cases")
-        docs.append((path.stat().st_mtime, doc))
+    docs = [(path.stat().st_mtime, gate_file.load(path)) for path in paths]
     return max(docs, key=lambda d: d[0])[1] if docs else None
 
 
@@ -412,5 +406,5 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
 
 
 __all__ = ["BisectRange", "bisect_ranges", "Analysed", "Confirmed", "DEFAULT_RESULTS", "Inputs", "build_report", "commit_url", "confirm_steps",
-           "confirmations_path", "default_results", "load_gate", "load_inputs", "prepare", "regressions", "report",
+           "confirmations_path", "default_results", "load_inputs", "newest_gate", "prepare", "regressions", "report",
            "repository", "run_files", "write_page"]

@@ -1,14 +1,15 @@
 """A gate's verdicts for people: one row per case, the same in the terminal, ``summary.md`` and the report page.
 
-Why one module, and why from the typed outcome (``results.gate_file``): the three outputs
+Why one module, and why from the typed outcome (``results.gate_outcome``): the three outputs
 used to print numbers of different metrics beside one ratio ("base 42.5 ms, head 51.1 ms,
 ratio 1.022×", the ratio being the instruction count's). A row here holds the numbers of
 the metric that decided and nothing else: base, head, their ratio and its interval, all in
 that metric's unit (instructions with instructions, seconds with seconds). Numbers of
 other tiers are context, on a line of their own, labelled with their tier and what they
 are. The terminal and ``summary.md`` build their rows from the gate's outcome, the report
-page from ``gate.json`` read back into the same types (``gate_file``): one type, one
-function, so they agree number for number (``tests/test_gate.py`` holds them to it).
+page and a merged gate's summary from ``gate.json`` read back into the same types
+(``gate_file.load``): one type, one function, so they agree number for number
+(``tests/test_gate.py`` holds them to it).
 
 ``summary.md`` (:func:`gate_markdown`) and the words ``gate.json`` carries for people
 (:func:`presented_document`: each verdict's label, each attribution's headline) are made
@@ -31,7 +32,8 @@ from dataclasses import dataclass, field
 
 from .. import fmt, metrics
 from ..results.attribution_record import Attribution, FunctionDelta
-from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome, document
+from ..results.gate_document import document
+from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -133,15 +135,6 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
     return rows
 
 
-def cases_of(doc_cases: list[dict]) -> list[CaseOutcome]:
-    """The typed cases of a ``gate.json``'s (or a merged gate's) ``cases``, older files' shapes migrated."""
-    import copy
-
-    from ..results.gate_file import migrate
-
-    return [CaseOutcome.from_json(c) for c in migrate({"cases": copy.deepcopy(doc_cases)})["cases"]]
-
-
 ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
 #: The gate's decision by its exit code, as every output words it.
 DECISIONS = {0: "no regression shown", 1: "regression", 2: "could not compare"}
@@ -167,33 +160,8 @@ def verdict_table(rows: list[VerdictRow], title: str):
     return table
 
 
-def gate_page(head_results_path) -> dict | None:
-    """What the report page shows of a gate whose head results file is ``head_results_path``: the decision,
-    the verdict rows and the sentence on passing, read from the ``gate.json`` beside it (None when there is none:
-    results files copied without it)."""
-    import json
-    from pathlib import Path
-
-    if not head_results_path:
-        return None
-    path = Path(head_results_path).parent / "gate.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate" or not isinstance(doc.get("cases"), list):
-        return None
-    code = doc.get("exit_code")
-    rows = verdict_rows(cases_of(doc["cases"]))
-    return {"decision": DECISIONS.get(code, "unknown"), "failed": code == 1, "file": str(path),
-            "header": ["case", *ROW_HEADER, "base and head are"],
-            "rows": [{"word": r.word, "cells": [r.case, *row_cells(r), r.statistic or fmt.MISSING],
-                      "context": r.context} for r in rows],
-            "passing_means": doc.get("passing_means") or "", "footer": doc.get("footer") or ""}
-
-
 def presented_document(outcome: GateOutcome, check=None, exit_code: int | None = None, **fields) -> dict:
-    """``gate.json``'s document: the outcome (``gate_outcome.document``), then ``fields`` (what the gate adds: noise,
+    """``gate.json``'s document: the outcome (``gate_document.document``), then ``fields`` (what the gate adds: noise,
     passing_means, footer, environments, ...), then the words for people that ``gate.json`` has always carried.
 
     The one place presenter-made text enters ``gate.json``: each case's ``verdict.label``
@@ -204,11 +172,11 @@ def presented_document(outcome: GateOutcome, check=None, exit_code: int | None =
     from .attribution_views import headline
     from .verdicts import verdict_label
 
-    doc = {**document(outcome, check, exit_code), **fields}
+    doc = document(outcome, check, exit_code, **fields)
     for data, case in zip(doc["cases"], outcome.cases):
         data["verdict"]["label"] = verdict_label(case.verdict)
-        if case.case in outcome.attributions:
-            data["attribution"] = {**data["attribution"], "headline": headline(outcome.attributions[case.case])}
+        if case.attribution is not None:
+            data["attribution"] = {**data["attribution"], "headline": headline(case.attribution)}
     return doc
 
 
@@ -330,7 +298,7 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
     for note in notes or ():  # a blank line after each quote, or the next paragraph joins it (lazy continuation)
         lines += [f"> {note}", ""]
     if attributions is None:
-        attributions = [outcome.attributions[c.case] for c in outcome.cases if c.case in outcome.attributions]
+        attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
     for a in [a for a in attributions if a.case in regressed][:3]:
         lines.append(where_it_went(a))
@@ -509,8 +477,8 @@ def gate_detail_table(outcome):
     return table
 
 
-__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of", "warm_note",
+__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "warm_note",
            "context_text", "environments_note", "figure_cells", "function_lines", "gate_footer", "gate_markdown",
-           "gate_page", "presented_document", "revision_label", "verdict_table", "where_it_went",
+           "presented_document", "revision_label", "verdict_table", "where_it_went",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
            "verdict_rows", "wrapped"]

@@ -39,6 +39,7 @@ from .. import metrics
 from ..history.points import TREND_METRICS, History, metric, run_commit, short_commit
 from ..history.steps import DEFAULT_MIN_CHANGE
 from ..history.trends import Trends, step_key, summary
+from ..results.gate_document import GateDocument
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -68,7 +69,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     source: str = "results files"
     studies: list = field(default_factory=list)  # results files of `ttfg study`: the Studies section
-    gate: dict | None = None     # a gate's gate.json, when the results files are a gate's folder: the verdict first
+    gate: GateDocument | None = None  # a gate's gate.json, when the results files are a gate's folder: verdict first
 
 
 # ---------------------------------------------------------------------------- sections

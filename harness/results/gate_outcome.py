@@ -5,7 +5,8 @@ the report page and the terminal read it. Each used to read its own dict (and tw
 verdicts back into objects); here the outcome is typed once (:class:`GateOutcome`,
 :class:`CaseOutcome`, :class:`Figure`, :class:`Guard`), written by ``to_json`` and read
 by ``from_json``. Reading a file, checking it and bringing an older one to today's shape
-is ``gate_file.py``'s job.
+is ``gate_file.py``'s job, and the whole file's type (this outcome and what its writer added) is
+``gate_document.GateDocument``.
 
 Why the statistics' own records: this module sits in ``results/``, below the ``decide/``
 layer that computes verdicts, so the records a case holds are defined at this layer and
@@ -365,13 +366,6 @@ class GateOutcome:
                    acceptances=list(data.get("acceptances") or []))
 
 
-def document(outcome: GateOutcome, check=None, exit_code: int | None = None) -> dict:
-    """``gate.json``'s outcome part: the outcome, the expectations check (or None) and the exit code the gate gave."""
-    return {**outcome.to_json(), "expectations": check.to_json() if check is not None else None,
-            "exit_code": outcome.exit_code() if exit_code is None else exit_code}
-
-
-
 __all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "DECIDED", "FAILING", "FORMAT", "Figure", "GateOutcome",
            "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "SettingsData",
-           "SkipData", "TierStep", "VERDICTS", "VERSION", "document"]
+           "SkipData", "TierStep", "VERDICTS", "VERSION"]
