@@ -160,3 +160,22 @@ def test_a_bad_gate_json_is_refused_naming_the_file_and_the_field(tmp_path, caps
         err = capsys.readouterr().err
         assert f"{folder / 'gate.json'}: {field}" in err, (argv, err)
     assert not (tmp_path / "p.html").exists()
+
+
+def test_the_report_shows_the_attribution_gate_json_holds_and_never_makes_it_again(gate_with, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """The page's "where the change went" for a gate's folder is the gate's own attribution, read from gate.json:
+    a note only that file carries is on the page, and the regressed case is not attributed again."""
+    from ttfg.decide import attribution
+
+    outcome, _ = gate_with(lambda i: phased(i, 0.1 * noisy(1.0)(i)), lambda i: phased(i, 0.6 * noisy(1.0, shift=3)(i)),
+                           profiles=0)
+    folder = tmp_path / "out"
+    doc = presented_document(outcome, None, outcome.exit_code())
+    doc["cases"][0]["attribution"]["notes"].append("a note only gate.json holds")
+    (folder / "gate.json").write_text(gate_file.dumps(doc))
+    made = []
+    monkeypatch.setattr(attribution, "attribute", lambda *a, **k: made.append(a))
+    assert main(["report", "--runs", str(folder), "--out", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text()
+    assert 'id="attribution"' in page and "a note only gate.json holds" in page and made == []

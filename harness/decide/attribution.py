@@ -324,7 +324,7 @@ def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "f
 
 
 def attribute_results(base: Results, head: Results, case: str | None = None, metric: str = "first_grad_s",
-                      cache: str = "cold", top: int = TOP) -> list[Attribution]:
+                      cache: str = "cold", top: int = TOP, held: dict[str, Attribution] | None = None) -> list[Attribution]:
     """Attributions for every case both files hold, or for the cases matching ``case``.
 
     Parameters
@@ -332,6 +332,9 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     base, head : Results
     case : str or None
         A case id or a glob pattern (``*jax.jit*``); None: every common case.
+    held : dict of str to Attribution, or None
+        Attributions already made, by case (a gate's, read back from its ``gate.json``): taken as they are,
+        never made again from the samples.
 
     Raises
     ------
@@ -348,7 +351,9 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     chosen = common if case is None else [c for c in common if c == case or fnmatch.fnmatchcase(c, case)]
     if not chosen:
         raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
-    return [a for c in chosen if (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
+    held = held or {}
+    return [a for c in chosen
+            if (a := held.get(c) or attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
 
 
 __all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",

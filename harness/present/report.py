@@ -32,7 +32,7 @@ import pandas as pd
 
 from .. import fmt
 from . import plots, run_section, run_views
-from .report_sections import (attribution_section, cache_section, noise_section, phase_section,
+from .report_sections import (GateAttributions, attribution_section, cache_section, noise_section, phase_section,
                               studies_section)
 from .. import metrics
 
@@ -328,8 +328,10 @@ def _template():
 
 
 def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
-           threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None) -> str:
-    """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None."""
+           threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None,
+           attribution: GateAttributions | None = None) -> str:
+    """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None.
+    ``attribution``: where a gate's change went, when the results files are a gate's (made by the use case)."""
     from markupsafe import Markup
 
     run = run_section.the_run(prepared.runs)
@@ -371,7 +373,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "trend_sections": trend,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
-        "attribution": attribution_section(prepared.runs),
+        "attribution": attribution_section(attribution),
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),
