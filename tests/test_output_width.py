@@ -17,7 +17,7 @@ from rich.console import Console
 from ttfg.decide import noise
 from ttfg import fmt
 from ttfg.present import compare_views, gate_views, noise_views, run_views, study_views, terminal
-from ttfg.results.model import Sample
+from ttfg.results.model import EffectEntry, Sample
 
 from .synthetic_results import alloc_sample, results, timing_sample
 
@@ -109,10 +109,9 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     assert_fits(text)
     reachable(text, "torch.compile.aot_eager", "convnext_tiny:depths=1x1x2x1", "decided", "regressed")
 
-    e = SimpleNamespace(ratio=0.29, ci_low=0.26, ci_high=0.33, n=5, p_value=5.5e-06)
     effects = SimpleNamespace(study="chain", model="resnet15", effects=[
-        SimpleNamespace(backend="torch.compile.aot_eager", metric="process_ttfg_s", control="unrolled",
-                        treatment="scan", effect=e, note="a note long enough to need wrapping in a narrow terminal")])
+        EffectEntry("torch.compile.aot_eager", "process_ttfg_s", "unrolled", "scan", 0.29, 0.26, 0.33, 5.5e-06, 5,
+                    "a note long enough to need wrapping in a narrow terminal")])
     fit = SimpleNamespace(k=1.02, k_ci_low=0.94, k_ci_high=1.10, a=0.04, b=0.011)
     depth = SimpleNamespace(model="resnet15", depth=[SimpleNamespace(
         backend="torch.compile.aot_eager", metric="first_grad_s", fit=fit, growth="super-linear",

@@ -18,6 +18,7 @@ from . import noise_views, plots, run_section, run_views, study_plots, study_vie
 from .terminal import case_cells, case_layout
 from ..history.points import metric
 from ..results.attribution_record import Attribution
+from ..results.model import EffectEntry
 from .. import metrics
 
 
@@ -108,7 +109,7 @@ def attribution_section(found: GateAttributions | None) -> dict:
             "paired": any(a.paired for a in found.attributions)}
 
 
-def effect_reading(row: study_views.EffectRow) -> str:
+def effect_reading(row: EffectEntry) -> str:
     """What the interval says, in words: faster, slower, or no clear difference."""
     if row.ratio is None or row.ci_low is None or row.ci_high is None:
         return ""
@@ -128,6 +129,7 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         color = plots.backend_color(r.backend, backends)
         label = metric(r.metric).brief
         reading = effect_reading(r)
+        control_median, treatment_median = study.medians.get((r.backend, r.metric), (None, None))
         if r.ratio is not None and r.ratio > 0:
             text = f"{fmt.factor(r.ratio)} {fmt.interval(r.ci_low, r.ci_high)}"
             text += f" — {reading}" if reading else ""
@@ -135,8 +137,8 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         table.append({
             "key": f"{r.backend}/{r.metric}", "backend": r.backend, "color": color, "metric": label,
             "control": r.control, "treatment": r.treatment,
-            "control_value": fmt.metric_value(r.metric, r.control_median),
-            "treatment_value": fmt.metric_value(r.metric, r.treatment_median),
+            "control_value": fmt.metric_value(r.metric, control_median),
+            "treatment_value": fmt.metric_value(r.metric, treatment_median),
             "ratio": fmt.factor(r.ratio), "ci": fmt.interval(r.ci_low, r.ci_high) if r.ratio is not None else "",
             "reading": reading, "n": "–" if r.n is None else str(r.n),
             "p": fmt.p_value(r.p_value), "note": r.note,
