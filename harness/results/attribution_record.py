@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from .. import metrics
 from ..engines.base import GRADIENT_PHASES
 from .format import strict_json
-from .verdict import record
+from .verdict import Record
 
 __all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "PHASES", "PhaseDelta"]
 
@@ -30,7 +30,7 @@ CLEAR_T = 3.0
 
 
 @dataclass
-class PhaseDelta:
+class PhaseDelta(Record):
     """One phase (or the gated total) on both sides."""
 
     phase: str
@@ -61,13 +61,9 @@ class PhaseDelta:
         out["instructions_delta"] = self.instructions_delta
         return out
 
-    @classmethod
-    def from_json(cls, data: dict) -> "PhaseDelta":
-        return record(cls, data)
-
 
 @dataclass
-class CounterDelta:
+class CounterDelta(Record):
     """A deterministic count on both sides (medians)."""
 
     metric: str
@@ -88,13 +84,9 @@ class CounterDelta:
     def to_json(self) -> dict:
         return {**{k: strict_json(v) for k, v in asdict(self).items()}, "delta": self.delta}
 
-    @classmethod
-    def from_json(cls, data: dict) -> "CounterDelta":
-        return record(cls, data)
-
 
 @dataclass
-class FunctionDelta:
+class FunctionDelta(Record):
     """One function of the first-gradient window: inclusive and self instructions on both sides."""
 
     fn: str
@@ -131,10 +123,6 @@ class FunctionDelta:
     def to_json(self) -> dict:
         return {**{k: strict_json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
                 "clear": self.clear}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FunctionDelta":
-        return record(cls, data)
 
 
 @dataclass

@@ -141,20 +141,25 @@ class _GateReader(_Reader):
             self.obj(raw["failures"], f"{where}.failures")
         if raw.get("figure") is not None:
             self.figure(raw["figure"], f"{where}.figure")
-        for i, fig in enumerate(self.seq(raw.get("context", []), f"{where}.context")):
-            self.figure(fig, f"{where}.context[{i}]")
-        for i, guard in enumerate(self.seq(raw.get("guards", []), f"{where}.guards")):
-            at = f"{where}.guards[{i}]"
-            guard = self.obj(guard, at)
-            self.text(self.key(guard, "metric", f"{at}."), f"{at}.metric")
-            self.verdict(self.key(guard, "verdict", f"{at}."), f"{at}.verdict")
-            for k in ("base", "head"):
-                self.value(guard.get(k), f"{at}.{k}", "number")
-            self.value(guard.get("pairs"), f"{at}.pairs", "count")
+        self.each(raw, "context", where, self.figure)
+        self.each(raw, "guards", where, self.guard)
         if raw.get("attribution") is not None:
             self.attribution(raw["attribution"], f"{where}.attribution")
         if raw.get("accepted") is not None:
             self.obj(raw["accepted"], f"{where}.accepted")
+
+    def each(self, raw: dict, key: str, where: str, check) -> None:
+        """``check`` of every item of the list ``raw[key]`` (absent: none), each named ``where.key[i]``."""
+        for i, item in enumerate(self.seq(raw.get(key, []), f"{where}.{key}")):
+            check(item, f"{where}.{key}[{i}]")
+
+    def guard(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.text(self.key(raw, "metric", f"{where}."), f"{where}.metric")
+        self.verdict(self.key(raw, "verdict", f"{where}."), f"{where}.verdict")
+        for k in ("base", "head"):
+            self.value(raw.get(k), f"{where}.{k}", "number")
+        self.value(raw.get("pairs"), f"{where}.pairs", "count")
 
     def figure(self, raw: Any, where: str) -> None:
         raw = self.obj(raw, where)
@@ -181,8 +186,7 @@ class _GateReader(_Reader):
         self.value(raw.get("paired"), f"{where}.paired", "bool")
         if raw.get("total") is not None:
             self.phase(raw["total"], f"{where}.total")
-        for i, p in enumerate(self.seq(raw.get("phases", []), f"{where}.phases")):
-            self.phase(p, f"{where}.phases[{i}]")
+        self.each(raw, "phases", where, self.phase)
         for i, c in enumerate(self.seq(raw.get("counters", []), f"{where}.counters")):
             at = f"{where}.counters[{i}]"
             c = self.obj(c, at)

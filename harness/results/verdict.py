@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from .format import strict_json
 
-__all__ = ["FailureTest", "Row", "Summary", "VERDICTS", "Verdict", "record", "to_json"]
+__all__ = ["FailureTest", "Record", "Row", "Summary", "VERDICTS", "Verdict", "record", "to_json"]
 
 #: The four verdicts of a comparison.
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
@@ -50,8 +50,23 @@ def record(cls, data: dict | None, **absent):
     return cls(**kwargs)
 
 
+class Record:
+    """A dataclass written as its fields (:func:`to_json`) and read back by :func:`record`; ``ABSENT`` names what a
+    field the file lacks reads as, where its type's default would be wrong."""
+
+    ABSENT: ClassVar[dict[str, Any]] = {}
+
+    def to_json(self) -> dict:
+        """Plain dict for result files; NaN becomes ``None``."""
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, data: dict | None):
+        return record(cls, data, **cls.ABSENT)
+
+
 @dataclass
-class Summary:
+class Summary(Record):
     """Descriptive statistics of one sample set (NaN samples ignored).
 
     ``cv`` is ``std(ddof=1) / mean``, NaN when fewer than two samples remain; with
@@ -65,17 +80,9 @@ class Summary:
     max: float
     cv: float
 
-    def to_json(self) -> dict:
-        """Plain dict for result files; NaN becomes ``None``."""
-        return to_json(self)
-
-    @classmethod
-    def from_json(cls, data: dict | None) -> "Summary":
-        return record(cls, data)
-
 
 @dataclass
-class Verdict:
+class Verdict(Record):
     """The outcome of one base/head comparison.
 
     ``ratio`` is head over base (geometric), so ``ratio > 1`` means head is slower
@@ -114,6 +121,8 @@ class Verdict:
     #: and then not written (the gate's presenter adds the label when it writes ``gate.json``).
     label: str | None = None
 
+    ABSENT: ClassVar[dict[str, Any]] = {"verdict": "inconclusive"}
+
     def to_json(self) -> dict:
         """Plain dict for result files; NaN becomes ``None``; the label only where one was read."""
         data = to_json(self)
@@ -121,13 +130,9 @@ class Verdict:
             del data["label"]
         return data
 
-    @classmethod
-    def from_json(cls, data: dict | None) -> "Verdict":
-        return record(cls, data, verdict="inconclusive")
-
 
 @dataclass(frozen=True)
-class FailureTest:
+class FailureTest(Record):
     """Did head fail significantly more often than base? (Fisher's exact test, one-sided.)"""
 
     base_failed: int
@@ -137,13 +142,6 @@ class FailureTest:
     p_value: float
     regressed: bool
     reason: str
-
-    def to_json(self) -> dict:
-        return to_json(self)
-
-    @classmethod
-    def from_json(cls, data: dict | None) -> "FailureTest":
-        return record(cls, data)
 
 
 @dataclass
