@@ -90,8 +90,8 @@ class GateDocument:
     exit_code: int
     #: The expectations check (``decide/expect.ExpectationCheck.to_json``), None when none ran.
     expectations: dict | None = None
-    #: What the writer added after the outcome, by name and in its order (``noise``, a :class:`NoiseFloor`;
-    #: ``passing_means``; ``footer``; ``environments``; ...); kept as written.
+    #: What the writer added after the outcome, by name and in its order (``noise``, ``passing_means``,
+    #: ``footer``, ``environments``, ...), kept as written; ``noise`` is read back as a :class:`NoiseFloor`.
     added: dict[str, Any] = field(default_factory=dict)
     #: A merged gate's shards (``ttfg merge gate``), None for one gate's.
     merged: MergedShards | None = None
