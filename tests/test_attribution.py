@@ -103,7 +103,7 @@ def test_attribution_of_a_gate_pair(tmp_path):
     compile_.delta = 0.5
     assert a.largest_phase().phase == "trace"
     from ttfg.present.gate_views import phase_lines
-    assert phase_lines(a.to_json(), top=1)[0].startswith("trace:")
+    assert phase_lines(a, top=1)[0].startswith("trace:")
     for p in a.phases:  # not counted: time ranks them
         p.base_instructions = p.head_instructions = None
     assert a.largest_phase().phase == "compile"

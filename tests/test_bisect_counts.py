@@ -159,7 +159,7 @@ def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo,
     good = state.read_text()
     doc = json.loads(good)
     doc["probes"][0]["state"] = "maybe"
-    for text, field in ((good[: len(good) // 2], "not JSON"), (json.dumps(doc), "probes[0].state"),
+    for text, field in ((good[: len(good) // 2], "not valid JSON"), (json.dumps(doc), "probes[0].state"),
                         (json.dumps({k: v for k, v in json.loads(good).items() if k != "key"}), "key")):
         state.write_text(text)
         with pytest.raises(ResultsError, match=re.escape(f"bisect.json: {field}")) as refused:

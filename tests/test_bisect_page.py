@@ -139,7 +139,7 @@ def test_the_command_refuses_a_corrupt_file_its_own_input_as_out_and_options_of_
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps(doc)[:500])  # a disk that filled up mid-write
     out = run_ttfg("report", "--bisect", str(cut), "--out", str(tmp_path / "p.html"))
-    assert out.returncode == 2 and str(cut) in out.stderr and "not JSON" in out.stderr
+    assert out.returncode == 2 and str(cut) in out.stderr and "not valid JSON" in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "p.html").exists()
 
 

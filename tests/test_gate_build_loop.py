@@ -57,13 +57,15 @@ def test_a_regressed_case_reads_in_ten_seconds(build_loop):
 def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
     import html as html_module
 
-    from ttfg.present.gate_views import cases_of, phase_lines, verdict_rows
+    from ttfg.present.gate_views import phase_lines, verdict_rows
+    from ttfg.results import gate_file
 
     assert build_loop.report.returncode in (0, 2), build_loop.report.stdout + build_loop.report.stderr
     terminal, summary = build_loop.out.stdout, build_loop.summary
     page = html_module.unescape(re.sub(r"<[^>]+>", " ", build_loop.page))
     page = " ".join(page.split())
-    (row,) = verdict_rows(cases_of(build_loop.doc["cases"]))
+    doc = gate_file.load(build_loop.dir / "gate.json")
+    (row,) = verdict_rows(doc.outcome.cases)
     numbers = [row.base, row.head, row.ratio] + ([row.interval] if row.interval != "–" else [])
     assert all(n != "–" for n in numbers[:3])
     for where, text in (("terminal", " ".join(terminal.split())), ("summary.md", summary), ("report page", page)):
@@ -78,5 +80,5 @@ def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
     for value in (fmt.seconds(top["base"]), fmt.seconds(top["head"])):
         for where, text in (("terminal", terminal), ("summary.md", summary), ("report page", page)):
             assert value in text, f"{where} lacks the {top['phase']} phase's {value}"
-    assert any(line.startswith(f"{top['phase']}:") for line in phase_lines(attribution))
+    assert any(line.startswith(f"{top['phase']}:") for line in phase_lines(doc.outcome.cases[0].attribution))
     assert "ttfg gate failed: regression in 1 case of 1" in page and "Verdict per case" in page

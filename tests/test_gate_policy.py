@@ -303,8 +303,8 @@ def test_a_regression_is_attributed_to_the_phase_that_grew(gate_with):
                            profiles=0)
     (case,) = outcome.cases
     assert case.verdict.verdict == "regressed" and case.attribution is not None
-    a = outcome.attributions[case.case]  # the decide layer's Attribution; the outcome keeps its plain data
-    assert case.attribution == a.to_json()
+    a = case.attribution  # the Attribution the gate computed, kept on the case (one type, written and read back)
+    assert outcome.attributions == {case.case: a}
     assert a.paired and a.largest_phase().phase == "trace"
     assert a.largest_phase().delta == pytest.approx(0.5, rel=0.05)
     assert {p.phase for p in a.phases} >= {"import", "build", "trace", "lower", "compile", "execute"}
@@ -351,7 +351,7 @@ def test_no_profiles_for_a_case_that_did_not_regress_or_when_switched_off(gate_w
     _, fake = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
     assert fake.profiles == []
     outcome, fake = gate_with(noisy(1.0), noisy(2.0, shift=3), profiles=0)
-    assert fake.profiles == [] and outcome.cases[0].attribution["functions"] == []
+    assert fake.profiles == [] and outcome.cases[0].attribution.functions == []
 
 
 def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
@@ -362,7 +362,7 @@ def test_a_failing_profile_costs_only_the_function_list(gate_with, monkeypatch):
     outcome, _ = gate_with(noisy(1.0), noisy(2.0, shift=3))
     (case,) = outcome.cases
     assert case.verdict.verdict == "regressed" and outcome.exit_code() == 1
-    assert case.attribution["functions"] == [] and case.failed == {"base": 0, "head": 0}
+    assert case.attribution.functions == [] and case.failed == {"base": 0, "head": 0}
 
 
 # --------------------------------------------------------------------------- every phase a cold start pays

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from ttfg.present.gate_views import interpreter_internal, shown_functions, wrapped
+from ttfg.results.attribution_record import FunctionDelta
 from ttfg.present.gate_views import GATE_MARKER, gate_markdown
 
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture)
@@ -119,13 +120,13 @@ def test_interpreter_internals_are_left_out_unless_asked():
     assert not interpreter_internal("f_wrapped", "autograd/tracer.py:50")
     assert not interpreter_internal("xla::cpu::CpuCompiler::RunBackend",
                                     "/usr/lib/python3.11/site-packages/jaxlib/xla_extension.so")
-    functions = [{"unit": "s", "fn": "build", "where": "ttfg/engines/autograd_numpy.py:81", "delta_incl": 0.03,
-                  "delta_self": 0.03},
-                 {"unit": "s", "fn": "profile", "where": "ttfg/measure/probe.py:188", "delta_incl": 0.08,
-                  "delta_self": 0.0},
-                 {"unit": "s", "fn": "Thread.run", "where": "threading.py:975", "delta_incl": 0.05, "delta_self": 0.05}]
-    assert [f["fn"] for f in shown_functions(functions, "s")] == ["build"]
-    assert [f["fn"] for f in shown_functions(functions, "s", internals=True)] == ["Thread.run", "build"]
+    functions = [FunctionDelta(fn, where.rsplit(":")[0], int(where.rsplit(":")[1]), None, None, None, None, incl, own,
+                               unit="s")
+                 for fn, where, incl, own in (("build", "ttfg/engines/autograd_numpy.py:81", 0.03, 0.03),
+                                              ("profile", "ttfg/measure/probe.py:188", 0.08, 0.0),
+                                              ("Thread.run", "threading.py:975", 0.05, 0.05))]
+    assert [f.fn for f in shown_functions(functions, "s")] == ["build"]
+    assert [f.fn for f in shown_functions(functions, "s", internals=True)] == ["Thread.run", "build"]
 
 
 def test_a_number_never_wraps_away_from_its_unit():

@@ -2,7 +2,7 @@
 and never exits 0 or 1 on it (issue 25).
 
 Side files are the JSON files ttfg reads besides results files: a gate's ``gate.json`` (``ttfg merge
-gate``, ``ttfg explain``), ``confirmations.json`` (``ttfg regressions``, ``ttfg report``), asv history
+gate``, ``ttfg explain``, ``ttfg report``), ``confirmations.json`` (``ttfg regressions``, ``ttfg report``), asv history
 files (``ttfg regressions``, ``ttfg merge asv``) and the doctor's stored calibration (read by ``ttfg run``
 and ``ttfg gate``). Hypothesis draws one change that makes a valid file invalid, from two families:
 
@@ -27,8 +27,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ttfg.cli import main
 from ttfg.decide import noise
+from ttfg.errors import TtfgError
 from ttfg.history import confirm
 from ttfg.history.trends import CONFIRMED, step_key
+from ttfg.results import gate_file
 
 from .conftest import ROOT
 from .test_shards import _asv_shards, build_sharded_gates
@@ -118,6 +120,12 @@ GATE_TARGETS = {
     ("cases", 0, "base"): [None, 5, REMOVE],
     ("cases", 0, "base", "median"): ["1", []],
     ("cases", 0, "failed", "head"): [-1, "x"],
+    ("cases", 0, "figure"): ["x", 5, []],
+    ("cases", 0, "figure", "ratio"): ["1.2", []],
+    ("cases", 0, "guards"): ["x", [5]],
+    ("cases", 0, "tiers"): ["x", [5]],
+    ("cases", 0, "changes"): ["x", [5]],
+    ("cases", 0, "attribution"): ["x", 5, {"phases": "x"}, {"functions": [{"fn": 5}]}],
     ("skipped",): ["x", {}],
     ("shard",): ["x", [], REMOVE],
     ("shard", "count"): [0, 10**9, "3", None],
@@ -141,7 +149,7 @@ def _copy_gates(dirs, tmp_path_factory) -> list[Path]:
     return [Path(shutil.copytree(d, where / d.name)) for d in dirs]
 
 
-def check_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_path_factory, capsys, change,
+def check_a_hostile_gate_json_is_refused_by_merge_explain_and_report(gate_shards, tmp_path_factory, capsys, change,
                                                               victim):
     dirs = _copy_gates(gate_shards, tmp_path_factory)
     doc_path = dirs[victim] / "gate.json"
@@ -156,6 +164,12 @@ def check_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_p
     assert not out_dir.exists()
     explained = run("explain", str(dirs[victim]), capsys=capsys)
     assert explained.code == 2 and str(doc_path) in explained.text, (change, explained.text)
+    try:  # a shard's gate.json without its shard is a gate's, valid alone: only its results files contradict it
+        gate_file.load(doc_path)
+    except TtfgError:
+        page = dirs[0].parent / "index.html"
+        reported = run("report", "--runs", str(dirs[victim]), "--out", str(page), capsys=capsys)
+        assert reported.code == 2 and str(doc_path) in reported.text and not page.exists(), (change, reported.text)
 
 
 # --------------------------------------------------------------------------- confirmations.json
@@ -307,7 +321,7 @@ CALIBRATION_CHANGES = st.one_of(field_changes(CALIBRATION_TARGETS), st.tuples(st
 
 
 def _gate_check(gate_shards, tmp_path_factory, capsys, drawn):
-    check_a_hostile_gate_json_is_refused_by_merge_and_explain(gate_shards, tmp_path_factory, capsys, *drawn)
+    check_a_hostile_gate_json_is_refused_by_merge_explain_and_report(gate_shards, tmp_path_factory, capsys, *drawn)
 
 
 def _quick_and_thorough(check, **strategy):
@@ -315,7 +329,7 @@ def _quick_and_thorough(check, **strategy):
     return hostile(QUICK)(given(**strategy)(check)), pytest.mark.full(hostile(THOROUGH)(given(**strategy)(check)))
 
 
-test_a_hostile_gate_json_is_refused_by_merge_and_explain, test_a_hostile_gate_json_is_refused_thoroughly = \
+test_a_hostile_gate_json_is_refused_by_merge_explain_and_report, test_a_hostile_gate_json_is_refused_thoroughly = \
     _quick_and_thorough(_gate_check, drawn=GATE_CHANGES)
 test_a_hostile_confirmations_file_is_refused_by_regressions_and_report, \
     test_a_hostile_confirmations_file_is_refused_thoroughly = _quick_and_thorough(

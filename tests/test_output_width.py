@@ -17,7 +17,7 @@ from rich.console import Console
 from ttfg.decide import noise
 from ttfg import fmt
 from ttfg.present import compare_views, gate_views, noise_views, run_views, study_views, terminal
-from ttfg.results.model import Sample
+from ttfg.results.model import EffectEntry, Sample
 
 from .synthetic_results import alloc_sample, results, timing_sample
 
@@ -86,7 +86,7 @@ def test_wide_run_table_is_one_table_with_every_column():
 def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     from ttfg.decide.compare import compare_results
     from ttfg.decide.gate_settings import GateSettings
-    from ttfg.results.gate_outcome import CaseOutcome, GateOutcome, RevisionData, SettingsData, SummaryData, VerdictData
+    from ttfg.results.gate_outcome import CaseOutcome, GateOutcome, RevisionData, SettingsData
     from ttfg.decide.stats import compare_paired, summarize
 
     base, head = a_run(), a_run()
@@ -100,8 +100,8 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     reachable(text, "counters.persistent_cache_hits", "torch.compile.aot_eager", "inconclusive", "3.62 s")
 
     b, h = [1.0, 1.1, 0.9, 1.05, 1.0], [1.3, 1.4, 1.2, 1.35, 1.3]
-    cases = [CaseOutcome(case.id, VerdictData.of(compare_paired(b, h)), 5, 5, {"base": 0, "head": 1}, 12.5,
-                         "decided", SummaryData.of(summarize(b)), SummaryData.of(summarize(h)), [])
+    cases = [CaseOutcome(case.id, compare_paired(b, h), 5, 5, {"base": 0, "head": 1}, 12.5,
+                         "decided", summarize(b), summarize(h), [])
              for case in base.cases]
     outcome = GateOutcome(RevisionData("origin/main", "a" * 40, "base"), RevisionData("HEAD", "b" * 40, "head"),
                           SettingsData(GateSettings().to_json()), cases, [], 60.0, {})
@@ -109,10 +109,9 @@ def test_compare_gate_expectation_and_study_tables_fit_80_columns():
     assert_fits(text)
     reachable(text, "torch.compile.aot_eager", "convnext_tiny:depths=1x1x2x1", "decided", "regressed")
 
-    e = SimpleNamespace(ratio=0.29, ci_low=0.26, ci_high=0.33, n=5, p_value=5.5e-06)
     effects = SimpleNamespace(study="chain", model="resnet15", effects=[
-        SimpleNamespace(backend="torch.compile.aot_eager", metric="process_ttfg_s", control="unrolled",
-                        treatment="scan", effect=e, note="a note long enough to need wrapping in a narrow terminal")])
+        EffectEntry("torch.compile.aot_eager", "process_ttfg_s", "unrolled", "scan", 0.29, 0.26, 0.33, 5.5e-06, 5,
+                    "a note long enough to need wrapping in a narrow terminal")])
     fit = SimpleNamespace(k=1.02, k_ci_low=0.94, k_ci_high=1.10, a=0.04, b=0.011)
     depth = SimpleNamespace(model="resnet15", depth=[SimpleNamespace(
         backend="torch.compile.aot_eager", metric="first_grad_s", fit=fit, growth="super-linear",

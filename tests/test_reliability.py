@@ -559,7 +559,7 @@ def test_19_deep_nesting_and_huge_numbers_are_refused_naming_the_file(sharded_ga
     assert out.returncode == 2 and f"{doc}: nested too deeply" in out.stderr
     doc.write_text('{"format": "ttfg-gate", "version": 1, "exit_code": ' + "1" + "0" * 400 + "}")
     out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "m"))
-    assert out.returncode == 2 and f"{doc}: not strict JSON: an integer of 401 digits" in out.stderr
+    assert out.returncode == 2 and f"{doc}: exit_code: not strict JSON: an integer of 401 digits" in out.stderr
 
 
 def test_19_a_hostile_calibration_is_ignored_with_a_note_never_blocking_a_run(private_user_cache):

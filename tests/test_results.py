@@ -119,7 +119,8 @@ def test_non_finite_numbers_and_bad_bytes_are_refused(tmp_path):
     doc["cases"][0]["samples"][0]["first_grad_s"] = math.nan
     path = tmp_path / "nan.json"
     path.write_text(json.dumps(doc))  # Python writes NaN, which is not JSON
-    with pytest.raises(ResultsError, match="nan.json: not strict JSON: NaN is not a JSON number"):
+    with pytest.raises(ResultsError, match=r"nan.json: cases\[0\].samples\[0\].first_grad_s: not strict JSON: NaN is not a "
+                                           "JSON number"):
         record.load(path)
     (tmp_path / "latin1.json").write_bytes(b'{"format": "ttfg-r\xe9sults"}')
     with pytest.raises(ResultsError, match="latin1.json: not UTF-8 text"):

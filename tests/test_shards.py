@@ -21,6 +21,7 @@ from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.measure.sides import Side
 from ttfg.results import gate_outcome
+from ttfg.results.gate_document import document
 from ttfg.decide.merge_gate import load_shard, merge_gates
 from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import metadata
@@ -368,7 +369,7 @@ def _gate(tmp_path, cases, skipped, out, shard=None, slow=None):
     sides = _sides(tmp_path)
     outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(max_pairs=20), out,
                        sampler=CaseSampler(sides, slow), shard=shard, clock=lambda: 0.0)
-    (out / "gate.json").write_text(json.dumps(gate_outcome.document(outcome), indent=1))
+    (out / "gate.json").write_text(json.dumps(document(outcome), indent=1))
     return outcome
 
 
@@ -398,12 +399,13 @@ def build_sharded_gates(tmp_path: Path):
 def test_merged_gate_equals_the_unsharded_gate(sharded_gates, cli, tmp_path):
     whole, dirs, slow = sharded_gates
     merged = merge_gates([load_shard(d) for d in reversed(dirs)])
-    verdicts = {c["case"]: c["verdict"]["verdict"] for c in merged.doc["cases"]}
+    verdicts = {c.case: c.verdict.verdict for c in merged.doc.outcome.cases}
     assert verdicts == {c.case: c.verdict.verdict for c in whole.cases}
-    assert [c["case"] for c in merged.doc["cases"]] == [c.case for c in whole.cases]
-    assert verdicts[slow] == "regressed" and len(merged.doc["cases"]) == len(whole.cases)
+    assert [c.case for c in merged.doc.outcome.cases] == [c.case for c in whole.cases]
+    assert verdicts[slow] == "regressed" and len(merged.doc.outcome.cases) == len(whole.cases)
     assert merged.exit_code == whole.exit_code() == 1
-    assert merged.doc["fingerprint"] == json.loads((dirs[0] / "gate.json").read_text())["fingerprint"] is not None
+    doc = merged.doc.to_json()
+    assert doc["fingerprint"] == json.loads((dirs[0] / "gate.json").read_text())["fingerprint"] is not None
     out = cli("merge", "gate", *map(str, dirs), "--out-dir", str(tmp_path / "merged"))
     assert out.returncode == 1, out.stdout + out.stderr
     summary = (tmp_path / "merged" / "summary.md").read_text()

@@ -276,7 +276,7 @@ class _Comparer:
         """One gate of ``older`` (base) and ``newer`` (head), swapped with ``--improvement``; sampled stacks
         only when ``profiles`` (the culprit's attribution), never on the search's steps."""
         from ..results.gate_file import save
-        from ..results.gate_outcome import document
+        from ..results.gate_document import document
 
         r = self.request
         settings = r.settings if profiles else replace(r.settings, profiles=0)

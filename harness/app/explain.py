@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..results.gate_document import GateDocument
 
-def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
+
+def _gate_pair(path: Path) -> tuple[Path, Path, GateDocument | None] | None:
     """``(base, head, gate.json's document)`` when ``path`` is a gate's folder or gate.json, else None.
 
     The results files are the ones beside ``gate.json``, never the paths it recorded:
@@ -22,7 +24,7 @@ def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
     """
     from ..decide.merge_gate import side_mismatch
     from ..errors import UsageError
-    from ..results.gate_file import load_gate
+    from ..results import gate_file
     from ..results.jsonfile import sniff_format
     from ..results.record import load
 
@@ -36,7 +38,7 @@ def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
         doc_path = path
         if path.suffix != ".json" or not path.is_file() or sniff_format(path) != "ttfg-gate":
             return None
-    doc = load_gate(doc_path)
+    doc = gate_file.load(doc_path)
     found = []
     for role in ("base", "head"):
         candidate = doc_path.parent / f"{role}.json"
@@ -51,7 +53,7 @@ def _gate_pair(path: Path) -> tuple[Path, Path, dict | None] | None:
     return found[0], found[1], doc
 
 
-def resolve_inputs(paths: list[str]) -> tuple[Path, Path, str | None, dict | None]:
+def resolve_inputs(paths: list[str]) -> tuple[Path, Path, str | None, GateDocument | None]:
     """``(base, head, case, gate document)`` from the positional arguments.
 
     Raises

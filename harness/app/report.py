@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # pandas and what builds on it load when a command runs, not 
     import pandas as pd
 
     from ..present.report import Prepared
+    from ..present.report_sections import GateAttributions
+    from ..results.gate_document import GateDocument
 
 DEFAULT_RESULTS = "results"
 
@@ -66,7 +68,7 @@ class Analysed:
 
 def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last: int | None = None,
             threshold: float = DEFAULT_MIN_CHANGE, machine: str | None = None,
-            confirmations: dict | None = None, gate: dict | None = None,
+            confirmations: dict | None = None, gate: GateDocument | None = None,
             environment: str | None = None) -> Prepared:
     """Points and detected steps from asv history when given, else from the results files.
 
@@ -126,7 +128,7 @@ def report(inputs: Inputs) -> Analysed:
     notes: list[str] = []
     gates: list[Path] = []
     history, runs, gap = load_inputs(inputs, notes, gates, history_with_runs=False)
-    gate = load_gate(gates)
+    gate = newest_gate(gates)
     stored_path = confirmations_path(inputs)
     prepared = prepare(history, runs, last=inputs.last, threshold=inputs.threshold, machine=inputs.machine,
                        confirmations=confirm.load(stored_path), gate=gate, environment=inputs.environment)
@@ -158,8 +160,50 @@ def write_page(prepared: Prepared, out: str | os.PathLike, asv_html: str | os.Pa
 
     out = Path(out)
     html = render(prepared, asv_link=asv_link_for(out, asv_html), back=back, threshold=threshold,
-                  commit_url=commit_url)
+                  commit_url=commit_url, attribution=gate_attributions(prepared.runs, prepared.gate))
     return atomic_write_text(out, html)  # readers see the old page or the new one, never half
+
+
+def gate_pair(runs: list):
+    """The newest gate's base and head results files among ``runs`` (same folder preferred), or None."""
+    heads = [r for r in runs if r.gate is not None and r.gate.role == "head"]
+    bases = [r for r in runs if r.gate is not None and r.gate.role == "base"]
+    if not heads or not bases:
+        return None
+    head = max(heads, key=lambda r: r.created)
+    folder = Path(head.path).parent if head.path else None
+    near = [b for b in bases if folder is not None and b.path and Path(b.path).parent == folder]
+    return max(near or bases, key=lambda r: r.created), head
+
+
+def gate_attributions(runs: list, gate: GateDocument | None = None) -> GateAttributions | None:
+    """Where the change went between a gate's base and head among ``runs`` (None when there is no such pair).
+
+    The attributions the gate made (its regressed cases', in ``gate.json`` when that gate's outcome was given)
+    are taken as they are, never made again: a warm gate's, for one, came from its warm samples, which a second
+    attribution from the cold ones would contradict. Every other case common to both files is attributed
+    from its samples, by the gated timing.
+    """
+    from .. import metrics
+    from ..decide.attribution import attribute_results
+    from ..present.report_sections import GateAttributions
+
+    pair = gate_pair(runs)
+    if pair is None:
+        return None
+    base, head = pair
+    labels = f"{base.gate.rev} ({base.gate.commit[:10]})", f"{head.gate.rev} ({head.gate.commit[:10]})"
+    metric = (base.gate.settings or {}).get("metric")
+    if not isinstance(metric, str) or metric not in metrics.METRICS or metrics.get(metric).deterministic:
+        metric = "first_grad_s"
+    held = {}
+    if gate is not None and (gate.outcome.base.commit, gate.outcome.head.commit) == (base.gate.commit,
+                                                                                     head.gate.commit):
+        held = gate.outcome.attributions
+    try:
+        return GateAttributions(*labels, attribute_results(base, head, metric=metric, held=held))
+    except UsageError as exc:
+        return GateAttributions(*labels, note=str(exc))
 
 
 def repository(path: str | os.PathLike) -> Path:
@@ -304,19 +348,12 @@ def run_files(paths: list[str], notes: list[str] | None = None, gates: list[Path
     return files
 
 
-def load_gate(paths: list[Path]) -> dict | None:
-    """The newest gate outcome among ``paths`` (``gate.json``), read as JSON; bad input names the file."""
-    import json
+def newest_gate(paths: list[Path]) -> GateDocument | None:
+    """The newest gate outcome among ``paths`` (``gate.json``), read by its one reader (``gate_file.load``:
+    checked, older files migrated); bad input names the file and the field."""
+    from ..results import gate_file
 
-    docs = []
-    for path in paths:
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: cannot read the gate's outcome: {exc}") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-            raise UsageError(f"{path}: cases: expected a list of gated cases")
-        docs.append((path.stat().st_mtime, doc))
+    docs = [(path.stat().st_mtime, gate_file.load(path)) for path in paths]
     return max(docs, key=lambda d: d[0])[1] if docs else None
 
 
@@ -412,5 +449,6 @@ def build_report(history_df: pd.DataFrame | None = None, runs: Iterable = (), ou
 
 
 __all__ = ["BisectRange", "bisect_ranges", "Analysed", "Confirmed", "DEFAULT_RESULTS", "Inputs", "build_report", "commit_url", "confirm_steps",
-           "confirmations_path", "default_results", "load_gate", "load_inputs", "prepare", "regressions", "report",
+           "gate_attributions", "gate_pair",
+           "confirmations_path", "default_results", "load_inputs", "newest_gate", "prepare", "regressions", "report",
            "repository", "run_files", "write_page"]

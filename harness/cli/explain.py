@@ -42,7 +42,7 @@ def cmd_explain(args) -> int:
     output_file(args.output, "--output")
     base_path, head_path, case, gate_doc = resolve_inputs(args.paths)
     not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
-    metric = args.metric or ((gate_doc or {}).get("settings") or {}).get("metric") or "first_grad_s"
+    metric = args.metric or (gate_doc.outcome.settings.metric if gate_doc is not None else "first_grad_s")
     found = explain(base_path, head_path, case, metric, args.cache, args.top).attributions
     if args.format == "json":
         doc = {"format": "ttfg-explain", "version": 1, "base": str(base_path), "head": str(head_path),

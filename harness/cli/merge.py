@@ -90,7 +90,8 @@ def cmd_merge_gate(args) -> int:
         merged = merge_gate(args.dirs, out_dir, force=args.force, step_summary=os.environ.get("GITHUB_STEP_SUMMARY"))
     console = make_console()
     console.print(merged.summary, highlight=False)
-    console.print(f"results: {', '.join([*merged.doc['files'].values(), str(out_dir / 'gate.json')])}, "
+    files = merged.doc.outcome.files if merged.doc.outcome is not None else {}
+    console.print(f"results: {', '.join([*files.values(), str(out_dir / 'gate.json')])}, "
                   f"{out_dir / 'summary.md'}", highlight=False)
     if merged.warning:
         _print_notes(console, [merged.warning])

@@ -88,12 +88,15 @@ def cmd_releases(args) -> int:
     except KeyboardInterrupt:
         from rich.text import Text
 
+        from ..results.format import ResultsError
+        from ..results.sweep_file import load_sweep
+
         saved = Path(args.out_dir) / "releases.json"
         # The sweep writes its file after every pair: say what is there, not what would be.
         try:
-            kept = json.loads(saved.read_text())
+            kept = load_sweep(saved)
             fresh = kept.get("complete") is False and str(kept.get("created")) >= started  # written by this sweep
-        except (OSError, ValueError, AttributeError):
+        except ResultsError:
             fresh = False
         console.print(Text.assemble(("interrupted", "yellow"),
                                     f": what finished is in {saved} (marked incomplete)" if fresh else

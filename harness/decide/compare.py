@@ -23,16 +23,15 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from .. import metrics as registry
 from ..errors import UsageError
 from ..metrics import COUNTER_PREFIX
 from ..results.machines import check_machines
 from ..results.model import Results
-
-if TYPE_CHECKING:
-    from .stats import Summary, Verdict
+# One case and metric compared: a record of the layer below, where gate.json reads a gate's changed counters back.
+from ..results.verdict import Row
 
 #: What ``ttfg compare`` looks at unless told otherwise (the registry's choice); absent metrics are skipped.
 DEFAULT_METRICS = (*registry.by_sample_kind(lambda m: m.compared_by_default), "counters.*")
@@ -209,25 +208,6 @@ def _thresholds(value: "Thresholds | float | None") -> Thresholds:
     if isinstance(value, Thresholds):
         return value
     return Thresholds(None if value is None else float(value))
-
-
-@dataclass
-class Row:
-    """One case and metric: both sides summarised and the verdict."""
-
-    case: str
-    metric: str
-    #: ``timing`` (test + minimum effect), ``counter`` (threshold) or ``failure`` (a side has no good sample).
-    compared_as: str
-    #: The minimum effect (timing) or threshold (counter) that applied.
-    limit: float
-    base: "Summary"
-    head: "Summary"
-    verdict: "Verdict"
-
-    def to_json(self) -> dict:
-        return {"case": self.case, "metric": self.metric, "compared_as": self.compared_as, "limit": self.limit,
-                "base": self.base.to_json(), "head": self.head.to_json(), "verdict": self.verdict.to_json()}
 
 
 @dataclass

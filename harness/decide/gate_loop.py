@@ -63,7 +63,7 @@ from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_spli
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.sides import Side, environments_differ
-from ..results.gate_outcome import BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED, CaseOutcome, ChangeData, FailureData, GateOutcome, RevisionData, SettingsData, SkipData, SummaryData, TierData, VerdictData
+from ..results.gate_outcome import BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED, CaseOutcome, GateOutcome, RevisionData, SettingsData, SkipData
 from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
@@ -324,7 +324,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     Returns
     -------
     GateOutcome
-        With both sides' results and the attributions in memory (``results``, ``attributions``).
+        With both sides' results in memory (``results``) and each regressed case's attribution.
 
     Raises
     ------
@@ -444,16 +444,14 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             shutil.rmtree(warm_root, ignore_errors=True)
     elapsed = clock() - began
     results = {role: w.results for role, w in writers.items()}
-    attributions = {}
     for outcome in outcomes:
         if outcome.regressed_anything():
-            found = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
-                              metric=settings.metric, cache=_measured_cache(settings, outcome.case))
-            attributions[outcome.case], outcome.attribution = found, found.to_json()
+            outcome.attribution = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
+                                            metric=settings.metric, cache=_measured_cache(settings, outcome.case))
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
-                       writers["head"].results.fingerprint, results=results, attributions=attributions)
+                       writers["head"].results.fingerprint, results=results)
 
 
 def _measured_cache(settings: GateSettings, case_id: str) -> str:
@@ -503,12 +501,9 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
             verdict, stop = held, HEAD_FAILING
         if verdict.method == "fisher-failures" or held is not None:
             figure = None
-        outcomes.append(CaseOutcome(st.case.id, VerdictData.of(verdict), len(b), st.attempted, dict(st.failed),
-                                    sum(st.pair_wall_s), stop, SummaryData.of(summarize(b)),
-                                    SummaryData.of(summarize(h)),
-                                    [ChangeData.of(r) for r in changes],
-                                    None if failures is None else FailureData.of(failures), tier=tier,
-                                    trail=[TierData.of(t) for t in trail.steps], first_error=dict(st.first_error),
+        outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
+                                    sum(st.pair_wall_s), stop, summarize(b), summarize(h), list(changes), failures,
+                                    tier=tier, trail=list(trail.steps), first_error=dict(st.first_error),
                                     figure=figure, context=context, guards=guards))
     return outcomes
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from .. import fmt, metrics
 from . import tiers
 from .gate_settings import DEFAULT_INTERIM_SHARE, GateSettings
-from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard, VerdictData
+from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard
 from ..results.model import Sample
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def guards_of(st: "CaseState", settings: GateSettings) -> list[Guard]:
     out = []
     for m in st.tests:
         base, head = st.complete(m)
-        out.append(Guard(m, VerdictData.of(metric_verdict(st, m, settings)), geometric_mean(base),
+        out.append(Guard(m, metric_verdict(st, m, settings), geometric_mean(base),
                          geometric_mean(head), len(base)))
     return out
 

@@ -25,15 +25,15 @@ anything is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..results.format import differing
+from ..results.gate_document import GateDocument, MergedShards, ShardRow
+from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, CaseOutcome, GateOutcome
 from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
-from ..results.model import Results
-from ..results.validate import fingerprint_from_json, shard_from_json
-from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN
+from ..results.model import Fingerprint, Results, ShardSection
 
 __all__ = ["GateShard", "MergedGate", "load_shard", "merge_gates", "merged_acceptances", "merged_exit_code", "side_mismatch"]
 
@@ -46,10 +46,10 @@ class GateShard:
     """One input: a gate's output folder (or its gate.json), read as far as it got."""
 
     where: str
-    shard: object | None = None            # ShardSection
-    doc: dict | None = None                # gate.json, None when the gate did not finish
+    shard: ShardSection | None = None
+    doc: GateDocument | None = None        # gate.json, None when the gate did not finish
     sides: dict[str, Results] = field(default_factory=dict)
-    fingerprint: object | None = None
+    fingerprint: Fingerprint | None = None
     #: Why this shard did not finish, when ``doc`` is None.
     unfinished: str | None = None
 
@@ -69,13 +69,13 @@ def load_shard(path: str | Path) -> GateShard:
     ResultsError
         A ``gate.json`` that is not a valid gate outcome (file and field named).
     """
+    from ..results import gate_file
     from ..results.format import ResultsError
-    from ..results.gate_file import load_gate
     from ..results.io import load
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
-    gate_file = path if path.is_file() else folder / GATE_FILE
+    doc_path = path if path.is_file() else folder / GATE_FILE
     out = GateShard(str(folder if path.is_dir() else path))
     for role in SIDES:
         side = folder / f"{role}.json"
@@ -84,19 +84,15 @@ def load_shard(path: str | Path) -> GateShard:
                 out.sides[role] = load(side)
             except ResultsError as exc:
                 raise MergeError(str(exc)) from None
-    if gate_file.is_file():
-        doc = load_gate(gate_file)
-        try:
-            out.shard = shard_from_json(doc.get("shard"), gate_file)
-            out.fingerprint = fingerprint_from_json(doc.get("fingerprint"), gate_file)
-        except ResultsError as exc:
-            raise MergeError(str(exc)) from None
+    if doc_path.is_file():
+        doc = gate_file.load(doc_path)
+        out.shard, out.fingerprint = doc.outcome.shard, doc.outcome.fingerprint
         for role, res in out.sides.items():
             problem = side_mismatch(doc, role, res)
             if problem:
-                raise MergeError(f"{res.path}: {problem}, so it is not the {role}.json of {gate_file}")
+                raise MergeError(f"{res.path}: {problem}, so it is not the {role}.json of {doc_path}")
         out.doc = doc
-        out.where = str(gate_file)
+        out.where = str(doc_path)
         return out
     if not out.sides:
         raise MergeError(f"{path}: neither {GATE_FILE} nor base.json/head.json: not a gate's output folder")
@@ -107,39 +103,39 @@ def load_shard(path: str | Path) -> GateShard:
     return out
 
 
-def side_mismatch(doc: dict, role: str, res: Results) -> str | None:
+def side_mismatch(doc: GateDocument, role: str, res: Results) -> str | None:
     """Why ``res`` is not the ``role`` results file that the gate of ``doc`` wrote, or None."""
     if res.gate is None:
         return "it is no gate's results file (no gate section)"
-    commit = (doc.get(role) or {}).get("commit")
+    commit = _revision_key(doc, role)
     if res.gate.role != role or res.gate.commit != commit:
         return (f"it holds the {res.gate.role} side of commit {res.gate.commit[:12]}, while the gate's {role} was "
                 f"{str(commit)[:12]}")
-    shard = doc.get("shard")
-    if (res.shard.to_json() if res.shard else None) != shard:
+    shard = doc.outcome.shard
+    if (res.shard.to_json() if res.shard else None) != (shard.to_json() if shard else None):
         return "its shard differs from the gate's"
     return None
 
 
 @dataclass
 class MergedGate:
-    """The merged outcome: a gate.json document, the merged results files (when every shard finished), notes."""
+    """The merged outcome: its gate.json document, the merged results files (when every shard finished), notes."""
 
-    doc: dict
+    doc: GateDocument
     sides: dict[str, Results]
     notes: list[str]
 
     @property
     def exit_code(self) -> int:
-        return self.doc["exit_code"]
+        return self.doc.exit_code
 
 
-def _revision_key(doc: dict, role: str) -> str | None:
-    return (doc.get(role) or {}).get("commit")
+def _revision_key(doc: GateDocument, role: str) -> str:
+    return getattr(doc.outcome, role).commit
 
 
-def _settings(doc: dict) -> dict:
-    settings = dict(doc.get("settings") or {})
+def _settings(doc: GateDocument) -> dict:
+    settings = dict(doc.outcome.settings.data)
     run = dict(settings.pop("run", None) or {})
     run.pop("python", None)
     return {**settings, "run": run}
@@ -175,68 +171,63 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
                 raise MergeError(f"{first.where} and {s.where} gated with different settings: " + ", ".join(diffs))
     notes = check_machines([(s.where, s.fingerprint) for s in shards], "timings", force, action="merge")
     owner: dict[str, str] = {}
-    cases, skipped, expectation_rows, table = [], [], [], []
+    cases: list[CaseOutcome] = []
+    skipped, expectation_rows, table = [], [], []
     for s in shards:
-        entry = {"shard": s.shard.label, "file": s.where, "cases": len(s.shard.cases)}
+        where = {"shard": s.shard.label, "file": s.where, "cases": len(s.shard.cases)}
         if s.doc is None:
-            entry.update(status="failed", detail=s.unfinished, exit_code=None)
-            table.append(entry)
+            table.append(ShardRow(**where, status="failed", detail=s.unfinished, exit_code=None))
             continue
         _check_every_case(s)
-        for c in s.doc["cases"]:
-            if c["case"] in owner:
-                raise MergeError(f"case {c['case']} is in both {owner[c['case']]} and {s.where}")
-            if c["case"] not in s.shard.cases:
-                raise MergeError(f"{s.where} (shard {s.shard.label}) gated {c['case']}, which is not one of its "
+        outcome = s.doc.outcome
+        for c in outcome.cases:
+            if c.case in owner:
+                raise MergeError(f"case {c.case} is in both {owner[c.case]} and {s.where}")
+            if c.case not in s.shard.cases:
+                raise MergeError(f"{s.where} (shard {s.shard.label}) gated {c.case}, which is not one of its "
                                  "shard's cases")
-            owner[c["case"]] = s.where
-            cases.append({**c, "shard": s.shard.label})
-        skipped += [sk for sk in s.doc.get("skipped") or [] if sk["case"] not in {x["case"] for x in skipped}]
-        expectations = s.doc.get("expectations") or {}
-        rows = expectations.get("rows") or []
+            owner[c.case] = s.where
+            cases.append(replace(c, shard=s.shard.label))
+        skipped += [sk for sk in outcome.skipped if sk.id not in {x.id for x in skipped}]
+        rows = (s.doc.expectations or {}).get("rows") or []
         expectation_rows += rows
-        code = s.doc["exit_code"]
-        status = "ok" if code in (0, 1) else "failed"
-        broken = [c["case"] for c in s.doc["cases"] if c.get("stop") == BASE_BROKEN]
-        stops = sorted({c["stop"] for c in s.doc["cases"] if c.get("stop") in BROKEN_STOPS})
+        code = s.doc.exit_code
+        broken = [c.case for c in outcome.cases if c.stop == BASE_BROKEN]
+        stops = sorted({c.stop for c in outcome.cases if c.stop in BROKEN_STOPS})
         detail = f"exit {code}" + (f": base cannot run {', '.join(broken)}" if broken else
                                    f": {', '.join(stops)}" if stops and code == 2 else "")
-        entry.update(status=status, detail=detail, exit_code=code, elapsed_s=s.doc.get("elapsed_s"),
-                     expectation_failures=[r for r in rows if _failing(r)], noise=s.doc.get("noise"))
-        table.append(entry)
+        table.append(ShardRow(**where, status="ok" if code in (0, 1) else "failed", detail=detail, exit_code=code,
+                              finished=True, elapsed_s=outcome.elapsed_s,
+                              expectation_failures=[r for r in rows if _failing(r)], noise=s.doc.noise))
     for index in missing:
-        table.append({"shard": f"{index}/{count}", "file": None, "cases": None, "status": "missing",
-                      "detail": f"no output of shard {index}/{count} among the inputs (its job failed or its "
-                                "artifact was not downloaded)", "exit_code": None})
-    table.sort(key=lambda e: int(e["shard"].split("/")[0]))
+        table.append(ShardRow(f"{index}/{count}", None, None, "missing",
+                              f"no output of shard {index}/{count} among the inputs (its job failed or its artifact "
+                              "was not downloaded)", None))
+    table.sort(key=lambda e: int(e.shard.split("/")[0]))
     place = {cid: i for i, cid in enumerate(shards[0].shard.all_cases)}
-    cases.sort(key=lambda c: place.get(c["case"], len(place)))  # the selection's order
-    incomplete = [e for e in table if e.get("exit_code") is None]  # missing, or did not finish
+    cases.sort(key=lambda c: place.get(c.case, len(place)))  # the selection's order
+    incomplete = [e for e in table if e.exit_code is None]  # missing, or did not finish
     code = merged_exit_code(table, cases)
-    first_doc = finished[0].doc if finished else {}
     merged_sides: dict[str, Results] = {}
     if not incomplete and all(set(s.sides) == set(SIDES) for s in shards):
         for role in SIDES:
             merged_sides[role], _ = merge_results([s.sides[role] for s in shards], force)
     elif not incomplete:
         notes.append("base.json/head.json were not merged: a shard's folder lacks them (only gate.json was given)")
-    doc = {"format": "ttfg-gate", "version": 1, "merged": True, "count": count,
-           "partition": shards[0].shard.partition, "base": first_doc.get("base"), "head": first_doc.get("head"),
-           "settings": first_doc.get("settings"), "exit_code": code,
-           "elapsed_s": max((e.get("elapsed_s") or 0.0 for e in table), default=0.0),
-           "shards": table, "cases": cases, "skipped": skipped,
-           "expectations": {"rows": expectation_rows, "failures": sum(1 for r in expectation_rows if _failing(r))}
-           if expectation_rows else None,
-           "fingerprint": None if any(n.startswith("--force") for n in notes) or not finished
-           else first_doc.get("fingerprint"),
-           "notes": notes, "files": {}}
-    acceptances = merged_acceptances([s.doc for s in finished])
-    if acceptances:
-        doc["acceptances"] = acceptances
+    outcome = None
+    if finished:
+        first = finished[0].doc.outcome
+        outcome = GateOutcome(first.base, first.head, first.settings, cases, skipped,
+                              max((e.elapsed_s or 0.0 for e in table), default=0.0), {},
+                              fingerprint=None if any(n.startswith("--force") for n in notes) else first.fingerprint,
+                              acceptances=merged_acceptances([s.doc for s in finished]))
+    expectations = ({"rows": expectation_rows, "failures": sum(1 for r in expectation_rows if _failing(r))}
+                    if expectation_rows else None)
+    doc = GateDocument(outcome, code, expectations, merged=MergedShards(count, shards[0].shard.partition, table, notes))
     return MergedGate(doc, merged_sides, notes)
 
 
-def merged_acceptances(docs: list[dict]) -> list[dict]:
+def merged_acceptances(docs: list[GateDocument]) -> list[dict]:
     """Every shard's ``Ttfg-Accept`` trailers as one list: each trailer once, accepting the cases it accepted in any shard.
 
     Every shard reads the same trailers (the head's commits); each knows only the cases it gated, so a
@@ -244,7 +235,7 @@ def merged_acceptances(docs: list[dict]) -> list[dict]:
     """
     merged: dict[tuple, dict] = {}
     for doc in docs:
-        for a in doc.get("acceptances") or []:
+        for a in doc.outcome.acceptances:
             key = (a.get("commit"), a.get("case"), a.get("metric"), a.get("reason"), a.get("author"))
             entry = merged.setdefault(key, {**a, "used_by": []})
             entry["used_by"] += [c for c in a.get("used_by") or [] if c not in entry["used_by"]]
@@ -255,24 +246,24 @@ def merged_acceptances(docs: list[dict]) -> list[dict]:
 BROKEN_STOPS = (BASE_BROKEN, COUNT_BROKEN)
 
 
-def merged_exit_code(shards: list[dict], cases: list[dict]) -> int:
+def merged_exit_code(shards: list[ShardRow], cases: list[CaseOutcome]) -> int:
     """The worst of every shard's exit code (a missing or unfinished one counts as 2) and of the merged verdicts.
 
     Worst means 2 over 1 over 0 (see the module docstring). A regression a ``Ttfg-Accept`` trailer accepted
     fails the merged gate no more than it failed its shard.
     """
-    codes = [2 if e.get("exit_code") is None else e["exit_code"] for e in shards]
-    if any(c["verdict"]["verdict"] == "regressed" and not c.get("accepted") for c in cases) or any(e.get("expectation_failures")
-                                                                        for e in shards):
+    codes = [2 if e.exit_code is None else e.exit_code for e in shards]
+    if any(c.verdict.verdict == "regressed" and not c.accepted for c in cases) or any(e.expectation_failures
+                                                                                     for e in shards):
         codes.append(1)
-    if not cases or any(c.get("stop") == BASE_BROKEN for c in cases):
+    if not cases or any(c.stop == BASE_BROKEN for c in cases):
         codes.append(2)
     return max(codes, default=2)
 
 
 def _check_every_case(s: GateShard) -> None:
     """A finished shard's gate.json must hold a verdict or a skip for every case of its shard."""
-    have = {c["case"] for c in s.doc["cases"]} | {sk["case"] for sk in s.doc.get("skipped") or []}
+    have = {c.case for c in s.doc.outcome.cases} | {sk.id for sk in s.doc.outcome.skipped}
     lost = [cid for cid in s.shard.cases if cid not in have]
     if lost:
         raise MergeError(f"{s.where} (shard {s.shard.label}) has no verdict and no skip for {len(lost)} case(s) of "

@@ -65,26 +65,16 @@ def depth_models(model: str) -> list[tuple[str, int]]:
     raise UsageError(f"no depth sweep is defined for model {name!r}")
 
 
-@dataclass
-class EffectRow:
-    backend: str
-    metric: str
-    control: str
-    treatment: str
-    effect: stats.Effect | None
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return self.entry().to_json()
-
-    def entry(self) -> EffectEntry:
-        """As the results file's study section holds it (a number that could not be estimated is None)."""
-        e = EffectEntry(self.backend, self.metric, self.control, self.treatment, note=self.note)
-        if self.effect is not None:
-            e.ratio, e.ci_low, e.ci_high, e.p_value = (_finite(getattr(self.effect, k))
-                                                       for k in ("ratio", "ci_low", "ci_high", "p_value"))
-            e.n = int(self.effect.n)
-        return e
+def effect_entry(backend: str, metric: str, control: str, treatment: str, effect: "stats.Effect | None",
+                 note: str = "") -> EffectEntry:
+    """One backend x metric of an effect study as the results file's study section holds it (the paired effect's
+    numbers, one that could not be estimated None): the one record of an effect, written and read back."""
+    entry = EffectEntry(backend, metric, control, treatment, note=note)
+    if effect is not None:
+        entry.ratio, entry.ci_low, entry.ci_high, entry.p_value = (_finite(getattr(effect, k))
+                                                                   for k in ("ratio", "ci_low", "ci_high", "p_value"))
+        entry.n = int(effect.n)
+    return entry
 
 
 @dataclass
@@ -155,7 +145,7 @@ def paired_values(control: CaseResult, treatment: CaseResult, metric: str) -> tu
 
 
 def analyse_effects(study: str, results: Results, pairs: list[tuple[str, Case, Case]],
-                    names=metrics.EFFECT_METRICS) -> list[EffectRow]:
+                    names=metrics.EFFECT_METRICS) -> list[EffectEntry]:
     axis, control, treatment = (("env", pairs[0][1].env, pairs[0][2].env) if study == "env" and pairs
                                 else ARMS.get(study, ("env", "", "")))
     rows = []
@@ -164,10 +154,10 @@ def analyse_effects(study: str, results: Results, pairs: list[tuple[str, Case, C
         for metric in names:
             ctrl, trt = paired_values(c_res, t_res, metric)
             if len(ctrl) < 2:
-                rows.append(EffectRow(backend, metric, control, treatment, None,
-                                      f"{len(ctrl)} complete pair(s); need at least 2"))
+                rows.append(effect_entry(backend, metric, control, treatment, None,
+                                         f"{len(ctrl)} complete pair(s); need at least 2"))
                 continue
-            rows.append(EffectRow(backend, metric, control, treatment, stats.paired_effect(ctrl, trt)))
+            rows.append(effect_entry(backend, metric, control, treatment, stats.paired_effect(ctrl, trt)))
     return rows
 
 
@@ -201,13 +191,13 @@ class StudyResult:
     study: str
     model: str
     results: Results
-    effects: list[EffectRow] = field(default_factory=list)
+    effects: list[EffectEntry] = field(default_factory=list)
     depth: list[DepthRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def section(self) -> StudySection:
         """The analysis as the results file's typed study section."""
-        return StudySection(self.study, self.model, list(self.notes), [e.entry() for e in self.effects],
+        return StudySection(self.study, self.model, list(self.notes), list(self.effects),
                             [d.entry() for d in self.depth])
 
     def to_json(self) -> dict[str, Any]:

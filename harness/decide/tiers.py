@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Callable
 
 from .. import fmt, metrics
 from ..errors import UsageError
+# What one tier found: a record of the layer below, where gate.json reads it back.
+from ..results.gate_outcome import TierStep
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
@@ -85,30 +87,6 @@ def uncounted_guards(guard: tuple[str, ...], step: "TierStep") -> tuple[str, ...
     import is never counted, so it is always among them."""
     counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head") and not e.get("evidence_only")}
     return tuple(m for m in guard if metrics.get(m).counted_by not in counted)
-
-
-@dataclass
-class TierStep:
-    """What one tier found for one case."""
-
-    tier: str
-    #: True when this tier decided the case.
-    settled: bool
-    #: regressed, improved, unchanged, inconclusive (what the evidence says, settled or not).
-    verdict: str
-    reason: str
-    #: Per metric: base and head values (medians), ratio, margin, verdict.
-    evidence: list[dict] = field(default_factory=list)
-    #: The first error of a sample this tier needed and could not get (a valgrind failure), else None.
-    broken: str | None = None
-    #: A count landed at the edge of its margin (``count_margins.judge``): one more count a side may settle it.
-    edge: bool = False
-
-    def to_json(self) -> dict:
-        """The step as ``gate.json`` keeps it: the outcome's plain record's JSON (``gate_outcome.TierData``)."""
-        from ..results.gate_outcome import TierData
-
-        return TierData.of(self).to_json()
 
 
 @dataclass

@@ -17,7 +17,7 @@ from rich.text import Text
 from .. import fmt
 from ..fmt import _finite
 from .. import metrics
-from ..decide.attribution import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
+from ..results.attribution_record import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
 from .markdown_table import table
 from .untrusted import md, md_code
 

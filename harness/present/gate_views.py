@@ -1,14 +1,15 @@
 """A gate's verdicts for people: one row per case, the same in the terminal, ``summary.md`` and the report page.
 
-Why one module, and why from the typed outcome (``results.gate_file``): the three outputs
+Why one module, and why from the typed outcome (``results.gate_outcome``): the three outputs
 used to print numbers of different metrics beside one ratio ("base 42.5 ms, head 51.1 ms,
 ratio 1.022×", the ratio being the instruction count's). A row here holds the numbers of
 the metric that decided and nothing else: base, head, their ratio and its interval, all in
 that metric's unit (instructions with instructions, seconds with seconds). Numbers of
 other tiers are context, on a line of their own, labelled with their tier and what they
 are. The terminal and ``summary.md`` build their rows from the gate's outcome, the report
-page from ``gate.json`` read back into the same types (``gate_file``): one type, one
-function, so they agree number for number (``tests/test_gate.py`` holds them to it).
+page and a merged gate's summary from ``gate.json`` read back into the same types
+(``gate_file.load``): one type, one function, so they agree number for number
+(``tests/test_gate.py`` holds them to it).
 
 ``summary.md`` (:func:`gate_markdown`) and the words ``gate.json`` carries for people
 (:func:`presented_document`: each verdict's label, each attribution's headline) are made
@@ -24,13 +25,15 @@ from __future__ import annotations
 
 from rich.text import Text
 
+import math
 import re
 import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
-from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome, document
-from ..results.gate_file import migrate
+from ..results.attribution_record import Attribution, FunctionDelta
+from ..results.gate_document import document
+from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -132,13 +135,6 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
     return rows
 
 
-def cases_of(doc_cases: list[dict]) -> list[CaseOutcome]:
-    """The typed cases of a ``gate.json``'s (or a merged gate's) ``cases``, older files' shapes migrated."""
-    import copy
-
-    return [CaseOutcome.from_json(c) for c in migrate({"cases": copy.deepcopy(doc_cases)})["cases"]]
-
-
 ROW_HEADER = ("verdict", "decided by", "base", "head", "ratio", "interval")
 #: The gate's decision by its exit code, as every output words it.
 DECISIONS = {0: "no regression shown", 1: "regression", 2: "could not compare"}
@@ -164,33 +160,8 @@ def verdict_table(rows: list[VerdictRow], title: str):
     return table
 
 
-def gate_page(head_results_path) -> dict | None:
-    """What the report page shows of a gate whose head results file is ``head_results_path``: the decision,
-    the verdict rows and the sentence on passing, read from the ``gate.json`` beside it (None when there is none:
-    results files copied without it)."""
-    import json
-    from pathlib import Path
-
-    if not head_results_path:
-        return None
-    path = Path(head_results_path).parent / "gate.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(doc, dict) or doc.get("format") != "ttfg-gate" or not isinstance(doc.get("cases"), list):
-        return None
-    code = doc.get("exit_code")
-    rows = verdict_rows(cases_of(doc["cases"]))
-    return {"decision": DECISIONS.get(code, "unknown"), "failed": code == 1, "file": str(path),
-            "header": ["case", *ROW_HEADER, "base and head are"],
-            "rows": [{"word": r.word, "cells": [r.case, *row_cells(r), r.statistic or fmt.MISSING],
-                      "context": r.context} for r in rows],
-            "passing_means": doc.get("passing_means") or "", "footer": doc.get("footer") or ""}
-
-
 def presented_document(outcome: GateOutcome, check=None, exit_code: int | None = None, **fields) -> dict:
-    """``gate.json``'s document: the outcome (``gate_outcome.document``), then ``fields`` (what the gate adds: noise,
+    """``gate.json``'s document: the outcome (``gate_document.document``), then ``fields`` (what the gate adds: noise,
     passing_means, footer, environments, ...), then the words for people that ``gate.json`` has always carried.
 
     The one place presenter-made text enters ``gate.json``: each case's ``verdict.label``
@@ -201,11 +172,11 @@ def presented_document(outcome: GateOutcome, check=None, exit_code: int | None =
     from .attribution_views import headline
     from .verdicts import verdict_label
 
-    doc = {**document(outcome, check, exit_code), **fields}
+    doc = document(outcome, check, exit_code, **fields)
     for data, case in zip(doc["cases"], outcome.cases):
         data["verdict"]["label"] = verdict_label(case.verdict)
-        if case.case in outcome.attributions:
-            data["attribution"] = {**data["attribution"], "headline": headline(outcome.attributions[case.case])}
+        if case.attribution is not None:
+            data["attribution"] = {**data["attribution"], "headline": headline(case.attribution)}
     return doc
 
 
@@ -223,9 +194,8 @@ def where_it_went(a) -> str:
     from .markdown_table import cell
     from .untrusted import md, md_code
 
-    data = a.to_json()
-    parts = phase_lines(data, top=1)
-    for title, found in function_lines(data, top=3)[:1]:
+    parts = phase_lines(a, top=1)
+    for title, found in function_lines(a, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
     return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
 
@@ -328,7 +298,7 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
     for note in notes or ():  # a blank line after each quote, or the next paragraph joins it (lazy continuation)
         lines += [f"> {note}", ""]
     if attributions is None:
-        attributions = [outcome.attributions[c.case] for c in outcome.cases if c.case in outcome.attributions]
+        attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
     for a in [a for a in attributions if a.case in regressed][:3]:
         lines.append(where_it_went(a))
@@ -388,18 +358,17 @@ def interpreter_internal(fn: str, where: str) -> bool:
 _HARNESS = re.compile(r"(^|/)(ttfg|harness)/measure/")
 
 
-def _grew(f: dict) -> float:
+def _grew(f: FunctionDelta) -> float:
     """What a function's own cost grew by (its self change), else its inclusive change."""
-    own = f.get("delta_self")
-    return own if own is not None else (f.get("delta_incl") or 0)
+    return f.delta_self if f.delta_self is not None else (f.delta_incl or 0)
 
 
-def shown_functions(functions: list[dict], unit: str, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[dict]:
+def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FUNCTIONS,
+                    internals: bool = False) -> list[FunctionDelta]:
     """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
-    mine = [f for f in functions if f.get("unit") == unit and _grew(f) > 0
-            and (internals or not (interpreter_internal(f.get("fn", ""), f.get("where", ""))
-                                   or _HARNESS.search(f.get("where", ""))))]
+    mine = [f for f in functions if f.unit == unit and _grew(f) > 0
+            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
@@ -408,37 +377,35 @@ def _signed(metric_unit: str, v) -> str:
     return f"+{text}" if v is not None and v > 0 else text
 
 
-def phase_lines(attribution: dict, top: int = TOP_PHASES) -> list[str]:
+def phase_lines(attribution: Attribution, top: int = TOP_PHASES) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
     phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``."""
-    phases = [p for p in attribution.get("phases") or [] if p.get("delta") is not None]
-    if any(p.get("instructions_delta") for p in phases):
-        phases.sort(key=lambda p: -abs(p.get("instructions_delta") or 0))
+    phases = [p for p in attribution.phases if p.delta is not None]
+    if any(p.instructions_delta for p in phases):
+        phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:
-        phases.sort(key=lambda p: -abs(p["delta"]))
+        phases.sort(key=lambda p: -abs(p.delta))
     out = []
     for p in phases[:top]:
-        ratio = fmt.factor(p["ratio"]) if p.get("ratio") is not None else fmt.MISSING
-        instr = (f", instructions {_signed('count', p['instructions_delta'])}"
-                 if p.get("instructions_delta") is not None else "")
-        out.append(f"{p['phase']}: {fmt.seconds(p.get('base'))} -> {fmt.seconds(p.get('head'))} "
-                   f"({_signed('s', p['delta'])}, {ratio}){instr}")
+        ratio = fmt.factor(p.ratio) if math.isfinite(p.ratio) else fmt.MISSING
+        instr = f", instructions {_signed('count', p.instructions_delta)}" if p.instructions_delta is not None else ""
+        out.append(f"{p.phase}: {fmt.seconds(p.base)} -> {fmt.seconds(p.head)} ({_signed('s', p.delta)}, {ratio}){instr}")
     return out
 
 
-def function_lines(attribution: dict, top: int = TOP_FUNCTIONS, internals: bool = False) -> list[tuple[str, list[str]]]:
+def function_lines(attribution: Attribution, top: int = TOP_FUNCTIONS,
+                   internals: bool = False) -> list[tuple[str, list[str]]]:
     """Per unit (instructions, sampled time): a title and the functions whose cost grew most, one line each."""
     from .attribution_views import UNIT_WORDS
 
     out = []
-    functions = attribution.get("functions") or []
-    for unit in dict.fromkeys(f.get("unit") for f in functions):
+    functions = attribution.functions
+    for unit in dict.fromkeys(f.unit for f in functions):
         shown = shown_functions(functions, unit, top, internals)
         if not shown:
             continue
         bound = {"head only": "≥ ", "base only": "≤ "}
-        lines = [f"{bound.get(f.get('presence'), '')}{_signed(unit, _grew(f))}  {f['fn']} ({f['where']})"
-                 for f in shown]
+        lines = [f"{bound.get(f.presence, '')}{_signed(unit, _grew(f))}  {f.fn} ({f.where})" for f in shown]
         out.append((f"functions whose own {UNIT_WORDS[unit][0]} grew most"
                     + ("" if internals else ", your and the framework's code"), lines))
     return out
@@ -474,8 +441,8 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
         return lines
     phases = phase_lines(a)
     if phases:
-        n = max((p.get("n") or 0 for p in a.get("phases") or []), default=0)
-        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.get("paired") else
+        n = max((p.n or 0 for p in a.phases), default=0)
+        how = (f"paired medians of {n} pair{'s' if n != 1 else ''}" if a.paired else
                f"medians, {n} sample{'s' if n != 1 else ''} a side")
         lines.append(f"  largest phase changes ({how}):")
         for text in phases:
@@ -510,8 +477,8 @@ def gate_detail_table(outcome):
     return table
 
 
-__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "cases_of", "warm_note",
+__all__ = ["gate_detail_table", "gate_table", "DECISIONS", "GATE_MARKER", "ROW_HEADER", "VISIBLE_ROWS", "VerdictRow", "case_lines", "warm_note",
            "context_text", "environments_note", "figure_cells", "function_lines", "gate_footer", "gate_markdown",
-           "gate_page", "presented_document", "revision_label", "verdict_table", "where_it_went",
+           "presented_document", "revision_label", "verdict_table", "where_it_went",
            "glue_units", "interpreter_internal", "metric_label", "phase_lines", "row_cells", "shown_functions",
            "verdict_rows", "wrapped"]

@@ -32,13 +32,14 @@ import pandas as pd
 
 from .. import fmt
 from . import plots, run_section, run_views
-from .report_sections import (attribution_section, cache_section, noise_section, phase_section,
+from .report_sections import (GateAttributions, attribution_section, cache_section, noise_section, phase_section,
                               studies_section)
 from .. import metrics
 
 from ..history.points import TREND_METRICS, History, metric, run_commit, short_commit
 from ..history.steps import DEFAULT_MIN_CHANGE
 from ..history.trends import Trends, step_key, summary
+from ..results.gate_document import GateDocument
 
 TEMPLATE = "report.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -68,7 +69,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     source: str = "results files"
     studies: list = field(default_factory=list)  # results files of `ttfg study`: the Studies section
-    gate: dict | None = None     # a gate's gate.json, when the results files are a gate's folder: the verdict first
+    gate: GateDocument | None = None  # a gate's gate.json, when the results files are a gate's folder: verdict first
 
 
 # ---------------------------------------------------------------------------- sections
@@ -327,8 +328,10 @@ def _template():
 
 
 def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
-           threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None) -> str:
-    """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None."""
+           threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None,
+           attribution: GateAttributions | None = None) -> str:
+    """The report's HTML text. ``commit_url``: a commit page's URL template (``{sha}``), or None.
+    ``attribution``: where a gate's change went, when the results files are a gate's (made by the use case)."""
     from markupsafe import Markup
 
     run = run_section.the_run(prepared.runs)
@@ -370,7 +373,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "trend_sections": trend,
         "phases": phase_section(prepared.runs),
         "cache": cache_section(prepared.runs),
-        "attribution": attribution_section(prepared.runs),
+        "attribution": attribution_section(attribution),
         "studies": studies,
         "asv_link": asv_link,
         "line_legend": line_legend(prepared.trends),

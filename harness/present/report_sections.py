@@ -8,6 +8,7 @@ returning the dict the template draws.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ from .. import fmt
 from . import noise_views, plots, run_section, run_views, study_plots, study_views
 from .terminal import case_cells, case_layout
 from ..history.points import metric
+from ..results.attribution_record import Attribution
+from ..results.model import EffectEntry
 from .. import metrics
 
 
@@ -82,40 +85,31 @@ def cache_section(runs: list) -> dict:
             "first": metrics.get("first_grad_s").brief, "process": metrics.get("process_ttfg_s").brief}
 
 
-def gate_pair(runs: list):
-    """The newest gate's base and head results files among ``runs`` (same folder preferred), or None."""
-    heads = [r for r in runs if r.gate is not None and r.gate.role == "head"]
-    bases = [r for r in runs if r.gate is not None and r.gate.role == "base"]
-    if not heads or not bases:
-        return None
-    head = max(heads, key=lambda r: r.created)
-    folder = Path(head.path).parent if head.path else None
-    near = [b for b in bases if folder is not None and b.path and Path(b.path).parent == folder]
-    return max(near or bases, key=lambda r: r.created), head
+@dataclass
+class GateAttributions:
+    """What the page's "where the change went" shows: a gate's base and head, and where each case's change went
+    (``app/report.gate_attributions`` makes it: the gate's own attributions, as its ``gate.json`` holds them, and
+    for its other cases, attributions made from the two results files), or why there are none (``note``)."""
+
+    base: str
+    head: str
+    attributions: list[Attribution] = field(default_factory=list)
+    note: str | None = None
 
 
-def attribution_section(runs: list) -> dict:
+def attribution_section(found: GateAttributions | None) -> dict:
     """Where a gate's change went, when the results files include a gate's base and head."""
-    from ..decide.attribution import attribute_results
-    from ..errors import UsageError
     from .attribution_views import attribution_context
 
-    pair = gate_pair(runs)
-    if pair is None:
+    if found is None:
         return {"blocks": []}
-    base, head = pair
-    metric = (base.gate.settings or {}).get("metric")
-    if not isinstance(metric, str) or metric not in metrics.METRICS or metrics.get(metric).deterministic:
-        metric = "first_grad_s"
-    try:
-        found = attribute_results(base, head, metric=metric)
-    except UsageError as exc:
-        return {"blocks": [], "note": str(exc)}
-    return {"blocks": [attribution_context(a) for a in found], "base": f"{base.gate.rev} ({base.gate.commit[:10]})",
-            "head": f"{head.gate.rev} ({head.gate.commit[:10]})", "paired": any(a.paired for a in found)}
+    if found.note is not None:
+        return {"blocks": [], "note": found.note}
+    return {"blocks": [attribution_context(a) for a in found.attributions], "base": found.base, "head": found.head,
+            "paired": any(a.paired for a in found.attributions)}
 
 
-def effect_reading(row: study_views.EffectRow) -> str:
+def effect_reading(row: EffectEntry) -> str:
     """What the interval says, in words: faster, slower, or no clear difference."""
     if row.ratio is None or row.ci_low is None or row.ci_high is None:
         return ""
@@ -135,6 +129,7 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         color = plots.backend_color(r.backend, backends)
         label = metric(r.metric).brief
         reading = effect_reading(r)
+        control_median, treatment_median = study.medians.get((r.backend, r.metric), (None, None))
         if r.ratio is not None and r.ratio > 0:
             text = f"{fmt.factor(r.ratio)} {fmt.interval(r.ci_low, r.ci_high)}"
             text += f" — {reading}" if reading else ""
@@ -142,8 +137,8 @@ def _effect_block(study: study_views.Study, backends: list[str]) -> dict:
         table.append({
             "key": f"{r.backend}/{r.metric}", "backend": r.backend, "color": color, "metric": label,
             "control": r.control, "treatment": r.treatment,
-            "control_value": fmt.metric_value(r.metric, r.control_median),
-            "treatment_value": fmt.metric_value(r.metric, r.treatment_median),
+            "control_value": fmt.metric_value(r.metric, control_median),
+            "treatment_value": fmt.metric_value(r.metric, treatment_median),
             "ratio": fmt.factor(r.ratio), "ci": fmt.interval(r.ci_low, r.ci_high) if r.ratio is not None else "",
             "reading": reading, "n": "–" if r.n is None else str(r.n),
             "p": fmt.p_value(r.p_value), "note": r.note,
@@ -217,5 +212,5 @@ def noise_section(runs: list) -> dict:
 # ---------------------------------------------------------------------------- render + write
 
 
-__all__ = ["attribution_section", "cache_section", "effect_reading", "gate_pair", "noise_section", "phase_section",
+__all__ = ["GateAttributions", "attribution_section", "cache_section", "effect_reading", "noise_section", "phase_section",
            "studies_section"]

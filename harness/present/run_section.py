@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import fmt, metrics
 from ..history import points
+from ..results.gate_document import GateDocument
 from . import run_views
 from .terminal import case_cells, case_layout
 
@@ -95,22 +96,22 @@ def host_rows(res) -> list[tuple[str, str]]:
     return rows
 
 
-def gate_rows(doc: dict) -> list[dict]:
+def gate_rows(doc: GateDocument) -> list[dict]:
     """Per case of a ``gate.json``: the verdict, the tier and metric that decided, and that metric's own numbers,
     built by the same row builder as the terminal and ``summary.md`` (``gate_views.verdict_rows``)."""
-    from .gate_views import cases_of, verdict_rows
+    from .gate_views import verdict_rows
 
-    cases = doc.get("cases") or []
+    cases = doc.outcome.cases
     return [{"case": r.case, "verdict": r.word, "label": r.label, "tier": r.decided_by, "base": r.base,
-             "head": r.head, "ratio": r.ratio, "interval": r.interval, "pairs": str(c.get("pairs", fmt.MISSING)),
-             "context": r.context} for r, c in zip(verdict_rows(cases_of(cases)), cases)]
+             "head": r.head, "ratio": r.ratio, "interval": r.interval, "pairs": str(c.pairs),
+             "context": r.context} for r, c in zip(verdict_rows(cases), cases)]
 
 
-def gate_section(doc: dict | None) -> dict:
+def gate_section(doc: GateDocument | None) -> dict:
     """The gate's decision for the page's header and first section, from its ``gate.json``."""
     if not doc:
         return {"shown": False}
-    code = doc.get("exit_code", 2)
+    code, outcome = doc.exit_code, doc.outcome
     rows = gate_rows(doc)
     regressed = [r["case"] for r in rows if r["verdict"] == "regressed"]
     decision = GATE_DECISION.get(code, GATE_DECISION[2])
@@ -120,16 +121,15 @@ def gate_section(doc: dict | None) -> dict:
         decision = "failed: a violated expectation"
     elif code == 0:
         decision += f" ({fmt.plural(len(rows), 'case')})"
-    base, head = doc.get("base") or {}, doc.get("head") or {}
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    metric = (doc.get("settings") or {}).get("metric", "first_grad_s")
+    metric = outcome.settings.metric
     return {"shown": True, "code": code, "decision": f"ttfg gate {decision}", "rows": rows,
-            "base": f"{base.get('rev', '?')} ({str(base.get('commit', ''))[:10]})",
-            "head": f"{head.get('rev', '?')} ({str(head.get('commit', ''))[:10]})",
+            "base": f"{outcome.base.name} ({outcome.base.short})",
+            "head": f"{outcome.head.name} ({outcome.head.short})",
             "metric": metrics.get(metric).label if metric in metrics.METRICS else metric,
-            "skipped": [f"{s.get('case')}: {s.get('reason')}" for s in doc.get("skipped") or []],
+            "skipped": [f"{s.id}: {s.reason}" for s in outcome.skipped],
             "glance": [f"{n} {word}" for word, n in sorted(counts.items())]}
 
 

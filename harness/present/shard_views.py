@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import fmt
 from .markdown_table import table, verdict
+from ..results.gate_document import GateDocument
 from .terminal import Fitted, fitted
 
 __all__ = ["merged_gate_markdown", "partition_table"]
@@ -32,16 +33,8 @@ def partition_table(plan, repeat: int) -> Fitted:
     return table
 
 
-def _noise_headline(shard: dict, metric: str) -> str:
-    """What the shard's runner could detect (its gate.json's noise floor, checked when it was read): runners differ."""
-    from ..results.validate import noise_from_json
-    from .noise_views import headline
-
-    return headline(noise_from_json(shard.get("noise"), shard.get("file") or "gate.json"), metric)
-
-
-def merged_gate_markdown(merged: dict) -> str:
-    """A merged gate document (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
+def merged_gate_markdown(doc: GateDocument) -> str:
+    """A merged gate (``ttfg.decide.merge_gate``) as Markdown for ``$GITHUB_STEP_SUMMARY``.
 
     Like ``gate_views.gate_markdown``: the verdict table first (each case's deciding numbers, from
     ``gate_views.verdict_rows``, and its shard), one sentence on passing, the shards that are missing or
@@ -49,54 +42,58 @@ def merged_gate_markdown(merged: dict) -> str:
     revisions, reasons, errors, notes, paths) is escaped or fenced and clipped (``untrusted``): a
     pull request's code wrote some of it, and this summary is posted as the pull-request comment.
     """
-    from .gate_views import DECISIONS, GATE_MARKER, cases_of, verdict_rows
+    from .gate_views import DECISIONS, GATE_MARKER, verdict_rows
+    from .noise_views import headline
     from .untrusted import md, md_code
     from .verdicts import failures_note
 
-    code = merged["exit_code"]
-    decision = DECISIONS[code]
-    accepted = [c for c in merged["cases"] if c["verdict"]["verdict"] == "regressed" and c.get("accepted")]
+    outcome, merged = doc.outcome, doc.merged
+    cases = outcome.cases if outcome is not None else []
+    decision = DECISIONS[doc.exit_code]
+    accepted = [c for c in cases if c.verdict.verdict == "regressed" and c.accepted]
     if accepted:
         decision += f" ({len(accepted)} accepted regression(s), see below)"
-    settings = merged.get("settings") or {}
+    settings = outcome.settings.data if outcome is not None else {}
     metric = settings.get("metric", "first_grad_s")
-    base, head = merged.get("base") or {}, merged.get("head") or {}
-    shards = merged["shards"]
-    present = [s for s in shards if s["status"] != "missing"]
-    cases = merged["cases"]
-    rows = verdict_rows(cases_of(cases))
-    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged['count']} shard(s) merged: {decision}", ""]
+    shards = merged.shards
+    present = [s for s in shards if s.status != "missing"]
+    rows = verdict_rows(cases)
+    lines = [GATE_MARKER, f"## ttfg gate, {len(present)} of {merged.count} shard(s) merged: {decision}", ""]
     lines += table(["case", "shard", "verdict", "decided by", "base", "head", "ratio", "interval"],
-                   [[md_code(r.case), c["shard"], verdict(r.word, md(r.label))
-                     + failures_note(c.get("failed"), c.get("attempted"), c.get("first_error")), r.decided_by,
+                   [[md_code(r.case), c.shard, verdict(r.word, md(r.label))
+                     + failures_note(c.failed, c.attempted, c.first_error), r.decided_by,
                      r.base, r.head, r.ratio, r.interval] for r, c in zip(rows, cases)]) + [""]
-    if merged.get("passing_means"):
-        lines += [f"_{md(merged['passing_means'], 2000)}_", ""]
-    problems = [s for s in shards if s["status"] in ("missing", "failed")]
+    if doc.passing_means:
+        lines += [f"_{md(doc.passing_means, 2000)}_", ""]
+    problems = [s for s in shards if s.status in ("missing", "failed")]
     if problems:
-        lines += [f"- **shard {s['shard']} {s['status']}**: {md(s['detail'])}" for s in problems] + [""]
-    failed_expectations = [f for s in shards for f in (s.get("expectation_failures") or [])]
+        lines += [f"- **shard {s.shard} {s.status}**: {md(s.detail)}" for s in problems] + [""]
+    failed_expectations = [f for s in shards for f in s.expectation_failures]
     if failed_expectations:
         lines += [f"**{len(failed_expectations)} expectation(s) violated** (details below).", ""]
+    base, head = (outcome.base, outcome.head) if outcome is not None else (None, None)
+
+    def revision(rev) -> str:
+        return f"{md_code(rev.name if rev else '?')} ({md((rev.commit if rev else '?')[:10])})"
+
     lines += ["<details><summary>Details: each case's tiers and reasons, shards, noise</summary>", "",
-              f"base {md_code(base.get('rev', '?'))} ({md((base.get('commit') or '?')[:10])}) vs head {md_code(head.get('rev', '?'))} "
-              f"({md((head.get('commit') or '?')[:10])}); gated metric {md_code(metric)}, minimum effect "
+              f"base {revision(base)} vs head {revision(head)}; gated metric {md_code(metric)}, minimum effect "
               f"{fmt.percent(settings.get('min_effect'))}, alpha {md(settings.get('alpha', '?'))}, each case paired and "
               "interleaved on its shard's runner", ""]
     lines += table(["case", "base and head are", "pairs", "wall", "stopped"],
-                   [[md_code(r.case), md(r.statistic) or fmt.MISSING, str(c["pairs"]), fmt.seconds(c.get("wall_s")),
-                     md(c["stop"])] for r, c in zip(rows, cases)]) + [""]
+                   [[md_code(r.case), md(r.statistic) or fmt.MISSING, str(c.pairs), fmt.seconds(c.wall_s),
+                     md(c.stop)] for r, c in zip(rows, cases)]) + [""]
     for r, c in zip(rows, cases):
         lines.append(f"- {md_code(r.case)} (decided by the {md(r.tier)} tier on {md(r.metric)}): {md(r.reason)}")
         lines += [f"  - context, not decided on: {md(text)}" for text in r.context]
-    where = [(c["case"], (c.get("attribution") or {}).get("headline")) for c in cases if c.get("attribution")]
-    lines += [f"- **Where it went**: {md(text or case)} (tables: `ttfg explain` on the merged gate folder)"
-              for case, text in where]
-    lines += [f"- skipped {md_code(s['case'])}: {md(s['reason'])}" for s in merged.get("skipped", [])]
+    lines += [f"- **Where it went**: {md(c.attribution.headline or c.case)} (tables: `ttfg explain` on the merged "
+              "gate folder)" for c in cases if c.attribution is not None]
+    lines += [f"- skipped {md_code(s.id)}: {md(s.reason)}" for s in (outcome.skipped if outcome is not None else [])]
     if failed_expectations:
         lines += ["", f"{len(failed_expectations)} expectation(s) violated:"]
         lines += [f"- {md_code(f['case'])} {md(f['metric'])}: {md(f['status'])}" for f in failed_expectations]
-    lines += [""] + [f"> {md(note)}" for note in merged.get("notes", [])]
-    lines += [f"> shard {s['shard']}: {md(_noise_headline(s, metric))}" for s in present if s["status"] == "ok"]
+    lines += [""] + [f"> {md(note)}" for note in merged.notes]
+    # What each shard's runner could detect (its gate.json's noise floor): runners differ.
+    lines += [f"> shard {s.shard}: {md(headline(s.noise, metric))}" for s in present if s.status == "ok"]
     lines += ["", "</details>"]
     return "\n".join(lines).rstrip() + "\n"

@@ -88,32 +88,17 @@ class DepthSeries:
 
 
 @dataclass
-class EffectRow:
-    """One backend x metric of an effect study: treatment / control over paired processes."""
-
-    backend: str
-    metric: str
-    control: str
-    treatment: str
-    ratio: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    n: int | None
-    note: str = ""
-    control_median: float | None = None    # seconds, over the pairs
-    treatment_median: float | None = None
-
-
-@dataclass
 class Study:
     kind: str
     model: str
     file: str
     created: str
     notes: list[str] = field(default_factory=list)
-    effects: list[EffectRow] = field(default_factory=list)
+    #: The effects as the results file's study section holds them (``results.model.EffectEntry``).
+    effects: list[EffectEntry] = field(default_factory=list)
     depth: list[DepthSeries] = field(default_factory=list)
+    #: Per (backend, metric) of an effect: each arm's median over the samples that form pairs, in seconds.
+    medians: dict[tuple[str, str], tuple[float | None, float | None]] = field(default_factory=dict)
 
     @property
     def control(self) -> str:
@@ -144,11 +129,6 @@ def _depth_row(entry: DepthEntry) -> DepthSeries:
     points = sorted((float(d), float(t)) for d, t in entry.points if d > 0 and t > 0)  # drawn on log axes
     growth = entry.growth if entry.growth in GROWTHS else "undetermined"
     return DepthSeries(entry.backend, entry.metric, growth, _fit(entry), points, entry.note)
-
-
-def _effect_row(entry: EffectEntry) -> EffectRow:
-    return EffectRow(entry.backend, entry.metric, entry.control, entry.treatment, entry.ratio, entry.ci_low,
-                     entry.ci_high, entry.p_value, entry.n, entry.note)
 
 
 def _paired(case, metric: str) -> dict[int, float]:
@@ -183,11 +163,11 @@ def read_study(results) -> Study:
     if raw.study == "depth":
         study.depth = [_depth_row(e) for e in raw.depth]
     else:
-        study.effects = [_effect_row(e) for e in raw.effects]
-        for row in study.effects:
+        study.effects = list(raw.effects)
+        for e in study.effects:
             # Both effect studies name their variant axis after themselves (ttfg.decide.study.ARMS).
-            row.control_median, row.treatment_median = arm_medians(results, row.backend, raw.study, row.control,
-                                                                   row.treatment, row.metric)
+            study.medians[e.backend, e.metric] = arm_medians(results, e.backend, raw.study, e.control, e.treatment,
+                                                             e.metric)
     return study
 
 
@@ -208,11 +188,11 @@ def effects_table(study) -> Table:
                    [(col, "right" if col in ("pairs", "p") else "left")
                     for col in ("backend", "metric", f"{axis}: control -> treatment", "effect", "pairs", "p", "note")],
                    label=2)
-    for row in study.effects:
-        e = row.effect
-        effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if e else fmt.MISSING
-        table.add_row(row.backend, row.metric, f"{row.control} -> {row.treatment}", effect,
-                      str(e.n) if e else fmt.MISSING, fmt.p_value(e.p_value) if e else fmt.MISSING, row.note)
+    for e in study.effects:
+        paired = e.n is not None  # a paired effect was computed (its numbers may still be None)
+        effect = f"{fmt.factor(e.ratio)} {fmt.interval(e.ci_low, e.ci_high)}" if paired else fmt.MISSING
+        table.add_row(e.backend, e.metric, f"{e.control} -> {e.treatment}", effect,
+                      str(e.n) if paired else fmt.MISSING, fmt.p_value(e.p_value) if paired else fmt.MISSING, e.note)
     return table
 
 
@@ -230,5 +210,5 @@ def depth_table(study) -> Table:
     return table
 
 
-__all__ = ["DEPTH_METRICS", "DepthSeries", "EffectRow", "Fit", "KINDS", "Study", "arm_medians", "depth_table",
+__all__ = ["DEPTH_METRICS", "DepthSeries", "Fit", "KINDS", "Study", "arm_medians", "depth_table",
            "effects_table", "read_studies", "read_study", "split_runs", "study_of"]

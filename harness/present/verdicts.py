@@ -24,7 +24,7 @@ def verdict_label(v) -> str:
     * ``inconclusive (could detect ≥ 7.6 %)``: the smallest slowdown this run would have flagged;
     * ``unchanged (+0.1 %, margin ±1.32 %)``: a count of a gate tier within its margin.
 
-    ``v`` is a ``decide.stats.Verdict`` or a gate's ``gate_outcome.VerdictData``; the label a ``gate.json`` stored
+    ``v`` is a ``results.verdict.Verdict`` (or a record with its fields); the label a ``gate.json`` stored
     beside its verdict (the words of the ttfg that wrote it) wins.
     """
     if getattr(v, "label", None):

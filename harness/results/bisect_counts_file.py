@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write_text
+from . import jsonfile
 from .format import ResultsError, strict_json
 from .model import Sample
 from .validate import _Reader
@@ -83,11 +84,7 @@ def counts_from_json(doc: Any, path: str | Path) -> CountsDocument:
         Naming the file and the field.
     """
     r = _Reader(path)
-    doc = r.obj(doc, "the document")
-    if doc.get("format") != FORMAT:
-        raise r.fail("format", f"not a bisect's counts (expected {FORMAT!r}, got {doc.get('format')!r})")
-    if doc.get("version") != VERSION:
-        raise r.fail("version", f"version {doc.get('version')!r}; this ttfg reads version {VERSION}")
+    doc = r.header(doc, FORMAT, VERSION, "a bisect's counts")
     bisect = r.obj(r.key(doc, "bisect", ""), "bisect")
     conditions = r.obj(r.key(doc, "conditions", ""), "conditions")
     for digest, what in conditions.items():
@@ -115,24 +112,11 @@ def load_counts(path: str | Path) -> CountsDocument:
     Raises
     ------
     ResultsError
-        When it cannot be read, is not JSON, or a field is wrong, naming the file and the field.
+        When it cannot be read, is not strict JSON (``jsonfile``: NaN and Infinity are refused), or a field is
+        wrong, naming the file and the field.
     """
     path = Path(path)
-    try:
-        if not path.is_file():
-            raise ResultsError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-        if path.stat().st_size > MAX_BYTES:
-            raise ResultsError(f"{path}: {path.stat().st_size:,} bytes; a bisect's counts are far smaller")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ResultsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ResultsError(f"{path}: not JSON ({type(exc).__name__}: {exc})") from None
-    return counts_from_json(doc, path)
+    return counts_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)
 
 
 def save_counts(path: str | Path, document: CountsDocument) -> None:

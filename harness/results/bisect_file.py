@@ -15,11 +15,11 @@ The document is written by ``app/bisect.py``; the words below are the ones it wr
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from . import jsonfile
 from .format import ResultsError
 from .validate import _Reader
 
@@ -235,24 +235,11 @@ def load_bisect(path: str | Path) -> dict:
     Raises
     ------
     ResultsError
-        When it cannot be read, is not JSON, or a field is wrong, naming the file and the field.
+        When it cannot be read, is not strict JSON (``jsonfile``: NaN and Infinity are refused), or a field is
+        wrong, naming the file and the field.
     """
     path = Path(path)
-    try:
-        if not path.is_file():
-            raise ResultsError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-        if path.stat().st_size > MAX_BYTES:
-            raise ResultsError(f"{path}: {path.stat().st_size:,} bytes; a bisect's document is far smaller")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ResultsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ResultsError(f"{path}: not JSON ({type(exc).__name__}: {exc})") from None
-    return bisect_from_json(doc, path)
+    return bisect_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)
 
 
 __all__ = ["AGAINST", "EXIT_CODES", "FORMAT", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",

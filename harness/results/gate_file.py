@@ -1,8 +1,9 @@
 """``gate.json`` on disk: read, checked, brought to today's shape, written.
 
-The outcome it holds is typed in ``gate_outcome.py``; this module is the file: every
-reader goes through :func:`load` (or :func:`load_gate` for the checked document), and
-an older file is brought to today's shape by the migrations below before anything reads it.
+What it holds is typed in ``gate_document.py`` (the outcome: ``gate_outcome.py``); this
+module is the file: every reader goes through :func:`load`, which checks the file, brings an
+older one to today's shape by the migrations below (here and nowhere else) and returns the
+:class:`~ttfg.results.gate_document.GateDocument`; nothing downstream reads the JSON again.
 
 Versions: the format has been ``"version": 1`` while fields were added, so each
 migration (``update_*``, in the spirit of asv's ``results.update_to_2``) recognises the
@@ -35,19 +36,26 @@ from typing import Any
 
 from . import jsonfile
 from .format import ResultsError, describe, strict_json
-from .gate_outcome import FORMAT, VERDICTS, VERSION, GateOutcome
+from .gate_document import GateDocument
+from .gate_outcome import FORMAT, VERDICTS, VERSION
 from .validate import _Reader
 
-__all__ = ["EXIT_CODES", "MAX_BYTES", "dumps", "gate_from_json", "load", "load_gate", "migrate", "save", "update_figures",
-           "update_tiers"]
+__all__ = ["EXIT_CODES", "MAX_BYTES", "SHARD_STATUSES", "dumps", "gate_from_json", "load", "migrate", "save",
+           "update_figures", "update_tiers"]
 
 #: The exit codes a gate gives (the CLI's contract).
 EXIT_CODES = (0, 1, 2)
 #: gate.json is a summary: tens of kilobytes per case; anything near this is no gate's.
 MAX_BYTES = 256 * 1024 * 1024
 
+#: A merged gate's shard: finished (exit 0 or 1), failed (exit 2, or unfinished), or missing from the inputs.
+SHARD_STATUSES = ("ok", "failed", "missing")
+
 _VERDICT_NUMBERS = ("ratio", "ci_low", "ci_high", "p_value", "margin", "detectable", "detectable_high")
 _SUMMARY_NUMBERS = ("median", "mean", "min", "max", "cv")
+_FIGURE_NUMBERS = ("base", "head", "ratio", "ci_low", "ci_high")
+_PHASE_NUMBERS = ("base", "head", "delta", "ratio", "ci_low", "ci_high", "base_instructions", "head_instructions")
+_FUNCTION_NUMBERS = ("base_incl", "head_incl", "base_self", "head_self", "delta_incl", "delta_self", "self_t")
 
 
 class _GateReader(_Reader):
@@ -117,14 +125,115 @@ class _GateReader(_Reader):
         if errors is not None:
             for k, v in self.obj(errors, f"{where}.first_error").items():
                 self.text(v, f"{where}.first_error.{k}")
-        for k in ("tiers", "changes"):
-            for i, item in enumerate(self.seq(raw.get(k, []), f"{where}.{k}")):
-                self.obj(item, f"{where}.{k}[{i}]")
-        for k in ("failures", "attribution"):
-            if raw.get(k) is not None:
-                self.obj(raw[k], f"{where}.{k}")
+        for i, item in enumerate(self.seq(raw.get("tiers", []), f"{where}.tiers")):
+            item = self.obj(item, f"{where}.tiers[{i}]")
+            for k in ("tier", "verdict", "reason", "broken"):
+                self.text(item.get(k), f"{where}.tiers[{i}].{k}", optional=True)
+            for j, e in enumerate(self.seq(item.get("evidence", []), f"{where}.tiers[{i}].evidence")):
+                self.obj(e, f"{where}.tiers[{i}].evidence[{j}]")
+        for i, item in enumerate(self.seq(raw.get("changes", []), f"{where}.changes")):
+            at = f"{where}.changes[{i}]"
+            item = self.obj(item, at)
+            self.verdict(self.key(item, "verdict", f"{at}."), f"{at}.verdict")
+            for side in ("base", "head"):
+                self.summary(self.key(item, side, f"{at}."), f"{at}.{side}")
+        if raw.get("failures") is not None:
+            self.obj(raw["failures"], f"{where}.failures")
+        if raw.get("figure") is not None:
+            self.figure(raw["figure"], f"{where}.figure")
+        self.each(raw, "context", where, self.figure)
+        self.each(raw, "guards", where, self.guard)
         if raw.get("attribution") is not None:
-            self.text(raw["attribution"].get("headline"), f"{where}.attribution.headline", optional=True)
+            self.attribution(raw["attribution"], f"{where}.attribution")
+        if raw.get("accepted") is not None:
+            self.obj(raw["accepted"], f"{where}.accepted")
+
+    def each(self, raw: dict, key: str, where: str, check) -> None:
+        """``check`` of every item of the list ``raw[key]`` (absent: none), each named ``where.key[i]``."""
+        for i, item in enumerate(self.seq(raw.get(key, []), f"{where}.{key}")):
+            check(item, f"{where}.{key}[{i}]")
+
+    def guard(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.text(self.key(raw, "metric", f"{where}."), f"{where}.metric")
+        self.verdict(self.key(raw, "verdict", f"{where}."), f"{where}.verdict")
+        for k in ("base", "head"):
+            self.value(raw.get(k), f"{where}.{k}", "number")
+        self.value(raw.get("pairs"), f"{where}.pairs", "count")
+
+    def figure(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        for k in ("metric", "tier", "statistic"):
+            self.text(raw.get(k), f"{where}.{k}", optional=True)
+        for k in _FIGURE_NUMBERS:
+            self.value(raw.get(k), f"{where}.{k}", "number")
+        self.value(raw.get("n"), f"{where}.n", "count")
+
+    def phase(self, raw: Any, where: str) -> None:
+        raw = self.obj(raw, where)
+        self.text(self.key(raw, "phase", f"{where}."), f"{where}.phase")
+        self.text(raw.get("metric"), f"{where}.metric", optional=True)
+        for k in _PHASE_NUMBERS:
+            self.value(raw.get(k), f"{where}.{k}", "number")
+        self.value(raw.get("n"), f"{where}.n", "count")
+        self.value(raw.get("paired"), f"{where}.paired", "bool")
+
+    def attribution(self, raw: Any, where: str) -> None:
+        """Every field ``attribution_record.Attribution.from_json`` reads."""
+        raw = self.obj(raw, where)
+        for k in ("case", "metric", "headline"):
+            self.text(raw.get(k), f"{where}.{k}", optional=True)
+        self.value(raw.get("paired"), f"{where}.paired", "bool")
+        if raw.get("total") is not None:
+            self.phase(raw["total"], f"{where}.total")
+        self.each(raw, "phases", where, self.phase)
+        for i, c in enumerate(self.seq(raw.get("counters", []), f"{where}.counters")):
+            at = f"{where}.counters[{i}]"
+            c = self.obj(c, at)
+            for k in ("metric", "verdict"):
+                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
+            for k in ("base", "head", "threshold"):
+                self.value(c.get(k), f"{at}.{k}", "number")
+        for i, f in enumerate(self.seq(raw.get("functions", []), f"{where}.functions")):
+            at = f"{where}.functions[{i}]"
+            f = self.obj(f, at)
+            for k in ("fn", "file"):
+                self.text(self.key(f, k, f"{at}."), f"{at}.{k}")
+            for k in ("presence", "unit"):
+                self.text(f.get(k), f"{at}.{k}", optional=True)
+            self.value(f.get("line"), f"{at}.line", "count")
+            for k in _FUNCTION_NUMBERS:
+                self.value(f.get(k), f"{at}.{k}", "number")
+        for k, v in self.obj(raw.get("function_samples") or {}, f"{where}.function_samples").items():
+            for side, n in self.obj(v, f"{where}.function_samples.{k}").items():
+                self.value(n, f"{where}.function_samples.{k}.{side}", "count")
+        for k in ("function_notes", "notes"):
+            for i, note in enumerate(self.seq(raw.get(k, []), f"{where}.{k}")):
+                self.text(note, f"{where}.{k}[{i}]")
+
+    def shards(self, data: dict) -> None:
+        """A merged gate's own fields (``ttfg merge gate``)."""
+        self.value(data["merged"], "merged", "bool")
+        self.value(self.key(data, "count", ""), "count", "count", optional=False)
+        self.text(self.key(data, "partition", ""), "partition")
+        for i, row in enumerate(self.seq(self.key(data, "shards", ""), "shards")):
+            at = f"shards[{i}]"
+            row = self.obj(row, at)
+            for k in ("shard", "status"):
+                self.text(self.key(row, k, f"{at}."), f"{at}.{k}")
+            if row["status"] not in SHARD_STATUSES:
+                raise self.expect(f"{at}.status", "one of " + ", ".join(SHARD_STATUSES), row["status"])
+            for k in ("file", "detail"):
+                self.text(row.get(k), f"{at}.{k}", optional=True)
+            self.value(row.get("cases"), f"{at}.cases", "count")
+            if row.get("exit_code") is not None:
+                self.whole(row["exit_code"], f"{at}.exit_code", EXIT_CODES)
+            self.value(row.get("elapsed_s"), f"{at}.elapsed_s", "nonneg")
+            for j, f in enumerate(self.seq(row.get("expectation_failures") or [], f"{at}.expectation_failures")):
+                self.obj(f, f"{at}.expectation_failures[{j}]")
+            self.noise(row.get("noise"), f"{at}.noise")
+        for i, note in enumerate(self.seq(data.get("notes") or [], "notes")):
+            self.text(note, f"notes[{i}]")
 
     def expectations(self, raw: Any, where: str = "expectations") -> None:
         if raw is None:
@@ -167,7 +276,11 @@ class _GateReader(_Reader):
         self.shard(data.get("shard"))
         self.fingerprint(data.get("fingerprint"), "fingerprint")
         self.noise(data.get("noise"), "noise")
-        for k in ("passing_means",):
+        for i, a in enumerate(self.seq(data.get("acceptances") or [], "acceptances")):
+            self.obj(a, f"acceptances[{i}]")
+        if data.get("merged") is not None:
+            self.shards(data)
+        for k in ("passing_means", "footer"):
             self.text(data.get(k), k, optional=True)
         return data
 
@@ -208,16 +321,18 @@ def migrate(doc: dict) -> dict:
     return doc
 
 
-def load(path: str | os.PathLike) -> GateOutcome:
-    """Read, check and migrate a ``gate.json`` into the typed outcome.
+def load(path: str | os.PathLike) -> GateDocument:
+    """Read a ``gate.json`` (strict JSON, ``jsonfile``), check every field a reader uses, bring an older file to
+    today's shape (:data:`MIGRATIONS`) and return it as its type: the one way ttfg reads a ``gate.json``.
 
     Raises
     ------
     ResultsError
-        Naming the file and the field, on anything :func:`load_gate` refuses.
+        Naming the file and the field: not strict JSON, a field missing or of the wrong type, another format or
+        a newer version.
     """
     path = Path(path)
-    return GateOutcome.from_json(migrate(load_gate(path)), path)
+    return GateDocument.from_json(migrate(gate_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)), path)
 
 
 def dumps(doc: dict) -> str:
@@ -238,9 +353,3 @@ def save(path: str | os.PathLike, doc: dict) -> None:
 def gate_from_json(data: Any, path: str | os.PathLike) -> dict:
     """A parsed ``gate.json`` document, checked (see the module docstring); returned as it is."""
     return _GateReader(path).document(data)
-
-
-def load_gate(path: str | os.PathLike) -> dict:
-    """Read and check a ``gate.json``: strict JSON (``jsonfile``), then every field a reader uses."""
-    path = Path(path)
-    return gate_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)

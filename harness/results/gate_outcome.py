@@ -5,29 +5,28 @@ the report page and the terminal read it. Each used to read its own dict (and tw
 verdicts back into objects); here the outcome is typed once (:class:`GateOutcome`,
 :class:`CaseOutcome`, :class:`Figure`, :class:`Guard`), written by ``to_json`` and read
 by ``from_json``. Reading a file, checking it and bringing an older one to today's shape
-is ``gate_file.py``'s job.
+is ``gate_file.py``'s job, and the whole file's type (this outcome and what its writer added) is
+``gate_document.GateDocument``.
 
-Why plain records for the statistics: this module sits in ``results/``, below the
-``decide/`` layer that computes verdicts. A case's verdict, summaries, failure test,
-tiers and counter changes are kept as their plain data (:class:`VerdictData`,
-:class:`SummaryData`, ...), with the same attribute names and the same JSON as the
-``decide`` objects they are made from, so a fresh outcome and a loaded one are one type.
+Why the statistics' own records: this module sits in ``results/``, below the ``decide/``
+layer that computes verdicts, so the records a case holds are defined at this layer and
+``decide/`` builds them: the verdict, summaries and failure test (``verdict.py``), the
+counters that changed (``verdict.Row``) and each tier's finding (:class:`TierStep`). A
+fresh outcome and a loaded one are one type, with one JSON.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
-from .format import strict_json
+from .attribution_record import Attribution
 from .model import Fingerprint, Results, ShardSection
 from .validate import fingerprint_from_json, shard_from_json
+from .verdict import VERDICTS, FailureTest, Row, Summary, Verdict
 
 FORMAT, VERSION = "ttfg-gate", 1
-#: A case's verdicts.
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 #: Why a case stopped sampling (``CaseOutcome.stop``).
 DECIDED, MAX_PAIRS, BUDGET = "decided", "max pairs", "budget"
 BASE_BROKEN, HEAD_BROKEN, FAILING, NO_METRIC = "base cannot run", "head cannot run", "repeated failures", "metric missing"
@@ -49,117 +48,23 @@ def _nan(v) -> float:
     return math.nan if v is None else v
 
 
-def _record(cls, data: dict):
-    """A plain record of ``cls`` from its JSON: the fields present, numbers' nulls as NaN, the rest as defaults."""
-    data = data or {}
-    kwargs = {}
-    for f in fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _nan(data[f.name]) if f.type == "float" else data[f.name]
-    return cls(**kwargs)
-
-
 @dataclass
-class VerdictData:
-    """A verdict's plain data (``decide.stats.Verdict``'s fields and JSON; NaN where not estimable)."""
-
-    verdict: str = "inconclusive"
-    ratio: float = math.nan
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    p_value: float = math.nan
-    n_base: int = 0
-    n_head: int = 0
-    method: str = ""
-    reason: str = ""
-    margin: float = math.nan
-    eq_low: float = math.nan
-    eq_high: float = math.nan
-    tost_p: float = math.nan
-    equivalent: bool = False
-    detectable: float = math.nan
-    detectable_high: float = math.nan
-    #: The words a file stored beside the verdict (``verdict_label`` of the ttfg that wrote it); None in a fresh
-    #: outcome. Never written by ``to_json``: the gate adds the label when it writes ``gate.json``.
-    label: str | None = None
-
-    @classmethod
-    def of(cls, verdict) -> "VerdictData":
-        """The plain data of a verdict of ``decide.stats`` (any object with these fields)."""
-        return cls(**{f.name: getattr(verdict, f.name) for f in fields(cls) if f.name != "label"})
-
-    def to_json(self) -> dict:
-        data = strict_json(asdict(self))
-        del data["label"]
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict) -> "VerdictData":
-        return _record(cls, data)
-
-
-@dataclass
-class SummaryData:
-    """Descriptive statistics of one side's values (``decide.stats.Summary``'s fields and JSON)."""
-
-    n: int = 0
-    median: float = math.nan
-    mean: float = math.nan
-    min: float = math.nan
-    max: float = math.nan
-    cv: float = math.nan
-
-    @classmethod
-    def of(cls, summary) -> "SummaryData":
-        return cls(**{f.name: getattr(summary, f.name) for f in fields(cls)})
-
-    def to_json(self) -> dict:
-        return strict_json(asdict(self))
-
-    @classmethod
-    def from_json(cls, data: dict) -> "SummaryData":
-        return _record(cls, data)
-
-
-@dataclass
-class FailureData:
-    """Did head fail significantly more often than base (``decide.stats.FailureTest``'s fields and JSON)."""
-
-    base_failed: int = 0
-    base_total: int = 0
-    head_failed: int = 0
-    head_total: int = 0
-    p_value: float = math.nan
-    regressed: bool = False
-    reason: str = ""
-
-    @classmethod
-    def of(cls, test) -> "FailureData":
-        return cls(**{f.name: getattr(test, f.name) for f in fields(cls)})
-
-    def to_json(self) -> dict:
-        return strict_json(asdict(self))
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FailureData":
-        return _record(cls, data)
-
-
-@dataclass
-class TierData:
-    """What one tier found for one case (``decide.tiers.TierStep``'s fields and JSON)."""
+class TierStep:
+    """What one tier (``decide/tiers.py``) found for one case."""
 
     tier: str
+    #: True when this tier decided the case.
     settled: bool
+    #: regressed, improved, unchanged, inconclusive (what the evidence says, settled or not).
     verdict: str
     reason: str
     #: Per metric: base and head values (medians), ratio, margin, verdict.
     evidence: list[dict] = field(default_factory=list)
+    #: The first error of a sample this tier needed and could not get (a valgrind failure), else None.
     broken: str | None = None
-
-    @classmethod
-    def of(cls, step) -> "TierData":
-        return cls(step.tier, step.settled, step.verdict, step.reason, list(step.evidence), step.broken)
+    #: A count landed at the edge of its margin (``count_margins.judge``): one more count a side may settle it.
+    #: In memory only: the tiers' loop acts on it, and ``gate.json`` does not keep it.
+    edge: bool = False
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
@@ -168,37 +73,9 @@ class TierData:
                               for k, v in e.items()} for e in self.evidence]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "TierData":
+    def from_json(cls, data: dict) -> "TierStep":
         return cls(data.get("tier") or "", bool(data.get("settled")), data.get("verdict") or "inconclusive",
                    data.get("reason") or "", list(data.get("evidence") or []), data.get("broken"))
-
-
-@dataclass
-class ChangeData:
-    """A compared counter whose verdict is not "unchanged" (``decide.compare.Row``'s fields and JSON)."""
-
-    case: str
-    metric: str
-    compared_as: str
-    limit: Any
-    base: SummaryData
-    head: SummaryData
-    verdict: VerdictData
-
-    @classmethod
-    def of(cls, row) -> "ChangeData":
-        return cls(row.case, row.metric, row.compared_as, row.limit, SummaryData.of(row.base),
-                   SummaryData.of(row.head), VerdictData.of(row.verdict))
-
-    def to_json(self) -> dict:
-        return {"case": self.case, "metric": self.metric, "compared_as": self.compared_as, "limit": self.limit,
-                "base": self.base.to_json(), "head": self.head.to_json(), "verdict": self.verdict.to_json()}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "ChangeData":
-        return cls(data.get("case") or "", data.get("metric") or "", data.get("compared_as") or "",
-                   data.get("limit"), SummaryData.from_json(data.get("base")), SummaryData.from_json(data.get("head")),
-                   VerdictData.from_json(data.get("verdict")))
 
 
 @dataclass(frozen=True)
@@ -318,7 +195,7 @@ class Guard:
     """One guarded timing's paired test: its verdict and the geometric means whose quotient is its ratio."""
 
     metric: str
-    verdict: VerdictData
+    verdict: Verdict
     base: float
     head: float
     pairs: int
@@ -335,7 +212,7 @@ class Guard:
 
     @classmethod
     def from_json(cls, data: dict) -> "Guard":
-        return cls(data["metric"], VerdictData.from_json(data.get("verdict")), _nan(data.get("base")),
+        return cls(data["metric"], Verdict.from_json(data.get("verdict")), _nan(data.get("base")),
                    _nan(data.get("head")), data.get("pairs") or 0)
 
 
@@ -344,7 +221,7 @@ class CaseOutcome:
     """The gate's decision for one case."""
 
     case: str
-    verdict: VerdictData
+    verdict: Verdict
     #: Complete pairs (both samples good) the verdict rests on.
     pairs: int
     attempted: int
@@ -352,18 +229,17 @@ class CaseOutcome:
     wall_s: float
     stop: str
     #: The gated metric over the complete pairs.
-    base: SummaryData
-    head: SummaryData
+    base: Summary
+    head: Summary
     #: Counter comparisons whose verdict is not "unchanged": what changed structurally.
-    changes: list[ChangeData] = field(default_factory=list)
+    changes: list[Row] = field(default_factory=list)
     #: Did head fail significantly more often than base? (None when no side failed.)
-    failures: FailureData | None = None
-    #: Where the change went (phases, counters, functions), as plain data, for a case where anything regressed;
-    #: the ``decide.attribution.Attribution`` it was made from is ``GateOutcome.attributions[case]``.
-    attribution: dict | None = None
+    failures: FailureTest | None = None
+    #: Where the change went (phases, counters, functions), for a case where anything regressed.
+    attribution: Attribution | None = None
     #: The tier that decided (``decide/tiers.py``: structural, instructions, time) and every tier's finding.
     tier: str = "time"
-    trail: list[TierData] = field(default_factory=list)
+    trail: list[TierStep] = field(default_factory=list)
     #: The first error of each side that failed (for the summary's row).
     first_error: dict[str, str] = field(default_factory=dict)
     #: The numbers of the metric that decided (None when a failure decided), in its unit.
@@ -395,21 +271,24 @@ class CaseOutcome:
                 "failed": self.failed, "wall_s": self.wall_s, "stop": self.stop, "base": self.base.to_json(),
                 "head": self.head.to_json(), "changes": [r.to_json() for r in self.changes],
                 "failures": None if self.failures is None else self.failures.to_json(),
-                "first_error": self.first_error, "attribution": self.attribution,
-                **({"accepted": self.accepted} if self.accepted else {})}
+                "first_error": self.first_error,
+                "attribution": None if self.attribution is None else self.attribution.to_json(),
+                **({"accepted": self.accepted} if self.accepted else {}),
+                **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseOutcome":
         """A case of a (migrated) document; see :func:`migrate`."""
         fig = data.get("figure")
-        return cls(data["case"], VerdictData.from_json(data.get("verdict")), data.get("pairs") or 0,
+        return cls(data["case"], Verdict.from_json(data.get("verdict")), data.get("pairs") or 0,
                    data.get("attempted") or 0, dict(data.get("failed") or {"base": 0, "head": 0}),
-                   _nan(data.get("wall_s")), data.get("stop") or "", SummaryData.from_json(data.get("base")),
-                   SummaryData.from_json(data.get("head")),
-                   [ChangeData.from_json(r) for r in data.get("changes") or []],
-                   None if data.get("failures") is None else FailureData.from_json(data["failures"]),
-                   data.get("attribution"), data.get("tier") or "time",
-                   [TierData.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
+                   _nan(data.get("wall_s")), data.get("stop") or "", Summary.from_json(data.get("base")),
+                   Summary.from_json(data.get("head")),
+                   [Row.from_json(r) for r in data.get("changes") or []],
+                   None if data.get("failures") is None else FailureTest.from_json(data["failures"]),
+                   None if data.get("attribution") is None else Attribution.from_json(data["attribution"]),
+                   data.get("tier") or "time",
+                   [TierStep.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
                    [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"))
@@ -433,11 +312,14 @@ class GateOutcome:
     #: In memory only, never written: both sides' results as the gate held them when it ended (the same as
     #: ``files`` on disk), so that the use case need not read back what it just wrote; empty for a loaded file.
     results: dict[str, Results] = field(default_factory=dict, repr=False, compare=False)
-    #: In memory only: each attributed case's ``decide.attribution.Attribution`` (the presenters' input).
-    attributions: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: Every ``Ttfg-Accept`` trailer of the head's commits (``decide/accept.py``), with the cases each accepted
     #: (``used_by``, empty: unused) or why it cannot be used (``problem``); written only when there is one.
     acceptances: list[dict] = field(default_factory=list)
+
+    @property
+    def attributions(self) -> dict[str, Attribution]:
+        """Each attributed case's attribution, by case."""
+        return {c.case: c.attribution for c in self.cases if c.attribution is not None}
 
     def regressions(self) -> list[CaseOutcome]:
         """The regressed cases that fail the gate (an accepted one does not)."""
@@ -484,10 +366,6 @@ class GateOutcome:
                    acceptances=list(data.get("acceptances") or []))
 
 
-def document(outcome: GateOutcome, check=None, exit_code: int | None = None) -> dict:
-    """``gate.json``'s outcome part: the outcome, the expectations check (or None) and the exit code the gate gave."""
-    return {**outcome.to_json(), "expectations": check.to_json() if check is not None else None,
-            "exit_code": outcome.exit_code() if exit_code is None else exit_code}
-
-
-__all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "ChangeData", "DECIDED", "FAILING", "FORMAT", "FailureData", "Figure", "GateOutcome", "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "SettingsData", "SkipData", "SummaryData", "TierData", "VERDICTS", "VERSION", "VerdictData", "document"]
+__all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "DECIDED", "FAILING", "FORMAT", "Figure", "GateOutcome",
+           "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "SettingsData",
+           "SkipData", "TierStep", "VERDICTS", "VERSION"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..files import atomic_write_text
 from .format import ResultsError
-from .jsonfile import parse
+from .jsonfile import parse, refused_at
 from .migrate import upgrade
 from .model import Results
 from .validate import results_from_json
@@ -33,7 +33,8 @@ def loads(text: str, path: str | os.PathLike = "<results>") -> Results:
     seen: list[str] = []
     data = parse(text, path, ResultsError, constants=seen)
     if seen and not (isinstance(data, dict) and data.get("version") == 1):
-        raise ResultsError(f"{path}: not strict JSON: {seen[0]} is not a JSON number "
+        where = refused_at(text)
+        raise ResultsError(f"{path}: {where + ': ' if where else ''}not strict JSON: {seen[0]} is not a JSON number "
                            "(a value that could not be measured is written as null)")
     return from_json(data, path)
 

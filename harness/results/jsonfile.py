@@ -12,8 +12,10 @@ number that travels on:
 * a file of hundreds of megabytes is read whole (a 100 MB note in ``calibration.json``
   was copied into every results file).
 
-:func:`parse` and :func:`read` refuse each one with ``"<file>: <what is wrong>"``,
-raised as the caller's error class (a ``TtfgError``: exit 2 at the command line).
+:func:`parse` and :func:`read` refuse each one with ``"<file>: <what is wrong>"``, naming the field
+of a refused number too (``cases[0].verdict.ratio``), raised as the caller's error class (a ``TtfgError``:
+exit 2 at the command line). Every JSON file ttfg reads goes through them: results files, ``gate.json``,
+``bisect.json``, ``counts.json``, ``releases.json``, the confirmations and the stored calibration.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from ..errors import TtfgError
 
-__all__ = ["MAX_INT", "parse", "read", "sniff_format"]
+__all__ = ["MAX_INT", "parse", "read", "refused_at", "sniff_format"]
 
 #: The largest integer magnitude read: beyond any count or size ttfg records (instructions of a window:
 #: about 2e10; bytes: below 2**63). An integer beyond it is refused, not rounded.
@@ -71,9 +73,43 @@ def parse(text: str, path: str | os.PathLike, error: type[TtfgError] = TtfgError
     except json.JSONDecodeError as exc:
         raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except _Refused as exc:
-        raise error(f"{path}: not strict JSON: {exc}") from None
+        where = refused_at(text)
+        raise error(f"{path}: {where + ': ' if where else ''}not strict JSON: {exc}") from None
     except RecursionError:
         raise error(f"{path}: nested too deeply to be a file ttfg writes") from None
+
+
+class _Flagged:
+    """Stands in for a refused number in :func:`refused_at`'s second, lenient reading."""
+
+
+def refused_at(text: str) -> str | None:
+    """The field (``cases[0].verdict.ratio``) of the first number :func:`parse` refused, so that the refusal names
+    it as every other checked field is named; None where the lenient reading fails too."""
+    flag = _Flagged()
+
+    def number(convert, check):
+        return lambda token: value if check(value := convert(token)) else flag
+
+    try:
+        doc = json.loads(text, parse_constant=lambda name: flag, parse_float=number(float, math.isfinite),
+                         parse_int=number(int, lambda v: abs(v) <= MAX_INT))
+    except (ValueError, RecursionError):
+        return None
+    found = []
+
+    def walk(node, where: str) -> bool:
+        if node is flag:
+            found.append(where)
+            return True
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        return any(walk(v, f"{where}.{k}" if isinstance(k, str) else f"{where}[{k}]") for k, v in items)
+
+    try:
+        walk(doc, "")
+    except RecursionError:
+        return None
+    return found[0].lstrip(".") or "top level" if found else None
 
 
 def read(path: str | os.PathLike, error: type[TtfgError] = TtfgError, max_bytes: int | None = None,

@@ -10,10 +10,10 @@ field (:class:`~ttfg.results.format.ResultsError`, exit 2), like a results file'
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from . import jsonfile
 from .format import ResultsError
 from .validate import _Reader
 
@@ -126,20 +126,11 @@ def load_sweep(path: str | Path) -> dict:
     Raises
     ------
     ResultsError
-        When it cannot be read, is not JSON, or a field is wrong, naming the file and the field.
+        When it cannot be read, is not strict JSON (``jsonfile``: NaN and Infinity are refused), or a field is
+        wrong, naming the file and the field.
     """
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ResultsError(f"{path}: {path.stat().st_size:,} bytes; a release sweep is far smaller")
-        text = path.read_text()
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ResultsError(f"{path}: not JSON ({exc})") from None
-    return sweep_from_json(doc, path)
+    return sweep_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)
 
 
 __all__ = ["FORMAT", "VERSION", "load_sweep", "sweep_from_json"]

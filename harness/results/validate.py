@@ -371,9 +371,10 @@ def fingerprint_from_json(raw: Any, path: str | os.PathLike, where: str = "finge
     return _Reader(path).fingerprint(raw, where)
 
 
-def noise_from_json(data: Any, path: str | os.PathLike = "<noise>") -> NoiseFloor | None:
-    """A stored noise floor (the doctor's ``calibration.json``), checked by the rule of ``environment.noise``."""
-    return _Reader(path).noise(data, "noise")
+def noise_from_json(data: Any, path: str | os.PathLike = "<noise>", where: str = "noise") -> NoiseFloor | None:
+    """A stored noise floor (the doctor's ``calibration.json``, a gate's), checked by the rule of
+    ``environment.noise``; ``where``: its field in the file."""
+    return _Reader(path).noise(data, where)
 
 
 def sample_problem(raw: dict) -> str | None:

@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from scipy import stats
 
-from .verdicts import _fmt_p, _to_json
+from ...results.verdict import FailureTest
+from .verdicts import _fmt_p
 
 #: One-sided level of the failure test. Failures are not timing noise: a healthy case
 #: does not fail at all, so evidence is weighed at 10 % rather than the timings' 1 %,
 #: which flags the reported repro (head failed 3 of 4 processes, base 0 of 4:
 #: p = 0.071) while one flaky timeout (1 of 60 against 0 of 60: p = 0.5) passes.
 FAILURE_ALPHA = 0.10
-
-
-@dataclass(frozen=True)
-class FailureTest:
-    """Did head fail significantly more often than base? (Fisher's exact test, one-sided.)"""
-
-    base_failed: int
-    base_total: int
-    head_failed: int
-    head_total: int
-    p_value: float
-    regressed: bool
-    reason: str
-
-    def to_json(self) -> dict:
-        return _to_json(self)
 
 
 def compare_failures(base_failed: int, base_total: int, head_failed: int, head_total: int,

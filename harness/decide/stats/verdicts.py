@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ... import fmt
-from ...results.format import strict_json
-
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
-
-
-def _to_json(obj) -> dict:
-    return {k: strict_json(v) for k, v in asdict(obj).items()}
+# The records themselves live below decide/, where gate.json reads them back (``results/verdict.py``).
+from ...results.verdict import VERDICTS, Summary, Verdict, to_json as _to_json
 
 
 # --------------------------------------------------------------------------- input checks
@@ -69,26 +63,6 @@ def _check_level(alpha: float, min_effect: float | None = None) -> None:
 # --------------------------------------------------------------------------- summaries
 
 
-@dataclass
-class Summary:
-    """Descriptive statistics of one sample set (NaN samples ignored).
-
-    ``cv`` is ``std(ddof=1) / mean``, NaN when fewer than two samples remain; with
-    no samples every float field is NaN.
-    """
-
-    n: int
-    median: float
-    mean: float
-    min: float
-    max: float
-    cv: float
-
-    def to_json(self) -> dict:
-        """Plain dict for result files; NaN becomes ``None``."""
-        return _to_json(self)
-
-
 def summarize(values) -> Summary:
     """Summarise one set of samples.
 
@@ -115,47 +89,6 @@ def summarize(values) -> Summary:
 
 
 # --------------------------------------------------------------------------- verdicts
-
-
-@dataclass
-class Verdict:
-    """The outcome of one base/head comparison.
-
-    ``ratio`` is head over base (geometric), so ``ratio > 1`` means head is slower
-    or bigger; ``ci_low``/``ci_high`` bound it at ``1 - alpha`` (two-sided).
-    ``p_value`` is NaN for counters. For paired comparisons ``n_base == n_head`` is
-    the number of complete pairs. ``reason`` says in one sentence why.
-
-    The fields after ``reason`` exist for timing tests (NaN / False elsewhere):
-    ``margin`` is the minimum effect ``m`` that applied; ``eq_low``/``eq_high`` the
-    ``1 - 2 alpha`` interval the two one-sided tests amount to and ``tost_p`` their
-    p-value (the larger of the two); ``equivalent`` is True when they showed the
-    ratio within ``[1/(1+m), 1+m]``. ``detectable`` is, for an inconclusive verdict
-    at the end of its test, the smallest slowdown (0.05 = 5 %) this test would have
-    flagged as regressed with 95 % power at the noise it measured, and
-    ``detectable_high`` the same at the upper end of the noise's 95 % interval.
-    """
-
-    verdict: str
-    ratio: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    n_base: int
-    n_head: int
-    method: str
-    reason: str
-    margin: float = math.nan
-    eq_low: float = math.nan
-    eq_high: float = math.nan
-    tost_p: float = math.nan
-    equivalent: bool = False
-    detectable: float = math.nan
-    detectable_high: float = math.nan
-
-    def to_json(self) -> dict:
-        """Plain dict for result files; NaN becomes ``None``."""
-        return _to_json(self)
 
 
 def _pct(ratio: float) -> str:

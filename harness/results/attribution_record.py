@@ -1,0 +1,239 @@
+"""An attribution as data: where one case's change went, phase by phase, counter by counter, function by function.
+
+Why here, below ``decide/``: ``decide/attribution.py`` computes these from both sides' samples, and ``gate.json``
+keeps each regressed case's attribution. Kept there as a plain dict, every reader (the report page, ``ttfg
+explain``, the summary's "where it went") either worked on the dict or attributed the results files again, so the
+page could show an attribution other than the one the gate made (a warm gate's, computed from its cold samples).
+One type at this layer serves the gate that computes it and every reader of ``gate.json``; :meth:`Attribution.to_json`
+writes it and :meth:`Attribution.from_json` reads it back (what ``to_json`` derives is derived again).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from .. import metrics
+from ..engines.base import GRADIENT_PHASES
+from .format import strict_json
+from .verdict import Record
+
+__all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "PHASES", "PhaseDelta"]
+
+#: The phases attributed, in process order (the registry's).
+PHASES = metrics.PROCESS_PHASES
+#: Where function lists come from: (sample field, unit, what it is), in the order shown.
+FUNCTION_SOURCES = (("instructions_top", "instructions", "callgrind instruction counts"),
+                    ("profile_top", "s", "sampled Python stacks (pyinstrument)"))
+#: |t| of a self change at which it counts as clear of the samples' noise.
+CLEAR_T = 3.0
+
+
+@dataclass
+class PhaseDelta(Record):
+    """One phase (or the gated total) on both sides."""
+
+    phase: str
+    metric: str
+    #: Medians in seconds (None when the backend does not report the phase).
+    base: float | None
+    head: float | None
+    #: Head minus base in seconds: median of per-pair differences when paired, else of medians.
+    delta: float | None
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    #: Pairs (paired) or the smaller side's sample count.
+    n: int = 0
+    paired: bool = False
+    #: Instruction counts of the phase (medians), where samples carry ``instructions_phases``.
+    base_instructions: float | None = None
+    head_instructions: float | None = None
+
+    @property
+    def instructions_delta(self) -> float | None:
+        if self.base_instructions is None or self.head_instructions is None:
+            return None
+        return self.head_instructions - self.base_instructions
+
+    def to_json(self) -> dict:
+        out = {k: strict_json(v) for k, v in asdict(self).items()}
+        out["instructions_delta"] = self.instructions_delta
+        return out
+
+
+@dataclass
+class CounterDelta(Record):
+    """A deterministic count on both sides (medians)."""
+
+    metric: str
+    base: float | None
+    head: float | None
+    #: "regressed", "improved", "unchanged" by the registry's threshold; "absent" on one side.
+    verdict: str
+    threshold: float
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict in ("regressed", "improved", "absent")
+
+    def to_json(self) -> dict:
+        return {**{k: strict_json(v) for k, v in asdict(self).items()}, "delta": self.delta}
+
+
+@dataclass
+class FunctionDelta(Record):
+    """One function of the first-gradient window: inclusive and self instructions on both sides."""
+
+    fn: str
+    file: str
+    line: int | None
+    base_incl: float | None
+    head_incl: float | None
+    base_self: float | None
+    head_self: float | None
+    #: Head minus base; bounds when the function is in one side's list only (see ``presence``).
+    delta_incl: float
+    delta_self: float | None
+    #: "both", "head only" (delta is at least this), "base only" (delta is at most this).
+    presence: str = "both"
+    #: "instructions" (callgrind) or "s" (sampled stacks).
+    unit: str = "instructions"
+    #: Welch's t of the self change over the samples (NaN with one sample a side): how clear of noise it is.
+    self_t: float = math.nan
+
+    @property
+    def clear(self) -> bool:
+        """The self change stands out of the samples' noise (``|t| >= 3``; deterministic counts always do)."""
+        return math.isfinite(self.self_t) and abs(self.self_t) >= CLEAR_T
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    @property
+    def relative(self) -> float | None:
+        """Inclusive change relative to base (None when base is absent or zero)."""
+        return self.delta_incl / self.base_incl if self.base_incl else None
+
+    def to_json(self) -> dict:
+        return {**{k: strict_json(v) for k, v in asdict(self).items()}, "where": self.where, "relative": self.relative,
+                "clear": self.clear}
+
+
+@dataclass
+class Attribution:
+    """Where one case's change went."""
+
+    case: str
+    #: The gated (or headline) timing metric.
+    metric: str
+    paired: bool
+    #: The metric itself first, then each phase either side reports.
+    total: PhaseDelta | None
+    phases: list[PhaseDelta] = field(default_factory=list)
+    counters: list[CounterDelta] = field(default_factory=list)
+    functions: list[FunctionDelta] = field(default_factory=list)
+    #: Per unit ("instructions", "s"): samples that carried function lists, per side.
+    function_samples: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Notes that came with the function lists (``instructions_note``, the profiler's name).
+    function_notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: The sentence a file stored beside the attribution (``present/attribution_views.headline`` of the ttfg that
+    #: wrote ``gate.json``), kept so that the file is written back as it was read; None for one just computed, and
+    #: then not written (the gate's presenter adds it).
+    headline: str | None = None
+
+    def largest_phase(self) -> PhaseDelta | None:
+        """The phase inside the metric that changed most: by its counted instructions when the phases were
+        counted, else by its time in absolute seconds (same sign as the total).
+
+        Counts first: they are deterministic evidence, where the paired medians of the few profiled
+        processes an attribution takes are not (a bisect's culprit, decided by the trace's count at
+        1.147x, had its compile phase "move most" by 10 ms of noise). The first gradient holds trace,
+        lower, compile and execute; import and build count only for a metric that spans the process
+        (``process_ttfg_s``), else their noise would "explain" a first gradient they are not part of."""
+        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+        counted = [p for p in self.phases if p.instructions_delta and p.phase in inside]
+        if counted:
+            return max(counted, key=lambda p: abs(p.instructions_delta))
+        known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
+        if self.total is not None and self.total.delta:
+            same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]
+            known = same or known
+        return max(known, key=lambda p: abs(p.delta), default=None)
+
+    def units(self) -> list[str]:
+        """The units of the function lists present, in :data:`FUNCTION_SOURCES` order."""
+        return [u for _, u, _ in FUNCTION_SOURCES if any(f.unit == u for f in self.functions)]
+
+    def functions_in(self, unit: str) -> list[FunctionDelta]:
+        return [f for f in self.functions if f.unit == unit]
+
+    def top_function(self, unit: str | None = None) -> FunctionDelta | None:
+        """The function that grew (or shrank) most in its *own* cost: where to look first.
+
+        Inclusive changes repeat down a call chain (every caller of the function that grew
+        grows by as much), so the self change names the function itself. ``unit`` None:
+        the first source present.
+        """
+        units = self.units()
+        if not units:
+            return None
+        mine = self.functions_in(unit or units[0])
+        known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
+        clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
+        if clear or known:
+            return max(clear or known, key=lambda f: abs(f.delta_self))
+        return mine[0] if mine else None
+
+    def headline_function(self) -> tuple[str, FunctionDelta] | None:
+        """``(unit, function)`` to look at first: the sampled stacks' top when its change is clear of
+        their noise, else the first source's top.
+
+        Why the stacks first: callgrind sees the interpreter's C functions, so a Python
+        function that grew shows up in instruction counts as ``slot_tp_call`` or a thread-pool
+        invoker; the sampled stacks name it, with its file and line.
+        """
+        tops = [(u, t) for u in self.units() if (t := self.top_function(u)) is not None]
+        clear_stack = [(u, t) for u, t in tops if u == "s" and t.delta_self and t.clear]
+        return (clear_stack or tops or [None])[0]
+
+    def changed_counters(self) -> list[CounterDelta]:
+        return [c for c in self.counters if c.changed]
+
+    def to_json(self) -> dict:
+        largest = self.largest_phase()
+        tops = {u: self.top_function(u) for u in self.units()}
+        headline = self.headline_function()
+        return {"case": self.case, "metric": self.metric, "paired": self.paired,
+                "total": None if self.total is None else self.total.to_json(),
+                "phases": [p.to_json() for p in self.phases],
+                "largest_phase": None if largest is None else largest.phase,
+                "counters": [c.to_json() for c in self.counters],
+                "functions": [f.to_json() for f in self.functions],
+                # The function to look at first (headline_function), and each source's top.
+                "top_function": None if headline is None else {
+                    "fn": headline[1].fn, "where": headline[1].where, "unit": headline[0],
+                    "delta_self": strict_json(headline[1].delta_self)},
+                "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
+                                  for u, t in tops.items() if t is not None},
+                "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
+                "notes": list(self.notes), **({} if self.headline is None else {"headline": self.headline})}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Attribution":
+        """An attribution as ``gate.json`` holds it (what ``to_json`` derives, such as ``largest_phase``, is derived
+        again, never read)."""
+        total = data.get("total")
+        return cls(data.get("case") or "", data.get("metric") or "first_grad_s", bool(data.get("paired")),
+                   None if total is None else PhaseDelta.from_json(total),
+                   [PhaseDelta.from_json(p) for p in data.get("phases") or []],
+                   [CounterDelta.from_json(c) for c in data.get("counters") or []],
+                   [FunctionDelta.from_json(f) for f in data.get("functions") or []],
+                   dict(data.get("function_samples") or {}), list(data.get("function_notes") or []),
+                   list(data.get("notes") or []), data.get("headline"))
