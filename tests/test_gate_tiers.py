@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from ttfg.decide import gate_loop, tiers
+from ttfg.decide import tiers
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.measure.sides import Side
@@ -464,8 +464,8 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     head = {"instructions": [count("instructions", 0, 8_807_000_000)], "allocations": [count("allocations", 0, 2_354_081)]}
     strict = tiers.count_step(base, head, None)
     assert strict.settled and strict.verdict == "regressed"  # what the power benchmark's A/A trial saw
-    unsteady = gate_loop._unsteady("jax.jit")
-    assert set(unsteady) == {"alloc_count"} and gate_loop._unsteady("autograd") == {}
+    unsteady = tiers.unsteady_counts("jax.jit")
+    assert set(unsteady) == {"alloc_count"} and tiers.unsteady_counts("autograd") == {}
     step = tiers.count_step(base, head, None, unsteady=unsteady)
     assert step.verdict == "unchanged" and step.settled  # instructions agree; the allocations are set aside
     assert "alloc_count: not repeatable for this backend" in step.reason
@@ -477,18 +477,15 @@ def test_a_library_on_jax_is_unsteady_as_jax_is_whatever_its_framework_is_named(
     +7.1 % in A/A gates whose instruction counts agreed to 0.2 %, and failed them. What decides is what the
     backend runs on (its modules: jaxlib), not the name of its framework."""
     from ttfg import engines
+    from ttfg.engines import Facts
 
-    class Nnx:
-        framework, modules = "flax", ("flax", "jax", "jaxlib")
-
-    class Other:
-        framework, modules = "mylib", ("mylib", "numpy")
-
-    real = engines.get
-    monkeypatch.setattr(engines, "get", lambda name: {"flaxlab.nnx": Nnx, "mylib.np": Other}.get(name) or real(name))
+    nnx = Facts("flaxlab.nnx", True, "flax", ("flax", "jax", "jaxlib"))
+    other = Facts("mylib.np", True, "mylib", ("mylib", "numpy"))
+    real = engines.facts
+    monkeypatch.setattr(engines, "facts", lambda name: {"flaxlab.nnx": nnx, "mylib.np": other}.get(name) or real(name))
     assert "jaxlib" in engines.runs_on("jax.eager") and engines.runs_on("flaxlab.nnx") >= {"flax", "jaxlib"}
-    assert set(gate_loop._unsteady("flaxlab.nnx")) == {"alloc_count"}
-    assert gate_loop._unsteady("mylib.np") == {}
+    assert set(tiers.unsteady_counts("flaxlab.nnx")) == {"alloc_count"}
+    assert tiers.unsteady_counts("mylib.np") == {}
 
 
 def test_structural_counters_of_different_framework_releases_are_evidence_only():

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from ttfg import engines
 from ttfg.decide import tiers
 from ttfg.decide.gate_loop import no_persistent_cache, run_gate
 from ttfg.decide.gate_settings import GateSettings
@@ -130,11 +131,13 @@ def test_cache_step_reads_inductors_counters_and_ignores_cold_samples():
         s.cache = cache
         return s
 
-    step = tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0))
+    inductor = engines.facts("torch.compile").caches  # what torch.compile declares (Backend.persistent_caches)
+    step = tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0), inductor)
     assert step.settled and step.verdict == "regressed" and "misses 0 -> 3" in step.reason
     assert "Inductor's cache-miss reasons are not available here" in step.reason
-    assert tiers.cache_step(sample("cold", 3, 0), sample("cold", 3, 0)) is None
-    improved = tiers.cache_step(sample("warm", 2, 1), sample("warm", 0, 3))
+    assert tiers.cache_step(sample("cold", 3, 0), sample("cold", 3, 0), inductor) is None
+    assert tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0), engines.facts("jax.jit").caches) is None
+    improved = tiers.cache_step(sample("warm", 2, 1), sample("warm", 0, 3), inductor)
     assert not improved.settled and improved.verdict == "improved"
 
 
