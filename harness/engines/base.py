@@ -91,10 +91,11 @@ class Backend:
     #: has none, and a warm gate measures it cold and says so.
     persistent_caches: ClassVar[tuple[PersistentCache, ...]] = ()
     #: Model name -> one cold process's measured cost, for the shard partition's estimate; a model it does not
-    #: list costs the median of the built-in backends'.
+    #: list costs the median of the built-in backends'. Its own: a subclass does not inherit it.
     costs: ClassVar[Mapping[str, Cost]] = {}
     #: Its colour in every figure and table (``#rrggbb``). Families share a hue (JAX blues, torch warm tones,
-    #: HIPS autograd teal); red and green are kept for regressions and improvements. None: a spare colour.
+    #: HIPS autograd teal); red and green are kept for regressions and improvements. None: a spare colour. Its
+    #: own: a subclass does not inherit it (two backends are never drawn alike).
     color: ClassVar[str | None] = None
 
     @classmethod

@@ -127,9 +127,11 @@ class Facts:
 
     @classmethod
     def of(cls, backend: type) -> "Facts":
-        """The facts a backend class declares."""
+        """The facts a backend class declares. Its costs and colour are its own (a subclass is another backend, measured
+        and drawn apart: a plugin on ttfg's autograd engine is not autograd's colour); what it runs, it inherits."""
+        own = vars(backend)
         return cls(backend.name, True, backend.framework, tuple(backend.modules), tuple(backend.phases),
-                   backend.uncounted, tuple(backend.persistent_caches), dict(backend.costs), backend.color)
+                   backend.uncounted, tuple(backend.persistent_caches), dict(own.get("costs", {})), own.get("color"))
 
     @property
     def runs_on(self) -> frozenset[str]:
