@@ -56,7 +56,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import metrics
 from . import gate_policy as policy
 from . import head_failures
 from . import tiers
@@ -403,11 +402,11 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
         context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
                                     _count_sampler(sides, writers, settings, sampler, warm),
-                                    repeat=settings.count_repeat, min_effect=settings.min_effect,
+                                    selected=settings.tiers, repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
                                     timed=timed)
-        trails = tiers.run_tiers(cases, settings.tiers, context)
+        trails = tiers.run_tiers(cases, context)
         for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
             if st.stop is None:
                 broken = any(t.broken for t in trails[st.case.id].steps)

@@ -66,17 +66,16 @@ def parse_tiers(text: str | None) -> tuple[str, ...]:
     return tuple(t for t in known if t in chosen)
 
 
-def run_tiers(cases: "list[Case]", selected: tuple[str, ...], ctx: TierContext) -> dict[str, CaseTrail]:
-    """Run the ``selected`` tiers over ``cases``, in their registered order; the trail of each case, settled or not.
+def run_tiers(cases: "list[Case]", ctx: TierContext) -> dict[str, CaseTrail]:
+    """Run the selected tiers (``ctx.selected``) over ``cases``, in their registered order; the trail of each case,
+    settled or not.
 
     Every step a tier yields is recorded as it comes (``tier_step.record``: the trail, the settlement, a note
-    through ``ctx.note``), so a step is told while the next case is measured. ``ctx.selected`` is set to
-    ``selected`` (a tier may say what a later one will do).
+    through ``ctx.note``), so a step is told while the next case is measured.
     """
-    ctx.selected = tuple(selected)
     trails = {case.id: CaseTrail(case) for case in cases}
     for tier in REGISTERED:
-        if tier.name in selected:
+        if tier.name in ctx.selected:
             for case, step in tier.run(cases, trails, ctx):
                 record(trails[case.id], step, ctx.note)
     return trails
