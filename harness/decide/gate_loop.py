@@ -401,8 +401,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             warm_root = _warm_root(settings)
             warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
         context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
-                                    _count_sampler(sides, writers, settings, sampler, warm),
-                                    selected=settings.tiers, repeat=settings.count_repeat, min_effect=settings.min_effect,
+                                    _count_sampler(sides, writers, settings, sampler, warm), selected=settings.tiers,
+                                    repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
                                     timed=timed)

@@ -167,7 +167,8 @@ def cache_step(base: "Sample | None", head: "Sample | None",
 
 
 class StructuralTier:
-    """Tier (a): one timing pair per case, its counters (:func:`structural_step`), then its caches (:func:`cache_step`)."""
+    """Tier (a): one timing pair per case, its counters (:func:`structural_step`), then its caches
+    (:func:`cache_step`)."""
 
     name = STRUCTURAL
     needs = ("timing",)

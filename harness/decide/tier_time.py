@@ -1,4 +1,4 @@
-"""The time tier (tier c): wall time, in the paired, interleaved sequential tests of ``gate_loop.py``, within the budget.
+"""The time tier (tier c): wall time, in the paired, interleaved sequential tests of ``gate_loop.py``, in the budget.
 
 It takes the cases the tiers before it could not settle, and screens the ones a count settled
 for the guarded timings no count covers (:func:`uncounted_guards`: the import, a phase whose

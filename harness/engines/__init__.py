@@ -135,5 +135,5 @@ def probe_caches(name: str | None = None) -> tuple[PersistentCache, ...]:
     return tuple(found)
 
 
-__all__ = ["BUILTIN", "Backend", "Engine", "Facts", "PersistentCache", "contract_problem", "entry", "facts", "get", "names",
-           "probe_caches", "refresh", "runs_on", "shadowed"]
+__all__ = ["BUILTIN", "Backend", "Engine", "Facts", "PersistentCache", "contract_problem", "entry", "facts", "get",
+           "names", "probe_caches", "refresh", "runs_on", "shadowed"]

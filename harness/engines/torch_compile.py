@@ -197,7 +197,8 @@ class TorchCompileAotEagerBackend(TorchCompileBackend):
     compiler_name = "aot_eager"
     description = "torch.compile with aot_eager: Dynamo capture and AOTAutograd, no code generation"
     uncounted = None
-    #: None: Inductor's FX graph and AOTAutograd caches keep Inductor's compiled graphs, and aot_eager compiles none.
+    #: None: Inductor's FX graph and AOTAutograd caches hold what Inductor compiles, and aot_eager generates no code;
+    #: a warm gate measures it cold.
     persistent_caches = ()
     #: One cold process per model (docs/measurements.md, "Time to first gradient" and "transformer_tiny"; 2-core VM,
     #: torch 2.13.0+cpu, jax 0.10.2): seconds from spawn to first gradient, and of the first gradient.
