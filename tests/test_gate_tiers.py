@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from ttfg.decide import gate_loop, tiers
+from ttfg.decide import tiers
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.measure.sides import Side
@@ -464,8 +464,8 @@ def test_an_unsteady_allocation_count_is_shown_but_never_settles():
     head = {"instructions": [count("instructions", 0, 8_807_000_000)], "allocations": [count("allocations", 0, 2_354_081)]}
     strict = tiers.count_step(base, head, None)
     assert strict.settled and strict.verdict == "regressed"  # what the power benchmark's A/A trial saw
-    unsteady = gate_loop._unsteady("jax.jit")
-    assert set(unsteady) == {"alloc_count"} and gate_loop._unsteady("autograd") == {}
+    unsteady = tiers.unsteady_counts("jax.jit")
+    assert set(unsteady) == {"alloc_count"} and tiers.unsteady_counts("autograd") == {}
     step = tiers.count_step(base, head, None, unsteady=unsteady)
     assert step.verdict == "unchanged" and step.settled  # instructions agree; the allocations are set aside
     assert "alloc_count: not repeatable for this backend" in step.reason
@@ -477,18 +477,15 @@ def test_a_library_on_jax_is_unsteady_as_jax_is_whatever_its_framework_is_named(
     +7.1 % in A/A gates whose instruction counts agreed to 0.2 %, and failed them. What decides is what the
     backend runs on (its modules: jaxlib), not the name of its framework."""
     from ttfg import engines
+    from ttfg.engines import Facts
 
-    class Nnx:
-        framework, modules = "flax", ("flax", "jax", "jaxlib")
-
-    class Other:
-        framework, modules = "mylib", ("mylib", "numpy")
-
-    real = engines.get
-    monkeypatch.setattr(engines, "get", lambda name: {"flaxlab.nnx": Nnx, "mylib.np": Other}.get(name) or real(name))
+    nnx = Facts("flaxlab.nnx", True, "flax", ("flax", "jax", "jaxlib"))
+    other = Facts("mylib.np", True, "mylib", ("mylib", "numpy"))
+    real = engines.facts
+    monkeypatch.setattr(engines, "facts", lambda name: {"flaxlab.nnx": nnx, "mylib.np": other}.get(name) or real(name))
     assert "jaxlib" in engines.runs_on("jax.eager") and engines.runs_on("flaxlab.nnx") >= {"flax", "jaxlib"}
-    assert set(gate_loop._unsteady("flaxlab.nnx")) == {"alloc_count"}
-    assert gate_loop._unsteady("mylib.np") == {}
+    assert set(tiers.unsteady_counts("flaxlab.nnx")) == {"alloc_count"}
+    assert tiers.unsteady_counts("mylib.np") == {}
 
 
 def test_structural_counters_of_different_framework_releases_are_evidence_only():
@@ -518,3 +515,50 @@ def test_a_short_build_that_moved_is_screened_by_the_time_tier(gate_with):
     assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
     assert "build instructions +" in case.trail[1].reason and "evidence, not a verdict" in case.trail[1].reason
     assert [g.metric for g in case.guards] == ["process_ttfg_s", "import_s", "build_s"]
+
+
+class RatioTier:
+    """A tier a test adds (``tier_step.Tier``): one more timing pair per case not yet settled, whose first gradient
+    settles the case as regressed when the head took at least twice the base's, and tells the rest to go on."""
+
+    name = "ratio"
+    needs = ("timing",)
+
+    def run(self, cases, trails, ctx):
+        from ttfg.decide.stats import compare_counter
+        from ttfg.decide.tier_step import TierStep, metric_evidence
+
+        for case in cases:
+            if trails[case.id].settled:
+                continue
+            pair = ctx.take_pair(case)
+            base, head = pair["base"].first_grad_s, pair["head"].first_grad_s
+            verdict = compare_counter([base], [head], threshold=1.0)
+            found = metric_evidence("first_grad_s", verdict, 1.0, [base], [head])
+            doubled = head >= 2 * base
+            yield case, TierStep(self.name, doubled, found["verdict"] if doubled else "inconclusive",
+                                 f"first gradient {base:g} s -> {head:g} s", [found])
+
+
+def test_a_tier_is_one_object_registered_in_order(gate_with, monkeypatch):
+    """Adding a tier is its object and its place in ``tiers.REGISTERED`` (docs/reference/layout.md): --tiers knows it,
+    the one loop runs it between the counts and the time, its step is on every case's trail and in gate.json, and
+    the footer names it in its place."""
+    from ttfg.present.gate_views import gate_footer
+
+    monkeypatch.setattr(tiers, "REGISTERED", [*tiers.REGISTERED[:2], RatioTier(), tiers.REGISTERED[2]])
+    assert tiers.parse_tiers("time, ratio,structural") == ("structural", "ratio", "time")
+    with pytest.raises(UsageError, match="expected a comma-separated list of structural, instructions, ratio, time"):
+        tiers.parse_tiers("nope")
+    chosen = ("structural", "ratio", "time")
+    outcome, fake, notes = gate_with(Side_(), Side_(seconds=3.0), tiers=chosen)
+    (case,) = outcome.cases
+    assert case.tier == "ratio" and case.verdict.verdict == "regressed" and outcome.exit_code() == 1
+    assert [t.tier for t in case.trail] == ["structural", "ratio"] and case.attempted == 2  # its pair and tier a's
+    assert [t["tier"] for t in case.to_json()["tiers"]] == ["structural", "ratio"]
+    assert any(n.startswith("ratio tier: ") and "regressed (settled): first gradient 1.02 s -> 2.97 s" in n for n in notes)
+    assert "Gate that ran: structural → ratio;" in gate_footer(outcome)
+    same, _, _ = gate_with(Side_(), Side_(), tiers=chosen, max_pairs=12)
+    (case,) = same.cases
+    assert [t.tier for t in case.trail][:2] == ["structural", "ratio"] and case.tier == "time"  # left to the time
+    assert "Gate that ran: structural → ratio → time;" in gate_footer(same)

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from ttfg import engines
 from ttfg.decide import tiers
 from ttfg.decide.gate_loop import no_persistent_cache, run_gate
 from ttfg.decide.gate_settings import GateSettings
@@ -124,17 +125,45 @@ def test_a_backend_without_a_persistent_cache_is_measured_cold_and_said_so(sides
     assert "Warm start" not in gate_footer(gate(sides, tmp_path / "cold", {"base": 0, "head": 0})[0])
 
 
+def test_a_plugin_backend_that_declares_a_cache_is_gated_warm(plugins, sides, tmp_path):
+    """Adding a backend with a warm cache is its class and its entry point (docs/reference/layout.md): the
+    ttfg-test-backends plugin's test.warm declares a cache of its own (a folder its variable names, the counters of
+    its lookups) and nothing in ttfg names it. In real processes, the warm gate populates each side's folder with one
+    process of that side, and the measured one finds its entry there; a cold gate's fresh folders miss it."""
+    cases, skipped = select(["test_mlp"], ["test.warm"], None)
+    assert no_persistent_cache("test.warm") is None and "test.warm" in no_persistent_cache("autograd")
+    notes: list[str] = []
+    settings = GateSettings(tiers=("structural",), profiles=0, cache="warm", cache_dir=str(tmp_path / "caches"))
+    outcome = run_gate(cases, skipped, sides["base"], sides["head"], settings, tmp_path / "warm", on_note=notes.append)
+    assert not outcome.settings.data.get("measured_cold")
+    assert sum("populated by its own revision (ok)" in n for n in notes) == 2
+    (case,) = outcome.cases
+    assert [s.tier for s in case.trail] == ["structural", "structural"]
+    assert case.trail[-1].reason == "persistent cache misses 0 -> 0 (hits 1 -> 1): both warm starts read their caches alike"
+    for role in ("base", "head"):
+        (sample,) = record.load(outcome.files[role]).cases[0].samples
+        assert sample.ok and sample.cache == "warm", sample.error
+        assert (sample.counters["test_cache_misses"], sample.counters["test_cache_hits"]) == (0, 1)
+    cold = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=("structural",), profiles=0),
+                    tmp_path / "cold")
+    (sample,) = record.load(cold.files["head"]).cases[0].samples
+    assert sample.ok and sample.cache == "cold" and sample.counters["test_cache_misses"] == 1
+    assert len(cold.cases[0].trail) == 1  # a cold pair's caches are not compared
+
+
 def test_cache_step_reads_inductors_counters_and_ignores_cold_samples():
     def sample(cache, misses, hits):
         s = timing(0, 1.0, {"graphs": 1, "fxgraph_cache_misses": misses, "fxgraph_cache_hits": hits})
         s.cache = cache
         return s
 
-    step = tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0))
+    inductor = engines.facts("torch.compile").caches  # what torch.compile declares (Backend.persistent_caches)
+    step = tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0), inductor)
     assert step.settled and step.verdict == "regressed" and "misses 0 -> 3" in step.reason
     assert "Inductor's cache-miss reasons are not available here" in step.reason
-    assert tiers.cache_step(sample("cold", 3, 0), sample("cold", 3, 0)) is None
-    improved = tiers.cache_step(sample("warm", 2, 1), sample("warm", 0, 3))
+    assert tiers.cache_step(sample("cold", 3, 0), sample("cold", 3, 0), inductor) is None
+    assert tiers.cache_step(sample("warm", 0, 3), sample("warm", 3, 0), engines.facts("jax.jit").caches) is None
+    improved = tiers.cache_step(sample("warm", 2, 1), sample("warm", 0, 3), inductor)
     assert not improved.settled and improved.verdict == "improved"
 
 

@@ -66,8 +66,16 @@ def test_the_starter_is_a_library_backend_for_the_declared_framework(tmp_path, d
     weights, x = spec.init(0), spec.example_input(0)
     backend = module.StarterBackend()
     assert backend.modules[-1] == "lib" and backend.framework == framework
+    from ttfg import engines
+    from ttfg.engines import caches
+
+    assert engines.contract_problem(module.StarterBackend, f"lib.{framework}") is None
+    on_jax = framework in ("jax", "flax", "equinox")  # jax's persistent cache declared, so a warm gate runs it warm
+    assert backend.persistent_caches == ((caches.JAX,) if on_jax else ())
     engine = backend.build(spec, weights, x, backend.default_variant())
     result, _ = engine.first_gradient()
+    if on_jax:  # the counts a warm gate compares: one backend compile, no cache (none is set up here)
+        assert engine.counters() == {"backend_compiles": 1, "persistent_cache_hits": 0}
     loss, grads = engine.to_numpy(result)
     ref_loss, ref = reference_gradient(spec, weights, x)
     assert abs(loss - ref_loss) <= 1e-4 * max(1.0, abs(ref_loss))

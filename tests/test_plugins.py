@@ -141,6 +141,34 @@ def test_a_backend_declares_the_phases_its_first_gradient_reports():
         assert "'phases' must list some of trace, lower, compile, execute" in engines.contract_problem(odd, "autograd")
 
 
+def test_a_backends_facts_are_declared_on_its_class_and_checked(plugins):
+    """Persistent caches, costs and colour are class attributes with defaults (none, none, a spare colour); a
+    declaration that cannot be used is refused when the class is loaded, naming the attribute."""
+    from ttfg.engines import caches
+    from ttfg.engines.autograd_numpy import AutogradBackend
+    from ttfg.engines.declared import Cost, PersistentCache
+
+    assert engines.facts("jax.jit").caches == engines.facts("jax.eager").caches == (caches.JAX,)
+    assert engines.facts("torch.compile").caches == (caches.INDUCTOR,) and not engines.facts("autograd").caches
+    assert engines.facts("test.warm").caches[0].what == "the test plugin's gradient cache"  # a plugin's own
+    assert not engines.facts("test.autograd").caches and engines.facts("test.autograd").color is None
+    assert not engines.facts("no.such").known and engines.facts("no.such").caches == ()
+    bad = {
+        "persistent_caches": [("jax",), "'persistent_caches' must be a tuple of ttfg.engines.declared.PersistentCache"],
+        "costs": [{"resnet15": (1.0, 0.5)}, "'costs' must map model names to ttfg.engines.declared.Cost"],
+        "color": ["blue", "'color' must be None or a colour like '#1f5fa8'"],
+    }
+    for attribute, (value, message) in bad.items():
+        odd = type("Odd", (AutogradBackend,), {attribute: value})
+        assert message in engines.contract_problem(odd, "autograd"), attribute
+    for value, message in [(PersistentCache("a cache"), "sets no variable when warm"),
+                           (PersistentCache("a cache", warm={"NOT A NAME": "1"}), "'warm' must map environment"),
+                           (Cost(1.0, 2.0), "longer than its process"), (Cost(0.0, 0.0), "must be positive seconds")]:
+        attribute = "costs" if isinstance(value, Cost) else "persistent_caches"
+        odd = type("Odd", (AutogradBackend,), {attribute: {"resnet15": value} if attribute == "costs" else (value,)})
+        assert message in engines.contract_problem(odd, "autograd"), value
+
+
 def test_listing_names_imports_no_plugin(plugins):
     """Names and origins come from distribution metadata alone; no plugin module is imported."""
     code = ("import sys; from ttfg import engines, models; "

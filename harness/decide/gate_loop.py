@@ -41,8 +41,9 @@ persistent-cache folder of its own per case with one unrecorded process of its o
 revision (:func:`_populate`); every sample of the case on that side then starts with
 that cache (``run_sample``'s ``cache_dir``), so the tiers guard the warm first gradient
 as they guard the cold one, and the caches' hit and miss counts are structural evidence
-(``tiers.cache_step``). A backend without a persistent cache is measured cold, said in a
-note and recorded in ``settings.measured_cold``, never silently.
+(``tiers.cache_step``). Which backends have one, and what turns it on, each backend declares
+(``Backend.persistent_caches``, read through ``engines.facts``). A backend without a persistent
+cache is measured cold, said in a note and recorded in ``settings.measured_cold``, never silently.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import metrics
 from . import gate_policy as policy
 from . import head_failures
 from . import tiers
@@ -70,17 +70,13 @@ from ..results.writer import ResultsWriter
 if TYPE_CHECKING:
     from .stats import SequentialPairedTest, Verdict
 
-__all__ = ["CaseState", "Clock", "PERSISTENT_CACHES", "PairEvent", "Sampler", "no_persistent_cache", "run_gate"]
+__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "no_persistent_cache", "run_gate"]
 
 #: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.target.source``
 #: is the side's checkout; with a warm cache also the side's cache folder, ``(..., run, cache_dir)``.
 #: The gate's default is ``run_sample``, a cold child process; tests of the loop's policy (stopping
 #: rules, budget, final look) pass an in-process one.
 Sampler = Callable[..., Sample]
-#: The backends with a persistent compile cache that a warm start reads (``target.child_environ`` turns them on).
-PERSISTENT_CACHES = {"jax.jit": "the JAX persistent compilation cache",
-                     "jax.eager": "the JAX persistent compilation cache (each primitive's compile)",
-                     "torch.compile": "Inductor's FX graph and AOTAutograd caches"}
 #: Where each (role, case id) keeps its warm persistent caches.
 WarmDirs = dict[tuple[str, str], Path]
 #: Seconds from an arbitrary start that never go back (``time.monotonic``; a fake one in tests).
@@ -201,10 +197,14 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
 
 
 def no_persistent_cache(backend: str) -> str | None:
-    """Why ``backend`` cannot start warm (it has no persistent compile cache), or None when it can."""
-    if backend in PERSISTENT_CACHES:
+    """Why ``backend`` cannot start warm (it declares no persistent compile cache, ``Backend.persistent_caches``), or
+    None when it can."""
+    from .. import engines
+
+    if engines.facts(backend).caches:
         return None
-    return f"{backend} has no persistent compile cache (only {', '.join(PERSISTENT_CACHES)} have one), so it is measured cold"
+    have = [name for name in engines.names() if engines.facts(name).caches]
+    return f"{backend} has no persistent compile cache (only {', '.join(have)} have one), so it is measured cold"
 
 
 def _sample(sampler: Sampler, case: Case, kind: str, index: int, run: RunSettings, warm: Path | None) -> Sample:
@@ -272,24 +272,6 @@ def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], se
         return sample
 
     return take
-
-
-def _uncounted(backend: str) -> str | None:
-    from .. import engines
-
-    try:
-        return engines.get(backend).uncounted
-    except Exception:  # a plugin that cannot load: nothing known about it
-        return None
-
-
-def _unsteady(backend: str) -> dict[str, str]:
-    """The count-tier metrics this backend's framework does not repeat (registry ``Metric.unsteady``)."""
-    from .. import engines
-
-    runs_on = engines.runs_on(backend)  # empty for a plugin that cannot load: nothing known about it
-    found = {m: metrics.get(m).unsteady_for(runs_on) for m in tiers.tier_metrics(tiers.INSTRUCTIONS)}
-    return {m: why for m, why in found.items() if why}
 
 
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
@@ -389,30 +371,23 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                               settings.budget_s))
         return samples
 
-    try:
-        if settings.cache == "warm":  # inside: the folder is removed however the gate ends
-            warm_root = _warm_root(settings)
-            warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
-        trails = tiers.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
-                                   _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
-                                   _uncounted, on_note, _unsteady, across_envs=environments_differ(sides),
-                                   settings=settings)
-        for st in states:
+    def timed(tier_cases: list[Case], trails: "dict[str, tiers.CaseTrail]") -> None:
+        """The time tier: a case a count settled is screened for the guarded timings no count covers (or decided),
+        then pairs round-robin, one each per round, until every case stopped or the budget is spent."""
+        nonlocal start
+        mine = [by_id[case.id] for case in tier_cases]
+        for st in mine:
             settled = trails[st.case.id].settled
             if settled:
                 rest = tiers.uncounted_guards(settings.guard, settled.step) if settled.step else ()
                 rest = tuple(m for m in rest if m not in st.not_split)
-                if (st.stop is None and rest and tiers.TIME in settings.tiers
-                        and settled.verdict.verdict != "regressed"):
+                if st.stop is None and rest and settled.verdict.verdict != "regressed":
                     _screen(st, settings, rest)
                 else:
                     st.stop = st.stop or DECIDED
-            elif tiers.TIME not in settings.tiers:
-                broken = any(t.broken for t in trails[st.case.id].steps)
-                st.stop = st.stop or (COUNT_BROKEN if broken else NOT_SETTLED)
         start = clock()  # the budget is the time tier's
         while True:
-            active = [st for st in states if st.stop is None]
+            active = [st for st in mine if st.stop is None]
             if not active:
                 break
             for st in active:
@@ -420,6 +395,22 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     st.stop = BUDGET
                     continue
                 take_pair(st)
+
+    try:
+        if settings.cache == "warm":  # inside: the folder is removed however the gate ends
+            warm_root = _warm_root(settings)
+            warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
+        context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
+                                    _count_sampler(sides, writers, settings, sampler, warm), selected=settings.tiers,
+                                    repeat=settings.count_repeat, min_effect=settings.min_effect,
+                                    strict=settings.strict_counters, recount=settings.recount,
+                                    across_envs=environments_differ(sides), note=on_note or (lambda text: None),
+                                    timed=timed)
+        trails = tiers.run_tiers(cases, context)
+        for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
+            if st.stop is None:
+                broken = any(t.broken for t in trails[st.case.id].steps)
+                st.stop = DECIDED if trails[st.case.id].settled else COUNT_BROKEN if broken else NOT_SETTLED
         if settings.allocations:
             for st in states:
                 if st.stop in (BASE_BROKEN, HEAD_BROKEN):

@@ -76,12 +76,11 @@ def not_split(guard, backend: str) -> dict[str, str]:
     never measured: a test of it would wait for pairs that never come. A backend that cannot be loaded is left to
     the case's skip record (nothing here)."""
     from .. import engines
-    from ..errors import TtfgError
 
-    try:
-        split = engines.get(backend).phases
-    except TtfgError:
+    found = engines.facts(backend)
+    if not found.known:
         return {}
+    split = found.phases
     reported = ", ".join(split) + (" only" if len(split) == 1 else "")
     out = {}
     for name in guard:

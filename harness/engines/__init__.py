@@ -7,6 +7,10 @@ Other packages add backends through the ``ttfg.backends`` entry-point group
 :class:`Backend` subclass. A plugin whose class cannot be loaded or breaks the
 contract (:func:`contract_problem`) raises :class:`~ttfg.errors.BrokenPlugin`,
 which callers turn into a skipped case with the reason.
+
+A backend's facts (its phases, persistent caches, cost, colour) are read through :func:`facts`,
+the one place: declared on its class today, overridden there by measured ones when a process
+reports them.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from ttfg.models import plugins
 from ttfg.models.plugins import Entry, PluginError
 
 from ..errors import BrokenPlugin, UsageError
+from . import declared
 from . import variants
 from .base import GRADIENT_PHASES, Backend, Engine
+from .declared import Facts, PersistentCache
 
 GROUP = "ttfg.backends"
 _BUILTIN: dict[str, str] = {
@@ -32,6 +38,8 @@ _BUILTIN: dict[str, str] = {
 }
 
 
+#: The built-in backends' names, in registry order.
+BUILTIN = tuple(_BUILTIN)
 _REGISTRY = plugins.Registry(GROUP, _BUILTIN, "backend")
 names = _REGISTRY.names
 shadowed = _REGISTRY.shadowed
@@ -41,6 +49,7 @@ def refresh() -> None:
     """Read the installed entry points again (after ``sys.path`` changed, in tests)."""
     _REGISTRY.refresh()
     get.cache_clear()
+    facts.cache_clear()
 
 
 def entry(name: str) -> Entry:
@@ -77,7 +86,7 @@ def contract_problem(cls, name: str) -> str | None:
     for method in ("import_framework", "build"):
         if getattr(cls, method) is getattr(Backend, method):
             return f"does not implement {method}()"
-    return None
+    return declared.problem(cls)
 
 
 @functools.cache
@@ -98,14 +107,33 @@ def get(name: str) -> type[Backend]:
     return cls
 
 
-def runs_on(name: str) -> frozenset[str]:
-    """What a backend's processes run on: its framework and the modules it declares it imports (a Flax backend runs
-    on jaxlib's XLA as jax.jit does). Empty for a backend that cannot load: nothing is known about it."""
+@functools.cache
+def facts(name: str) -> Facts:
+    """What is known about backend ``name`` before running it (:class:`~ttfg.engines.declared.Facts`): what its class
+    declares, or nothing (``known`` false) for a name that is not registered or a plugin that cannot load."""
     try:
         cls = get(name)
-    except Exception:  # a plugin that cannot load
-        return frozenset()
-    return frozenset({cls.framework, *cls.modules})
+    except Exception:  # unknown, or a plugin that cannot load: nothing is known about it
+        return Facts(name)
+    return Facts.of(cls)
 
 
-__all__ = ["Backend", "Engine", "contract_problem", "entry", "get", "names", "refresh", "runs_on", "shadowed"]
+def runs_on(name: str) -> frozenset[str]:
+    """What a backend's processes run on (``Facts.runs_on``): its framework and the modules it imports."""
+    return facts(name).runs_on
+
+
+def probe_caches(name: str | None = None) -> tuple[PersistentCache, ...]:
+    """Every persistent cache a probe's environment pins: the built-in backends', then backend ``name``'s own.
+
+    All of them, not only the case's: a process of one backend may load another's framework (a
+    Flax backend runs on jax), and a cold sample must find every cache it could read off or empty.
+    """
+    found: list[PersistentCache] = []
+    for backend in (*BUILTIN, *([name] if name else [])):
+        found += [c for c in facts(backend).caches if c not in found]
+    return tuple(found)
+
+
+__all__ = ["BUILTIN", "Backend", "Engine", "Facts", "PersistentCache", "contract_problem", "entry", "facts", "get",
+           "names", "probe_caches", "refresh", "runs_on", "shadowed"]

@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from . import variants as _variants
+from .declared import Cost, PersistentCache
 from ..errors import Unavailable, Unsupported
 
 #: Phases of a first gradient, in order: the keys ``Engine.first_gradient`` may return (each is a
@@ -55,7 +56,13 @@ class Engine:
 
 
 class Backend:
-    """One way to get a gradient. Class attributes describe it without importing anything."""
+    """One way to get a gradient. Class attributes describe it without importing anything.
+
+    Its facts (what the harness needs to know before running it: its phases, its persistent
+    caches, what its instruction count misses, its cost, its colour) are class attributes with
+    defaults a plugin overrides by declaring them; ``engines.contract_problem`` checks them and
+    every stage reads them through ``engines.facts(name)`` (``declared.py``).
+    """
 
     name: ClassVar[str]
     framework: ClassVar[str]
@@ -79,6 +86,17 @@ class Backend:
     #: compile) is refused before any process runs, not found missing after minutes of pairs. The
     #: default, ``execute`` alone, is a first gradient the backend cannot divide.
     phases: ClassVar[tuple[str, ...]] = ("execute",)
+    #: The persistent compile caches its processes read (``caches.JAX``, ``caches.INDUCTOR``, or one of its own):
+    #: a warm gate (``--cache warm``) populates them per side and compares their misses. Empty, the default: it
+    #: has none, and a warm gate measures it cold and says so.
+    persistent_caches: ClassVar[tuple[PersistentCache, ...]] = ()
+    #: Model name -> one cold process's measured cost, for the shard partition's estimate; a model it does not
+    #: list costs the median of the built-in backends'. Its own: a subclass does not inherit it.
+    costs: ClassVar[Mapping[str, Cost]] = {}
+    #: Its colour in every figure and table (``#rrggbb``). Families share a hue (JAX blues, torch warm tones,
+    #: HIPS autograd teal); red and green are kept for regressions and improvements. None: a spare colour. Its
+    #: own: a subclass does not inherit it (two backends are never drawn alike).
+    color: ClassVar[str | None] = None
 
     @classmethod
     def missing_modules(cls) -> list[str]:

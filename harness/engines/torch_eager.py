@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .base import Backend, Engine
+from .declared import Cost
 
 
 class TorchEagerEngine(Engine):
@@ -41,6 +42,11 @@ class TorchEagerBackend(Backend):
     modules = ("torch",)
     supports = {"params": ("closure",), "chain": ("unrolled",)}
     description = "nn.Module + loss.backward(): implicit parameters, eager autograd"
+    #: One cold process per model (docs/measurements.md, "Time to first gradient" and "transformer_tiny"; 2-core VM,
+    #: torch 2.13.0+cpu, jax 0.10.2): seconds from spawn to first gradient, and of the first gradient.
+    costs = {"resnet15": Cost(2.45, 0.0051), "convnext_tiny": Cost(3.01, 0.33),
+             "transformer_tiny": Cost(1.32, 0.0218)}
+    color = "#e8871e"
     why_not = {
         "params=args": "torch.eager differentiates the module's own parameters; explicit parameters are the torch.func backend",
         "chain=scan": "eager execution compiles nothing, so there is nothing to share between blocks",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .base import Backend, Engine
+from .declared import Cost
 
 
 class TorchFuncEngine(Engine):
@@ -38,6 +39,11 @@ class TorchFuncBackend(Backend):
     modules = ("torch",)
     supports = {"params": ("args",), "chain": ("unrolled",)}
     description = "torch.func.grad_and_value over functional_call: explicit parameters, functorch transforms"
+    #: One cold process per model (docs/measurements.md, "Time to first gradient" and "transformer_tiny"; 2-core VM,
+    #: torch 2.13.0+cpu, jax 0.10.2): seconds from spawn to first gradient, and of the first gradient.
+    costs = {"resnet15": Cost(3.57, 1.69), "convnext_tiny": Cost(4.98, 2.44),
+             "transformer_tiny": Cost(2.68, 1.37)}
+    color = "#8c564b"
     why_not = {
         "params=closure": "torch.func.grad differentiates its arguments only; closure is the torch.eager backend",
         "chain=scan": "torch.func runs eagerly; there is no compiled block to reuse",

@@ -75,7 +75,7 @@ def executed(case: "Case", run: "RunSettings") -> set[str]:
     workdir = Path(tempfile.mkdtemp(prefix="ttfg-coverage-"))
     report = workdir / "report.json"
     try:
-        env = probe_env(run, workdir / "cache", "cold")
+        env = probe_env(run, workdir / "cache", "cold", case.backend)
         cmd = [run.target.python, "-m", "ttfg.measure.probe", "--case", json.dumps(case.to_json()), "--kind",
                "coverage", "--report", str(report)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir, timeout=run.timeout_s * 3,

@@ -70,9 +70,10 @@ class RunSettings:
         return data
 
 
-def probe_env(settings: RunSettings, cache_dir: Path, cache: str) -> dict[str, str]:
-    """The child's environment for ``settings`` (``target.child_environ``, the one place it is built)."""
-    return child_environ(settings.target, settings.threads, cache_dir, cache)
+def probe_env(settings: RunSettings, cache_dir: Path, cache: str, backend: str | None = None) -> dict[str, str]:
+    """The child's environment for ``settings`` (``target.child_environ``, the one place it is built); ``backend``: the
+    case's, whose declared persistent caches it pins beside the built-in ones."""
+    return child_environ(settings.target, settings.threads, cache_dir, cache, backend=backend)
 
 
 def count_files(folder: Path) -> int:
@@ -106,7 +107,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
         cmd.append("--python-allocators")
     sample: dict = {"kind": kind, "ok": False, "index": index, "cache": cache, "error": None, "stderr_tail": None,
                     "started_at": now_iso(), "process_wall_s": None}
-    env = probe_env(settings, cache_dir, cache)
+    env = probe_env(settings, cache_dir, cache, case.backend)
     cpu = None
     if kind == "instructions":
         usable, why = instructions.availability()

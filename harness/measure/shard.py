@@ -15,8 +15,8 @@ partition can finish sooner than the most expensive case alone.
 Costs are seconds per cold process, per case id: measured (``--costs FILE``, read by
 ``ttfg.history.shard_costs``) or, for a case without a measurement, the built-in
 estimate :func:`estimate_s`, from the medians measured on the 2-core VM this project
-was built on (docs/measurements.md, "Time to first gradient"). Only their ratios matter for the
-partition; the absolute numbers only feed the printed expectation.
+was built on, which each backend declares (``Backend.costs``, read through ``engines.facts``).
+Only their ratios matter for the partition; the absolute numbers only feed the printed expectation.
 """
 
 from __future__ import annotations
@@ -30,30 +30,8 @@ from typing import Iterable, Mapping
 from ..errors import UsageError
 from ..results.model import MAX_SHARDS
 
-__all__ = ["PROCESS_S", "FIRST_GRAD_S", "Partition", "ShardPlan", "ShardSpec", "estimate_s", "parse_spec",
+__all__ = ["Partition", "ShardPlan", "ShardSpec", "estimate_s", "parse_spec",
            "partition", "select_shard"]
-
-#: Process TTFG medians (seconds from spawn to the first gradient) of each model's default size
-#: on the 2-core VM, torch 2.13.0+cpu, jax 0.10.2 (docs/measurements.md, "Time to first gradient").
-PROCESS_S = {
-    "resnet15": {"jax.jit": 3.81, "jax.eager": 3.27, "torch.eager": 2.45, "torch.func": 3.57,
-                 "torch.compile": 23.17, "torch.compile.aot_eager": 7.56, "autograd": 1.56},
-    "convnext_tiny": {"jax.jit": 12.28, "jax.eager": 24.54, "torch.eager": 3.01, "torch.func": 4.98,
-                      "torch.compile": 105.42, "torch.compile.aot_eager": 20.88, "autograd": 3.51},
-    # One cold process per backend (docs/measurements.md, "transformer_tiny"), on a shared, loaded machine.
-    "transformer_tiny": {"jax.jit": 4.71, "jax.eager": 6.88, "torch.eager": 1.32, "torch.func": 2.68,
-                         "torch.compile": 54.2, "torch.compile.aot_eager": 8.38, "autograd": 0.615},
-}
-#: The first-gradient medians of the same runs: the part that grows with the model's size.
-FIRST_GRAD_S = {
-    "resnet15": {"jax.jit": 1.78, "jax.eager": 1.30, "torch.eager": 0.0051, "torch.func": 1.69,
-                 "torch.compile": 19.11, "torch.compile.aot_eager": 2.65, "autograd": 0.0694},
-    "convnext_tiny": {"jax.jit": 8.87, "jax.eager": 21.75, "torch.eager": 0.33, "torch.func": 2.44,
-                      "torch.compile": 101.34, "torch.compile.aot_eager": 16.00, "autograd": 1.62},
-    "transformer_tiny": {"jax.jit": 3.39, "jax.eager": 5.33, "torch.eager": 0.0218, "torch.func": 1.37,
-                         "torch.compile": 50.6, "torch.compile.aot_eager": 5.30, "autograd": 0.0255},
-}
-
 
 @dataclass(frozen=True, order=True)
 class ShardSpec:
@@ -92,27 +70,43 @@ def parse_spec(text: str) -> ShardSpec:
 def estimate_s(case_id: str) -> float:
     """Seconds one cold process of ``case_id`` is expected to take, without a measurement.
 
-    The measured medians of the model's default size (:data:`PROCESS_S`); the
-    first-gradient part scaled by the ratio of parameter tensors for a sized model
-    (``resnet15:blocks=30``: about twice the work). A model not in the table is
-    treated as resnet15 scaled by its size; a backend not in the table as the median
-    of the known backends for that model.
+    The cost its backend declares for the model's default size (``Backend.costs``: process
+    TTFG medians on the 2-core VM); the first-gradient part scaled by the ratio of parameter
+    tensors for a sized model (``resnet15:blocks=30``: about twice the work). A model no
+    built-in backend declares a cost for is treated as resnet15 scaled by its size; a backend
+    without a cost for the model as the median of the built-in backends' for it.
     """
+    from .. import engines
+
     model_text, backend, _ = (case_id.split("/") + ["", ""])[:3]
     model = model_text.partition(":")[0]
-    known = model if model in PROCESS_S else "resnet15"
-    row, first = PROCESS_S[known], FIRST_GRAD_S[known]
-    if backend in row:
-        process, grad = row[backend], first[backend]
+    own = engines.facts(backend).costs
+    table = _builtin_costs()
+    known = model if model in table or model in own else "resnet15"
+    if known in own:
+        process, grad = own[known].process_s, own[known].first_grad_s
     else:
-        process, grad = statistics.median(row.values()), statistics.median(first.values())
-    if model not in PROCESS_S:
+        row = table[known]
+        process = statistics.median(c.process_s for c in row)
+        grad = statistics.median(c.first_grad_s for c in row)
+    if known != model:
         ratio = _tensors(model_text, _tensors("resnet15", 1)) / _tensors("resnet15", 1)
     elif ":" in model_text:
         ratio = _tensors(model_text, _tensors(model, 1)) / _tensors(model, 1)
     else:
         ratio = 1.0
     return (process - grad) + grad * ratio
+
+
+def _builtin_costs() -> dict[str, list]:
+    """Model name -> the costs the built-in backends declare for it (``Backend.costs``)."""
+    from .. import engines
+
+    table: dict[str, list] = {}
+    for name in engines.BUILTIN:
+        for model, cost in engines.facts(name).costs.items():
+            table.setdefault(model, []).append(cost)
+    return table
 
 
 def _tensors(model_text: str, default: int) -> int:

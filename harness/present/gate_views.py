@@ -213,7 +213,9 @@ def gate_footer(outcome: GateOutcome) -> str:
                 counted = counted or any(e["metric"] == "instructions" for e in step.evidence)
         if c.guards or c.tier == "time":
             ran.append("time")
-    order = [t for t in ("structural", "instructions", "time") if t in ran]
+    from ..decide import tiers  # their registered order; a tier the registry no longer holds goes last
+
+    order = [t for t in dict.fromkeys((*tiers.names(), *ran)) if t in ran]
     names = [t + (" (callgrind)" if t == "instructions" and counted else
                   " (not counted here)" if t == "instructions" else "") for t in order]
     guard = list(s.guard)

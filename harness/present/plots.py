@@ -26,17 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocato
 
 from .. import fmt
 
-#: Families share a hue: JAX blues, torch warm tones, HIPS autograd teal. Red and
-#: green are kept free for regressions and improvements.
-BACKEND_COLORS = {
-    "jax.jit": "#1f5fa8",
-    "jax.eager": "#6fa8dc",
-    "torch.eager": "#e8871e",
-    "torch.func": "#8c564b",
-    "torch.compile": "#7b3fa0",
-    "torch.compile.aot_eager": "#d45fb0",
-    "autograd": "#1a9e9e",
-}
+#: Colours of backends that declare none (``Backend.color``), in sorted-name order.
 EXTRA_COLORS = ("#6b6b6b", "#b8a21b", "#393b79", "#637939", "#8c6d31", "#843c39")
 REGRESSION_COLOR = "#d62728"
 IMPROVEMENT_COLOR = "#2ca02c"
@@ -64,10 +54,14 @@ STYLE = {
 
 
 def backend_color(backend: str, others: list[str] | tuple[str, ...] = ()) -> str:
-    """The backend's colour; unknown backends take spare colours in sorted-name order."""
-    if backend in BACKEND_COLORS:
-        return BACKEND_COLORS[backend]
-    unknown = sorted({b for b in (*others, backend) if b not in BACKEND_COLORS})
+    """The backend's colour (``Backend.color``, through ``engines.facts``); backends without one, or unknown here,
+    take spare colours in sorted-name order."""
+    from .. import engines
+
+    declared = engines.facts(backend).color
+    if declared:
+        return declared
+    unknown = sorted({b for b in (*others, backend) if not engines.facts(b).color})
     return EXTRA_COLORS[unknown.index(backend) % len(EXTRA_COLORS)]
 
 
@@ -510,6 +504,6 @@ def sparkline_svg(values, color: str, width: int = 110, height: int = 26, max_po
             f'<circle cx="{xs[-1]:.1f}" cy="{ys[-1]:.1f}" r="2.4" fill="{color}"/></svg>')
 
 
-__all__ = ["BACKEND_COLORS", "BISECT_COLORS", "Bar", "BisectPoint", "CacheBar", "LINE_STYLES", "Line", "MAX_POINTS",
+__all__ = ["BISECT_COLORS", "Bar", "BisectPoint", "CacheBar", "LINE_STYLES", "Line", "MAX_POINTS",
            "PHASE_PALETTE", "STYLE", "TrendCanvas", "WIDTH_IN", "backend_color", "bisect_plot", "cache_plot", "downsample",
            "hover_points", "phase_plot", "png", "sparkline_svg", "unit_formatter"]

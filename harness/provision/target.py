@@ -116,13 +116,16 @@ def tool_environ(extra: Mapping[str, str] | None = None, parent: Mapping[str, st
 
 
 def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str,
-                  parent: Mapping[str, str] | None = None) -> dict[str, str]:
+                  parent: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, str]:
     """A probe's whole environment: inherited by allowlist, then pinned threads, hash seed and caches.
 
-    ``cache`` is ``"cold"`` (fresh, empty compile caches under ``cache_dir``, the JAX
-    persistent cache off) or ``"warm"`` (the persistent caches on, in ``cache_dir``, so a
-    populating run leaves them for the measured one).
+    ``cache`` is ``"cold"`` (fresh, empty compile caches under ``cache_dir``, every persistent
+    cache off) or ``"warm"`` (the persistent caches on, in ``cache_dir``, so a populating run
+    leaves them for the measured one). The caches are those the backends declare
+    (``engines.probe_caches``: every built-in backend's, and ``backend``'s own).
     """
+    from .. import engines
+
     parent = os.environ if parent is None else parent
     env = inherited(parent)
     count = str(threads)
@@ -130,8 +133,6 @@ def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str
         "PYTHONHASHSEED": "0",
         "PYTHONPATH": target.pythonpath(parent.get("PYTHONPATH")),
         "OMP_NUM_THREADS": count, "MKL_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count,
-        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
-        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
         "XDG_CACHE_HOME": str(cache_dir / "xdg"),
         "TF_CPP_MIN_LOG_LEVEL": "2",
     })
@@ -141,17 +142,8 @@ def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str
         # inert, because every stored results file's fingerprint carries this exact string, and files
         # that differ in it are refused as measured on different machines; nothing may follow it.
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    if cache == "warm":
-        env.update({
-            "JAX_ENABLE_COMPILATION_CACHE": "true",
-            "JAX_COMPILATION_CACHE_DIR": str(cache_dir / "jax"),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-        })
-    else:
-        env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    for found in engines.probe_caches(backend):
+        env.update(found.variables(cache, cache_dir))
     return env
 
 

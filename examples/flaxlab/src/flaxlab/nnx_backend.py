@@ -10,13 +10,15 @@ own jax.jit engine, which times them and counts jaxpr equations and HLO ops.
 
 The gradients come back keyed and shaped like the spec's weights (OIHW kernels, dotted
 names), so ``ttfg check`` compares them with the float64 reference as for every backend.
+It declares jax's persistent compilation cache as ttfg's jax.jit does, so a warm gate
+(``ttfg gate --cache warm``) runs it warm.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ttfg.engines import Backend, Engine
+from ttfg.engines import Backend, Engine, caches
 from ttfg.engines.jax_jit import JaxJitEngine
 from ttfg.errors import Unsupported
 
@@ -139,6 +141,9 @@ class NnxBackend(Backend):
     why_not = {"params=closure": "the NNX state is always an argument of the jitted function",
                "chain=scan": "flaxlab builds one nnx.Conv per convolution"}
     description = "Flax NNX modules (nnx.Conv), nnx.split/merge, jax.jit(value_and_grad) through its AOT stages"
+    #: jax's persistent compilation cache, as ttfg's jax backends declare it: ``ttfg gate --cache warm`` populates it
+    #: per side and compares its misses (the engine counts backend compiles and cache hits as jax.jit's does).
+    persistent_caches = (caches.JAX,)
 
     @classmethod
     def availability(cls):
