@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .. import metrics
 from ..errors import UsageError
-from ..measure.runner import RunSettings
-from . import tiers as tiering
+from ..measure.run_settings import RunSettings
 
-__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings", "checked_guard",
-           "checked_tiers", "guarded_metrics", "not_split", "refuse_unreported"]
+__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "DEFAULT_TIERS", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "INSTRUCTIONS",
+           "STRUCTURAL", "TIERS", "TIME", "GateSettings", "checked_guard", "checked_tiers", "guarded_metrics", "not_split",
+           "parse_tiers", "refuse_unreported", "strict_counters"]
 
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
 GATE_OUTPUTS = ("gate.json", "summary.md")
@@ -46,6 +46,58 @@ EXPLAIN_METRICS = ("counters.*", *metrics.by_sample_kind(lambda m: m.determinist
 CACHES = ("cold", "warm", "both")
 #: The test's documented default share of alpha for interim looks (stats.SequentialPairedTest).
 DEFAULT_INTERIM_SHARE = 0.1
+
+
+#: The tiers' names (``tiers.py`` runs them): settings name them, so the names and their checks live here.
+STRUCTURAL, INSTRUCTIONS, TIME = "structural", "instructions", "time"
+#: Every tier, in the order they run.
+TIERS = (STRUCTURAL, INSTRUCTIONS, TIME)
+#: What a CI user should run: the cheap exact tiers first, wall time only for what they leave.
+DEFAULT_TIERS = TIERS
+
+
+def parse_tiers(text: str | None) -> tuple[str, ...]:
+    """``"structural,time"`` -> the named tiers in run order.
+
+    Raises
+    ------
+    UsageError
+        Naming the known tiers, for an unknown or empty list.
+    """
+    if text is None:
+        return DEFAULT_TIERS
+    names = [t.strip().lower() for t in str(text).split(",") if t.strip()]
+    unknown = [t for t in names if t not in TIERS]
+    if unknown or not names:
+        raise UsageError(f"--tiers {text!r}: expected a comma-separated list of {', '.join(TIERS)} "
+                         f"(default: {','.join(DEFAULT_TIERS)})")
+    return tuple(t for t in TIERS if t in names)
+
+
+def strict_counters(names=None) -> tuple[str, ...]:
+    """The structural counters a change of any size settles (``--strict-counters``): ``names`` (counter metric
+    names, ``counters.`` optional, or ``none``), else the registry's discrete ones (``Metric.strict``).
+
+    Raises
+    ------
+    UsageError
+        For a name that is not a structural counter, naming them.
+    """
+    known = metrics.names(lambda m: m.tier == STRUCTURAL)
+    if names is None:
+        return metrics.names(lambda m: m.tier == STRUCTURAL and m.strict)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if [n.lower() for n in names] == ["none"]:
+        return ()
+    out = []
+    for name in names:
+        full = name if name.startswith(metrics.COUNTER_PREFIX) else metrics.COUNTER_PREFIX + name
+        if full not in known:
+            raise UsageError(f"--strict-counters {name!r}: not a structural counter; expected a comma-separated list "
+                             f"of {', '.join(k[len(metrics.COUNTER_PREFIX):] for k in known)}, or none")
+        out.append(full)
+    return tuple(dict.fromkeys(out))
 
 
 def guarded_metrics(metric: str = "first_grad_s") -> tuple[str, ...]:
@@ -119,7 +171,7 @@ def checked_tiers(tiers) -> tuple[str, ...]:
     UsageError
         Naming the known tiers, for an unknown or empty list.
     """
-    return tiering.parse_tiers(tiers if isinstance(tiers, str) else ",".join(tiers))
+    return parse_tiers(tiers if isinstance(tiers, str) else ",".join(tiers))
 
 
 @dataclass
@@ -143,8 +195,8 @@ class GateSettings:
     #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
     profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
-    #: Which tiers decide (``tiers.py``), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
-    tiers: tuple[str, ...] = (tiering.TIME,)
+    #: Which tiers decide (``tiers.py`` runs them), in run order; the command line's default is :data:`DEFAULT_TIERS`.
+    tiers: tuple[str, ...] = (TIME,)
     #: Count-tier processes per side, kind and case.
     count_repeat: int = 1
     #: The timings the time tier guards, each with its own paired sequential test at ``alpha / len(guard)``;
@@ -158,7 +210,7 @@ class GateSettings:
     #: Cases measured cold although the cache is warm (their backend has no persistent cache), with why;
     #: filled by the gate's loop, recorded in the results files and gate.json (never silently cold).
     measured_cold: dict[str, str] = field(default_factory=dict)
-    #: Structural counters a change of any size settles (``tiers.strict_counters``); None: the registry's
+    #: Structural counters a change of any size settles (:func:`strict_counters`); None: the registry's
     #: discrete ones. Any other counter that grew by less than ``min_effect`` is evidence, not a verdict.
     strict_counters: tuple[str, ...] | None = None
     #: More counts a side, one at a time, for a case whose count landed at its margin's edge before the
@@ -185,7 +237,7 @@ class GateSettings:
         if self.count_repeat < 1:
             raise UsageError(f"--count-repeat must be >= 1, got {self.count_repeat}")
         self.tiers = checked_tiers(self.tiers)
-        self.strict_counters = tiering.strict_counters(self.strict_counters)
+        self.strict_counters = strict_counters(self.strict_counters)
         if not 0 <= self.recount <= 5:
             raise UsageError(f"--recount must be between 0 and 5, got {self.recount}")
         if self.profiles < 0:

@@ -40,38 +40,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from .. import fmt, metrics
-from ..errors import UsageError
+from .gate_settings import DEFAULT_TIERS, INSTRUCTIONS, STRUCTURAL, TIERS, TIME, GateSettings, parse_tiers, strict_counters
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
     from .count_margins import Margin
-    from .gate_settings import GateSettings
     from ..results.model import Sample
     from .stats import Verdict
-
-STRUCTURAL, INSTRUCTIONS, TIME = "structural", "instructions", "time"
-#: Every tier, in the order they run.
-TIERS = (STRUCTURAL, INSTRUCTIONS, TIME)
-#: What a CI user should run: the cheap exact tiers first, wall time only for what they leave.
-DEFAULT_TIERS = TIERS
-
-
-def parse_tiers(text: str | None) -> tuple[str, ...]:
-    """``"structural,time"`` -> the named tiers in run order.
-
-    Raises
-    ------
-    UsageError
-        Naming the known tiers, for an unknown or empty list.
-    """
-    if text is None:
-        return DEFAULT_TIERS
-    names = [t.strip().lower() for t in str(text).split(",") if t.strip()]
-    unknown = [t for t in names if t not in TIERS]
-    if unknown or not names:
-        raise UsageError(f"--tiers {text!r}: expected a comma-separated list of {', '.join(TIERS)} "
-                         f"(default: {','.join(DEFAULT_TIERS)})")
-    return tuple(t for t in TIERS if t in names)
 
 
 def tier_metrics(tier: str) -> tuple[str, ...]:
@@ -148,32 +123,6 @@ def _evidence(metric: str, verdict: "Verdict", margin: float, base: list[float],
             "ci_low": verdict.ci_low if measured else None, "ci_high": verdict.ci_high if measured else None,
             "margin": margin, "verdict": verdict.verdict, "n_base": len(base), "n_head": len(head),
             "unsteady": unsteady}
-
-
-def strict_counters(names=None) -> tuple[str, ...]:
-    """The structural counters a change of any size settles (``--strict-counters``): ``names`` (counter metric
-    names, ``counters.`` optional, or ``none``), else the registry's discrete ones (``Metric.strict``).
-
-    Raises
-    ------
-    UsageError
-        For a name that is not a structural counter, naming them.
-    """
-    known = metrics.names(lambda m: m.tier == STRUCTURAL)
-    if names is None:
-        return metrics.names(lambda m: m.tier == STRUCTURAL and m.strict)
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",") if n.strip()]
-    if [n.lower() for n in names] == ["none"]:
-        return ()
-    out = []
-    for name in names:
-        full = name if name.startswith(metrics.COUNTER_PREFIX) else metrics.COUNTER_PREFIX + name
-        if full not in known:
-            raise UsageError(f"--strict-counters {name!r}: not a structural counter; expected a comma-separated list "
-                             f"of {', '.join(k[len(metrics.COUNTER_PREFIX):] for k in known)}, or none")
-        out.append(full)
-    return tuple(dict.fromkeys(out))
 
 
 def structural_step(base: "Sample | None", head: "Sample | None", across_envs: bool = False,
@@ -466,7 +415,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
               repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
               on_note: Callable[[str], None] | None = None,
               unsteady: Callable[[str], dict[str, str]] = lambda backend: {},
-              across_envs: bool = False, settings: "GateSettings | None" = None) -> dict[str, CaseTrail]:
+              across_envs: bool = False, settings: GateSettings | None = None) -> dict[str, CaseTrail]:
     """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
 
     Parameters

@@ -102,7 +102,7 @@ def _requirement(value) -> str | None:
 
 
 def _strict_counters(value) -> str | None:
-    from ..decide.tiers import strict_counters
+    from ..decide.gate_settings import strict_counters
 
     try:
         strict_counters(list(value))
