@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from ttfg.results import record
-from ttfg.fmt import parse_duration
+from ttfg.fmt import Duration
 from ttfg.errors import UsageError
 
 from .conftest import ROOT, interruptible
@@ -103,10 +103,12 @@ def worktrees(repo) -> list[str]:
 
 
 def test_parse_duration():
-    assert [parse_duration(t) for t in ("90", "90s", "10m", "1h", "1m30s", "2.5m")] == [90, 90, 600, 3600, 90, 150]
-    for bad in ("", "0", "10x", "m", "-5s"):
+    durations = [Duration.parse(t) for t in ("90", "90s", "10m", "1h", "1m30s", "2.5m")]
+    assert [d.seconds for d in durations] == [90, 90, 600, 3600, 90, 150]
+    assert [str(d) for d in durations] == ["90", "90s", "10m", "1h", "1m30s", "2.5m"]  # shown as typed
+    for bad in ("", "0", "10x", "m", "-5s", "9" * 400):
         with pytest.raises(UsageError):
-            parse_duration(bad)
+            Duration.parse(bad)
 
 
 def test_refusals_exit_2_before_measuring(repo):

@@ -78,16 +78,15 @@ def test_bad_config_is_refused_naming_file_key_and_type(project, capsys, text, w
 
 def test_strict_counters_of_the_config_reach_the_gate_and_a_flag_wins(project):
     from ttfg.cli import build_parser
-    from ttfg.cli.config import apply, mark_defaults
+    from ttfg.cli.config import apply
 
     config_table(project, 'strict-counters = ["hlo_ops"]\n')
-    parser = build_parser()
-    mark_defaults(parser)
+    parser = build_parser()  # its config-backed defaults marked (cli/config.py mark_defaults)
     args = parser.parse_args(["gate", "--base", "HEAD"])
-    apply(args, parser)
+    apply(args)
     assert list(args.strict_counters) == ["hlo_ops"]
     args = parser.parse_args(["gate", "--base", "HEAD", "--strict-counters", "none"])
-    apply(args, parser)
+    apply(args)
     assert args.strict_counters == ()
 
 
@@ -221,7 +220,7 @@ def test_asv_record_gets_the_configs_selection(project, monkeypatch):
     monkeypatch.setenv("TTFG_ASV_MODELS", "")
     monkeypatch.setenv("TTFG_ASV_BACKENDS", "jax.jit")
     parser = build_parser()
-    apply(parser.parse_args(["asv", "record", "HEAD"]), parser)
+    apply(parser.parse_args(["asv", "record", "HEAD"]))
     assert os.environ["TTFG_ASV_MODELS"] == "resnet15:blocks=2" and os.environ["TTFG_ASV_BACKENDS"] == "jax.jit"
 
 

@@ -95,7 +95,7 @@ def add_bisect_command(sub) -> None:
     p.add_argument("--bad", required=True, metavar="REV", help="a revision after it (the newer end)")
     p.add_argument("--improvement", action="store_true",
                    help="search for the commit that made it faster (good: the slower older end)")
-    p.add_argument("--total-budget", default=None, metavar="DURATION",
+    p.add_argument("--total-budget", type=options.duration("--total-budget"), default=None, metavar="DURATION",
                    help="wall time for the whole search, e.g. 30m (default: none; --budget bounds each comparison); "
                         "when spent the bisect stops, and a rerun continues")
     p.add_argument("--retries", type=options.count(0, 10, "--retries"), default=1, metavar="N",
@@ -148,14 +148,13 @@ def cmd_bisect(args) -> int:
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from .gate import decision_settings
-    from ..fmt import parse_duration
     from ..present.bisect_views import conclusion_lines, path_table
     from ..present.terminal import console as make_console
     from ..results.bisect_counts_file import COUNTS
 
     as_data = args.format == "json"
     console = make_console(stderr=as_data)
-    total = parse_duration(args.total_budget, "--total-budget") if args.total_budget else None
+    total = args.total_budget.seconds if args.total_budget is not None else None
     output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY, COUNTS))
     settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:

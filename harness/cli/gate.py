@@ -177,10 +177,9 @@ def decision_settings(args, **gate_only):
     """The gate's settings from the options every comparison takes (``ttfg gate``, each step of ``ttfg bisect``),
     plus ``gate_only``: what one command adds or fixes (the warm cache, allocations)."""
     from ..app import gate
-    from ..fmt import parse_duration
 
     return gate.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha, min_pairs=args.min_pairs,
-                         max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
+                         max_pairs=args.max_pairs, budget_s=args.budget.seconds,
                          max_failures=args.max_failures, profiles=args.profiles, timeout_s=args.timeout,
                          threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard,
                          **gate_only)
@@ -382,7 +381,7 @@ def add_gate_commands(sub) -> None:
     for action in p._actions:
         if action.dest == "backend":
             action.help = "backend name (default: jax.jit)"
-    p.add_argument("--budget", default="10m", metavar="DURATION",
+    p.add_argument("--budget", type=options.duration("--budget"), default=fmt.Duration.parse("10m"), metavar="DURATION",
                    help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--metric", default="first_grad_s",
                    help="the timing shown in progress lines and the noise floor, always guarded (default: first_grad_s)")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..errors import UsageError
+from ..fmt import Duration
 from ..results.model import MAX_SHARDS
 
 #: Upper bounds that keep a typo from becoming hours of work or a plan that fills memory.
@@ -77,10 +79,22 @@ def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, hig
     return parse
 
 
+def duration(what: str):
+    """A positive, finite duration (``600``, ``90s``, ``10m``, ``1h``, ``1m30s``) as a :class:`~ttfg.fmt.Duration`:
+    what follows reads its seconds and never parses the text again. ``what`` is the flag, named in the message."""
+    def parse(text: str) -> Duration:
+        try:
+            return Duration.parse(text, what)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = "duration"
+    return parse
+
+
 def shard(text: str):
     """``--shard I/N``: the I-th of N shards (``ttfg.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
     from ..app.selection import parse_shard
-    from ..errors import UsageError
 
     try:
         return parse_shard(text)
@@ -100,5 +114,5 @@ tolerance = fraction(0.0, 1.0, what="the tolerance")
 #: ``ttfg shards N``: how many shards; the bound is ``--shard I/N``'s and a file's (``results.model.MAX_SHARDS``).
 shard_count = count(1, MAX_SHARDS, "the number of shards")
 
-__all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "shard", "shard_count", "threads",
+__all__ = ["alpha", "count", "duration", "fraction", "min_effect", "repeat", "seconds", "shard", "shard_count", "threads",
            "threshold", "timeout", "tolerance"]
