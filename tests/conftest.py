@@ -64,6 +64,21 @@ def ttfg():
     return run_ttfg
 
 
+def command_parsers(parser, path: tuple[str, ...] = ()):
+    """``(path, parser)`` for ``parser`` and every command under it: ``()``, ``("env",)``, ``("env", "prune")`` ...
+
+    The one place the tests read argparse's internals (its subparsers action): argparse has no public
+    way to list a parser's commands once they are added, and these tests walk every ``--help``.
+    """
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from command_parsers(sub, (*path, name))
+
+
 def interruptible(*args: str) -> list[str]:
     """The command line of ``python -m ttfg ARGS`` for a child that a test interrupts.
 
