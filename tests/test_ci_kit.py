@@ -269,7 +269,8 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
 
     from ttfg.cli import main
 
-    from .user_project import git, layered_venv
+    from .conftest import GitRepo, git
+    from .user_project import layered_venv
 
     # ttfg as a runner sees it: a git repository at a commit (this checkout's HEAD; file://localhost/...: the
     # pip 23.2 refuses a git+file URL without a host).
@@ -283,14 +284,12 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
     (origin / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=64"]\n'
                                            'build-backend = "setuptools.build_meta"\n\n'
                                            '[project]\nname = "lib"\nversion = "0.1.0"\ndependencies = ["numpy"]\n')
-    git(origin, "init", "-q", "-b", "main")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "first")
-    git(origin, "checkout", "-q", "-b", "add-ttfg")
+    lib = GitRepo.init(origin)
+    lib.commit("first")
+    lib.git("checkout", "-q", "-b", "add-ttfg")
     assert main(["init", "--repo", str(origin), "--ttfg-requirement", f"ttfg @ git+file://localhost{source}@{sha}"]) == 0
     capsys.readouterr()
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "ttfg init")
+    lib.commit("ttfg init")
     runner = tmp_path / "runner"
     git(tmp_path, "clone", "-q", "--branch", "add-ttfg", str(origin), str(runner))
     for name in ("asv.conf.json", ".github/workflows/ttfg-perf-gate.yml", ".github/workflows/ttfg-trend.yml"):
