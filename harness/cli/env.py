@@ -113,7 +113,8 @@ def add_env_commands(sub) -> None:
     c.set_defaults(func=cmd_env_build)
     c = esub.add_parser("prune", help="remove cached environments")
     c.add_argument("names", nargs="*", metavar="NAME|KEY")
-    c.add_argument("--older-than", type=options.duration("--older-than"), metavar="DURATION", help="those built longer ago than this, e.g. 168h")
+    c.add_argument("--older-than", type=options.duration("--older-than"), metavar="DURATION",
+                   help="those built longer ago than this, e.g. 168h")
     c.add_argument("--all", action="store_true", help="every cached environment")
     c.add_argument("--sources", action="store_true",
                    help="remove the installed revisions instead (the gate's cache of each commit's project, keyed "

@@ -110,7 +110,8 @@ def add_report_commands(sub) -> None:
     p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
     p.add_argument("--confirm", action="store_true",
                    help="re-measure the unconfirmed timing steps, paired, and store the outcomes")
-    p.add_argument("--budget", type=options.duration("--budget"), default=fmt.Duration.parse("10m"), metavar="DURATION",
+    p.add_argument("--budget", type=options.duration("--budget"), default=fmt.Duration.parse("10m"),
+                   metavar="DURATION",
                    help="wall-clock time for --confirm over all steps, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--max-steps", type=options.count(1, 10**6, "--max-steps"), metavar="N",
                    help="--confirm at most N steps (largest regressions first)")

@@ -29,9 +29,9 @@ from .. import metrics
 from ..errors import UsageError
 from ..measure.run_settings import RunSettings
 
-__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "DEFAULT_TIERS", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "INSTRUCTIONS",
-           "STRUCTURAL", "TIERS", "TIME", "GateSettings", "checked_guard", "checked_tiers", "guarded_metrics", "not_split",
-           "parse_tiers", "refuse_unreported", "strict_counters"]
+__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "DEFAULT_TIERS", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED",
+           "INSTRUCTIONS", "STRUCTURAL", "TIERS", "TIME", "GateSettings", "checked_guard", "checked_tiers",
+           "guarded_metrics", "not_split", "parse_tiers", "refuse_unreported", "strict_counters"]
 
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
 GATE_OUTPUTS = ("gate.json", "summary.md")
@@ -195,7 +195,7 @@ class GateSettings:
     #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
     profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
-    #: Which tiers decide (``tiers.py`` runs them), in run order; the command line's default is :data:`DEFAULT_TIERS`.
+    #: Which tiers decide (``tiers.py`` runs them), in run order; the command line's default: :data:`DEFAULT_TIERS`.
     tiers: tuple[str, ...] = (TIME,)
     #: Count-tier processes per side, kind and case.
     count_repeat: int = 1

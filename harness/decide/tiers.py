@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from .. import fmt, metrics
-from .gate_settings import DEFAULT_TIERS, INSTRUCTIONS, STRUCTURAL, TIERS, TIME, GateSettings, parse_tiers, strict_counters
+from .gate_settings import (DEFAULT_TIERS, INSTRUCTIONS, STRUCTURAL, TIERS, TIME, GateSettings, parse_tiers,
+                            strict_counters)
 
 if TYPE_CHECKING:
     from ..measure.cases import Case

@@ -118,7 +118,8 @@ def _path(doc: dict, commit_url: str | None) -> list[dict]:
             commits = [_commit(doc["good"]["commit"], commit_url), _commit(doc["bad"]["commit"], commit_url)]
             evidence, state = [ends], ""
         else:
-            commits, evidence, state = [_commit(probe["commit"], commit_url)], probe.get("evidence") or [], probe["state"]
+            commits, evidence = [_commit(probe["commit"], commit_url)], probe.get("evidence") or []
+            state = probe["state"]
         out.append({"step": plain(step), "commits": commits, "state": state, "found": plain(found),
                     "reason": plain(probe["reason"]) if probe and probe.get("reason") else None,
                     "evidence": [_evidence(e) for e in evidence]})
