@@ -99,14 +99,11 @@ def _count(low: int):
 
 
 def _duration(text: str) -> str:
-    from ttfg.fmt import parse_duration
-    from ttfg.errors import UsageError
+    """``--budget``, checked as ``ttfg gate`` checks it (``cli/options.duration``) and kept as typed: each gate
+    process is given the text, and the summary shows it."""
+    from ttfg.cli.options import duration
 
-    try:
-        parse_duration(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return str(duration("--budget")(text))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -336,14 +333,14 @@ def run_timed(cmd: list[str], cwd: Path, env: dict, limit: float) -> dict:
 def run_gate(clone: Path, tool: Path, base: str, head: str, out_dir: Path, args, tiers: str | None, caps: dict,
              extra: tuple[str, ...] = ()) -> dict:
     """One real ``ttfg gate`` in a fresh process; its verdict, timing and attribution."""
-    from ttfg.fmt import parse_duration
+    from ttfg.fmt import Duration
 
     cmd = ["gate", "--repo", str(clone), "--base", base, "--head", head, "--model", args.model, "--backend",
            args.backend, "--budget", args.budget, "--out-dir", str(out_dir), *extra, *args.gate_arg]
     if tiers and caps["tiers"]:
         cmd += ["--tiers", tiers]
     row = {"command": "ttfg " + " ".join(cmd), **run_timed([sys.executable, "-m", "ttfg", *cmd], out_dir.parent,
-                                                          _env(tool), 3 * parse_duration(args.budget) + 1800)}
+                                                          _env(tool), 3 * Duration.parse(args.budget).seconds + 1800)}
     gate_json = out_dir / "gate.json"
     if not gate_json.is_file():
         row.update(verdict="no verdict", detected=False)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 
 from . import metrics
@@ -315,29 +316,52 @@ def column(values, unit: str) -> list[str]:
 DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
 
 
-def parse_duration(text: str, what: str = "budget") -> float:
-    """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"`` -> seconds (the one reader of a duration people type);
-    ``what`` names the option in the message (``budget``, ``--older-than``).
+@dataclass(frozen=True)
+class Duration:
+    """A duration a person typed (``--budget 10m``, ``budget = "2m"``): its seconds, and the text for display.
 
-    Raises
-    ------
-    UsageError
-        On anything else, or a duration that is not positive.
+    Why a type: a budget stayed a string through argparse and the config and was parsed again
+    wherever it was used (eight places), and the config checked it by cutting words out of
+    the parser's message. Now it is parsed once, where it enters (an argparse ``type=``,
+    ``cli/options.duration``; the config reader, ``project/config.py``), and what follows
+    reads :attr:`seconds`; ``str()`` gives back what was typed (``ttfg config`` shows ``10m``,
+    a bisect's repro command repeats it).
     """
-    raw = text.strip().lower()
-    pos, total = 0, 0.0
-    for match in DURATION_RE.finditer(raw):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
-        pos = match.end()
-    if not raw or pos != len(raw) or total <= 0:
-        raise UsageError(f"{what} {text!r} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
-    return total
+
+    seconds: float
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    @classmethod
+    def parse(cls, text: str, what: str = "budget") -> "Duration":
+        """``"90"``, ``"90s"``, ``"10m"``, ``"1h"``, ``"1m30s"``: the one reader of a duration people type.
+        ``what`` names the value in the message (``--budget``, ``--older-than``; empty: the value alone, for a
+        caller that names it itself).
+
+        Raises
+        ------
+        UsageError
+            On anything else, a duration that is not positive, or one too long to be finite.
+        """
+        raw = text.strip().lower()
+        pos, total = 0, 0.0
+        for match in DURATION_RE.finditer(raw):
+            if match.start() != pos:
+                break
+            total += float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+            pos = match.end()
+        subject = f"{what} {text!r}" if what else repr(text)
+        if not raw or pos != len(raw) or total <= 0:
+            raise UsageError(f"{subject} is not a positive duration such as 600, 90s, 10m, 1h or 1m30s")
+        if not math.isfinite(total):
+            raise UsageError(f"{subject} is not a finite duration")
+        return cls(total, text)
 
 
 AXIS_UNITS = {"s": "seconds", "bytes": "bytes (binary: KiB, MiB, GiB)", "count": "count", "ratio": "share"}
 
-__all__ = ["AXIS_UNITS", "MISSING", "bytes_", "change", "column", "count", "exponent", "factor", "interval",
-           "metric_unit", "metric_value", "number", "p_value", "parse_duration", "percent", "plural", "ratio", "seconds", "supported_digits",
+__all__ = ["AXIS_UNITS", "Duration", "MISSING", "bytes_", "change", "column", "count", "exponent", "factor", "interval",
+           "metric_unit", "metric_value", "number", "p_value", "percent", "plural", "ratio", "seconds", "supported_digits",
            "value"]

@@ -64,6 +64,98 @@ def ttfg():
     return run_ttfg
 
 
+#: Who the scratch repositories' commits are by, unless a test names someone (a user project's ``mylab``).
+GIT_IDENTITY = ("ttfg test", "test@ttfg.example")
+
+
+def git(cwd: Path, *args: str, when: int | str | None = None) -> str:
+    """``git -C cwd ARGS``, its output stripped; a failure raises. ``when``: the author and committer date
+    (seconds since the epoch, or an ISO date), for histories ordered by date as asv orders them."""
+    env = None
+    if when is not None:
+        date = f"@{when} +0000" if isinstance(when, int) else when
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+class GitRepo:
+    """A scratch git repository for a test: made on a branch, with an identity of its own in its config
+    (its commits never depend on the machine's git config, and a test's later ``git commit`` there is by
+    the same person), and commits made in one call.
+
+    The one way the tests make repositories (``GitRepo.init``, or :meth:`identify` on a clone);
+    :func:`git` runs anything else in them.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @classmethod
+    def init(cls, path: Path, branch: str = "main", identity: tuple[str, str] = GIT_IDENTITY) -> "GitRepo":
+        """A new repository in ``path`` (made when missing; files already there stay untracked)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        git(path, "init", "-q", "-b", branch)
+        return cls(path).identify(identity)
+
+    def identify(self, identity: tuple[str, str] = GIT_IDENTITY) -> "GitRepo":
+        """Commits here are by ``identity`` (name, email): for a repository made another way (a clone)."""
+        self.git("config", "user.name", identity[0])
+        self.git("config", "user.email", identity[1])
+        return self
+
+    def git(self, *args: str, when: int | str | None = None) -> str:
+        return git(self.path, *args, when=when)
+
+    def commit(self, message: str, files: dict[str, str] | None = None, *, stage: str = "all",
+               when: int | str | None = None) -> str:
+        """``files`` (path -> text) written and staged, and what ``stage`` says besides: ``"all"`` every change
+        (``git add -A``), ``"tracked"`` changes to tracked files only (``git commit -a``: an untracked build
+        folder stays out), ``"files"`` nothing else; then committed (an empty commit is allowed). Its hash."""
+        for name, text in (files or {}).items():
+            target = self.path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        if files:
+            self.git("add", "--", *files)
+        if stage != "files":
+            self.git("add", "-A" if stage == "all" else "-u")
+        self.git("commit", "-q", "--allow-empty", "-m", message, when=when)
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+
+def copy_working_tree(dest: Path) -> None:
+    """This checkout's files as they are now (tracked and untracked, ignored ones left out, uncommitted edits
+    included) copied into ``dest``: the code under test, for a repository a gate or asv measures."""
+    import shutil
+
+    for name in filter(None, git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")):
+        src = ROOT / name
+        if src.is_file():  # a file deleted but not yet committed is listed and absent
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+
+def command_parsers(parser, path: tuple[str, ...] = ()):
+    """``(path, parser)`` for ``parser`` and every command under it: ``()``, ``("env",)``, ``("env", "prune")`` ...
+
+    The one place the tests read argparse's internals (its subparsers action): argparse has no public
+    way to list a parser's commands once they are added, and these tests walk every ``--help``.
+    """
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from command_parsers(sub, (*path, name))
+
+
 def interruptible(*args: str) -> list[str]:
     """The command line of ``python -m ttfg ARGS`` for a child that a test interrupts.
 

@@ -11,25 +11,23 @@ each side of the step, what step detection needs.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from .user_project import git, layered_venv
+from .conftest import GitRepo
+from .user_project import layered_venv
 
 #: Commit dates a day apart, in the order the commits are made: asv orders history by date, and
 #: commits made within one second would tie.
 _DAY = iter(range(1, 29))
+#: Who flaxlab's commits are by.
+FLAXLAB = ("flaxlab", "flaxlab@example.com")
 
 
-def commit(repo: Path, message: str, *args: str) -> str:
-    """``git commit`` with the next day's date (author and committer); returns the commit."""
-    date = f"2026-02-{next(_DAY):02d}T12:00:00+00:00"
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=flaxlab", "-c", "user.email=flaxlab@example.com",
-                    "commit", "-q", *args, "-m", message], check=True, capture_output=True, text=True,
-                   env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
-    return git(repo, "rev-parse", "HEAD")
+def next_day() -> str:
+    """The next day's date, for the next commit (author and committer)."""
+    return f"2026-02-{next(_DAY):02d}T12:00:00+00:00"
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "flaxlab"
@@ -63,25 +61,23 @@ def make_repository(root: Path, setup=None) -> dict:
     """
     repo = root / "flaxlab"
     shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__", "build"))
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    shipped = commit(repo, "flaxlab as shipped")
+    history = GitRepo.init(repo, identity=FLAXLAB)
+    shipped = history.commit("flaxlab as shipped", when=next_day())
     if setup is not None:
         setup(repo)
-        git(repo, "add", "-A")
-        commit(repo, "ttfg init")
-    first = git(repo, "rev-parse", "HEAD")
+        history.commit("ttfg init", when=next_day())
+    first = history.head()
     layers = repo / LAYERS
-    git(repo, "checkout", "-q", "-b", "comment")
+    history.git("checkout", "-q", "-b", "comment")
     layers.write_text(layers.read_text().replace('    return conv(x)\n',
                                                  '    return conv(x)  # nnx.Conv takes NHWC, as the backend gives it\n'))
-    comment = commit(repo, "a comment, nothing else", "-a")
-    git(repo, "checkout", "-q", "-b", "slow", first)
+    comment = history.commit("a comment, nothing else", stage="tracked", when=next_day())
+    history.git("checkout", "-q", "-b", "slow", first)
     layers.write_text(SLOW_LAYERS)
-    slow = commit(repo, "check every convolution (slower)", "-a")
+    slow = history.commit("check every convolution (slower)", stage="tracked", when=next_day())
     (repo / "README.md").write_text((repo / "README.md").read_text() + "\nConvolutions are checked as traced.\n")
-    after = commit(repo, "README: say so", "-a")
-    git(repo, "checkout", "-q", "main")
+    after = history.commit("README: say so", stage="tracked", when=next_day())
+    history.git("checkout", "-q", "main")
     return {"repo": repo, "shipped": shipped, "first": first, "comment": comment, "slow": slow, "after": after}
 
 

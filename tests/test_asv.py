@@ -14,7 +14,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,8 @@ import pytest
 from ttfg import metrics
 from ttfg.history import asv_suite as asv_bench, asv_results
 from ttfg.results.record import CaseResult, Sample
+
+from .conftest import GitRepo, copy_working_tree, git
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTED = [("resnet15", "torch.eager", "params=closure,chain=unrolled"),
@@ -134,33 +135,22 @@ def test_load_of_an_empty_results_folder(tmp_path):
 # --- real asv -----------------------------------------------------------------------------
 
 
-def git(cwd, *args):
-    return subprocess.run(["git", "-c", "user.name=ttfg test", "-c", "user.email=test@ttfg", *args], cwd=cwd,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def clone_with_two_commits(dest: Path) -> tuple[str, str]:
     """A clone of this repository whose first commit is the working tree under test, plus one more commit."""
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)], check=True)
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            check=True, capture_output=True, text=True).stdout.split("\0")
-    for rel in filter(None, listed):  # the working tree as it is now, uncommitted edits included
-        src, dst = ROOT / rel, dest / rel
-        if src.is_file():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    git(dest, "add", "-A")
-    if git(dest, "status", "--porcelain"):
-        git(dest, "commit", "--quiet", "-m", "working tree under test")
-    first = git(dest, "rev-parse", "HEAD")
+    git(ROOT, "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest))
+    repo = GitRepo(dest).identify()
+    copy_working_tree(dest)  # the working tree as it is now, uncommitted edits included
+    repo.git("add", "-A")
+    if repo.git("status", "--porcelain"):
+        repo.commit("working tree under test")
+    first = repo.head()
     # asv resolves the configured branches ("main") even for an existing environment; the
     # second commit goes on a PR-like branch (the clone may have main checked out).
-    git(dest, "checkout", "--quiet", "-B", "pr-under-test")
-    git(dest, "branch", "--force", "main", first)
+    repo.git("checkout", "--quiet", "-B", "pr-under-test")
+    repo.git("branch", "--force", "main", first)
     with open(dest / "README.md", "a") as fh:
         fh.write("\nA second commit for the asv history test.\n")
-    git(dest, "commit", "--quiet", "-am", "second commit")
-    return first, git(dest, "rev-parse", "HEAD")
+    return first, repo.commit("second commit", stage="tracked")
 
 
 def run(cmd, cwd, env, timeout=600):
@@ -205,8 +195,7 @@ def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     # Commit 3 doubles resnet15's default depth: each commit's own code must be measured.
     edit = clone / "models" / "resnet15.py"
     edit.write_text(edit.read_text().replace("def build(blocks: int = 15,", "def build(blocks: int = 30,"))
-    git(clone, "commit", "--quiet", "-am", "third commit: 30 blocks")
-    third = git(clone, "rev-parse", "HEAD")
+    third = GitRepo(clone).commit("third commit: 30 blocks", stage="tracked")
     out = run([sys.executable, "-m", "ttfg", "asv", "record", second, third, "--machine", "testbox"], clone,
               {**env, "TTFG_ASV_ALLOCATIONS": "1"})
     assert f"measuring ttfg installed in" in out.stdout

@@ -21,7 +21,8 @@ from ttfg.present.bisect_page import bisect_page
 from ttfg.results.bisect_file import load_bisect
 from ttfg.provision.worktrees import resolve
 
-from .user_project import committed_project, git, layered_venv, write_project
+from .conftest import GitRepo, git
+from .user_project import committed_project, layered_venv, write_project
 
 CULPRIT_AT = 5
 N_COMMITS = 8  # after the good end
@@ -30,9 +31,7 @@ N_COMMITS = 8  # after the good end
 def _comment(repo, n: int) -> str:
     notes = repo / "src" / "mylab" / "notes.py"
     notes.write_text(notes.read_text() + f"# note {n}\n" if notes.exists() else f'"""Notes."""\n# note {n}\n')
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", f"note {n}, nothing else")
-    return git(repo, "rev-parse", "HEAD")
+    return GitRepo(repo).commit(f"note {n}, nothing else")
 
 
 @pytest.fixture(scope="module")
@@ -40,18 +39,17 @@ def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("bisect")
     repo = root / "mylab"
     commits = [committed_project(repo)]
+    mylab = GitRepo(repo)
     for n in range(1, N_COMMITS + 1):
         if n == CULPRIT_AT:
             write_project(repo, depth=8, slow=True)
-            git(repo, "commit", "-q", "-am", "deeper, and a slower scale")
-            commits.append(git(repo, "rev-parse", "HEAD"))
+            commits.append(mylab.commit("deeper, and a slower scale", stage="tracked"))
         else:
             commits.append(_comment(repo, n))
-    git(repo, "checkout", "-q", "-b", "fast")  # the slowdown undone: an improvement after the bad end
+    mylab.git("checkout", "-q", "-b", "fast")  # the slowdown undone: an improvement after the bad end
     write_project(repo)
-    git(repo, "commit", "-q", "-am", "shallower and faster again")
-    fast = git(repo, "rev-parse", "HEAD")
-    git(repo, "checkout", "-q", "main")
+    fast = mylab.commit("shallower and faster again", stage="tracked")
+    mylab.git("checkout", "-q", "main")
     python = layered_venv(root / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
@@ -142,22 +140,15 @@ def test_ends_that_do_not_differ_have_no_step_and_a_faster_bad_end_is_called_swa
 
 
 def test_a_range_across_a_merge_is_walked_first_parent(tmp_path):
-    repo = tmp_path / "r"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
+    history = GitRepo.init(tmp_path / "r")
+    repo = history.path
     for name in ("a", "b"):
-        (repo / name).write_text(name)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", name)
-    git(repo, "checkout", "-q", "-b", "side")
-    (repo / "s").write_text("s")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "on the side")
-    git(repo, "checkout", "-q", "main")
-    (repo / "c").write_text("c")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "c")
-    git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+        history.commit(name, {name: name})
+    history.git("checkout", "-q", "-b", "side")
+    history.commit("on the side", {"s": "s"})
+    history.git("checkout", "-q", "main")
+    history.commit("c", {"c": "c"})
+    history.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     good, bad = resolve(repo, "HEAD~2"), resolve(repo, "HEAD")
     walk = first_parent_range(repo, good, bad)
     assert walk.commits == [good.commit, git(repo, "rev-parse", "HEAD~1"), bad.commit]
@@ -174,15 +165,9 @@ def test_regressions_names_the_bisect_that_narrows_a_step_wider_than_one_commit(
     from ttfg.app.report import bisect_ranges
     from ttfg.present.regressions_views import bisect_hints
 
-    repo = tmp_path / "r"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    shas = []
-    for n in range(4):
-        (repo / "f").write_text(str(n))
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"c{n}")
-        shas.append(git(repo, "rev-parse", "HEAD"))
+    history = GitRepo.init(tmp_path / "r")
+    repo = history.path
+    shas = [history.commit(f"c{n}", {"f": str(n)}) for n in range(4)]
     row = {"case": "resnet15/jax.jit/default", "model": "resnet15", "backend": "jax.jit", "variant": "",
            "metric": "first_grad_s", "kind": "regression", "label_before": "v1", "label_after": "v2"}
     steps = pd.DataFrame([{**row, "commit_before": shas[0], "commit_after": shas[3]},  # 3 commits: bisect

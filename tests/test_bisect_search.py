@@ -14,21 +14,16 @@ import pytest
 from ttfg.app import bisect as use_case
 from ttfg.decide.gate_settings import GateSettings
 
-from .user_project import git
+from .conftest import GitRepo, git
+from .user_project import MYLAB
 
 CASE = "m/b/v"
 
 
 @pytest.fixture
 def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    shas = []
-    for n in range(9):
-        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
-        shas.append(git(root, "rev-parse", "HEAD"))
-    return root, shas
+    history = GitRepo.init(tmp_path / "repo", identity=MYLAB)  # the bisect page names the culprit's author
+    return history.path, [history.commit(f"commit {n}") for n in range(9)]
 
 
 class Levels:
@@ -162,10 +157,7 @@ def test_revisions_that_do_not_exist_are_all_named_and_nothing_is_written(repo, 
 
 def test_a_dirty_tree_at_an_end_is_refused_naming_the_file(repo, tmp_path):
     root, shas = repo
-    (root / "tracked.py").write_text("x = 1\n")
-    git(root, "add", "tracked.py")
-    git(root, "commit", "-q", "-m", "a tracked file")
-    head = git(root, "rev-parse", "HEAD")
+    head = GitRepo(root).commit("a tracked file", {"tracked.py": "x = 1\n"}, stage="files")
     (root / "tracked.py").write_text("x = 2\n")  # uncommitted: the checked-out end would be measured without it
     dirty = use_case.BisectRequest(repo=root, good=shas[0], bad=head, cases=[SimpleNamespace(id=CASE, backend="b")],
                                    settings=GateSettings(tiers=("structural",)), out_dir=tmp_path / "out")
@@ -177,16 +169,15 @@ def test_a_dirty_tree_at_an_end_is_refused_naming_the_file(repo, tmp_path):
 def test_a_range_across_a_merge_says_it_walked_first_parent(tmp_path):
     from ttfg.present.bisect_views import conclusion_lines
 
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "commit", "-q", "--allow-empty", "-m", "good")
-    git(root, "checkout", "-q", "-b", "side")
-    git(root, "commit", "-q", "--allow-empty", "-m", "on the side")
-    git(root, "checkout", "-q", "main")
-    git(root, "commit", "-q", "--allow-empty", "-m", "on main")
-    git(root, "merge", "-q", "--no-ff", "-m", "merge side", "side")
-    git(root, "commit", "-q", "--allow-empty", "-m", "bad")
+    history = GitRepo.init(tmp_path / "repo")
+    root = history.path
+    history.commit("good")
+    history.git("checkout", "-q", "-b", "side")
+    history.commit("on the side")
+    history.git("checkout", "-q", "main")
+    history.commit("on main")
+    history.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    history.commit("bad")
     shas = git(root, "rev-list", "--first-parent", "--reverse", "HEAD").split()
     done = use_case.run(request(root, shas, tmp_path / "out"), compare=Levels(shas, [0, 0, 1, 1]))
     assert done.status == use_case.FOUND and done.document["merges"] == [shas[2]]

@@ -10,7 +10,7 @@ from ttfg.decide import expect
 from ttfg.measure.cases import select
 from ttfg.cli import build_parser
 
-from .conftest import ROOT
+from .conftest import ROOT, command_parsers
 
 WORKFLOWS = sorted((ROOT / "ci" / "workflows").glob("*.yml"))
 
@@ -54,11 +54,6 @@ def commands(tool: str):
                         rest = re.split(r"\s(?:\||&&|;|>>?)\s", match.group(1))[0]
                         out.append((path.name, shlex.split(rest)))
     return out
-
-
-def subcommands(parser):
-    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    return action.choices
 
 
 def test_workflows_exist_and_parse():
@@ -166,7 +161,7 @@ def test_sharded_trend_merges_results_and_asv_and_publishes_on_main():
 @pytest.mark.parametrize("workflow, argv", commands("ttfg"), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
 def test_every_ttfg_command_parses(workflow, argv):
     parser = build_parser()
-    assert argv[0] in subcommands(parser), f"{workflow}: ttfg {argv[0]} is not a subcommand"
+    assert (argv[0],) in dict(command_parsers(parser)), f"{workflow}: ttfg {argv[0]} is not a subcommand"
     try:
         parser.parse_args(argv)
     except SystemExit as exc:  # argparse reports the bad option on stderr
@@ -274,7 +269,8 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
 
     from ttfg.cli import main
 
-    from .user_project import git, layered_venv
+    from .conftest import GitRepo, git
+    from .user_project import layered_venv
 
     # ttfg as a runner sees it: a git repository at a commit (this checkout's HEAD; file://localhost/...: the
     # pip 23.2 refuses a git+file URL without a host).
@@ -288,14 +284,12 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
     (origin / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=64"]\n'
                                            'build-backend = "setuptools.build_meta"\n\n'
                                            '[project]\nname = "lib"\nversion = "0.1.0"\ndependencies = ["numpy"]\n')
-    git(origin, "init", "-q", "-b", "main")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "first")
-    git(origin, "checkout", "-q", "-b", "add-ttfg")
+    lib = GitRepo.init(origin)
+    lib.commit("first")
+    lib.git("checkout", "-q", "-b", "add-ttfg")
     assert main(["init", "--repo", str(origin), "--ttfg-requirement", f"ttfg @ git+file://localhost{source}@{sha}"]) == 0
     capsys.readouterr()
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "ttfg init")
+    lib.commit("ttfg init")
     runner = tmp_path / "runner"
     git(tmp_path, "clone", "-q", "--branch", "add-ttfg", str(origin), str(runner))
     for name in ("asv.conf.json", ".github/workflows/ttfg-perf-gate.yml", ".github/workflows/ttfg-trend.yml"):

@@ -9,7 +9,6 @@ after the first run), as the gate does.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,23 +18,9 @@ from ttfg.provision.dependencies import changed_declarations, is_declaration, re
 from ttfg.measure.sides import plan_environments
 from ttfg.provision.worktrees import Revision
 
+from .conftest import GitRepo
+
 PYPROJECT = '[project]\nname = "lib"\nversion = "1"\ndependencies = [{deps}]\n'
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                         capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-def _commit(repo: Path, files: dict[str, str], message: str) -> str:
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
 
 
 def _rev(repo: Path, commit: str) -> Revision:
@@ -44,8 +29,7 @@ def _rev(repo: Path, commit: str) -> Revision:
 
 @pytest.fixture
 def repo(tmp_path):
-    _git(tmp_path, "init", "-q", "-b", "main")
-    return tmp_path
+    return GitRepo.init(tmp_path).path
 
 
 def _plan(repo: Path, base: str, head: str, **kw):
@@ -53,9 +37,9 @@ def _plan(repo: Path, base: str, head: str, **kw):
 
 
 def test_a_bump_inside_an_included_file_is_resolved_and_measured(repo):
-    base = _commit(repo, {"requirements.txt": "-r requirements/base.txt\n",
-                          "requirements/base.txt": "autograd==1.7.0\n", "lib.py": ""}, "base")
-    head = _commit(repo, {"requirements/base.txt": "autograd==1.9.1\n"}, "bump inside the include")
+    base = GitRepo(repo).commit("base", {"requirements.txt": "-r requirements/base.txt\n",
+                                         "requirements/base.txt": "autograd==1.7.0\n", "lib.py": ""})
+    head = GitRepo(repo).commit("bump inside the include", {"requirements/base.txt": "autograd==1.9.1\n"})
     assert changed_declarations(repo, base, head) == ["requirements/base.txt"]
     plan = _plan(repo, base, head)
     assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
@@ -65,33 +49,35 @@ def test_a_bump_inside_an_included_file_is_resolved_and_measured(repo):
 
 
 def test_a_pin_changed_in_pyproject_beside_requirements_is_seen(repo):
-    base = _commit(repo, {"requirements.txt": "autograd\n", "pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')},
-                   "base")
-    head = _commit(repo, {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')}, "bump in pyproject only")
+    base = GitRepo(repo).commit("base", {"requirements.txt": "autograd\n",
+                                         "pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')})
+    head = GitRepo(repo).commit("bump in pyproject only",
+                                {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')})
     plan = _plan(repo, base, head)
     assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
     assert "requirements.txt + pyproject.toml" in plan.requests["head"].origin
 
 
 def test_declarations_that_contradict_each_other_are_refused_quoting_uv(repo):
-    base = _commit(repo, {"requirements.txt": "autograd==1.9.1\n", "pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')},
-                   "base")
-    head = _commit(repo, {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')}, "pyproject disagrees")
+    base = GitRepo(repo).commit("base", {"requirements.txt": "autograd==1.9.1\n",
+                                         "pyproject.toml": PYPROJECT.format(deps='"autograd==1.9.1"')})
+    head = GitRepo(repo).commit("pyproject disagrees", {"pyproject.toml": PYPROJECT.format(deps='"autograd==1.7.0"')})
     with pytest.raises(UsageError, match="head side's dependencies cannot be resolved"):
         _plan(repo, base, head)
 
 
 def test_a_range_narrowed_in_constraints_is_kept(repo):
-    base = _commit(repo, {"constraints.txt": "numpy<2.5\n"}, "base")
-    head = _commit(repo, {"constraints.txt": "numpy<2.3\n"}, "narrow the range")
+    base = GitRepo(repo).commit("base", {"constraints.txt": "numpy<2.5\n"})
+    head = GitRepo(repo).commit("narrow the range", {"constraints.txt": "numpy<2.3\n"})
     plan = _plan(repo, base, head)
     base_numpy, head_numpy = plan.differences["numpy"]
     assert base_numpy != head_numpy and head_numpy.startswith("==2.2"), plan.differences
 
 
 def test_a_change_that_resolves_to_the_same_packages_is_measured_once_and_said(repo):
-    base = _commit(repo, {"requirements.txt": "autograd==1.7.0\n"}, "base")
-    head = _commit(repo, {"requirements.txt": "# pinned for the release\nautograd == 1.7.0\n"}, "comment and spaces")
+    base = GitRepo(repo).commit("base", {"requirements.txt": "autograd==1.7.0\n"})
+    head = GitRepo(repo).commit("comment and spaces",
+                                {"requirements.txt": "# pinned for the release\nautograd == 1.7.0\n"})
     plan = _plan(repo, base, head)
     assert all(r.current for r in plan.requests.values())
     assert plan.same_packages and "resolve to the same packages" in plan.same_packages
@@ -127,20 +113,20 @@ def test_what_counts_as_a_declaration_file():
 
 
 def test_the_project_folder_is_where_declarations_are_read(repo):
-    commit = _commit(repo, {"python/requirements.txt": "autograd==1.7.0\n"}, "monorepo")
+    commit = GitRepo(repo).commit("monorepo", {"python/requirements.txt": "autograd==1.7.0\n"})
     assert "autograd==1.7.0" in resolve_at(repo, commit, "python").lines
     assert resolve_at(repo, commit).lines == ()
 
 
 def test_a_changed_lock_that_uv_cannot_read_is_refused_naming_it(repo):
-    base = _commit(repo, {"poetry.lock": "a\n", "requirements.txt": "autograd==1.7.0\n"}, "base")
-    head = _commit(repo, {"poetry.lock": "b\n"}, "lock changed")
+    base = GitRepo(repo).commit("base", {"poetry.lock": "a\n", "requirements.txt": "autograd==1.7.0\n"})
+    head = GitRepo(repo).commit("lock changed", {"poetry.lock": "b\n"})
     with pytest.raises(UsageError, match="poetry.lock changed"):
         _plan(repo, base, head)
 
 
 def test_naming_environments_and_choosing_them_from_declarations_are_not_mixed(repo):
-    commit = _commit(repo, {"requirements.txt": "autograd==1.7.0\n"}, "base")
+    commit = GitRepo(repo).commit("base", {"requirements.txt": "autograd==1.7.0\n"})
     with pytest.raises(UsageError, match="give one or the other"):
         _plan(repo, commit, commit, head_env="autograd==1.9.1", mode="declared")
 
@@ -157,7 +143,7 @@ def test_one_commit_of_two_projects_installs_two_things(repo, tmp_path, monkeypa
         (repo / name / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "1"\n'
                                                     '[build-system]\nrequires = ["setuptools>=64"]\n'
                                                     'build-backend = "setuptools.build_meta"\n')
-    commit = _commit(repo, {}, "two projects")
+    commit = GitRepo(repo).commit("two projects", {})
     a = install(repo / "one", commit, folder="one")
     b = install(repo / "two", commit, folder="two")
     assert a.root != b.root and a.project == "one" and b.project == "two"

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from ttfg.decide import calibrate as cal
 from ttfg.decide.stats import min_detectable_effect, sd_interval
+from ttfg.fmt import Duration
 from ttfg.measure import machine
 from ttfg.measure.cases import Case
 from ttfg.present import doctor as view
@@ -267,7 +268,7 @@ def test_bad_budget_is_refused_before_any_work(budget, capsys, monkeypatch):
     from ttfg.cli import main
 
     with pytest.raises(cal.UsageError):
-        cal.parse_budget(budget)
+        Duration.parse(budget)
     monkeypatch.setattr(machine, "examine", lambda *a, **k: pytest.fail("examined the machine before the budget"))
     assert main(["doctor", "--calibrate", f"--budget={budget}"]) == 2
     captured = capsys.readouterr()

@@ -10,6 +10,8 @@ import pytest
 
 from ttfg.cli import listing as listing_cli, main, run as run_cli
 
+from .conftest import command_parsers
+
 BAD_NUMBERS = [
     ("run", "--timeout", "nan"), ("run", "--timeout", "0"), ("run", "--timeout", "-5"), ("run", "--timeout", "inf"),
     ("run", "--repeat", "0"), ("run", "--repeat", "1e8"), ("run", "--repeat", "2.5"), ("run", "--repeat", "100001"),
@@ -206,21 +208,11 @@ def test_a_gate_out_dir_given_to_runs_skips_the_gate_outputs_by_kind(tmp_path, c
     assert "compare.json: a comparison" in err and "Traceback" not in err
 
 
-def _all_parsers(parser, prefix=()):
-    import argparse
-
-    yield prefix, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _all_parsers(sub, (*prefix, name))
-
-
 def test_every_help_text_reads_cleanly():
     """No doubled percent signs or escapes leak into --help (study's said '95%% intervals')."""
     from ttfg.cli import build_parser
 
-    for path, parser in _all_parsers(build_parser()):
+    for path, parser in command_parsers(build_parser()):
         text = parser.format_help()
         assert "%%" not in text and "\\n" not in text, f"ttfg {' '.join(path)} --help: {text}"
 

@@ -24,10 +24,10 @@ from types import SimpleNamespace
 import pytest
 
 from ttfg.results import record
-from ttfg.fmt import parse_duration
+from ttfg.fmt import Duration
 from ttfg.errors import UsageError
 
-from .conftest import ROOT, interruptible
+from .conftest import GitRepo, copy_working_tree, git, interruptible
 
 JIT = "resnet15/jax.jit/params=args,chain=unrolled"
 AUTOGRAD = "resnet15/autograd/params=args,chain=unrolled"
@@ -44,10 +44,6 @@ BUILD_LOOP = """        import time
         return AutogradEngine(spec, weights, x)"""
 
 
-def git(repo, *args) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def edit(path, old, new):
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
@@ -57,34 +53,21 @@ def edit(path, old, new):
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("gate-repo")
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            check=True, capture_output=True, text=True).stdout.split("\0")
-    for name in filter(None, listed):
-        src = ROOT / name
-        if src.is_file():  # a file deleted but not yet committed is listed and absent
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, root / name)
-    git(root, "init", "-q", "-b", "trunk")
-    git(root, "config", "user.email", "gate-test@example.com")
-    git(root, "config", "user.name", "gate test")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    first = git(root, "rev-parse", "HEAD")
-    git(root, "checkout", "-q", "-b", "empty")
-    git(root, "commit", "-q", "--allow-empty", "-m", "no change at all (an A/A pair of commits)")
-    empty = git(root, "rev-parse", "HEAD")
-    git(root, "checkout", "-q", "-b", "broken", first)
+    copy_working_tree(root)
+    history = GitRepo.init(root, "trunk", identity=("gate test", "gate-test@example.com"))
+    first = history.commit("first")
+    history.git("checkout", "-q", "-b", "empty")
+    empty = history.commit("no change at all (an A/A pair of commits)")
+    history.git("checkout", "-q", "-b", "broken", first)
     edit(root / "models/resnet15.py", '    if blocks < 1:', '    raise RuntimeError("deliberately broken model")\n    if blocks < 1:')
-    git(root, "commit", "-q", "-am", "broken model")
-    git(root, "checkout", "-q", "-b", "build-loop", first)
+    history.commit("broken model", stage="tracked")
+    history.git("checkout", "-q", "-b", "build-loop", first)
     edit(root / "harness/engines/autograd_numpy.py", BUILD, BUILD_LOOP)
-    git(root, "commit", "-q", "-am", "a 30 ms busy loop in the autograd build (issue 24's experiment)")
-    build_loop = git(root, "rev-parse", "HEAD")
-    git(root, "checkout", "-q", "trunk")
+    build_loop = history.commit("a 30 ms busy loop in the autograd build (issue 24's experiment)", stage="tracked")
+    history.git("checkout", "-q", "trunk")
     edit(root / "models/resnet15.py", "def build(blocks: int = 15,", "def build(blocks: int = 30,")
-    git(root, "commit", "-q", "-am", "second: 30 blocks")
-    return SimpleNamespace(path=root, first=first, empty=empty, second=git(root, "rev-parse", "HEAD"),
-                           build_loop=build_loop)
+    second = history.commit("second: 30 blocks", stage="tracked")
+    return SimpleNamespace(path=root, first=first, empty=empty, second=second, build_loop=build_loop)
 
 
 def gate(repo, *args, timeout=420, summary=None, columns=None):
@@ -103,10 +86,12 @@ def worktrees(repo) -> list[str]:
 
 
 def test_parse_duration():
-    assert [parse_duration(t) for t in ("90", "90s", "10m", "1h", "1m30s", "2.5m")] == [90, 90, 600, 3600, 90, 150]
-    for bad in ("", "0", "10x", "m", "-5s"):
+    durations = [Duration.parse(t) for t in ("90", "90s", "10m", "1h", "1m30s", "2.5m")]
+    assert [d.seconds for d in durations] == [90, 90, 600, 3600, 90, 150]
+    assert [str(d) for d in durations] == ["90", "90s", "10m", "1h", "1m30s", "2.5m"]  # shown as typed
+    for bad in ("", "0", "10x", "m", "-5s", "9" * 400):
         with pytest.raises(UsageError):
-            parse_duration(bad)
+            Duration.parse(bad)
 
 
 def test_refusals_exit_2_before_measuring(repo):

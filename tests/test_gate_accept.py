@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 from ttfg.decide import accept
 from ttfg.present.gate_views import gate_markdown, verdict_rows
@@ -11,22 +10,15 @@ from ttfg.present.verdicts import passing_means
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 from tests.test_gate_tiers import Side_, gate_with  # noqa: F401  (the fixture: a scripted gate)
 
-
-def git(repo, *args) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+from .conftest import GitRepo
 
 
 def repo_with_trailers(tmp_path, messages: list[str]):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Ada Lovelace")
-    git(repo, "config", "user.email", "ada@example.org")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "base\n\nTtfg-Accept: * * on the base branch: never used")
-    base = git(repo, "rev-parse", "HEAD")
+    repo = GitRepo.init(tmp_path / "repo", identity=("Ada Lovelace", "ada@example.org"))
+    base = repo.commit("base\n\nTtfg-Accept: * * on the base branch: never used")
     for message in messages:
-        git(repo, "commit", "-q", "--allow-empty", "-m", message)
-    return repo, base, git(repo, "rev-parse", "HEAD")
+        repo.commit(message)
+    return repo.path, base, repo.head()
 
 
 def test_trailers_of_the_heads_commits_since_the_merge_base_are_read(tmp_path):

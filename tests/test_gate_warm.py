@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from ttfg.results import record
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 from tests.test_gate_tiers import FakeSampler, Side_, timing
 
-from .conftest import ROOT
+from .conftest import GitRepo, copy_working_tree
 
 JIT_CASE = "transformer_tiny:blocks=1,width=16,heads=2,seq=8"
 
@@ -201,30 +200,17 @@ HEAD_LOSS = ("        import os\n\n"
              "        return jnp.sum(forward(spec.network, params, x, ops)) + np.float32(os.getpid() % 9973 + 1)")
 
 
-def git(repo, *args) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def pid_repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("warm-repo")
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            check=True, capture_output=True, text=True).stdout.split("\0")
-    for name in filter(None, listed):
-        if (ROOT / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, root / name)
+    copy_working_tree(root)
     loss = root / "harness" / "engines" / "jax_common.py"
-    git(root, "init", "-q", "-b", "trunk")
-    git(root, "config", "user.email", "warm-test@example.com")
-    git(root, "config", "user.name", "warm test")
+    history = GitRepo.init(root, "trunk", identity=("warm test", "warm-test@example.com"))
     loss.write_text(loss.read_text().replace(LOSS, BASE_LOSS))
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base: a constant added to the loss")
-    base = git(root, "rev-parse", "HEAD")
+    base = history.commit("base: a constant added to the loss")
     loss.write_text(loss.read_text().replace(BASE_LOSS, HEAD_LOSS))
-    git(root, "commit", "-q", "-am", "head: the constant is the process id")
-    return SimpleNamespace(path=root, base=base, head=git(root, "rev-parse", "HEAD"))
+    return SimpleNamespace(path=root, base=base, head=history.commit("head: the constant is the process id",
+                                                                     stage="tracked"))
 
 
 def run_gate_cli(repo, out: Path, cache: str):

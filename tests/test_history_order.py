@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -23,6 +21,8 @@ from ttfg.history import points
 from ttfg.history.synthetic import write_history
 from ttfg.history.trends import DETERMINISTIC, UNCONFIRMED, analyse
 
+from .conftest import GitRepo, git
+
 JIT = ("resnet15", "jax.jit", "params=args,chain=unrolled")
 AUTOGRAD = ("resnet15", "autograd", "params=args,chain=unrolled")
 HLO_CASE = "resnet15/jax.jit/params=args,chain=unrolled"
@@ -30,27 +30,15 @@ N, STEP_AT = 10, 6
 BASE_S = 1_767_571_200  # 2026-01-05, in seconds
 
 
-def git(cwd, *args, when: int | None = None):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    if when is not None:
-        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{when} +0000"
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def commit(root, name, when):
-    (root / "file.txt").write_text(name)
-    git(root, "add", "file.txt")
-    git(root, "commit", "-qm", name, when=when)
-    return git(root, "rev-parse", "HEAD")
+    """A commit of ``file.txt`` alone (asv.conf.json stays out of the history), dated ``when`` (seconds)."""
+    return GitRepo(root).commit(name, {"file.txt": name}, stage="files", when=when)
 
 
 def project(tmp_path, author_dates):
     """A repository whose ``main`` holds one commit per author date (seconds), in that order, with the
     asv.conf.json `ttfg init` writes beside it (repo ".", branches ["main"], results_dir "results")."""
-    root = tmp_path / "lib"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
+    root = GitRepo.init(tmp_path / "lib").path
     (root / "asv.conf.json").write_text(json.dumps({"version": 1, "project": "lib", "repo": ".",
                                                     "branches": ["main"], "results_dir": "results"}))
     shas = [commit(root, f"c{i}", when) for i, when in enumerate(author_dates)]

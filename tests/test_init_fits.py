@@ -19,7 +19,7 @@ from ttfg.cli import main
 from ttfg.project import declarations, scaffold, ttfg_source
 from ttfg.project.pyproject import read as read_project
 
-from .user_project import git
+from .conftest import GitRepo, git
 
 REQ = "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"
 
@@ -33,10 +33,7 @@ def make_project(root, deps=(), branch="main", name="lib", layout="src", top=Non
                                          f'[project]\nname = "{name}"\nversion = "0.1.0"\n'
                                          f'dependencies = {json.dumps(list(deps))}\n')
     top = top or root
-    if not (top / ".git").exists():
-        git(top, "init", "-q", "-b", branch)
-    git(top, "add", "-A")
-    git(top, "commit", "-q", "-m", "first")
+    (GitRepo(top) if (top / ".git").exists() else GitRepo.init(top, branch)).commit("first")
     return root
 
 
@@ -93,12 +90,7 @@ def test_the_ttfg_requirement_comes_from_where_ttfg_came_from(tmp_path):
         detected({"url": "file:///somewhere/ttfg", "vcs_info": {"vcs": "git", "commit_id": "abc"}}, "0.1.0", None)
     # An editable install from a git checkout: its remote at its HEAD commit (no credentials, scp-style made a URL).
     checkout = tmp_path / "ttfg"
-    checkout.mkdir()
-    git(checkout, "init", "-q", "-b", "main")
-    (checkout / "f").write_text("x")
-    git(checkout, "add", "-A")
-    git(checkout, "commit", "-q", "-m", "x")
-    head = git(checkout, "rev-parse", "HEAD")
+    head = GitRepo.init(checkout).commit("x", {"f": "x"})
     editable = {"url": f"file://{checkout}", "dir_info": {"editable": True}}
     with pytest.raises(ttfg_source.NoSource, match="has no remote.origin.url.*--ttfg-requirement"):
         detected(editable, "0.1.0", checkout)
@@ -212,7 +204,7 @@ def test_monorepo_init_at_the_root_writes_install_path(tmp_path, capsys):
     root = tmp_path / "mono"
     (root / "python").mkdir(parents=True)
     (root / "README.md").write_text("x\n")
-    git(root, "init", "-q", "-b", "main")
+    GitRepo.init(root)
     make_project(root / "python", ["jax"], name="lab", top=root)
     (root / "python" / "requirements-dev.txt").write_text("-r ../shared/base.txt\npytest\n")
     (root / "shared").mkdir()
@@ -243,7 +235,7 @@ def test_monorepo_init_at_the_root_writes_install_path(tmp_path, capsys):
     # Several projects and no choice: refused, nothing written; --project-dir chooses.
     other = tmp_path / "two"
     (other / "a").mkdir(parents=True)
-    git(other, "init", "-q", "-b", "main")
+    GitRepo.init(other)
     make_project(other / "a", name="a", top=other)
     (other / "b").mkdir()
     make_project(other / "b", name="b", top=other)

@@ -14,14 +14,11 @@ from tests.test_gate_policy import sides  # noqa: F401  (the fixture)
 from tests.test_gate_summary import render
 from tests.test_gate_tiers import Side_, gate_with  # noqa: F401  (the fixture)
 
-from .user_project import git
+from .conftest import GitRepo
 
 
 def test_a_missing_revision_is_named_once(tmp_path):
-    git(tmp_path, "init", "-q", "-b", "main")
-    (tmp_path / "f").write_text("x")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "x")
+    GitRepo.init(tmp_path).commit("x", {"f": "x"})
     with pytest.raises(GitError) as err:
         resolve(tmp_path, "HEAD~2")
     assert "revision revision" not in str(err.value) and "revision 'HEAD~2' not found" in str(err.value)

@@ -157,10 +157,10 @@ def test_piped_output_respects_columns(monkeypatch):
 def test_every_help_text_fits_80_columns(monkeypatch):
     from ttfg.cli import build_parser
 
-    from .test_exit_codes import _all_parsers
+    from .conftest import command_parsers
 
     monkeypatch.setenv("COLUMNS", "80")
-    for path, parser in _all_parsers(build_parser()):
+    for path, parser in command_parsers(build_parser()):
         text = parser.format_help()
         wide = [line for line in text.splitlines() if len(line) > 80]
         assert not wide, f"ttfg {' '.join(path)} --help: {wide}"

@@ -16,7 +16,7 @@ import pytest
 from ttfg.cli import main
 
 from .example_project import make_repository
-from .user_project import git
+from .conftest import GitRepo
 
 #: Where the CI files install ttfg from (this checkout has no remote a runner could reach).
 REQ = ["--ttfg-requirement", "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"]
@@ -32,9 +32,7 @@ def project(tmp_path, monkeypatch):
                                          'build-backend = "setuptools.build_meta"\n\n'
                                          '[project]\nname = "proj"\nversion = "0.1.0"\n\n'
                                          '[tool.setuptools.packages.find]\nwhere = ["src"]\n')
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
+    GitRepo.init(repo).commit("first")
     monkeypatch.chdir(repo)
     return repo
 
@@ -78,16 +76,15 @@ def test_bad_config_is_refused_naming_file_key_and_type(project, capsys, text, w
 
 def test_strict_counters_of_the_config_reach_the_gate_and_a_flag_wins(project):
     from ttfg.cli import build_parser
-    from ttfg.cli.config import apply, mark_defaults
+    from ttfg.cli.config import apply
 
     config_table(project, 'strict-counters = ["hlo_ops"]\n')
-    parser = build_parser()
-    mark_defaults(parser)
+    parser = build_parser()  # its config-backed defaults marked (cli/config.py mark_defaults)
     args = parser.parse_args(["gate", "--base", "HEAD"])
-    apply(args, parser)
+    apply(args)
     assert list(args.strict_counters) == ["hlo_ops"]
     args = parser.parse_args(["gate", "--base", "HEAD", "--strict-counters", "none"])
-    apply(args, parser)
+    apply(args)
     assert args.strict_counters == ()
 
 
@@ -179,7 +176,7 @@ def test_init_refuses_outside_git_and_outside_a_python_project(tmp_path, monkeyp
     assert "not a git repository" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
     (tmp_path / "pyproject.toml").unlink()
-    git(tmp_path, "init", "-q")
+    GitRepo.init(tmp_path)
     assert main(["init", *REQ]) == 2
     assert "not a Python project: no pyproject.toml" in capsys.readouterr().err
     (tmp_path / "pyproject.toml").write_text('[tool.black]\nline-length = 100\n')
@@ -221,7 +218,7 @@ def test_asv_record_gets_the_configs_selection(project, monkeypatch):
     monkeypatch.setenv("TTFG_ASV_MODELS", "")
     monkeypatch.setenv("TTFG_ASV_BACKENDS", "jax.jit")
     parser = build_parser()
-    apply(parser.parse_args(["asv", "record", "HEAD"]), parser)
+    apply(parser.parse_args(["asv", "record", "HEAD"]))
     assert os.environ["TTFG_ASV_MODELS"] == "resnet15:blocks=2" and os.environ["TTFG_ASV_BACKENDS"] == "jax.jit"
 
 
@@ -236,14 +233,13 @@ def test_install_path_names_the_project_folder_inside_the_repository(tmp_path):
     """``install-path`` (relative to the config's folder) is what the gate, confirm and asv record install;
     a folder outside the repository, or one with no project, is refused naming the key."""
     import argparse
-    import subprocess
 
     from ttfg.cli.config import project_dir
     from ttfg.project import config as project_config
 
     repo = tmp_path / "mono"
     (repo / "python").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    GitRepo.init(repo)
     (repo / "python" / "pyproject.toml").write_text('[project]\nname = "lab"\nversion = "1"\n\n[tool.ttfg]\n')
     # A pyproject.toml with [tool.ttfg] in the subfolder: its own folder is the project.
     args = argparse.Namespace(project_config=project_config.load(repo / "python"))

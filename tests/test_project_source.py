@@ -24,7 +24,8 @@ from ttfg.provision.project_source import changed_files, install_project
 from ttfg.measure.runner import RunSettings, Runner
 from ttfg.results import record
 
-from .user_project import committed_project, git, layered_venv
+from .conftest import git
+from .user_project import committed_project, layered_venv
 
 CASE = Case("mylab_mlp", "mylab.autograd", (("params", "args"), ("chain", "unrolled")), "built")
 

@@ -582,6 +582,7 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
 
     from ttfg.history import asv_results
 
+    from .conftest import git
     from .test_asv import clone_with_two_commits, run
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith(("TTFG_ASV_", "ASV"))}
@@ -589,8 +590,7 @@ def test_real_asv_record_in_two_shards_merges_into_one_history_entry(tmp_path):
                TTFG_ASV_ALLOCATIONS="0")
     files = []
     first, _ = clone_with_two_commits(tmp_path / "runner1")
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(tmp_path / "runner1"), str(tmp_path / "runner2")],
-                   check=True)
+    git(tmp_path, "clone", "--quiet", "--no-hardlinks", str(tmp_path / "runner1"), str(tmp_path / "runner2"))
     for i in (1, 2):
         clone, home = tmp_path / f"runner{i}", tmp_path / f"home{i}"
         home.mkdir()

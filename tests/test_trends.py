@@ -9,7 +9,6 @@ confirmed, not reproduced, or left unconfirmed exactly as the code decides.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -22,6 +21,7 @@ from ttfg.history.trends import CONFIRMED, DETERMINISTIC, NOT_REPRODUCED, UNCONF
 from ttfg.measure.runner import RunSettings
 from ttfg.results.model import Sample
 
+from .conftest import GitRepo
 from .fake_sides import PlainWorktrees
 
 CASE = ("resnet15:blocks=2", "autograd", "params=args,chain=unrolled")
@@ -166,26 +166,13 @@ def test_history_with_medians_only_does_not_count_timing_steps():
 # ---------------------------------------------------------------------------- confirmation
 
 
-def git(cwd, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path):
     """Three commits: a, b (adds the 'slow' marker: a real regression), c (no code change)."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    shas = []
-    for name, slow in (("a", False), ("b", True), ("c", True)):
-        (root / "note.txt").write_text(name)
-        if slow:
-            (root / "slow").write_text("1")
-        git(root, "add", "-A")
-        git(root, "commit", "-qm", name)
-        shas.append(git(root, "rev-parse", "HEAD"))
-    return root, shas
+    history = GitRepo.init(tmp_path / "repo")
+    shas = [history.commit(name, {"note.txt": name, **({"slow": "1"} if slow else {})})
+            for name, slow in (("a", False), ("b", True), ("c", True))]
+    return history.path, shas
 
 
 #: Worktrees as sides without installing anything: the fake samplers read the tree itself.

@@ -17,7 +17,8 @@ import pytest
 
 from ttfg.results import record
 
-from .user_project import dependency_bump, git, make_mylab
+from .conftest import GitRepo, git
+from .user_project import MYLAB, dependency_bump, make_mylab
 
 CASE = "mylab_mlp/mylab.autograd/params=args,chain=unrolled"
 
@@ -127,8 +128,7 @@ def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab
     plugin = repo / "src" / "mylab" / "ttfg_plugin.py"
     plugin.write_text(plugin.read_text().replace("import numpy as np\n", "import numpy as np\n\n"
                                                  'raise ImportError("mylab needs widgets 2, found 1")\n'))
-    git(repo, "commit", "-q", "-am", "a plugin that cannot be imported")
-    broken = git(repo, "rev-parse", "HEAD")
+    broken = GitRepo(repo).commit("a plugin that cannot be imported", stage="tracked")
     git(repo, "checkout", "-q", "main")
     out = gate(mylab, "--base", broken, "--head", mylab["first"], "--model", "mylab_mlp", "--backend",
                "mylab.autograd", "--tiers", "time", "--max-failures", "2", "--out-dir", str(tmp_path))
@@ -176,11 +176,10 @@ def test_a_project_in_a_subfolder_of_its_repository_is_installed_from_install_pa
     write_project(repo / "python")
     (repo / "ttfg.toml").write_text('install-path = "python"\nmodels = ["mylab_mlp"]\nbackends = ["mylab.autograd"]\n')
     (repo / "README.md").write_text("A repository whose Python project lives in python/.\n")
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
+    history = GitRepo.init(repo, identity=MYLAB)
+    history.commit("first")
     write_project(repo / "python", depth=8, slow=True)
-    git(repo, "commit", "-q", "-am", "deeper, and a slower scale")
+    history.commit("deeper, and a slower scale", stage="tracked")
     python = layered_venv(tmp_path / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo / "python")], check=True, capture_output=True,
@@ -207,7 +206,7 @@ def test_a_pull_request_that_adds_a_backend_reports_a_new_case(tmp_path):
     plugin = repo / "src" / "mylab" / "ttfg_plugin.py"
     plugin.write_text(plugin.read_text() + '\n\nclass MylabFast(MylabAutograd):\n    name = "mylab.fast"\n'
                       '    description = "the same backend under a second name"\n')
-    git(repo, "commit", "-q", "-am", "a second backend")
+    GitRepo(repo).commit("a second backend", stage="tracked")
     subprocess.run([str(lab["python"]), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, timeout=300)
     out = gate(lab, "--base", lab["first"], "--head", "HEAD", "--model", "mylab_mlp", "--backend", "mylab.autograd",

@@ -19,6 +19,11 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from .conftest import GitRepo
+
+#: Who mylab's commits are by (a bisect's page names the culprit's author).
+MYLAB = ("mylab", "mylab@example.com")
+
 PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=64"]
@@ -123,12 +128,6 @@ class MylabAutograd(AutogradBackend):
 '''
 
 
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=mylab", "-c", "user.email=mylab@example.com",
-                          *args], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
 def write_project(root: Path, depth: int = 4, slow: bool = False) -> None:
     files = {
         "pyproject.toml": PYPROJECT,
@@ -157,10 +156,7 @@ def committed_project(repo: Path) -> str:
     """mylab written into the new folder ``repo``, a repository of its own with one commit ("first"); its hash."""
     repo.mkdir()
     write_project(repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
-    return git(repo, "rev-parse", "HEAD")
+    return GitRepo.init(repo, identity=MYLAB).commit("first")
 
 
 def make_mylab(root: Path) -> dict:
@@ -169,23 +165,20 @@ def make_mylab(root: Path) -> dict:
     nothing measured imports). Returns names and paths."""
     repo = root / "mylab"
     first = committed_project(repo)
+    history = GitRepo(repo)
     ops = repo / "src" / "mylab" / "ops.py"
     ops.write_text(ops.read_text().replace('    """The lab\'s output scaling."""',
                                            '    """The lab\'s output scaling."""\n    # scaling by one keeps the loss')
                    )
-    git(repo, "commit", "-q", "-am", "a comment, nothing else")
-    comment = git(repo, "rev-parse", "HEAD")
-    git(repo, "checkout", "-q", "-b", "slow", first)
+    comment = history.commit("a comment, nothing else", stage="tracked")
+    history.git("checkout", "-q", "-b", "slow", first)
     write_project(repo, depth=8, slow=True)
-    git(repo, "commit", "-q", "-am", "deeper, and a slower scale")
-    slow = git(repo, "rev-parse", "HEAD")
+    slow = history.commit("deeper, and a slower scale", stage="tracked")
     # A change the measured path never runs: a command-line module of the lab that no model or backend imports.
-    git(repo, "checkout", "-q", "-b", "offpath", first)
-    (repo / "src" / "mylab" / "cli.py").write_text(SLOW_OPS.replace("The lab's own operations", "The lab's command line"))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "a slower command line, off the measured path")
-    offpath = git(repo, "rev-parse", "HEAD")
-    git(repo, "checkout", "-q", "main")
+    history.git("checkout", "-q", "-b", "offpath", first)
+    offpath = history.commit("a slower command line, off the measured path",
+                             {"src/mylab/cli.py": SLOW_OPS.replace("The lab's own operations", "The lab's command line")})
+    history.git("checkout", "-q", "main")
     python = layered_venv(root / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
@@ -199,14 +192,10 @@ def make_mylab(root: Path) -> dict:
 def dependency_bump(repo: Path, start: str, before: str, after: str) -> tuple[str, str]:
     """Two commits on a branch from ``start``: a ``requirements.txt`` pinning ``before``, then only that pin
     bumped to ``after``: a dependency-bump pull request, with no code changed."""
-    git(repo, "checkout", "-q", "-b", f"bump-{after.replace('=', '')}", start)
-    (repo / "requirements.txt").write_text(f"{before}\nscipy\n")
-    git(repo, "add", "requirements.txt")
-    git(repo, "commit", "-q", "-m", f"pin {before}")
-    old = git(repo, "rev-parse", "HEAD")
-    (repo / "requirements.txt").write_text(f"{after}\nscipy\n")
-    git(repo, "commit", "-q", "-am", f"bump to {after}")
-    new = git(repo, "rev-parse", "HEAD")
-    git(repo, "checkout", "-q", "main")
+    history = GitRepo(repo)
+    history.git("checkout", "-q", "-b", f"bump-{after.replace('=', '')}", start)
+    old = history.commit(f"pin {before}", {"requirements.txt": f"{before}\nscipy\n"}, stage="files")
+    new = history.commit(f"bump to {after}", {"requirements.txt": f"{after}\nscipy\n"}, stage="files")
+    history.git("checkout", "-q", "main")
     return old, new
-__all__ = ["dependency_bump", "git", "layered_venv", "make_mylab", "write_project"]
+__all__ = ["MYLAB", "committed_project", "dependency_bump", "layered_venv", "make_mylab", "write_project"]

@@ -17,13 +17,6 @@ def examine_machine() -> tuple[list, list]:
     return findings, machine.required_missing(findings)
 
 
-def budget_seconds(text: str) -> float:
-    """``--budget`` in seconds (60, 90s, 2m)."""
-    from ..decide.calibrate import parse_budget
-
-    return parse_budget(text)
-
-
 def cases_to_calibrate() -> tuple[list, list[str]]:
     """``(cases, notes)``: what the calibration measures here, and why others are left out."""
     from ..decide.calibrate import calibration_cases
@@ -69,4 +62,4 @@ def calibrate_counts(cases: list, processes: int, on_line: Callable[[str], None]
     return calibrate(cases, processes, on_line=on_line)
 
 
-__all__ = ["budget_seconds", "calibrate_counts", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]
+__all__ = ["calibrate_counts", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]

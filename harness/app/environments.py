@@ -90,27 +90,23 @@ def build_one(text: str, on_note: Callable[[str], None]):
     return environments.build(request, on_note=on_note)
 
 
-def prune(names: list[str] | None, older_than: str | None, everything: bool,
+def prune(names: list[str] | None, older_than_s: float | None, everything: bool,
           on_note: Callable[[str], None] | None = None) -> list[tuple[object, str]]:
     """``ttfg env prune``: the environments removed, each with its age in words; an environment a running
     ttfg uses is kept and told to ``on_note``."""
-    from ..fmt import parse_duration
     from ..decide.noise import describe_age
     from ..provision import env_cache
 
-    older = parse_duration(older_than, "--older-than") if older_than else None
-    removed = env_cache.prune(names or None, older, on_note) if not everything else env_cache.prune(on_note=on_note)
+    removed = env_cache.prune(names or None, older_than_s, on_note) if not everything else env_cache.prune(on_note=on_note)
     return [(e, describe_age(e.age_s)) for e in removed]
 
 
-def prune_sources(older_than: str | None, on_note: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+def prune_sources(older_than_s: float | None, on_note: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
     """``ttfg env prune --sources``: installed revisions removed, each with its age in words."""
-    from ..fmt import parse_duration
     from ..decide.noise import describe_age
     from ..provision import env_cache
 
-    older = parse_duration(older_than, "--older-than") if older_than else None
-    return [(key, describe_age(age)) for key, age in env_cache.prune_sources(older, on_note)]
+    return [(key, describe_age(age)) for key, age in env_cache.prune_sources(older_than_s, on_note)]
 
 
 __all__ = ["Listing", "build_all", "build_one", "listing", "prune", "prune_sources"]

@@ -38,17 +38,16 @@ def plan(package: str, versions: list[str] | None, low: str | None, high: str | 
     return releases.plan(package, versions, low, high, every, extra)
 
 
-def pair_settings(min_effect: float, alpha: float, min_pairs: int, max_pairs: int, budget_per_pair: str,
+def pair_settings(min_effect: float, alpha: float, min_pairs: int, max_pairs: int, budget_per_pair_s: float,
                   timeout_s: float, threads: int):
     """The gate's settings for each adjacent pair of releases (``decide.gate_settings.GateSettings``): the time tier,
-    deciding on the first gradient's wall time, within ``budget_per_pair``."""
+    deciding on the first gradient's wall time, within ``budget_per_pair_s`` seconds."""
     from ..decide.gate_settings import GateSettings
-    from ..fmt import parse_duration
     from ..measure.runner import RunSettings
 
     return GateSettings(metric="first_grad_s", min_effect=min_effect, alpha=alpha,
                         min_pairs=min_pairs, max_pairs=max_pairs,
-                        budget_s=parse_duration(budget_per_pair), profiles=0, tiers=("time",),
+                        budget_s=budget_per_pair_s, profiles=0, tiers=("time",),
                         guard=("first_grad_s",),  # the pair's wall-time verdict is the first gradient's
                         run=RunSettings(repeat=1, timeout_s=timeout_s, threads=threads))
 

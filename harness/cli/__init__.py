@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_commands(sub)
     add_show_command(sub)
     add_init_command(sub)
-    mark_defaults(parser)  # after every command: the config fills what was not typed (see cli/config.py)
+    mark_defaults(sub.choices)  # after every command: the config fills what was not typed (see cli/config.py)
     return parser
 
 
@@ -139,7 +139,7 @@ def _main(argv: list[str]) -> int:
         return EXIT_BROKEN
     name = f"ttfg {args.command}"
     try:
-        args.settings = apply_config(args, parser)
+        args.settings = apply_config(args)
         code = args.func(args)
     except TtfgError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)

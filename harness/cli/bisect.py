@@ -2,9 +2,8 @@
 
 The search is a use case (``app/bisect.py``) over a pure policy (``decide/bisect.py``);
 this module turns options into a request and the report into lines. The gate's case
-selection, budget and decision options are the gate's own argparse actions, taken from
-its parser (``cli/gate.py``) rather than defined again, so their help, defaults and
-validation cannot drift apart.
+selection, budget and decision options are added by the same functions that add them to
+the gate (``cli/common_args.py``), so their help, defaults and validation cannot drift apart.
 """
 
 from __future__ import annotations
@@ -17,11 +16,6 @@ from pathlib import Path
 from rich.text import Text
 
 from .help_text import fill
-
-#: The gate's options a bisect takes as they are (each comparison is a gate).
-GATE_OPTIONS = ("model", "backend", "variant", "budget", "metric", "guard", "min_effect", "alpha", "min_pairs",
-                "max_pairs", "max_failures", "timeout", "threads", "tiers", "count_repeat", "profiles", "repo",
-                "allow_dirty", "envs")
 
 HELP = """\
 Find the commit between --good and --bad where a case got slower (or, with
@@ -61,33 +55,10 @@ def _exit_codes() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _gate_parser() -> argparse.ArgumentParser:
-    """The gate's parser, built as ``ttfg`` builds it, to take its options from."""
-    from .gate import add_gate_commands
-
-    holder = argparse.ArgumentParser(add_help=False)
-    add_gate_commands(holder.add_subparsers())
-    for action in holder._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices["gate"]
-    raise AssertionError("the gate registers no 'gate' parser")  # pragma: no cover
-
-
-def _take_gate_options(p: argparse.ArgumentParser) -> None:
-    """Add the gate's own actions for :data:`GATE_OPTIONS` to ``p``, in the gate's groups."""
-    gate = _gate_parser()
-    for group in gate._action_groups:
-        actions = [a for a in group._group_actions if a.dest in GATE_OPTIONS]
-        if not actions:
-            continue
-        target = p if group is gate._optionals else p.add_argument_group(group.title, group.description)
-        for action in actions:
-            target._add_action(action)
-
-
 def add_bisect_command(sub) -> None:
     """Register ``bisect`` on the ``ttfg`` subparsers."""
     from . import options
+    from .common_args import COMPARED_BACKEND, add_decision, add_environments, add_revisions, add_selection
 
     p = sub.add_parser("bisect", help="find the commit where a case got slower, a paired gate per step",
                        description=fill(HELP), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_exit_codes())
@@ -95,7 +66,7 @@ def add_bisect_command(sub) -> None:
     p.add_argument("--bad", required=True, metavar="REV", help="a revision after it (the newer end)")
     p.add_argument("--improvement", action="store_true",
                    help="search for the commit that made it faster (good: the slower older end)")
-    p.add_argument("--total-budget", default=None, metavar="DURATION",
+    p.add_argument("--total-budget", type=options.duration("--total-budget"), default=None, metavar="DURATION",
                    help="wall time for the whole search, e.g. 30m (default: none; --budget bounds each comparison); "
                         "when spent the bisect stops, and a rerun continues")
     p.add_argument("--retries", type=options.count(0, 10, "--retries"), default=1, metavar="N",
@@ -104,8 +75,11 @@ def add_bisect_command(sub) -> None:
                    help="state and results: bisect.json, summary.md, steps/ (default: runs/bisect)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what stdout gets at the end: the table (default) or bisect.json's document")
-    _take_gate_options(p)
-    p.set_defaults(func=cmd_bisect, default_model="resnet15")
+    add_revisions(p)  # each comparison is a gate: the gate's options, from the functions that add them to it
+    add_decision(p)
+    add_environments(p)
+    add_selection(p, default_model="resnet15", backend_help=COMPARED_BACKEND)
+    p.set_defaults(func=cmd_bisect)
 
 
 def _repro_args(args) -> list[str]:
@@ -115,7 +89,10 @@ def _repro_args(args) -> list[str]:
     for flag, dest in (("--model", "model"), ("--backend", "backend"), ("--variant", "variant")):
         for value in getattr(args, dest) or []:
             out += [flag, value]
-    gate = _gate_parser()
+    from .common_args import add_decision
+
+    gate = argparse.ArgumentParser(add_help=False)  # the gate's decision options, for their defaults
+    add_decision(gate)
     for flag, dest in (("--tiers", "tiers"), ("--budget", "budget"), ("--metric", "metric"),
                        ("--min-effect", "min_effect")):
         value, default = getattr(args, dest, None), gate.get_default(dest)
@@ -148,14 +125,13 @@ def cmd_bisect(args) -> int:
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from .gate import decision_settings
-    from ..fmt import parse_duration
     from ..present.bisect_views import conclusion_lines, path_table
     from ..present.terminal import console as make_console
     from ..results.bisect_counts_file import COUNTS
 
     as_data = args.format == "json"
     console = make_console(stderr=as_data)
-    total = parse_duration(args.total_budget, "--total-budget") if args.total_budget else None
+    total = args.total_budget.seconds if args.total_budget is not None else None
     output_dir(args.out_dir, "--out-dir", files=(use_case.STATE, use_case.SUMMARY, COUNTS))
     settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:
@@ -203,4 +179,4 @@ def report_bisect(args) -> int:
     return 0
 
 
-__all__ = ["GATE_OPTIONS", "add_bisect_command", "cmd_bisect", "report_bisect"]
+__all__ = ["add_bisect_command", "cmd_bisect", "report_bisect"]

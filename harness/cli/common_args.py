@@ -4,7 +4,9 @@ Why one module: ``--repeat``, ``--timeout``, ``--threads``, ``--env`` and the ca
 selection were defined by each command that takes them, and their help texts, metavars
 and even validators drifted apart. A command adds them here by name (``add_timeout(p)``);
 the type is always the ``cli/options.py`` validator, so a bad value is refused the same
-way everywhere. Modelled on asv's ``asv/commands/common_args.py``.
+way everywhere. A comparison's options come in groups (``add_revisions``, ``add_environments``,
+``add_decision``) that ``ttfg gate`` and ``ttfg bisect`` both call, so each bisect step is a gate
+with the gate's own options, defined once. Modelled on asv's ``asv/commands/common_args.py``.
 """
 
 from __future__ import annotations
@@ -56,4 +58,73 @@ def add_env(parser: argparse.ArgumentParser) -> None:
                              "and cached, see ttfg env")
 
 
-__all__ = ["add_env", "add_repeat", "add_selection", "add_threads", "add_timeout"]
+#: The backend a comparison measures when none is named (``ttfg gate``, ``ttfg bisect``).
+COMPARED_BACKEND = "backend name (default: jax.jit)"
+
+
+def add_revisions(parser: argparse.ArgumentParser) -> None:
+    """``--allow-dirty`` and ``--repo``: the repository whose revisions a comparison checks out."""
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="measure the committed head although tracked files have uncommitted changes")
+    parser.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
+
+
+def add_environments(parser: argparse.ArgumentParser, sides: bool = False) -> None:
+    """The environments a comparison's sides run in: ``--envs``, and with ``sides`` the gate's ``--base-env`` and
+    ``--head-env`` (an upgrade gate of one revision)."""
+    envs = parser.add_argument_group("environments (each side's interpreter and packages)")
+    if sides:
+        envs.add_argument("--base-env", metavar="REQS",
+                          help="the base side's environment: requirement lines ('jax==0.10.1 jaxlib==0.10.1'), "
+                               "NAME=REQS, NAME=@requirements.txt, or 'current'; with --head-env and no --base: an "
+                               "upgrade gate of one revision in two environments")
+        envs.add_argument("--head-env", metavar="REQS", help="the head side's environment (as --base-env)")
+    envs.add_argument("--envs", choices=("auto", "declared", "current"), default="auto",
+                      help="without --base-env/--head-env: 'auto' (default) runs both sides in this interpreter "
+                           "when no dependency declaration changed, and else resolves each revision's own "
+                           "(requirements.txt with its includes, pyproject dependencies, constraints.txt, uv.lock; "
+                           "read by uv): the same packages are measured once and said, different ones each in its "
+                           "own environment; 'declared' always builds them; 'current' forces this interpreter, and "
+                           "every verdict then says the dependency change was not measured")
+
+
+def add_decision(parser: argparse.ArgumentParser) -> None:
+    """How a comparison samples and decides, the gate's and each step of a bisect's: the budget, the metric and its
+    guard, the effect and level, the pairs, timeouts and threads, the tiers, counts and profiles."""
+    from ..app.gate import DEFAULT_TIERS
+    from ..fmt import Duration
+
+    parser.add_argument("--budget", type=options.duration("--budget"), default=Duration.parse("10m"),
+                        metavar="DURATION",
+                        help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
+    parser.add_argument("--metric", default="first_grad_s",
+                        help="the timing shown in progress lines and the noise floor, always guarded (default: "
+                             "first_grad_s)")
+    parser.add_argument("--guard", type=options.guard, default=None, metavar="LIST",
+                        help="the timings the time tier guards, comma-separated, alpha divided among them (default: "
+                             "first_grad_s,process_ttfg_s,import_s,build_s, with --metric in first_grad_s's place)")
+    parser.add_argument("--min-effect", type=options.min_effect, default=None, metavar="FRACTION",
+                        help="minimum relative effect, 0.05 or 5%% (default: the metric's, 0.05 for timings); the "
+                             "gate warns before it starts when its budget cannot detect it here")
+    parser.add_argument("--alpha", type=options.alpha, default=0.01, help="overall significance level (default: 0.01)")
+    parser.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5,
+                        help="pairs before the first look (default: 5)")
+    parser.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60,
+                        help="pairs at most per case (default: 60)")
+    parser.add_argument("--max-failures", type=options.count(1, options.MAX_REPEAT, "--max-failures"), default=3,
+                        help="consecutive failed samples of one side before its case stops (default: 3)")
+    add_timeout(parser)
+    add_threads(parser)
+    parser.add_argument("--tiers", type=options.tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
+                        help="tiers that may decide, comma-separated, from structural, instructions, time "
+                             f"(default: {','.join(DEFAULT_TIERS)})")
+    parser.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
+                        help="instruction and allocation processes per side and case in the instructions tier "
+                             "(default: 1)")
+    parser.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
+                        help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
+                             "for the function-level attribution; 0: none (default: 3)")
+
+
+__all__ = ["COMPARED_BACKEND", "add_decision", "add_env", "add_environments", "add_repeat", "add_revisions",
+           "add_selection", "add_threads", "add_timeout"]

@@ -5,8 +5,11 @@ would grow the same config code and they would drift. Instead ``main`` parses th
 then :func:`apply` fills each option the user did not type from the config file, and a
 command sees one ``args`` whatever their origin. To tell "not typed" from "typed the
 default", :func:`mark_defaults` wraps the defaults of config-backed options in
-:class:`Default` before parsing; what is still wrapped afterwards was not on the command
-line.
+:class:`Default` before parsing (``set_defaults``, argparse's public way); what is still
+wrapped afterwards was not on the command line. A config-backed option's default is
+therefore its value already (a :class:`~ttfg.fmt.Duration`, not a text for its ``type`` to
+parse): argparse passes a default through ``type`` only when it is a string, and a wrapped
+one is not.
 
 The mapping from config keys to options is :data:`TARGETS`; ``ttfg config`` prints every
 key's effective value and where it came from (``default``, ``FILE:tool.ttfg.KEY``,
@@ -20,7 +23,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import UsageError
 from ..project import config as project_config
@@ -56,27 +59,18 @@ class Default:
         return repr(self.value)
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+def mark_defaults(commands: Mapping[str, argparse.ArgumentParser]) -> None:
+    """Wrap the defaults of every config-backed option, so that typed values can be told apart. ``commands``:
+    ``{name: parser}``, the ``choices`` of the action ``add_subparsers`` returned (``build_parser`` keeps it).
 
-
-def mark_defaults(parser: argparse.ArgumentParser) -> None:
-    """Wrap the defaults of every config-backed option, so that typed values can be told apart."""
-    commands = _subparsers(parser)
+    A None default is left as it is: a typed value is never None, so None already says "not typed"
+    (and an append option's None must stay a None to append to)."""
     for targets in TARGETS.values():
         for command, dest in targets.items():
             sub = commands.get(command)
-            if sub is None:
-                continue
-            for action in sub._actions:
-                # An append option's None default already says "not typed" (and must stay a None to append to).
-                if isinstance(action, argparse._AppendAction) and action.default is None:
-                    continue
-                if action.dest == dest and not isinstance(action.default, Default):
-                    action.default = Default(action.default)
+            default = sub.get_default(dest) if sub is not None else None
+            if default is not None and not isinstance(default, Default):
+                sub.set_defaults(**{dest: Default(default)})
 
 
 @dataclass
@@ -91,23 +85,18 @@ class Setting:
 def _start(args) -> Path:
     """Where the config search starts: the gate's or regressions' ``--repo`` when typed, else here."""
     repo = getattr(args, "repo", None)
-    if repo is not None and not isinstance(repo, Default) and str(repo) != ".":
+    if repo is not None and str(repo) != ".":
         return Path(repo)
     return Path(".")
 
 
-def _unwrap(args, parser_for_command: argparse.ArgumentParser | None) -> set[str]:
-    """Replace every :class:`Default` in ``args`` by its value; returns the dests that were typed."""
+def _unwrap(args) -> set[str]:
+    """Replace every :class:`Default` in ``args`` by its value; returns the dests that were typed (a None was not)."""
     typed = set()
     for dest, value in list(vars(args).items()):
         if isinstance(value, Default):
-            raw = value.value
-            action = next((a for a in (parser_for_command._actions if parser_for_command else [])
-                           if a.dest == dest), None)
-            if isinstance(raw, str) and action is not None and action.type is not None:
-                raw = action.type(raw)  # what argparse does with a string default
-            setattr(args, dest, raw)
-        else:
+            setattr(args, dest, value.value)
+        elif value is not None:
             typed.add(dest)
     return typed
 
@@ -127,8 +116,6 @@ def _from_config(key: str, command: str, dest: str, value: Any, args, cfg) -> An
     """The config's value in the form the command's option takes."""
     if key in ("models", "backends", "variants"):
         return list(value)
-    if key == "budget":
-        return str(value)
     if key == "min-effect":
         from . import options
 
@@ -149,7 +136,7 @@ def _output_value(command: str, args, folder: Path):
     return str(folder)
 
 
-def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
+def apply(args) -> list[Setting]:
     """Fill every option the user did not type from the project's config; returns the effective settings.
 
     Raises
@@ -159,8 +146,7 @@ def apply(args, parser: argparse.ArgumentParser) -> list[Setting]:
         whose selection names nothing that exists.
     """
     command = getattr(args, "command", None)
-    sub = _subparsers(parser).get(command) if command else None
-    typed = _unwrap(args, sub)
+    typed = _unwrap(args)
     args.typed = typed
     cfg = project_config.load(_start(args), getattr(args, "ttfg_config", None))
     args.project_config = cfg
@@ -251,13 +237,6 @@ def cmd_config(args) -> int:
     from ..present.terminal import console as make_console, fitted
 
     cfg = args.project_config
-    if "budget" in args.typed and args.budget is not None:
-        from ..fmt import parse_duration
-
-        try:
-            parse_duration(str(args.budget))
-        except UsageError as exc:
-            raise UsageError(f"--budget {args.budget!r}: {str(exc).replace('budget ', '', 1)}") from None
     problem = cfg.install_path_problem()
     if problem:
         raise project_config.ConfigError(f"{cfg.where('install-path')}: {problem}")
@@ -301,7 +280,7 @@ def add_config_commands(sub) -> None:
                                    "and key, or ttfg's default. The flags below show how they would override the "
                                    "file. Exit 2 when the config file is broken (the file and key are named).")
     add_selection(p, default_model="resnet15")
-    p.add_argument("--budget", metavar="DURATION", help="as ttfg gate --budget")
+    p.add_argument("--budget", type=options.duration("--budget"), metavar="DURATION", help="as ttfg gate --budget")
     p.add_argument("--min-effect", type=options.min_effect, metavar="FRACTION", help="as ttfg gate --min-effect")
     p.add_argument("--output", metavar="DIR", help="the results folder")
     p.add_argument("--commit-url", metavar="TEMPLATE", help="as ttfg report --commit-url")

@@ -32,12 +32,13 @@ calibration is interrupted (what it measured so far is printed), else 0."""
 def add_doctor_commands(sub) -> None:
     from . import options
     from .common_args import add_selection
+    from ..fmt import Duration
 
     p = sub.add_parser("doctor", help="check tools and noise sources; --calibrate: what a gate can detect here",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calibrate", action="store_true",
                    help="measure paired A/A cold processes (autograd or torch.eager, and jax.jit, on resnet15)")
-    p.add_argument("--budget", default="60s", metavar="DURATION",
+    p.add_argument("--budget", type=options.duration("--budget"), default=Duration.parse("60s"), metavar="DURATION",
                    help="calibration wall-clock budget, such as 60, 90s, 2m (default: 60s)")
     p.add_argument("--calibrate-counts", type=options.count(2, 100, "--calibrate-counts"), metavar="N",
                    help="count N processes of each selected case (instructions, allocations) and keep each case's "
@@ -54,7 +55,7 @@ def cmd_doctor(args) -> int:
     from ..app import doctor
     from ..present import doctor as view
 
-    budget_s = doctor.budget_seconds(args.budget)
+    budget_s = args.budget.seconds
     as_json = args.format == "json"
     out = view.console()
     progress = view.console(stderr=True) if as_json else out

@@ -69,12 +69,13 @@ def cmd_env_build(args) -> int:
 def cmd_env_prune(args) -> int:
     from ..app import environments
 
+    older_s = args.older_than.seconds if args.older_than is not None else None
     if args.sources:  # the installed revisions the gate keeps by commit and project folder
         if args.names:
             from ..errors import UsageError
 
             raise UsageError("--sources removes installed revisions, all or --older-than; names are environments'")
-        gone = environments.prune_sources(args.older_than, on_note=print)
+        gone = environments.prune_sources(older_s, on_note=print)
         for key, age in gone:
             print(f"removed installed revision {key} ({age} old)")
         if not gone:
@@ -84,7 +85,7 @@ def cmd_env_prune(args) -> int:
         from ..errors import UsageError
 
         raise UsageError("say what to remove: NAME or KEY ..., --older-than DURATION, or --all (or --sources)")
-    removed = environments.prune(args.names, args.older_than, args.all, on_note=print)
+    removed = environments.prune(args.names, older_s, args.all, on_note=print)
     for e, age in removed:
         print(f"removed {e.name} ({e.key}, {age} old)")
     if not removed:
@@ -95,6 +96,8 @@ def cmd_env_prune(args) -> int:
 def add_env_commands(sub) -> None:
     """Register ``env`` and its actions on the ``ttfg`` subparsers."""
     import argparse
+
+    from . import options
 
     p = sub.add_parser("env", help="cached environments: list, build, prune", description=ENV_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,7 +113,8 @@ def add_env_commands(sub) -> None:
     c.set_defaults(func=cmd_env_build)
     c = esub.add_parser("prune", help="remove cached environments")
     c.add_argument("names", nargs="*", metavar="NAME|KEY")
-    c.add_argument("--older-than", metavar="DURATION", help="those built longer ago than this, e.g. 168h")
+    c.add_argument("--older-than", type=options.duration("--older-than"), metavar="DURATION",
+                   help="those built longer ago than this, e.g. 168h")
     c.add_argument("--all", action="store_true", help="every cached environment")
     c.add_argument("--sources", action="store_true",
                    help="remove the installed revisions instead (the gate's cache of each commit's project, keyed "

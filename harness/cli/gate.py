@@ -7,7 +7,6 @@ an AD framework.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -93,44 +92,6 @@ def _progress_line(event) -> str:
             + (f" {interval}" if interval != fmt.MISSING else "") + f" {v.verdict}")
 
 
-def _guard(text: str) -> tuple[str, ...]:
-    """``--guard``: timings, comma-separated, refused by argparse (exit 2) when ``GateSettings`` would refuse them
-    (``gate_settings.checked_guard``, the one check), so that a typo costs no work."""
-    from ..app.gate import checked_guard
-    from ..errors import UsageError
-
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("expected timings such as first_grad_s,build_s")
-    try:
-        return checked_guard(names)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--guard ")) from None
-
-
-def _strict_counters(text: str) -> tuple[str, ...]:
-    """``--strict-counters``: refused by argparse (exit 2) when ``GateSettings`` would refuse it."""
-    from ..app.gate import strict_counters
-    from ..errors import UsageError
-
-    try:
-        return strict_counters(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--strict-counters ")) from None
-
-
-def _tiers(text: str) -> tuple[str, ...]:
-    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when ``GateSettings`` would refuse it
-    (``gate_settings.checked_tiers``, the one check)."""
-    from ..app.gate import checked_tiers
-    from ..errors import UsageError
-
-    try:
-        return checked_tiers(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
-
-
 class _PrintedEvents:
     """The gate's events, printed as they come (``app.gate.GateEvents``): one line each, cut at the
     terminal's width, unless ``verbose`` (then whole, wrapped). The result repeats what matters."""
@@ -177,10 +138,9 @@ def decision_settings(args, **gate_only):
     """The gate's settings from the options every comparison takes (``ttfg gate``, each step of ``ttfg bisect``),
     plus ``gate_only``: what one command adds or fixes (the warm cache, allocations)."""
     from ..app import gate
-    from ..fmt import parse_duration
 
     return gate.settings(metric=args.metric, min_effect=args.min_effect, alpha=args.alpha, min_pairs=args.min_pairs,
-                         max_pairs=args.max_pairs, budget_s=parse_duration(args.budget),
+                         max_pairs=args.max_pairs, budget_s=args.budget.seconds,
                          max_failures=args.max_failures, profiles=args.profiles, timeout_s=args.timeout,
                          threads=args.threads, tiers=args.tiers, count_repeat=args.count_repeat, guard=args.guard,
                          **gate_only)
@@ -339,12 +299,11 @@ def add_gate_commands(sub) -> None:
 
     Parameters
     ----------
-    sub : argparse._SubParsersAction
-        The object ``build_parser`` got from ``add_subparsers``.
+    sub
+        The action ``build_parser`` got from ``add_subparsers``.
     """
-    from .common_args import add_selection, add_threads, add_timeout
+    from .common_args import COMPARED_BACKEND, add_decision, add_environments, add_revisions, add_selection
     from .compare import add_compare_command, add_expect_command
-    from ..app.gate import DEFAULT_TIERS
 
     add_compare_command(sub)
 
@@ -358,53 +317,17 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--base", metavar="REV", help="base revision: branch, tag, SHA, origin/main (required unless "
                                                   "--base-env/--head-env make an upgrade gate of one revision)")
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
-    p.add_argument("--allow-dirty", action="store_true",
-                   help="measure the committed head although tracked files have uncommitted changes")
-    p.add_argument("--repo", default=".", metavar="DIR", help="the git repository (default: the current folder's)")
-    envs = p.add_argument_group("environments (each side's interpreter and packages)")
-    envs.add_argument("--base-env", metavar="REQS",
-                      help="the base side's environment: requirement lines ('jax==0.10.1 jaxlib==0.10.1'), NAME=REQS, "
-                           "NAME=@requirements.txt, or 'current'; with --head-env and no --base: an upgrade gate of "
-                           "one revision in two environments")
-    envs.add_argument("--head-env", metavar="REQS", help="the head side's environment (as --base-env)")
-    envs.add_argument("--envs", choices=("auto", "declared", "current"), default="auto",
-                      help="without --base-env/--head-env: 'auto' (default) runs both sides in this interpreter "
-                           "when no dependency declaration changed, and else resolves each revision's own "
-                           "(requirements.txt with its includes, pyproject dependencies, constraints.txt, uv.lock; "
-                           "read by uv): the same packages are measured once and said, different ones each in its "
-                           "own environment; 'declared' always builds them; 'current' forces this interpreter, and "
-                           "every verdict then says the dependency change was not measured")
+    add_revisions(p)
+    add_environments(p, sides=True)
     p.add_argument("--off-path", choices=("fail", "warn"), default="fail",
                    help="when the change touches project code that no selected case runs (traced once on the head "
                         "side): 'fail' exits 2, the gate could not see it (default); 'warn' keeps the verdict and "
                         "every output says so")
-    add_selection(p, default_model="resnet15")
-    for action in p._actions:
-        if action.dest == "backend":
-            action.help = "backend name (default: jax.jit)"
-    p.add_argument("--budget", default="10m", metavar="DURATION",
-                   help="wall-clock budget for the timing pairs, e.g. 600, 90s, 10m, 1h (default: 10m)")
-    p.add_argument("--metric", default="first_grad_s",
-                   help="the timing shown in progress lines and the noise floor, always guarded (default: first_grad_s)")
-    p.add_argument("--guard", type=_guard, default=None, metavar="LIST",
-                   help="the timings the time tier guards, comma-separated, alpha divided among them (default: "
-                        "first_grad_s,process_ttfg_s,import_s,build_s, with --metric in first_grad_s's place)")
-    p.add_argument("--min-effect", type=options.min_effect, default=None, metavar="FRACTION",
-                   help="minimum relative effect, 0.05 or 5%% (default: the metric's, 0.05 for timings); the gate "
-                        "warns before it starts when its budget cannot detect it here")
-    p.add_argument("--alpha", type=options.alpha, default=0.01, help="overall significance level (default: 0.01)")
-    p.add_argument("--min-pairs", type=options.count(2, options.MAX_REPEAT, "--min-pairs"), default=5, help="pairs before the first look (default: 5)")
-    p.add_argument("--max-pairs", type=options.count(2, options.MAX_REPEAT, "--max-pairs"), default=60, help="pairs at most per case (default: 60)")
-    p.add_argument("--max-failures", type=options.count(1, options.MAX_REPEAT, "--max-failures"), default=3,
-                   help="consecutive failed samples of one side before its case stops (default: 3)")
-    add_timeout(p)
-    add_threads(p)
+    add_selection(p, default_model="resnet15", backend_help=COMPARED_BACKEND)
+    add_decision(p)
     p.add_argument("--allocations", action="store_true",
                    help="after the timing pairs, count allocations (memray) once per side and case")
     p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
-    p.add_argument("--tiers", type=_tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
-                   help="tiers that may decide, comma-separated, from structural, instructions, time "
-                        f"(default: {','.join(DEFAULT_TIERS)})")
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
                    help="cold: fresh, empty compile caches per process (default); warm: each side's persistent "
                         "caches (JAX compilation cache, Inductor FX graph cache) populated by its own revision, then "
@@ -414,18 +337,13 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--cache-dir", metavar="DIR", default=None,
                    help="with --cache warm/both: where each side's persistent caches go (a folder of their own, "
                         "removed afterwards; default: the temporary folder); refused when not writable")
-    p.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
-                   help="instruction and allocation processes per side and case in the instructions tier (default: 1)")
-    p.add_argument("--strict-counters", type=_strict_counters, default=None, metavar="LIST",
+    p.add_argument("--strict-counters", type=options.strict_counters, default=None, metavar="LIST",
                    help="structural counters that fail the gate on a change of any size, comma-separated, or none; "
                         "any other counter that grew by less than --min-effect is evidence, not a verdict "
                         "(default: backend_compiles,graphs,graph_breaks,recompiles: discrete by nature)")
     p.add_argument("--recount", type=options.count(0, 5, "--recount"), default=1, metavar="N",
                    help="more counts a side, one at a time, for a case whose count lands at the edge of its margin, "
                         "before the time tier decides it (default: 1)")
-    p.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
-                   help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
-                        "for the function-level attribution; 0: none (default: 3)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -1,4 +1,4 @@
-"""Argument types for every number a user can type, checked before any work starts.
+"""Argument types for every number, duration and list a user can type, checked before any work starts.
 
 Why one module: a number that slips through (``--timeout nan`` disabled the timeout,
 ``--threshold nan`` hid every regression, ``--threads -2`` became
@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..errors import UsageError
+from ..fmt import Duration
 from ..results.model import MAX_SHARDS
 
 #: Upper bounds that keep a typo from becoming hours of work or a plan that fills memory.
@@ -77,10 +79,57 @@ def fraction(low: float = 0.0, high: float = 1.0, *, low_open: bool = False, hig
     return parse
 
 
+def duration(what: str):
+    """A positive, finite duration (``600``, ``90s``, ``10m``, ``1h``, ``1m30s``) as a :class:`~ttfg.fmt.Duration`:
+    what follows reads its seconds and never parses the text again. ``what`` is the flag, named in the message."""
+    def parse(text: str) -> Duration:
+        try:
+            return Duration.parse(text, what)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = "duration"
+    return parse
+
+
+def guard(text: str) -> tuple[str, ...]:
+    """``--guard``: timings, comma-separated, refused by argparse (exit 2) when ``GateSettings`` would refuse them
+    (``gate_settings.checked_guard``, the one check), so that a typo costs no work."""
+    from ..app.gate import checked_guard
+
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected timings such as first_grad_s,build_s")
+    try:
+        return checked_guard(names)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--guard ")) from None
+
+
+def strict_counters(text: str) -> tuple[str, ...]:
+    """``--strict-counters``: refused by argparse (exit 2) when ``GateSettings`` would refuse it."""
+    from ..app.gate import strict_counters as checked
+
+    try:
+        return checked(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--strict-counters ")) from None
+
+
+def tiers(text: str) -> tuple[str, ...]:
+    """``--tiers``: a comma-separated list of tiers, refused by argparse (exit 2) when ``GateSettings`` would refuse it
+    (``gate_settings.checked_tiers``, the one check)."""
+    from ..app.gate import checked_tiers
+
+    try:
+        return checked_tiers(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
+
+
 def shard(text: str):
     """``--shard I/N``: the I-th of N shards (``ttfg.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
     from ..app.selection import parse_shard
-    from ..errors import UsageError
 
     try:
         return parse_shard(text)
@@ -100,5 +149,5 @@ tolerance = fraction(0.0, 1.0, what="the tolerance")
 #: ``ttfg shards N``: how many shards; the bound is ``--shard I/N``'s and a file's (``results.model.MAX_SHARDS``).
 shard_count = count(1, MAX_SHARDS, "the number of shards")
 
-__all__ = ["alpha", "count", "fraction", "min_effect", "repeat", "seconds", "shard", "shard_count", "threads",
-           "threshold", "timeout", "tolerance"]
+__all__ = ["alpha", "count", "duration", "fraction", "guard", "min_effect", "repeat", "seconds", "shard", "shard_count",
+           "strict_counters", "threads", "threshold", "tiers", "timeout", "tolerance"]

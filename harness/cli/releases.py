@@ -63,7 +63,7 @@ def cmd_releases(args) -> int:
     if not cases:
         return 2
     settings = release_plan.pair_settings(args.min_effect, args.alpha, args.min_pairs, args.max_pairs,
-                                          args.budget_per_pair, args.timeout, args.threads)
+                                          args.budget_per_pair.seconds, args.timeout, args.threads)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     console.print(f"releases: {args.package} {', '.join(r.version for r in planned)}; "
@@ -136,6 +136,7 @@ def add_releases_command(sub) -> None:
 
     from . import options
     from ..app.release_plan import packages, thinnings
+    from ..fmt import Duration
     from .common_args import add_selection, add_threads, add_timeout
     from .help_text import exit_codes
 
@@ -154,7 +155,8 @@ def add_releases_command(sub) -> None:
                    help="a requirement added to every release's environment, e.g. numpy==2.4.6 (repeatable)")
     add_selection(p, default_model="resnet15",
                   backend_help="backend name (default: jax.jit for jax, autograd for autograd, torch.eager for torch)")
-    p.add_argument("--budget-per-pair", default="60s", metavar="DURATION",
+    p.add_argument("--budget-per-pair", type=options.duration("--budget-per-pair"), default=Duration.parse("60s"),
+                   metavar="DURATION",
                    help="wall-clock budget of each adjacent pair's timing pairs (default: 60s)")
     p.add_argument("--min-effect", type=options.min_effect, default=0.05, metavar="FRACTION",
                    help="minimum relative effect of a step (default: 5 %%)")

@@ -110,7 +110,8 @@ def add_report_commands(sub) -> None:
     p.add_argument("--only-regressions", action="store_true", help="leave improvements out")
     p.add_argument("--confirm", action="store_true",
                    help="re-measure the unconfirmed timing steps, paired, and store the outcomes")
-    p.add_argument("--budget", default="10m", metavar="DURATION",
+    p.add_argument("--budget", type=options.duration("--budget"), default=fmt.Duration.parse("10m"),
+                   metavar="DURATION",
                    help="wall-clock time for --confirm over all steps, e.g. 600, 90s, 10m, 1h (default: 10m)")
     p.add_argument("--max-steps", type=options.count(1, 10**6, "--max-steps"), metavar="N",
                    help="--confirm at most N steps (largest regressions first)")
@@ -220,7 +221,7 @@ def cmd_regressions(args) -> int:
 
         ignored = [flag for flag, on in (("--confirm", args.confirm), ("--runs", args.runs),
                                          ("--results", args.results), ("--last", args.last),
-                                         ("--budget", args.budget != "10m")) if on]
+                                         ("--budget", str(args.budget) != "10m")) if on]
         if ignored:  # each reads a commit history, which a release sweep is not
             raise UsageError(f"--releases lists a sweep's steps; {', '.join(ignored)} "
                              f"{'applies' if len(ignored) == 1 else 'apply'} to a commit history: give one or the other")
@@ -228,11 +229,10 @@ def cmd_regressions(args) -> int:
     import json
 
     from ..app.report import regressions
-    from ..fmt import parse_duration
     from ..present import terminal
     from ..present.regressions_views import regressions_json, regressions_table, step_counts
 
-    budget = parse_duration(args.budget) if args.confirm else None  # bad input first, before any work
+    budget = args.budget.seconds if args.confirm else None
     analysed = regressions(_inputs(args), confirming=args.confirm)
     notes, prepared, gap = analysed.notes, analysed.prepared, analysed.gap
     confirming = args.confirm and not gap

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import stats
-from ..fmt import parse_duration
 from .gate_settings import GateSettings
 from .. import metrics
 from ..errors import UsageError
 from ..measure.cases import Case, select
-from ..measure.runner import RunSettings, run_sample
+from ..measure.run_settings import RunSettings
+from ..measure.runner import run_sample
 
 DEFAULT_BUDGET_S = 60.0
 #: The cheap case's backend: the first available of these. autograd first: its whole process
@@ -50,14 +50,6 @@ MAX_FAILED_PAIRS = 2
 
 #: ``sample(case, index) -> sample dict`` as ``runner.run_sample`` returns it.
 Sampler = Callable[[Case, int], dict]
-
-
-def parse_budget(text: str) -> float:
-    """``--budget``: a positive finite duration (``60``, ``90s``, ``2m``); anything else is a UsageError."""
-    seconds = parse_duration(text)
-    if not math.isfinite(seconds):
-        raise UsageError(f"budget {text!r} is not a finite duration")
-    return seconds
 
 
 def calibration_cases() -> tuple[list[Case], list[str]]:
@@ -238,4 +230,4 @@ def calibrate(cases: list[Case], budget_s: float, sample: Sampler | None = None,
 
 
 __all__ = ["Calibration", "CaseNoise", "DEFAULT_BUDGET_S", "GATE_BUDGETS_S", "MetricNoise", "calibrate",
-           "calibration_cases", "cold_sampler", "parse_budget"]
+           "calibration_cases", "cold_sampler"]

@@ -52,11 +52,12 @@ import math
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from . import gate_policy as policy
+from .gate_policy import CaseState
 from . import head_failures
 from . import tiers
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
@@ -68,7 +69,7 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
-    from .stats import SequentialPairedTest, Verdict
+    from .stats import Verdict
 
 __all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "no_persistent_cache", "run_gate"]
 
@@ -97,59 +98,6 @@ class PairEvent:
     complete_pairs: int
     elapsed_s: float
     budget_s: float
-
-
-@dataclass
-class CaseState:
-    """One case's sampling so far: its tests, every pair's values, its failures and why it stopped."""
-
-    case: Case
-    #: The gated metric (progress lines, the noise floor).
-    metric: str
-    #: One sequential test per guarded timing still tested (all of the guard, or the screen's part).
-    tests: "dict[str, SequentialPairedTest]"
-    #: Per guarded timing and side, every attempted pair's value (NaN: failed, or not reported).
-    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    pair_wall_s: list[float] = field(default_factory=list)
-    ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
-    failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
-    streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
-    first_error: dict[str, str] = field(default_factory=dict)
-    stop: str | None = None
-    #: True when the count tier settled the case and the time tier screens what the counts do not cover.
-    screened: bool = False
-    #: Guarded timings the case's backend never reports (a phase it does not split), with why: not tested here.
-    not_split: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def attempted(self) -> int:
-        return len(self.pair_wall_s)
-
-    @property
-    def test(self) -> "SequentialPairedTest":
-        """The gated metric's test (the first one tested when it is not screened)."""
-        return self.tests.get(self.metric) or next(iter(self.tests.values()))
-
-    def complete(self, metric: str | None = None) -> tuple[list[float], list[float]]:
-        """The complete pairs (both values there) of ``metric`` (default: the gated one)."""
-        found = self.values.get(metric or self.metric, {"base": [], "head": []})
-        pairs = [(b, h) for b, h in zip(found["base"], found["head"]) if not (math.isnan(b) or math.isnan(h))]
-        return [b for b, _ in pairs], [h for _, h in pairs]
-
-    def regressed(self) -> bool:
-        return any(t.done() and t.verdict().verdict == "regressed" for t in self.tests.values())
-
-    def decided(self) -> bool:
-        """A guarded timing regressed (that settles the case), or every test is done."""
-        return self.regressed() or all(t.done() for t in self.tests.values())
-
-    def fits(self, elapsed: float, budget: float) -> bool:
-        """Whether one more pair is expected to end within the budget."""
-        if elapsed >= budget:
-            return False
-        recent = sorted(self.pair_wall_s[-5:])
-        estimate = recent[len(recent) // 2] if recent else 0.0
-        return elapsed + estimate <= budget
 
 
 def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None):

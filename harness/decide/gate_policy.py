@@ -4,7 +4,7 @@ Why apart from the loop (``gate_loop.py``): these rules are what a reader checks
 design (how a guard's verdict leads, what a final look at the budget may conclude, when failures
 make a regression, when a case stops), and a bisection or a confirmation reuses them with
 another loop. Nothing here samples, reads a clock or touches a file; each function reads the
-case's state (``gate_loop.CaseState``) and the settings, and returns.
+case's state (:class:`CaseState`, which the loop fills) and the settings, and returns.
 
 The rules, in the loop's order:
 
@@ -26,22 +26,76 @@ The rules, in the loop's order:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .. import fmt, metrics
 from . import tiers
 from .gate_settings import DEFAULT_INTERIM_SHARE, GateSettings
 from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard
+from ..measure.cases import Case
 from ..results.model import Sample
 
 if TYPE_CHECKING:
-    from .gate_loop import CaseState
+    from .stats import SequentialPairedTest
 
-__all__ = ["brief", "broken_verdict", "combined_verdict", "count_context", "evidence_figure", "failure_test",
-           "failure_verdict", "geometric_mean", "guards_of", "leading", "metric_verdict", "not_settled_verdict",
-           "settled_and_screened", "stop_after_pair", "time_context", "value", "verdict_words", "with_failures",
-           "with_not_split"]
+__all__ = ["CaseState", "brief", "broken_verdict", "combined_verdict", "count_context", "evidence_figure",
+           "failure_test", "failure_verdict", "geometric_mean", "guards_of", "leading", "metric_verdict",
+           "not_settled_verdict", "settled_and_screened", "stop_after_pair", "time_context", "value", "verdict_words",
+           "with_failures", "with_not_split"]
+
+
+@dataclass
+class CaseState:
+    """One case's sampling so far: its tests, every pair's values, its failures and why it stopped."""
+
+    case: Case
+    #: The gated metric (progress lines, the noise floor).
+    metric: str
+    #: One sequential test per guarded timing still tested (all of the guard, or the screen's part).
+    tests: "dict[str, SequentialPairedTest]"
+    #: Per guarded timing and side, every attempted pair's value (NaN: failed, or not reported).
+    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    pair_wall_s: list[float] = field(default_factory=list)
+    ok: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    failed: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    streak: dict[str, int] = field(default_factory=lambda: {"base": 0, "head": 0})
+    first_error: dict[str, str] = field(default_factory=dict)
+    stop: str | None = None
+    #: True when the count tier settled the case and the time tier screens what the counts do not cover.
+    screened: bool = False
+    #: Guarded timings the case's backend never reports (a phase it does not split), with why: not tested here.
+    not_split: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def attempted(self) -> int:
+        return len(self.pair_wall_s)
+
+    @property
+    def test(self) -> "SequentialPairedTest":
+        """The gated metric's test (the first one tested when it is not screened)."""
+        return self.tests.get(self.metric) or next(iter(self.tests.values()))
+
+    def complete(self, metric: str | None = None) -> tuple[list[float], list[float]]:
+        """The complete pairs (both values there) of ``metric`` (default: the gated one)."""
+        found = self.values.get(metric or self.metric, {"base": [], "head": []})
+        pairs = [(b, h) for b, h in zip(found["base"], found["head"]) if not (math.isnan(b) or math.isnan(h))]
+        return [b for b, _ in pairs], [h for _, h in pairs]
+
+    def regressed(self) -> bool:
+        return any(t.done() and t.verdict().verdict == "regressed" for t in self.tests.values())
+
+    def decided(self) -> bool:
+        """A guarded timing regressed (that settles the case), or every test is done."""
+        return self.regressed() or all(t.done() for t in self.tests.values())
+
+    def fits(self, elapsed: float, budget: float) -> bool:
+        """Whether one more pair is expected to end within the budget."""
+        if elapsed >= budget:
+            return False
+        recent = sorted(self.pair_wall_s[-5:])
+        estimate = recent[len(recent) // 2] if recent else 0.0
+        return elapsed + estimate <= budget
 
 
 def value(sample: Sample, metric: str) -> float | None:
@@ -52,14 +106,14 @@ def value(sample: Sample, metric: str) -> float | None:
     return found if found is not None and found > 0 else None
 
 
-def failure_verdict(verdict: str, reason: str, st: "CaseState"):
+def failure_verdict(verdict: str, reason: str, st: CaseState):
     from .stats import Verdict
 
     nan = math.nan
     return Verdict(verdict, nan, nan, nan, nan, st.ok["base"], st.ok["head"], "failure", reason)
 
 
-def broken_verdict(st: "CaseState", settings: GateSettings):
+def broken_verdict(st: CaseState, settings: GateSettings):
     """The verdict of a case that stopped for a side that cannot run or a metric not reported; else None."""
     if st.stop == BASE_BROKEN:
         return failure_verdict("inconclusive", f"base cannot run: its first {st.failed['base']} sample(s) failed "
@@ -72,7 +126,7 @@ def broken_verdict(st: "CaseState", settings: GateSettings):
     return None
 
 
-def metric_verdict(st: "CaseState", metric: str, settings: GateSettings):
+def metric_verdict(st: CaseState, metric: str, settings: GateSettings):
     """One guarded timing's verdict: its test's, or a final look at the level the test reserved for it."""
     from .stats import compare_paired
 
@@ -96,7 +150,7 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def guards_of(st: "CaseState", settings: GateSettings) -> list[Guard]:
+def guards_of(st: CaseState, settings: GateSettings) -> list[Guard]:
     out = []
     for m in st.tests:
         base, head = st.complete(m)
@@ -136,7 +190,7 @@ def combined_verdict(guards: list[Guard], metric: str):
     return lead, replace(lead.verdict, reason=f"{brief(lead.metric)}: {lead.verdict.reason}{tail}")
 
 
-def failure_test(st: "CaseState"):
+def failure_test(st: CaseState):
     """Fisher's test on the timing samples' failures; None when neither side failed."""
     from .stats import compare_failures
 
@@ -146,7 +200,7 @@ def failure_test(st: "CaseState"):
                             st.ok["head"] + st.failed["head"])
 
 
-def with_failures(verdict, test, st: "CaseState"):
+def with_failures(verdict, test, st: CaseState):
     """A head that fails significantly more often than its base regressed, whatever its times say."""
     if test is None or not test.regressed or verdict.verdict == "regressed" or st.stop in (BASE_BROKEN, HEAD_BROKEN):
         return verdict
@@ -157,14 +211,14 @@ def with_failures(verdict, test, st: "CaseState"):
                           + f" (the times of the complete pairs alone: {verdict.verdict}, {verdict.reason})")
 
 
-def with_not_split(verdict, st: "CaseState"):
+def with_not_split(verdict, st: CaseState):
     """The verdict's reason, saying which guarded timings the case's backend never reports (and why)."""
     if not st.not_split:
         return verdict
     return replace(verdict, reason=f"{verdict.reason}; not guarded: " + "; ".join(st.not_split.values()))
 
 
-def stop_after_pair(st: "CaseState", settings: GateSettings, values: dict[str, float | None]) -> None:
+def stop_after_pair(st: CaseState, settings: GateSettings, values: dict[str, float | None]) -> None:
     for role in ("base", "head"):
         if values[role] is None:
             st.stop = NO_METRIC
@@ -180,14 +234,14 @@ def stop_after_pair(st: "CaseState", settings: GateSettings, values: dict[str, f
         st.stop = MAX_PAIRS  # a guarded timing missing from some pairs: its test ends here, with a final look
 
 
-def not_settled_verdict(trail: "tiers.CaseTrail", st: "CaseState"):
+def not_settled_verdict(trail: "tiers.CaseTrail", st: CaseState):
     """Inconclusive: the selected tiers did not settle the case and the time tier was not selected."""
     found = "; ".join(f"{t.tier}: {t.verdict} ({t.reason})" for t in trail.steps) or "no tier ran"
     return failure_verdict("inconclusive", f"not settled by the selected tiers, and the time tier was not "
                             f"selected: {found}", st)
 
 
-def time_context(st: "CaseState") -> list[Figure]:
+def time_context(st: CaseState) -> list[Figure]:
     """The gated timing over the pairs taken so far, as context for a verdict of a count tier."""
     base, head = st.complete()
     if not base:
@@ -206,7 +260,7 @@ def count_context(trail: "tiers.CaseTrail") -> list[Figure]:
     return []
 
 
-def settled_and_screened(st: "CaseState", settings: GateSettings, trail: "tiers.CaseTrail", verdict, tier: str,
+def settled_and_screened(st: CaseState, settings: GateSettings, trail: "tiers.CaseTrail", verdict, tier: str,
                           figure: Figure | None):
     """A case a count tier settled: its verdict stands unless the time tier's screen of the timings the counts
     do not cover found a regression. Either way the trail says what guarded those timings."""

@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .. import metrics
 from ..errors import UsageError
-from ..measure.runner import RunSettings
+from ..measure.run_settings import RunSettings
 from . import tiers as tiering
 
-__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings", "checked_guard",
-           "checked_tiers", "guarded_metrics", "not_split", "refuse_unreported"]
+__all__ = ["CACHES", "DEFAULT_INTERIM_SHARE", "EXPLAIN_METRICS", "GATE_OUTPUTS", "GUARDED", "GateSettings",
+           "checked_guard", "checked_tiers", "guarded_metrics", "not_split", "refuse_unreported"]
 
 #: What a gate writes at its end, beside base.json and head.json; removed when a gate starts in the folder.
 GATE_OUTPUTS = ("gate.json", "summary.md")
@@ -142,7 +142,7 @@ class GateSettings:
     #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.
     profiles: int = 3
     run: RunSettings = field(default_factory=lambda: RunSettings(repeat=1))
-    #: Which tiers decide (``tiers.py``), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
+    #: Which tiers decide (``tiers.py`` runs them), in run order; the command line's default is ``tiers.DEFAULT_TIERS``.
     tiers: tuple[str, ...] = (tiering.TIME,)
     #: Count-tier processes per side, kind and case.
     count_repeat: int = 1
@@ -157,7 +157,7 @@ class GateSettings:
     #: Cases measured cold although the cache is warm (their backend has no persistent cache), with why;
     #: filled by the gate's loop, recorded in the results files and gate.json (never silently cold).
     measured_cold: dict[str, str] = field(default_factory=dict)
-    #: Structural counters a change of any size settles (``tiers.strict_counters``); None: the registry's
+    #: Structural counters a change of any size settles (:func:`strict_counters`); None: the registry's
     #: discrete ones. Any other counter that grew by less than ``min_effect`` is evidence, not a verdict.
     strict_counters: tuple[str, ...] | None = None
     #: More counts a side, one at a time, for a case whose count landed at its margin's edge before the

@@ -20,12 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from . import instructions, metadata
 from .cases import Case, Skipped
+from .run_settings import RunSettings
 from .schedule import Step, schedule
 from ..provision.target import ProbeTarget, child_environ
 from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
@@ -39,35 +40,6 @@ if TYPE_CHECKING:
 
 CACHE_MODES = ("cold", "warm")
 STDERR_TAIL_CHARS = 2000
-
-
-@dataclass
-class RunSettings:
-    repeat: int = 5
-    timeout_s: float = 600.0
-    threads: int = 1
-    caches: tuple[str, ...] = ("cold",)
-    allocations: bool = False
-    alloc_repeat: int = 1
-    python_allocators: bool = False
-    instructions: bool = False
-    #: Sampled-stack processes (pyinstrument) per case, after the timings: the function-level attribution.
-    profiles: int = 0
-    #: Where the probes run (``target.py``): the interpreter and the import roots first on its path
-    #: (a gate side's installed revision, ttfg's overlay in a built environment). What to sample is
-    #: everything above; where is this one field, built by ``ProbeTarget.of`` alone.
-    target: ProbeTarget = field(default_factory=ProbeTarget)
-
-    def to_json(self) -> dict:
-        """The settings as results files record them. The target is written as the three keys files have
-        always held (``python``, ``source``: the project's import root, ``extra_env``: a built environment's
-        whole ``PYTHONPATH``), so files before and after this field compare and merge alike."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "target"}
-        data["caches"] = list(self.caches)
-        data["python"] = self.target.python
-        data["source"] = None if self.target.source is None else str(self.target.source)
-        data["extra_env"] = ({"PYTHONPATH": self.target.pythonpath(None)} if self.target.isolated else {})
-        return data
 
 
 def probe_env(settings: RunSettings, cache_dir: Path, cache: str, backend: str | None = None) -> dict[str, str]:

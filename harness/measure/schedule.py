@@ -10,12 +10,9 @@ A B, B A) reorders it with a function here rather than by reaching into tuples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .cases import Case
-
-if TYPE_CHECKING:
-    from .runner import RunSettings
+from .run_settings import RunSettings
 
 __all__ = ["Step", "alternate_rounds", "schedule"]
 
@@ -31,7 +28,7 @@ class Step:
     round: int
 
 
-def schedule(cases: list[Case], settings: "RunSettings") -> list[Step]:
+def schedule(cases: list[Case], settings: RunSettings) -> list[Step]:
     """Timings round-robin over ``settings.repeat`` rounds, then allocations, instructions, profiles."""
     steps = [Step(case, "timing", cache, i)
              for i in range(settings.repeat) for case in cases for cache in settings.caches]

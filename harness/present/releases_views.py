@@ -10,7 +10,6 @@ The page draws the same numbers with the releases on the x axis.
 
 from __future__ import annotations
 
-import html
 import math
 
 from .. import fmt
@@ -185,40 +184,20 @@ def _plot(doc: dict, case: str) -> str:
 
 
 def sweep_page(doc: dict) -> str:
-    """A self-contained HTML page: the tables and one figure per case (inline SVG, no scripts)."""
-    esc = html.escape
-    cases = doc.get("cases", [])
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-             f"<title>ttfg: {esc(doc['package'])} releases</title><style>"
-             "body{font-family:system-ui,sans-serif;margin:1rem;max-width:1200px}"
-             "table{border-collapse:collapse;font-size:.9rem;display:block;overflow-x:auto}"
-             "td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}svg{max-width:100%;height:auto}"
-             ".regressed{color:#b00}.improved{color:#070}</style></head><body>",
-             f"<h1>Time to first gradient across {esc(doc['package'])} releases</h1>",
-             f"<p>{len(doc.get('releases', []))} release(s), {len(doc.get('pairs', []))} adjacent pair(s) gated "
-             f"(budget {esc(fmt.seconds((doc.get('settings') or {}).get('budget_per_pair_s')))} per pair), "
-             f"measured {esc(doc.get('created', ''))} on {esc((doc.get('machine') or {}).get('cpu_model', '?'))}, "
-             f"load {esc(_load(doc.get('load') or {}))}.</p>",
-             ("<p class='regressed'><b>Incomplete:</b> the sweep stopped before it gated every adjacent pair; a "
-              "pair missing below is not known, not unchanged.</p>" if doc.get("complete") is False else ""),
-             "<h2>Adjacent releases, paired</h2><table><tr><th>releases</th><th>case</th><th>verdict</th>"
-             "<th>wall time</th><th>CPU time</th><th>instructions</th><th>phase that moved most</th></tr>"]
-    for r in pair_rows(doc):
-        parts.append(f"<tr><td>{esc(r['releases'])}</td><td>{esc(r['case'])}</td>"
-                     f"<td class='{esc(r['verdict'])}'>{esc(r['verdict'])}</td><td>{esc(r['wall'])}</td>"
-                     f"<td>{esc(r['cpu'])}</td><td>{esc(r['instructions'])}</td><td>{esc(r['phase'])}</td></tr>")
-    parts.append("</table><h2>Each release</h2><table><tr><th>release</th><th>case</th><th>status</th>"
-                 "<th>wall</th><th>CPU</th><th>instructions</th><th>with</th></tr>")
-    for r in release_rows(doc):
-        parts.append("<tr>" + "".join(f"<td>{esc(r[k])}</td>" for k in
-                                      ("release", "case", "status", "first_grad", "cpu", "instructions", "with"))
-                     + "</tr>")
-    parts.append("</table>")
-    for case in cases:
-        parts.append(f"<h2>{esc(case)}</h2>{_plot(doc, case)}")
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    """A self-contained HTML page: the tables and one figure per case (inline SVG, no scripts), through the
+    template ``templates/releases.html.j2`` (``pages.render``: every value escaped)."""
+    from markupsafe import Markup
+
+    from .pages import render
+
+    settings, machine = doc.get("settings") or {}, doc.get("machine") or {}
+    return render("releases.html.j2", package=plain(doc["package"]), releases=len(doc.get("releases", [])),
+                  pairs=len(doc.get("pairs", [])), budget=fmt.seconds(settings.get("budget_per_pair_s")),
+                  created=plain(doc.get("created", "")), cpu=plain(machine.get("cpu_model", "?")),
+                  load=_load(doc.get("load") or {}), incomplete=doc.get("complete") is False,
+                  pair_rows=pair_rows(doc), release_rows=release_rows(doc),
+                  # matplotlib writes the SVG and escapes the release names it draws: markup ttfg built
+                  figures=[(plain(case), Markup(_plot(doc, case))) for case in doc.get("cases", [])])
 
 
 __all__ = ["moved_phase", "pair_rows", "print_sweep", "release_rows", "sweep_markdown", "sweep_page"]

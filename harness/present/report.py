@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .. import fmt
-from . import plots, run_section, run_views
+from . import pages, plots, run_section, run_views
 from .report_sections import (GateAttributions, attribution_section, cache_section, noise_section, phase_section,
                               studies_section)
 from .. import metrics
@@ -42,7 +42,6 @@ from ..history.trends import Trends, step_key, summary
 from ..results.gate_document import GateDocument
 
 TEMPLATE = "report.html.j2"
-TEMPLATES = Path(__file__).with_name("templates")
 #: Step rows in the HTML (all are in ``ttfg regressions``), oldest to newest: the newest ``MAX_STEP_ROWS``;
 #: the newest ``OPEN_STEP_ROWS`` shown open, the earlier ones in a folded <details> (a history is read
 #: from its newest end: that is where a pull request lands).
@@ -319,14 +318,6 @@ def history_section(prepared: Prepared, run) -> dict:
     return {"shown": shown, "title": title, "rows": rows, "apart": apart, "asv": asv}
 
 
-def _template():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(TEMPLATE)
-
-
 def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
            threshold: float = DEFAULT_MIN_CHANGE, commit_url: str | None = None,
            attribution: GateAttributions | None = None) -> str:
@@ -379,7 +370,7 @@ def render(prepared: Prepared, *, asv_link: str | None = None, back: int = 10,
         "line_legend": line_legend(prepared.trends),
         "hover_data": hover_data(prepared.trends, hover, commit_url) if hover else None,
     }
-    return _template().render(**context)
+    return pages.render(TEMPLATE, **context)
 
 
 def hover_data(trends: Trends, figures: dict[str, dict], commit_url: str | None) -> str:

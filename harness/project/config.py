@@ -55,16 +55,16 @@ class Key:
     default: str
     #: Extra check of the value; returns an error text or None.
     check: Callable[[Any], str | None] | None = None
+    #: The value's type, for a key commands read as more than the file's text: the file's value -> what the
+    #: command takes (a budget's :class:`~ttfg.fmt.Duration`); a UsageError's text is the reason it is refused.
+    parse: Callable[[Any], Any] | None = None
 
 
-def _duration(value) -> str | None:
-    from ..fmt import parse_duration
+def _duration(value):
+    """A duration key's value (``budget = "10m"`` or ``600``), parsed once here, as ``--budget`` is by argparse."""
+    from ..fmt import Duration
 
-    try:
-        parse_duration(str(value))
-    except UsageError as exc:
-        return str(exc).replace("budget ", "", 1)
-    return None
+    return Duration.parse(str(value), what="")
 
 
 def _relative(value) -> str | None:
@@ -117,7 +117,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("backends", "strings", "backends to measure, as --backend", "all (check, run, shards), jax.jit (gate)"),
     Key("variants", "strings", "variant selections (default, all, axis=value), as --variant", "default"),
     Key("budget", "number-or-string", "wall-clock budget of the gate's timing pairs and of `regressions --confirm` "
-        "(seconds, or 90s, 10m, 1h)", "10m", _duration),
+        "(seconds, or 90s, 10m, 1h)", "10m", parse=_duration),
     Key("min-effect", "number-or-string", "smallest relative effect a timing verdict counts (0.05 or '5%'), "
         "as --min-effect of gate and compare", "the metric's (0.05)", _min_effect),
     Key("cache", "string", "the gate's compile caches, as --cache: cold, warm (persistent caches populated by each "
@@ -156,6 +156,8 @@ class Config:
     #: ``pyproject.toml``'s ``tool.ttfg`` or ``ttfg.toml``'s top level.
     section: str = ""
     values: dict[str, Any] = field(default_factory=dict)
+    #: The keys with a type (``Key.parse``), as commands take them: ``{"budget": Duration(600.0, "10m")}``.
+    typed: dict[str, Any] = field(default_factory=dict)
     #: Where the search started and stopped, for ``ttfg config`` when nothing was found.
     searched: tuple[Path, Path] | None = None
 
@@ -164,7 +166,8 @@ class Config:
         return f"{self.path}:{self.section + '.' if self.section else ''}{key}"
 
     def get(self, key: str, default=None):
-        return self.values.get(key, default)
+        """The key's value as commands take it: its type's (``Key.parse``), else the file's."""
+        return self.typed[key] if key in self.typed else self.values.get(key, default)
 
     def __contains__(self, key: str) -> bool:
         return key in self.values
@@ -215,9 +218,10 @@ class Config:
         return {k: list(self.values[k]) for k in ("models", "backends", "variants") if k in self.values}
 
 
-def _validate(values: dict, path: Path, section: str) -> dict:
+def _validate(values: dict, path: Path, section: str) -> tuple[dict, dict]:
+    """``(values, typed)``: the file's values, checked, and the typed keys' values (``Key.parse``)."""
     where = f"{path}: [{section}]" if section else f"{path}:"
-    out = {}
+    out, typed = {}, {}
     for key, value in values.items():
         info = KEYS.get(key)
         if info is None:
@@ -244,8 +248,13 @@ def _validate(values: dict, path: Path, section: str) -> dict:
             problem = info.check(value)
             if problem:
                 raise ConfigError(f"{where} {key} = {value!r}: {problem}")
+        if info.parse is not None:
+            try:
+                typed[key] = info.parse(value)
+            except UsageError as exc:
+                raise ConfigError(f"{where} {key} = {value!r}: {exc}") from None
         out[key] = value
-    return out
+    return out, typed
 
 
 def _closest(key: str, known) -> str | None:
@@ -279,8 +288,8 @@ def read(path: Path) -> Config:
             raise ConfigError(f"{path}: has no [tool.ttfg] table")
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: tool.ttfg: expected a table, got {_toml_type(section)}")
-        return Config(path, "tool.ttfg", _validate(section, path, "tool.ttfg"))
-    return Config(path, "", _validate(data, path, ""))
+        return Config(path, "tool.ttfg", *_validate(section, path, "tool.ttfg"))
+    return Config(path, "", *_validate(data, path, ""))
 
 
 #: A line that means to open ``[tool.ttfg]`` (or a table under it), however malformed the rest of the file.

@@ -192,7 +192,7 @@ def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
         return Planned("ttfg.toml", _render("ttfg.toml.j2", **context, extra=extra),
                        "the config: selection, budget, results folder"), []
     cfg = setup.config
-    kept = [f"{k} = {cfg.get(k)!r}" for k in cfg.values]
+    kept = [f"{k} = {v!r}" for k, v in cfg.values.items()]  # as the file says them
     missing = {k: v for k, v in wanted.items() if k not in cfg}
     rel = Path(cfg.path).resolve().relative_to(setup.repo.resolve()).as_posix()
     if not missing:

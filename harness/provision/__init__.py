@@ -8,7 +8,8 @@
 - ``dependencies.py``: what a revision's own declarations resolve to (uv reads them);
 - ``releases.py``: a framework's published releases, for a release sweep;
 - ``cache.py``: the cache folder's rules (a marker makes an entry valid; one builder at a time);
-- ``target.py``: where a probe runs (interpreter, import roots) and the one builder of a child's environment.
+- ``target.py``: where a probe runs: the environment it stands for (``Environment``: an interpreter and what it
+  holds), its interpreter and import roots, and the one builder of a child's environment.
 
 Nothing here measures or decides: ``measure/`` opens sides from these parts and runs its probes in them
 (uv's split of resolver, installer and cache from what uses them is the model).

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cache
-from .environments import RECORDED, entry_problem
+from .environments import entry_problem
+from .target import RECORDED
 from .uv import run_uv
 from ..errors import UsageError
 

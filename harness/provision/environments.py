@@ -43,13 +43,13 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import cache
 from .sources import interpreter_tag
 from .uv import EnvError, find_links, resolver_message, run_uv
-from .target import ProbeTarget, tool_environ
+from .target import Environment, ProbeTarget, normalised, tool_environ
 from ..errors import UsageError
 
 CURRENT = "current"
@@ -58,8 +58,6 @@ PROBE_TOOLS = ("memray", "pytest-codspeed", "pyinstrument")
 #: Requirement names whose import is checked after a build (distribution -> module).
 FRAMEWORK_MODULES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "autograd": "autograd", "numpy": "numpy",
                      "flax": "flax"}
-#: The packages every record names, whether asked for or not.
-RECORDED = ("jax", "jaxlib", "torch", "autograd", "numpy", "scipy", "ml-dtypes", "flax")
 RESOLVE_TIMEOUT_S = 300
 #: How an environment is built (uv venv, --no-deps install of the lock, bytecode compiled), part of
 #: every cache key: an environment built another way is never reused for this one.
@@ -185,62 +183,10 @@ def parse(text: str, what: str = "--env") -> Request:
     return Request(name or _default_name(lines), lines, origin)
 
 
-@dataclass
-class Environment:
-    """A built (or the current) environment: what runs a side's probes, and what it holds."""
-
-    name: str
-    python: str
-    #: ``{distribution: version}`` of everything installed (normalised names).
-    packages: dict[str, str]
-    interpreter: str
-    key: str | None = None
-    path: Path | None = None
-    requested: tuple[str, ...] | None = None
-    origin: str = ""
-    cached: bool = True
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def current(self) -> bool:
-        return self.key is None
-
-    def version(self, package: str) -> str | None:
-        return self.packages.get(_normalise(package))
-
-    def recorded(self) -> dict[str, str | None]:
-        """The versions every record names: each framework's and numpy's (None: not installed)."""
-        return {p: self.version(p) for p in RECORDED}
-
-    def to_json(self) -> dict:
-        """What a results file records (``environment.env``): name, interpreter, key, versions."""
-        return {"name": self.name, "python": self.python, "interpreter": self.interpreter, "key": self.key,
-                "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
-                "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
-
-    @property
-    def digest(self) -> str:
-        """The environment's identity: its interpreter and exact packages (``results.identity.digest``)."""
-        from ..results.identity import digest
-
-        return digest(self.to_json())
-
-    def differs_from(self, other: "Environment") -> dict[str, tuple[str | None, str | None]]:
-        """Packages whose versions differ: ``{name: (mine, theirs)}``."""
-        names = set(self.packages) | set(other.packages)
-        return {n: (self.packages.get(n), other.packages.get(n)) for n in sorted(names)
-                if self.packages.get(n) != other.packages.get(n)}
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _requirement_name(line: str) -> str:
     from packaging.requirements import Requirement
 
-    return _normalise(Requirement(line).name)
+    return normalised(Requirement(line).name)
 
 
 def _installed(python: str) -> tuple[dict[str, str], str]:
@@ -253,7 +199,7 @@ def _installed(python: str) -> tuple[dict[str, str], str]:
     if out.returncode != 0:
         raise EnvError(f"{python} cannot list its packages: {out.stderr.strip()[-500:]}")
     packages, version = json.loads(out.stdout.strip().splitlines()[-1])
-    return {_normalise(k): v for k, v in packages.items()}, version
+    return {normalised(k): v for k, v in packages.items()}, version
 
 
 def current(python: str = sys.executable) -> Environment:
@@ -420,7 +366,7 @@ def _lock_versions(lines: list[str]) -> dict[str, str]:
     for line in lines:
         name, sep, version = line.partition("==")
         if sep:
-            out[_normalise(name.split("[")[0].strip())] = version.split(";")[0].strip()
+            out[normalised(name.split("[")[0].strip())] = version.split(";")[0].strip()
     return out
 
 
@@ -436,7 +382,7 @@ def _missing(wanted: list[str], installed: dict[str, str]) -> list[str]:
             continue
         if req.marker is not None and not req.marker.evaluate():
             continue
-        version = installed.get(_normalise(req.name))
+        version = installed.get(normalised(req.name))
         if version is None or (req.specifier and not req.specifier.contains(version.split("+")[0], prereleases=True)
                                and not req.specifier.contains(version, prereleases=True)):
             out.append(line)

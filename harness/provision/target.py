@@ -29,13 +29,11 @@ backend's, a built environment's), plus what the caller adds.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
-
-if TYPE_CHECKING:
-    from .environments import Environment
+from typing import Mapping
 
 #: The parent's variables a probe inherits (pyperf's allowlist, plus what compilers and BLAS need).
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
@@ -43,6 +41,61 @@ INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDI
              "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
 #: Prefixes of inherited variables (the locale's categories).
 INHERITED_PREFIXES = ("LC_",)
+#: The packages every record names, whether asked for or not.
+RECORDED = ("jax", "jaxlib", "torch", "autograd", "numpy", "scipy", "ml-dtypes", "flax")
+
+
+def normalised(name: str) -> str:
+    """A distribution's name as packaging compares it (``ML_Dtypes`` -> ``ml-dtypes``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Environment:
+    """A built (or the current) environment: what runs a side's probes, and what it holds."""
+
+    name: str
+    python: str
+    #: ``{distribution: version}`` of everything installed (normalised names).
+    packages: dict[str, str]
+    interpreter: str
+    key: str | None = None
+    path: Path | None = None
+    requested: tuple[str, ...] | None = None
+    origin: str = ""
+    cached: bool = True
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        return self.key is None
+
+    def version(self, package: str) -> str | None:
+        return self.packages.get(normalised(package))
+
+    def recorded(self) -> dict[str, str | None]:
+        """The versions every record names: each framework's and numpy's (None: not installed)."""
+        return {p: self.version(p) for p in RECORDED}
+
+    def to_json(self) -> dict:
+        """What a results file records (``environment.env``): name, interpreter, key, versions."""
+        return {"name": self.name, "python": self.python, "interpreter": self.interpreter, "key": self.key,
+                "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
+                "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
+
+    @property
+    def digest(self) -> str:
+        """The environment's identity: its interpreter and exact packages (``results.identity.digest``)."""
+        from ..results.identity import digest
+
+        return digest(self.to_json())
+
+    def differs_from(self, other: "Environment") -> dict[str, tuple[str | None, str | None]]:
+        """Packages whose versions differ: ``{name: (mine, theirs)}``."""
+        names = set(self.packages) | set(other.packages)
+        return {n: (self.packages.get(n), other.packages.get(n)) for n in sorted(names)
+                if self.packages.get(n) != other.packages.get(n)}
 
 
 @dataclass(frozen=True)
@@ -62,10 +115,10 @@ class ProbeTarget:
     overlay: Path | None = None
     isolated: bool = False
     #: The environment this target stands for (None: the current interpreter, as it is).
-    env: "Environment | None" = None
+    env: Environment | None = None
 
     @classmethod
-    def of(cls, env: "Environment | None", source: Path | None = None,
+    def of(cls, env: Environment | None, source: Path | None = None,
            overlay: Path | None = None) -> "ProbeTarget":
         """The target of ``env`` with the project's import root ``source`` first on the path.
 
@@ -147,4 +200,5 @@ def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str
     return env
 
 
-__all__ = ["INHERITED", "ProbeTarget", "child_environ", "inherited", "tool_environ"]
+__all__ = ["INHERITED", "RECORDED", "Environment", "ProbeTarget", "child_environ", "inherited", "normalised",
+           "tool_environ"]
