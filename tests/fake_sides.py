@@ -14,7 +14,7 @@ from typing import Callable
 from ttfg.measure.sides import Side, SideOpener
 from ttfg.provision.worktrees import Revision, worktrees
 
-from .user_project import git
+from .conftest import GitRepo
 
 
 class FolderSides(SideOpener):
@@ -48,8 +48,7 @@ class PlainWorktrees(SideOpener):
 
 def two_commits(root: Path) -> Path:
     """A repository of two empty commits (``HEAD~1`` and ``HEAD``): what a gate of fake sides resolves."""
-    root.mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
+    repo = GitRepo.init(root)
     for n in (1, 2):
-        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
+        repo.commit(f"commit {n}")
     return root
