@@ -107,7 +107,7 @@ def test_a_key_round_trips_and_a_hand_edited_one_is_refused_naming_the_field():
     other_case = fact_keys.key(select(["resnet15:blocks=2"], ["torch.eager"], None, check_availability=False)[0][0],
                                None, RunSettings(repeat=1), counted=True)
     assert not_here(key, [other_case], "margin", "how") == "not calibrated here: no margin of this case (how)"
-    assert not_here(key, [], "margin", "how") == "not calibrated (how)"
+    assert not_here(key, [], "margin", "how") == "this case is not calibrated (how)"
 
 
 @pytest.fixture

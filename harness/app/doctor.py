@@ -39,25 +39,29 @@ def run_calibration(cases: list, budget_s: float, on_pair: Callable):
 
 
 def store(calibration, note: Callable[[str], None]):
-    """Keep the calibration for ``ttfg run`` and ``ttfg gate`` (their noise floor and the gate's check);
-    where it was stored, or None (``note`` says why not)."""
+    """Keep the calibration for ``ttfg run`` and ``ttfg gate`` (their noise floor and the gate's check), each case
+    under its key (this interpreter with its packages and editable installs, ttfg, the machine); where it was
+    stored, or None (``note`` says why not)."""
     from ..decide import noise
+    from ..measure.runner import RunSettings
 
     floor = noise.from_calibration(calibration)
     if not any(e.log_ratio_sd is not None for e in floor.entries):
         note("calibration not stored: no case has two good pairs")
         return None
-    keep = noise.why_keep_stored(floor, calibration.interrupted)
-    if keep:
-        note(f"calibration not stored: {keep}")
-        return None
+    keys = {case: found[0] for case, found in noise.keys_of([c.case for c in calibration.cases],
+                                                              RunSettings(repeat=1)).items()}
     try:
-        path = noise.save(floor)
+        path, kept = noise.save(floor, keys, interrupted=calibration.interrupted)
     except OSError as exc:
         note(f"calibration not stored: {exc.strerror or exc}: {exc.filename or ''}")
         return None
-    note(f"calibration stored in {path}: ttfg run and ttfg gate use it on this machine for "
-         f"{noise.MAX_AGE_S / 3600:g} hours")
+    for line in kept:
+        note(f"calibration not stored for {line}")
+    if len(kept) >= len({e.case for e in floor.entries}):
+        return None
+    note(f"calibration stored in {path}: ttfg run and ttfg gate use it for these cases, in this environment on this "
+         f"machine, for {noise.MAX_AGE_S / 3600:g} hours")
     return path
 
 

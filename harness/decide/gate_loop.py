@@ -292,6 +292,16 @@ def _unsteady(backend: str) -> dict[str, str]:
     return {m: why for m, why in found.items() if why}
 
 
+def _margins(sides: dict[str, Side], settings: GateSettings):
+    """Case -> its count margins under both sides' keys (``count_margins.for_sides``), the store read once."""
+    if tiers.INSTRUCTIONS not in settings.tiers:
+        return None
+    from . import count_margins
+
+    store = count_margins.load()
+    return lambda case: count_margins.for_sides(case, sides, settings.run, store)
+
+
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
@@ -396,7 +406,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         trails = tiers.run_tiers(cases, settings.tiers, lambda case: take_pair(by_id[case.id]),
                                    _count_sampler(sides, writers, settings, sampler, warm), settings.count_repeat,
                                    _uncounted, on_note, _unsteady, across_envs=environments_differ(sides),
-                                   settings=settings)
+                                   settings=settings, margins=_margins(sides, settings))
         for st in states:
             settled = trails[st.case.id].settled
             if settled:

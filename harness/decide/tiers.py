@@ -466,7 +466,8 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
               repeat: int = 1, uncounted: Callable[[str], str | None] = lambda backend: None,
               on_note: Callable[[str], None] | None = None,
               unsteady: Callable[[str], dict[str, str]] = lambda backend: {},
-              across_envs: bool = False, settings: "GateSettings | None" = None) -> dict[str, CaseTrail]:
+              across_envs: bool = False, settings: "GateSettings | None" = None,
+              margins: "Callable[[Case], dict[str, Margin]] | None" = None) -> dict[str, CaseTrail]:
     """Run the structural and count tiers over ``cases``; the trail of each, settled or not.
 
     Parameters
@@ -492,6 +493,9 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
         Its ``min_effect`` and ``strict_counters`` judge structural growth (:func:`structural_step`), its
         ``recount`` bounds the extra counts a side a count at its margin's edge gets; None: any growth
         settles and no recount (as before the rules by size).
+    margins : callable or None
+        Case -> its count margins under the sides' keys (``count_margins.for_sides``); None: every case takes the
+        default, saying the sides' conditions are unknown.
     """
     from ..measure import instructions as counting
 
@@ -515,7 +519,7 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
     with ThreadPoolExecutor(max_workers=2) as pool:
         try:
             _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady,
-                         recount, TIME in tiers)
+                         recount, TIME in tiers, margins)
         except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
             from ..measure.runner import stop_running_probes
 
@@ -525,19 +529,20 @@ def run_tiers(cases: list["Case"], tiers: tuple[str, ...], take_pair: TakePair, 
 
 
 def _count_cases(cases, trails, kinds, pool, take_sample, repeat, uncounted, usable, why, note, unsteady,
-                 recount: int = 0, timed: bool = True) -> None:
+                 recount: int = 0, timed: bool = True, margins_of=None) -> None:
     """The count tier's loop: per case, base and head of each kind and round at the same time; a case whose count
     lands at its margin's edge gets up to ``recount`` more rounds, one at a time, then goes to the time tier."""
     from .. import engines
     from . import count_margins
 
-    store = count_margins.load()
     for case in cases:
         trail = trails[case.id]
         if trail.settled:
             continue
         got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
-        margins = count_margins.margins_for(store, case.id, tier_metrics(INSTRUCTIONS), engines.runs_on(case.backend))
+        margins = margins_of(case) if margins_of is not None else {
+            m: count_margins.default_margin(m, engines.runs_on(case.backend), "the sides' conditions are unknown")
+            for m in tier_metrics(INSTRUCTIONS)}
 
         def rounds(first: int, last: int) -> None:
             for kind in kinds:

@@ -173,11 +173,13 @@ def nearest(wanted: FactKey, stored: list[FactKey]) -> FactKey | None:
 
 
 def not_here(wanted: FactKey, stored: list[FactKey], what: str, how: str) -> str:
-    """Why nothing stored applies to ``wanted``, in one phrase: ``not calibrated here: the calibration of this case
-    was measured under another environment (...)`` or ``not calibrated (ttfg doctor --calibrate-counts)``."""
+    """Why nothing stored applies to ``wanted``, in one phrase: ``not calibrated here: the stored calibration of this
+    case differs in the environment (...)``, or ``this case is not calibrated (ttfg doctor --calibrate-counts)``
+    when nothing at all is stored."""
     near = nearest(wanted, stored)
     if near is None:
-        return f"not calibrated ({how})" if not stored else f"not calibrated here: no {what} of this case ({how})"
+        return f"this case is not calibrated ({how})" if not stored else \
+            f"not calibrated here: no {what} of this case ({how})"
     return f"not calibrated here: the stored {what} of this case differs in {', '.join(near.differences(wanted))}"
 
 
