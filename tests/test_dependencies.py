@@ -231,3 +231,27 @@ def test_inits_workflow_watches_the_files_dynamic_dependencies_are_read_from(tmp
     assert "deps.in" in paths and "lib/**" in paths
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\ndynamic = ["dependencies"]\n')
     assert watched_paths(tmp_path, tmp_path, tmp_path / "lib") == []  # a build hook: every pull request is gated
+
+
+def test_uvs_own_error_comes_first_and_the_registry_is_blamed_only_when_its_host_does_not_answer():
+    """The finding: "package registry cannot be reached" came before uv's message for a 404 from an index that
+    exists and for a host that does not; now uv is quoted first and the host is asked."""
+    import socket
+
+    from ttfg.provision.uv import resolver_message
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        answered = resolver_message(f"error: Failed to fetch: `http://127.0.0.1:{port}/simple/autograd/`\n"
+                                    "  Caused by: HTTP status client error (404 Not Found)")
+    assert answered.startswith("error: Failed to fetch") and "404 Not Found" in answered
+    assert answered.endswith(f"(127.0.0.1:{port} answers: what uv says above is the cause)")
+    assert "cannot be reached" not in answered
+    refused = resolver_message("error: Request failed after 3 retries\n  cause: Failed to fetch: "
+                               "http://127.0.0.1:9/simple/autograd/\n  cause: Connection refused (os error 111)")
+    assert refused.startswith("error: Request failed")
+    assert refused.endswith("(127.0.0.1:9 does not answer: the package registry cannot be reached)")
+    plain = resolver_message("error: No solution found when resolving dependencies:\n  autograd==99 is unavailable")
+    assert plain == "error: No solution found when resolving dependencies:\n  autograd==99 is unavailable"
