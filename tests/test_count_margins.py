@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from ttfg.decide import count_margins as cm
 from ttfg.measure.cases import select
-from tests.test_gate_tiers import count
+from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
+from tests.test_gate_tiers import Side_, count, gate_with  # noqa: F401  (gate_with: a fixture)
 
 #: jax.jit resnet15, six processes of one commit (issue 31): two modes of the compile, 0.42 % apart.
 RESNET15 = [8_795e6, 8_759e6, 8_790e6, 8_786e6, 8_787e6, 8_750e6]
@@ -122,6 +125,7 @@ def write_store(path, entries):
     """A store as a person or another ttfg might have left it: ``[(key, {metric: raw margin})]``."""
     import json
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"format": cm.FORMAT, "version": 2, "entries": [
         {"key": key.to_json(), "fact": {"metrics": metrics}} for key, metrics in entries]}))
 
@@ -201,3 +205,42 @@ def test_a_version_1_store_keyed_by_case_id_alone_is_not_applied(tmp_path):
     path.write_text(json.dumps({"version": 1, "cases": {"resnet15:blocks=2/autograd/x": {"instructions": CALIBRATED}}}))
     margin = cm.margins_for(cm.load(path), [key], ["instructions"])["instructions"]
     assert not margin.calibrated and "stored before facts were keyed" in margin.source()
+
+
+def test_a_gate_refuses_a_hand_written_margin_of_ten_and_calls_the_1_741_head_regressed(gate_with):
+    """Done means: a margin of 10.0 written by hand is refused and named; the ×1.741 head is then "regressed"."""
+    (key,) = keys_of("autograd")  # the key the gate's sides have (this interpreter, the gate's sampling)
+    write_store(cm.store_path(), [(key, {m: {**CALIBRATED, "margin": 10.0} for m in ("instructions", "alloc_count")})])
+    outcome, _, _ = gate_with(Side_(), Side_(instructions=17_410_000), backends=("autograd",))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "regressed" and outcome.exit_code() == 1
+    assert "instructions +74.1 %" in case.verdict.reason
+    assert "its calibrated margin was set aside" in case.verdict.reason and "10.0 (±1,000 %) is outside" in \
+        case.verdict.reason
+
+
+def test_a_dependency_bump_gate_does_not_apply_a_margin_calibrated_in_the_base_environment(gate_with, sides):
+    """The finding: base autograd 1.9.1, head 1.8.0, and "margin ±1 %, calibrated ... from 2 processes" applied to
+    both sides. The head side runs in another environment: its key has no calibration, so the default decides."""
+    from ttfg.provision.environments import Environment
+
+    (key,) = keys_of("autograd")
+    write_store(cm.store_path(), [(key, {"instructions": CALIBRATED, "alloc_count": CALIBRATED})])
+    sides["head"].env = Environment("head-env", sys.executable, {"autograd": "1.8.0"}, "3.11.7")
+    outcome, _, _ = gate_with(Side_(), Side_(instructions=10_200_000))  # +2 %: beyond ±1 %, within the default
+    (case,) = outcome.cases
+    step = case.trail[1]
+    assert "the head side is not calibrated here: the stored calibration of this case differs in the environment" \
+        in step.reason
+    assert case.verdict.verdict != "regressed"
+
+
+def test_the_doctor_names_what_was_set_aside_in_the_stored_facts(private_user_cache):
+    from ttfg.app.doctor import stored_facts
+
+    assert stored_facts() == []  # nothing stored, nothing said
+    (key,) = keys_of("autograd")
+    write_store(cm.store_path(), [(key, {"instructions": {**CALIBRATED, "margin": 10.0}})])
+    (finding,) = stored_facts()
+    assert finding.section == "stored facts" and finding.item == "count margins" and finding.verdict == "warn"
+    assert "entries[0].fact.metrics.instructions.margin: 10.0 (±1,000 %) is outside 0.05 %-10 %" in finding.detail

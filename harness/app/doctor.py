@@ -10,11 +10,36 @@ from typing import Callable
 
 
 def examine_machine() -> tuple[list, list]:
-    """``(findings, missing)``: every check of tools and noise sources, and the required ones that are missing."""
+    """``(findings, missing)``: every check of tools and noise sources, and the required ones that are missing;
+    then what is stored in the cache folder (:func:`stored_facts`)."""
     from ..measure import machine
 
-    findings = machine.examine()
+    findings = machine.examine() + stored_facts()
     return findings, machine.required_missing(findings)
+
+
+def stored_facts() -> list:
+    """The stored noise calibration and count margins as findings: where they are, how many entries they hold, and
+    every entry set aside on reading (a margin out of range, a field of the wrong type), named -- a stored fact that
+    is never applied should not stay unseen."""
+    from ..decide import count_margins, noise
+    from ..measure.machine import Finding
+
+    out = []
+    for item, store, how in (("noise calibration", noise.load(), "ttfg doctor --calibrate"),
+                             ("count margins", count_margins.load(), "ttfg doctor --calibrate-counts N")):
+        if store.problem:
+            out.append(Finding("stored facts", item, "warn", store.problem, f"calibrate again: {how}"))
+        elif store.set_aside:
+            out.append(Finding("stored facts", item, "warn",
+                               f"{len(store.entries)} entr{'y' if len(store.entries) == 1 else 'ies'} usable in "
+                               f"{store.path}; set aside: " + "; ".join(store.set_aside),
+                               f"calibrate again ({how}) to replace what was set aside"))
+        elif store.entries:
+            out.append(Finding("stored facts", item, "ok",
+                               f"{len(store.entries)} entr{'y' if len(store.entries) == 1 else 'ies'} in {store.path}, "
+                               "each applied only to its own case, environment, interpreter, ttfg and machine"))
+    return out
 
 
 def budget_seconds(text: str) -> float:
@@ -73,4 +98,5 @@ def calibrate_counts(cases: list, processes: int, on_line: Callable[[str], None]
     return calibrate(cases, processes, on_line=on_line)
 
 
-__all__ = ["budget_seconds", "calibrate_counts", "cases_to_calibrate", "examine_machine", "run_calibration", "store"]
+__all__ = ["budget_seconds", "calibrate_counts", "cases_to_calibrate", "examine_machine", "run_calibration", "store",
+           "stored_facts"]

@@ -252,7 +252,10 @@ def load(path: Path | None = None) -> "FactFile[dict[str, Margin | str]]":
     named (``FactFile.set_aside``, ``FactFile.problem``), and the cases it concerned take the default, saying why."""
     from ..results import fact_store
 
-    return fact_store.read(path or store_path(), FORMAT, _read_fact)
+    store = fact_store.read(path or store_path(), FORMAT, _read_fact)
+    store.set_aside += [f"{store.path}: {why}: set aside" for _, fact in store.entries.values()
+                        for why in fact.values() if isinstance(why, str)]
+    return store
 
 
 def save(margins: "dict[FactKey, dict[str, Margin]]", path: Path | None = None) -> Path:

@@ -218,7 +218,8 @@ def _read_floor(raw, where: str) -> NoiseFloor:
     return floor
 
 
-def _load(path: Path | None = None):
+def load(path: Path | None = None):
+    """The stored calibrations, every entry checked (``results/fact_store.py``)."""
     from ..results import fact_store
 
     return fact_store.read(path or store_path(), FORMAT, _read_floor, STORE_MAX_BYTES)
@@ -293,7 +294,7 @@ def stored(keys: "dict[str, list[FactKey]]", now: datetime | None = None, path: 
     """
     from ..results.fact_key import not_here
 
-    store = _load(path)
+    store = load(path)
     if store.problem:
         return None, f"stored calibration unusable ({store.problem[:240]})"
     if not store.entries:
@@ -427,5 +428,5 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
 
 
 __all__ = ["ALPHA", "DEFAULT_SD", "FORMAT", "GATE_BUDGETS_S", "MAX_AGE_S", "POWER", "budget_warning", "describe_age",
-           "entry_for", "from_calibration", "in_gate", "in_run", "keys_of", "machine_facts", "pairs_needed", "pairs_of",
+           "entry_for", "from_calibration", "in_gate", "in_run", "keys_of", "load", "machine_facts", "pairs_needed", "pairs_of",
            "reach", "save", "store_path", "stored"]
