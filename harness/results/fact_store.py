@@ -121,13 +121,16 @@ def update(path: Path, format_: str, read_fact: Callable[[Any, str], T], to_json
     """Read the store under its lock, let ``change`` return the entries to put (by key digest), write the merge.
 
     Entries set aside on reading are dropped from the file (they were named when read); an unusable file is
-    replaced. Returns the store as written.
+    replaced; when ``change`` puts nothing, the file is not written. Returns the store as written.
     """
     from ..files import atomic_write_text
 
     with _locked(path):
         store = read(path, format_, read_fact, max_bytes)
-        store.entries.update(change(store))
+        put = change(store)
+        if not put:  # nothing new: the file stays as it is, byte for byte
+            return store
+        store.entries.update(put)
         atomic_write_text(path, _document(format_, ((k, to_json(v)) for k, v in store.entries.values())))
     return store
 
