@@ -52,11 +52,16 @@ def ttfg_source() -> str:
     return found.hexdigest()[:16]
 
 
-def ttfg() -> dict:
-    """The measuring ttfg: its version and its source's digest."""
+@functools.lru_cache(maxsize=1)
+def _ttfg() -> tuple:
     from .metadata import package_versions
 
-    return {"version": package_versions(("ttfg",))["ttfg"], "source": ttfg_source()}
+    return (("version", package_versions(("ttfg",))["ttfg"]), ("source", ttfg_source()))
+
+
+def ttfg() -> dict:
+    """The measuring ttfg: its version and its source's digest (read once per process)."""
+    return dict(_ttfg())
 
 
 @functools.lru_cache(maxsize=1)
