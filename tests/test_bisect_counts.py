@@ -73,14 +73,21 @@ class Commits:
 @pytest.fixture
 def checkouts(tmp_path, monkeypatch):
     """Each commit's side is a folder named by the commit (no worktree, no install); instructions countable."""
+    fake_sides(tmp_path, monkeypatch, lambda: ENV)
+
+
+def fake_sides(tmp_path, monkeypatch, environment) -> None:
+    """The bisect's sides as folders named by their commits, run in ``environment()`` (asked once per run, as a
+    real run opens its environments); no environment plan, no locating; instructions countable."""
 
     @contextmanager
     def unbuilt(repo, revisions, requests=None, on_note=None, prefix="", project_dir=""):
+        env = environment()
         sides = {}
         for role, rev in revisions.items():
             folder = tmp_path / "trees" / rev.commit
             folder.mkdir(parents=True, exist_ok=True)
-            sides[role] = Side(role, rev, folder, env=ENV)
+            sides[role] = Side(role, rev, folder, env=env)
         yield sides
 
     monkeypatch.setattr(use_case, "prepared", unbuilt)

@@ -6,22 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from ttfg.app import bisect as use_case
 from ttfg.measure import fact_keys
-from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
 from ttfg.measure.runner import RunSettings
-from ttfg.measure.sides import EnvPlan, Side
 from ttfg.provision import environments
-from ttfg.provision.environments import Request
 from ttfg.results.fact_key import FactKey, FactKeyError, not_here
 
-from tests.test_bisect_counts import CULPRIT, Commits, request
+from tests.test_bisect_counts import CULPRIT, Commits, fake_sides, request
 from tests.test_bisect_search import repo  # noqa: F401 (the fixture, shared)
 
 CASE = select(["resnet15:blocks=2"], ["autograd"], None, check_availability=False)[0][0]
@@ -115,22 +111,7 @@ def editable_sides(tmp_path, monkeypatch):
     """A bisect's sides as in ``test_bisect_counts``, run in an environment holding an editable install; the
     environment is read anew (``environments.current``) at every run, as a real run reads it."""
     python, module = editable_venv(tmp_path / "env")
-
-    @contextmanager
-    def unbuilt(repo, revisions, requests=None, on_note=None, prefix="", project_dir=""):
-        env = environments.current(python)
-        sides = {}
-        for role, rev in revisions.items():
-            folder = tmp_path / "trees" / rev.commit
-            folder.mkdir(parents=True, exist_ok=True)
-            sides[role] = Side(role, rev, folder, env=env)
-        yield sides
-
-    monkeypatch.setattr(use_case, "prepared", unbuilt)
-    monkeypatch.setattr(use_case, "plan_environments", lambda *a, **k: EnvPlan(
-        {role: Request("current", None, "this interpreter") for role in ("base", "head")}, []))
-    monkeypatch.setattr(use_case, "locate", lambda sides, cases, run: None)
-    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+    fake_sides(tmp_path, monkeypatch, lambda: environments.current(python))
     return module
 
 
