@@ -397,9 +397,10 @@ def calibrate_counts(cases: list["Case"], processes: int, sample: CountSampler |
         jobs_of_case = [(kind, i) for kind in kinds for i in range(processes)]
         with ThreadPoolExecutor(max_workers=min(jobs, len(jobs_of_case))) as pool:
             taken = list(pool.map(lambda job: sample(case, *job), jobs_of_case))
-        kept, case_lines = refresh_case(store.get(key) or {}, case.id, taken)
-        if kept:
-            found[key] = kept
+        old = store.get(key) or {}
+        kept, case_lines = refresh_case(old, case.id, taken)
+        if kept:  # the metrics not calibrated this time keep their stored margins
+            found[key] = {**{m: e for m, e in old.items() if isinstance(e, Margin)}, **kept}
         for line in case_lines or [f"{case.id}: no {MIN_PROCESSES} good count samples"]:
             lines.append(line)
             if on_line:
