@@ -21,14 +21,14 @@ ttfg run and ttfg gate record it as their noise floor for that case alone, and
 the gate warns before it starts when its --min-effect is below what its budget
 can detect. A case under another key is "not calibrated here".
 
-With --calibrate-counts N (3 or more) it counts N processes of each selected case
-(instructions under callgrind, allocations under memray) and keeps each case's
-count margin under the same key (count_margins.json, beside it): the gate's
-instructions tier then decides that case on its own margin, not the
+With --calibrate-counts N (3 or more) it counts N processes of each selected
+case (instructions under callgrind, allocations under memray) and keeps each
+case's count margin under the same key (count_margins.json, beside it): the
+gate's instructions tier then decides that case on its own margin, not the
 conservative default. A stored margin outside 0.05 %-10 %, or from fewer than
-3 processes, is set aside and named, never applied. The
-processes run one per CPU at once (a count does not depend on the load; each
-counted probe is pinned to a CPU of its own).
+3 processes, is set aside and named, never applied. The processes run one per
+CPU at once (a count does not depend on the load; each counted probe is pinned
+to a CPU of its own).
 
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""
