@@ -22,7 +22,8 @@ The rows after the first 33 are issue 25's 21 classes (``class N`` in the first 
 real process, then issue 29's, then issue 32's ``ttfg bisect`` refusals (and its one row that is no refusal: ``--good`` and
 ``--bad`` the same commit is "no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
-(``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The whole
+(``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
+(issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``. The whole
 table (108 rows) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
 engineers' work (each row is a fresh interpreter; five rows run probes).
 """
@@ -37,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -161,15 +161,11 @@ def _twin(folder: Path) -> None:
 
 
 def _calibration(folder: Path, pairs: int) -> Path:
-    """A stored calibration of this machine, made now, of ``pairs`` pairs per case (the doctor's file)."""
-    from ttfg.decide.noise import machine_facts
+    """A stored calibration of this machine, made now, of ``pairs`` pairs per case (the doctor's file), each case
+    under its key in this interpreter (``bad_inputs_facts.calibration``)."""
+    from bad_inputs_facts import calibration
 
-    entries = [{"case": f"resnet15/{b}/params={p},chain=unrolled", "metric": "first_grad_s", "n": pairs,
-                "log_ratio_sd": 0.1, "sd_ci95": [0.08, 0.13], "seconds_per_pair": 4.0, "gates": []}
-               for b, p in (("autograd", "args"), ("jax.jit", "args"), ("torch.eager", "closure"))]
-    doc = {"source": "calibration", "method": "A/A pairs", "measured_at": datetime.now(timezone.utc).isoformat(),
-           "age_s": None, "machine": machine_facts(), "alpha": 0.01, "power": 0.95, "entries": entries, "note": ""}
-    return _write(folder / "ttfg" / "calibration.json", doc)
+    return calibration(folder / "ttfg" / "calibration.json", pairs)
 
 
 def _files(d: Path) -> dict:
@@ -216,6 +212,9 @@ def _files(d: Path) -> dict:
     _calibration(made["cal-good"], 40)
     made["cal-deep"] = d / "cache-deep"
     _write(made["cal-deep"] / "ttfg" / "calibration.json", "[" * 100_000 + "]" * 100_000)
+    from bad_inputs_facts import files as fact_files
+
+    made.update(fact_files(d))
     made["bad-sample"] = _history(d, "history-bad-sample", _bad_sample)
     made["twin"] = _history(d, "history-twin", _twin)
     made["confirm-history"] = _history(d, "history-confirm", lambda folder: None)
@@ -550,7 +549,7 @@ def _cases(d: Path, m: dict) -> list[Row]:
             ["merge", "gate", *_gate_shards(d, "c19"), "--out-dir", out("c19")]),
         Row("class 19: run with a deeply nested calibration.json (set aside)", expect=0,
             argv=["run", *tiny, "--repeat", "1", "--out", out("c19.json")], env={"XDG_CACHE_HOME": str(m["cal-deep"])},
-            check=_contains("unreadable")),
+            check=_contains("nested too deeply")),
         # 20. --format json prints an error document.
         Row("class 20: compare, missing file, `--format json`", ["compare", str(d / "missing.json"), m["good"],
                                                                  "--format", "json"], check=_json_error),
@@ -700,6 +699,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
             check=lambda p: None if "ccccccccccccccccccccccccccccccccccccccc" in Path(out("bisect.html")).read_text()
             else "the page lacks the culprit"),
     ]
+    from bad_inputs_facts import rows as fact_rows
+
+    rows += fact_rows(d, m, out, tiny)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

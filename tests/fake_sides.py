@@ -18,7 +18,8 @@ from .conftest import GitRepo
 
 
 class FolderSides(SideOpener):
-    """Each side is a folder (``folder(revision)``, made when missing), in this interpreter or in ``env``; nothing is
+    """Each side is a folder (``folder(revision)``, made when missing), in this interpreter or in ``env`` (an
+    environment, or a callable asked for it at every opening, as a real run reads its environments anew); nothing is
     located (a side without an install is never asked where it imports from, and a fake sampler starts no process)."""
 
     def __init__(self, folder: Callable[[Revision], Path], env=None):
@@ -29,11 +30,12 @@ class FolderSides(SideOpener):
     @contextmanager
     def open(self, repo, revisions, cases, run, requests=None, **_):
         self.opened.append(dict(revisions))
+        env = self.env() if callable(self.env) else self.env
         sides = {}
         for role, rev in revisions.items():
             folder = self.folder(rev)
             folder.mkdir(parents=True, exist_ok=True)
-            sides[role] = Side(role, rev, folder, env=self.env)
+            sides[role] = Side(role, rev, folder, env=env)
         yield sides
 
 

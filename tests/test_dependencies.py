@@ -147,3 +147,97 @@ def test_one_commit_of_two_projects_installs_two_things(repo, tmp_path, monkeypa
     a = install(repo / "one", commit, folder="one")
     b = install(repo / "two", commit, folder="two")
     assert a.root != b.root and a.project == "one" and b.project == "two"
+
+
+LOCKED = ('[project]\nname = "lib"\nversion = "1"\nrequires-python = ">=3.11"\ndependencies = [{deps}]\n')
+DYNAMIC = ('[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+           '[project]\nname = "lib"\nversion = "1"\ndynamic = ["dependencies"]\n'
+           '[tool.setuptools]\npackages = ["lib"]\n'
+           '[tool.setuptools.dynamic]\ndependencies = {{file = [{files}]}}\n')
+
+
+def test_a_lock_that_no_longer_matches_its_pyproject_is_refused_naming_both(repo):
+    """The finding: the head bumped autograd 1.9.1 -> 1.8.0 in pyproject.toml without relocking; uv.lock was read
+    as the truth ("resolve to the same packages on both sides: measured once", exit 0)."""
+    from ttfg.provision.uv import run_uv
+
+    base = _commit(repo, {"pyproject.toml": LOCKED.format(deps='"autograd==1.9.1"'), "lib.py": ""}, "base")
+    out = run_uv(["lock", "--directory", str(repo)], "test", 300)
+    assert out.returncode == 0, out.stderr
+    base = _commit(repo, {}, "locked")
+    head = _commit(repo, {"pyproject.toml": LOCKED.format(deps='"autograd==1.8.0"')}, "bump without relocking")
+    with pytest.raises(UsageError) as refused:
+        _plan(repo, base, head)
+    text = str(refused.value)
+    assert "head side's dependencies cannot be resolved" in text and head[:7] in text
+    assert "uv.lock does not match pyproject.toml (`uv lock --check` fails" in text
+    assert "needs to be updated" in text  # uv's own words, quoted
+    assert "autograd==1.9.1" in resolve_at(repo, base).lines  # a lock that matches is read as before
+
+
+def test_a_pin_bumped_in_a_dynamic_dependencies_file_is_measured_in_two_environments(repo):
+    """The finding: ``dynamic = ["dependencies"]`` read from deps.in; a head that bumped a pin there was gated in one
+    interpreter, nothing said. The build backend's metadata is what uv resolves; deps.in counts as a declaration."""
+    base = _commit(repo, {"pyproject.toml": DYNAMIC.format(files='"deps.in"'), "deps.in": "autograd==1.7.0\n",
+                          "lib/__init__.py": ""}, "base")
+    head = _commit(repo, {"deps.in": "autograd==1.9.1\n"}, "bump in deps.in")
+    assert changed_declarations(repo, base, head) == ["deps.in"]
+    plan = _plan(repo, base, head)
+    assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
+    assert "pyproject.toml + deps.in at" in plan.requests["head"].origin
+
+
+def test_the_files_dynamic_dependencies_are_read_from():
+    from ttfg.provision.dependencies import dynamic_files
+
+    assert dynamic_files(DYNAMIC.format(files='"deps.in", "extra.in"')) == ["deps.in", "extra.in"]
+    hatch = ('[project]\nname = "x"\nversion = "1"\ndynamic = ["dependencies", "optional-dependencies"]\n'
+             '[tool.hatch.metadata.hooks.requirements_txt]\nfiles = ["requirements/run.txt"]\n'
+             '[tool.hatch.metadata.hooks.requirements_txt.optional-dependencies]\ngpu = ["requirements/gpu.txt"]\n')
+    assert dynamic_files(hatch) == ["requirements/gpu.txt", "requirements/run.txt"]
+    hook = '[project]\nname = "x"\nversion = "1"\ndynamic = ["dependencies"]\n[tool.pdm.build]\nrun-setuptools = true\n'
+    assert dynamic_files(hook) is None  # computed by a build hook: any file may feed it
+    assert dynamic_files(PYPROJECT.format(deps='"autograd"')) == []
+
+
+def test_dynamic_dependencies_no_table_names_make_every_changed_file_a_declaration(repo):
+    hook = ('[build-system]\nrequires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n'
+            '[project]\nname = "lib"\nversion = "1"\ndynamic = ["dependencies"]\n')
+    base = _commit(repo, {"pyproject.toml": hook, "pdm_build.py": "", "pins.cfg": "a\n"}, "base")
+    head = _commit(repo, {"pins.cfg": "b\n"}, "a file the hook may read")
+    assert changed_declarations(repo, base, head) == ["pins.cfg"]
+
+
+def test_inits_workflow_watches_the_files_dynamic_dependencies_are_read_from(tmp_path):
+    from ttfg.project.declarations import watched_paths
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "pyproject.toml").write_text(DYNAMIC.format(files='"deps.in"'))
+    paths = watched_paths(tmp_path, tmp_path, tmp_path / "lib")
+    assert "deps.in" in paths and "lib/**" in paths
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\ndynamic = ["dependencies"]\n')
+    assert watched_paths(tmp_path, tmp_path, tmp_path / "lib") == []  # a build hook: every pull request is gated
+
+
+def test_uvs_own_error_comes_first_and_the_registry_is_blamed_only_when_its_host_does_not_answer():
+    """The finding: "package registry cannot be reached" came before uv's message for a 404 from an index that
+    exists and for a host that does not; now uv is quoted first and the host is asked."""
+    import socket
+
+    from ttfg.provision.uv import resolver_message
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        answered = resolver_message(f"error: Failed to fetch: `http://127.0.0.1:{port}/simple/autograd/`\n"
+                                    "  Caused by: HTTP status client error (404 Not Found)")
+    assert answered.startswith("error: Failed to fetch") and "404 Not Found" in answered
+    assert answered.endswith(f"(127.0.0.1:{port} answers: what uv says above is the cause)")
+    assert "cannot be reached" not in answered
+    refused = resolver_message("error: Request failed after 3 retries\n  cause: Failed to fetch: "
+                               "http://127.0.0.1:9/simple/autograd/\n  cause: Connection refused (os error 111)")
+    assert refused.startswith("error: Request failed")
+    assert refused.endswith("(127.0.0.1:9 does not answer: the package registry cannot be reached)")
+    plain = resolver_message("error: No solution found when resolving dependencies:\n  autograd==99 is unavailable")
+    assert plain == "error: No solution found when resolving dependencies:\n  autograd==99 is unavailable"

@@ -174,17 +174,21 @@ def test_a_base_without_build_counts_leaves_the_build_to_wall_time(gate_with):
     assert [g.metric for g in case.guards] == ["first_grad_s", "process_ttfg_s", "import_s", "build_s"]
 
 
-def calibrate_case(case_id: str, margin: float = 0.0132, processes: int = 10, bimodal: bool = False) -> None:
-    """Store a calibrated margin for every count metric of ``case_id`` (in the test's private user cache)."""
+def calibrate_case(case, margin: float = 0.0132, processes: int = 10, bimodal: bool = False) -> None:
+    """Store a calibrated margin for every count metric of ``case`` under the key its gate sides have (this
+    interpreter, the gate's sampling settings), in the test's private user cache."""
     from ttfg.decide import count_margins
+    from ttfg.measure import fact_keys
+    from ttfg.measure.runner import RunSettings
 
     entry = count_margins.Margin(margin, "2026-12-04T10:00:00+00:00", processes, bimodal, 10_000_000.0)
-    count_margins.save({case_id: {m: entry for m in tiers.tier_metrics("instructions")}})
+    key = fact_keys.key(case, None, RunSettings(repeat=1), counted=True)
+    count_margins.save({key: {m: entry for m in tiers.tier_metrics("instructions")}})
 
 
 def test_two_percent_more_instructions_is_a_regression(gate_with):
     """A calibrated case: its own margin (±1.32 %, from 10 processes) decides, and the verdict says so."""
-    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0].id)
+    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0])
     outcome, _, _ = gate_with(Side_(), Side_(instructions=10_200_000))
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "regressed"
@@ -228,7 +232,7 @@ def test_recount_0_hands_an_edge_count_to_the_time_tier_at_once(gate_with):
 def test_a_bimodal_case_counted_once_is_not_settled_within_its_margin(gate_with):
     """jax.jit resnet15's compile switches between two values 0.42 % apart: one count a side inside the margin
     is no verdict, a second one a side is."""
-    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0].id, margin=0.02,
+    calibrate_case(select([MODEL], ["autograd"], None, check_availability=False)[0][0], margin=0.02,
                    bimodal=True)
     outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_060_000))  # +0.6 %: beyond a quarter of ±2 %
     (case,) = outcome.cases

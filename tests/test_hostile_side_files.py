@@ -288,25 +288,31 @@ CALIBRATION_TARGETS = {
 
 
 @pytest.fixture(scope="module")
-def valid_calibration():
-    from .test_reliability import a_calibration
+def valid_calibration(tmp_path_factory):
+    """A calibration store of one case (the doctor's jax.jit one), and that case's keys as a gate side has them."""
+    from .test_noise import calibration_keys
+    from .test_reliability import CASE_B, a_calibration
 
     floor = noise.from_calibration(a_calibration(sd=0.05, seconds=8.0, pairs=10), noise.machine_facts())
-    return json.dumps(floor.to_json())
+    key = calibration_keys()[CASE_B.id]
+    path = tmp_path_factory.mktemp("valid") / "calibration.json"
+    noise.save(floor, {CASE_B.id: key}, path)
+    return path.read_text(), {CASE_B.id: [key]}
 
 
 def check_a_hostile_calibration_is_set_aside_with_a_note_and_never_used(valid_calibration, tmp_path_factory, change):
+    valid, wanted = valid_calibration
     path = tmp_path_factory.mktemp("cal") / "calibration.json"
-    assert noise.stored(path=path)[1].startswith("no stored calibration")
-    path.write_text(valid_calibration)
-    assert noise.stored(path=path)[0] is not None  # the valid one is used
+    assert noise.stored(wanted, path=path)[1].startswith("no stored calibration")
+    path.write_text(valid)
+    assert noise.stored(wanted, path=path)[0] is not None  # the valid one is used
     if change[0] == "size":
-        path.write_text(valid_calibration[:-1] + ', "padding": "' + "x" * noise.STORE_MAX_BYTES + '"}')
+        path.write_text(valid[:-2] + ', "padding": "' + "x" * noise.STORE_MAX_BYTES + '"}')
     elif change[0] == "text":
-        path.write_bytes(_hostile_text(valid_calibration, change[1], "note"))
-    else:
-        path.write_text(json.dumps(_set(json.loads(valid_calibration), *change)))
-    floor, why = noise.stored(path=path)
+        path.write_bytes(_hostile_text(valid, change[1], "entries"))
+    else:  # a field of the stored floor (the entry's fact)
+        path.write_text(json.dumps(_set(json.loads(valid), ("entries", 0, "fact", *change[0]), change[1])))
+    floor, why = noise.stored(wanted, path=path)
     assert floor is None and str(path) in why, (change, why)
 
 

@@ -67,27 +67,59 @@ def test_calibration_floor_matches_the_doctors_arithmetic():
     assert entry.gates == [(b, *doctor.gates[b]) for b in noise.GATE_BUDGETS_S]
 
 
-def test_stored_calibration_is_used_only_on_this_machine_and_while_recent(tmp_path):
+def calibration_keys(threads: int = 1) -> dict:
+    """The doctor's cases' keys for a fact about wall time, in this interpreter, as a gate side has them."""
+    from ttfg.measure.runner import RunSettings
+
+    return {c: keys[0] for c, keys in noise.keys_of([CASE_A, CASE_B], RunSettings(repeat=1, threads=threads)).items()}
+
+
+def test_stored_calibration_is_used_only_under_its_key_and_while_recent(tmp_path):
     path = tmp_path / "calibration.json"
     floor = noise.from_calibration(a_calibration(), MACHINE)
-    noise.save(floor, path)
+    keys = calibration_keys()
+    noise.save(floor, keys, path)
+    wanted = {c: [k] for c, k in keys.items()}
     when = datetime.fromisoformat(floor.measured_at)
-    got, why = noise.stored(MACHINE, when + timedelta(hours=2), path)
+    got, why = noise.stored(wanted, when + timedelta(hours=2), path)
     assert why == "" and got.age_s == pytest.approx(7200) and got.entries == floor.entries
     assert noise_views.source_text(got).startswith("from `ttfg doctor --calibrate` 2 h before this run")
-    got, why = noise.stored(MACHINE, when + timedelta(days=3), path)
+    got, why = noise.stored(wanted, when + timedelta(days=3), path)
     assert got is None and "3 d old" in why
-    got, why = noise.stored({**MACHINE, "cpu_count": 64}, when, path)
-    assert got is None and "another machine (cpu_count differ" in why
-    assert noise.stored(MACHINE, when, tmp_path / "none.json") == (None, "no stored calibration (run `ttfg doctor "
+    other = {c: [k] for c, k in calibration_keys(threads=2).items()}
+    got, why = noise.stored(other, when, path)
+    assert got is None and f"{CASE_A.id}: not calibrated here: the stored calibration of this case differs in the " \
+                           "probe's settings (threads)" in why
+    only_b = noise.stored({CASE_B.id: [keys[CASE_B.id]], CASE_A.id: other[CASE_A.id]}, when, path)[0]
+    assert {e.case for e in only_b.entries} == {CASE_B.id}  # one case calibrated here, the other not
+    two_envs = noise.stored({CASE_A.id: [keys[CASE_A.id], other[CASE_A.id][0]]}, when, path)
+    assert two_envs[0] is None and "its sides run in different environments" in two_envs[1]
+    assert noise.stored(wanted, when, tmp_path / "none.json") == (None, "no stored calibration (run `ttfg doctor "
                                                                          "--calibrate`)")
     path.write_text("{broken")
-    got, why = noise.stored(MACHINE, when, path)
-    assert got is None and "unreadable" in why
+    got, why = noise.stored(wanted, when, path)
+    assert got is None and "unusable" in why and str(path) in why
 
 
-def test_store_lives_in_the_user_cache_folder(private_user_cache):
+def test_another_projects_calibration_is_never_applied_to_this_case(tmp_path):
+    """The finding: a gate of mylab.autograd quoted "a 10-minute gate sees >= 17 % on hklab.jax", another user's
+    calibration of another library, because a case without an entry borrowed the noisiest of the file."""
+    path = tmp_path / "calibration.json"
+    floor = noise.from_calibration(a_calibration(), MACHINE)
+    keys = calibration_keys()
+    noise.save(floor, {CASE_B.id: keys[CASE_B.id]}, path)  # the other project calibrated its case
+    mine = {CASE_A.id: [keys[CASE_A.id]]}
+    got, why = noise.stored(mine, datetime.fromisoformat(floor.measured_at), path)
+    assert got is None and why.startswith(f"{CASE_A.id}: not calibrated here: no calibration of this case")
+    assert noise.entry_for(floor, "resnet15/mylab.autograd/params=args,chain=unrolled", "first_grad_s") is None
+    (w,) = noise.budget_warning([CASE_A.id], "first_grad_s", 0.01, 300.0, 60, got, why)
+    assert w["sd"] == noise.DEFAULT_SD and "not calibrated here" in w["sd_source"]
+
+
+def test_store_lives_in_the_cache_folder(private_user_cache, monkeypatch, tmp_path):
     assert noise.store_path() == private_user_cache / "ttfg" / "calibration.json"
+    monkeypatch.setenv("TTFG_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert noise.store_path() == tmp_path / "elsewhere" / "calibration.json"
 
 
 def test_in_run_estimate_is_sqrt2_times_the_sd_of_log_times():
@@ -179,7 +211,10 @@ def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, pri
     data = json.loads(captured.out)
     assert code == 0, captured.err
     assert data["stored"] == str(private_user_cache / "ttfg" / "calibration.json")
-    floor, why = noise.stored()
+    from ttfg.decide.calibrate import calibration_cases
+    from ttfg.measure.runner import RunSettings
+
+    floor, why = noise.stored(noise.keys_of(calibration_cases()[0], RunSettings(repeat=1)))
     assert why == "" and floor.source == "calibration" and floor.entries
 
 
@@ -195,34 +230,34 @@ def test_report_states_the_noise_floor(tmp_path):
     assert f"<td class=\"num\">{fmt.number(entry.log_ratio_sd, fmt.supported_digits(entry.n))}</td>" in html
 
 
-def test_the_gate_warns_before_it_opens_a_side(tmp_path):
-    """A stored calibration of a noisy machine: the warning comes before any side is opened (no checkout, no pair),
-    with the budget needed."""
+def test_the_gate_warns_before_its_first_sample(tmp_path):
+    """A stored calibration of a noisy machine: the warning comes before any sample is taken, with the budget needed
+    (the sides are open by then: the calibration applies under their environments' keys)."""
     from ttfg.app import gate as use_case
     from ttfg.measure.cases import select
 
     from .fake_sides import FolderSides, two_commits
 
     floor = noise.from_calibration(a_calibration(sd=0.2, seconds=8.0))  # this machine's facts
-    noise.save(floor)
+    noise.save(floor, calibration_keys())  # in this interpreter, where the gate's sides run
     warned: list[str] = []
-    opened: list[list[str]] = []
+    sampled: list[list[str]] = []
 
     class Events(use_case.GateEvents):
         def warning(self, text):
             warned.append(text)
 
-    class Interrupted(FolderSides):
-        def open(self, *args, **kwargs):
-            opened.append(list(warned))
-            raise KeyboardInterrupt
+    def interrupted(*args, **kwargs):
+        sampled.append(list(warned))
+        raise KeyboardInterrupt
 
     cases, _ = select(["resnet15"], ["jax.jit"], None, check_availability=False)
     settings = use_case.settings(timeout_s=600, threads=1, budget_s=300, tiers=use_case.DEFAULT_TIERS)
     request = use_case.GateRequest(two_commits(tmp_path / "repo"), "HEAD~1", cases, settings, tmp_path / "out")
-    report = use_case.run(request, Events(), opener=Interrupted(lambda rev: tmp_path / rev.commit))
-    assert report.code == 2 and report.status == use_case.INTERRUPTED and opened  # interrupted at once, after the check
-    before = " ".join(" ".join(opened[0]).split())
+    report = use_case.run(request, Events(), opener=FolderSides(lambda rev: tmp_path / rev.commit),
+                          sampler=interrupted)
+    assert report.code == 2 and report.status == use_case.INTERRUPTED and sampled  # at the first sample, after the check
+    before = " ".join(" ".join(sampled[0]).split())
     assert "warning: resnet15/jax.jit/params=args,chain=unrolled: the time tier alone, at log-ratio SD" in before
     assert re.search(r"calibrated \d+ s ago, the upper end of the 95 % interval of SD [\d.]+ from \d+ pairs\), "
                      r"could detect >= \S+ % of first_grad_s in a 300 s budget \(about \d+ pairs\), above "

@@ -123,7 +123,7 @@ def test_a_release_step_uses_the_cases_calibrated_margin_and_the_minimum_effect_
     from ttfg.app.releases import _instruction_json
     from ttfg.decide.count_margins import Margin
 
-    tight = {"c": {"instructions": Margin(0.01, "2026-12-04", 10)}}
+    tight = {"instructions": Margin(0.01, "2026-12-04", 10)}
     three = _instruction_json({"instructions": 100}, {"instructions": 103}, 0.05, "c", tight)["instructions"]
     assert three["verdict"] == "unchanged" and "under the minimum effect" in three["why"]
     assert three["margin_source"] == "calibrated 2026-12-04 from 10 processes"

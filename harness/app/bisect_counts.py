@@ -18,11 +18,16 @@ paired and interleaved within each comparison. A structural counter is read from
 timing pair, so it is measured anew as well.
 
 The key: the commit, the case id, the kind, the cache mode, the sample's index within its
-side, and the digest of the conditions (:func:`conditions`): the case's full description,
-the side's environment digest (``Environment.digest``), the interpreter, the probe's
+side, and the digest of the conditions (:func:`conditions`), the one key of every stored fact
+(``results/fact_key.py``): the case's full description, the side's environment digest (its
+packages and the files of its editable and local installs), the interpreter, the probe's
 settings and inherited variables, the measuring ttfg's version and source digest, valgrind's
-options, probe variables and version, and the machine's CPU. A sample of other conditions
-is not found, never reused silently.
+options, probe variables and version, and the machine's CPU model, count and flags. A sample of
+other conditions is not found, never reused silently: when the store holds one for the same
+commit and index, the note says what differs (an editable autograd edited in place between an
+interrupted bisect and its resume: "the files of the editable or local install autograd") and
+the count is taken anew. A side whose environment holds an install too large to digest reuses
+and keeps nothing, and says so.
 
 The wrapper is a gate ``Sampler`` (``decide.gate_loop``): the gate's loop is not forked, it
 is handed :class:`ComparisonSampler` in place of ``run_sample``. What a comparison took and
@@ -32,10 +37,6 @@ reused is returned by :meth:`ComparisonSampler.record` for ``bisect.json``.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import os
-import subprocess
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -44,9 +45,9 @@ from typing import TYPE_CHECKING, Callable
 from .. import metrics
 from ..decide import tiers
 from ..errors import UsageError
-from ..measure import instructions
-from ..provision.target import inherited
+from ..measure import fact_keys
 from ..results.bisect_counts_file import COUNTS, CountsDocument, StoredCount, load_counts, save_counts
+from ..results.fact_key import FactKey
 from ..results.format import ResultsError
 
 if TYPE_CHECKING:
@@ -72,52 +73,10 @@ def reusable(backend: str, kind: str) -> bool:
                    if metrics.get(m).sample == kind)
 
 
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=1)
-def _valgrind_version() -> str | None:
-    try:
-        out = subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
-@functools.lru_cache(maxsize=1)
-def _ttfg_source() -> str:
-    """A digest of the running ttfg's Python files (its package and its models): the code that measures."""
-    from ttfg import models
-
-    package = Path(__file__).resolve().parents[1]
-    found = hashlib.sha256()
-    for folder in dict.fromkeys([package, Path(models.__file__).resolve().parent]):
-        for path in sorted(folder.rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            found.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return found.hexdigest()[:16]
-
-
-def measuring() -> dict:
-    """The conditions every count of this run shares: the measuring ttfg, valgrind, the machine."""
-    from ..measure import metadata
-
-    return {"ttfg": {"version": metadata.package_versions(("ttfg",))["ttfg"], "source": _ttfg_source()},
-            "valgrind": {"command": instructions.command(Path("OUT"))[:-1], "probe_env": dict(instructions.PROBE_ENV),
-                         "one_cpu": instructions.pins(),
-                         "version": _valgrind_version()},
-            "machine": {"cpu": metadata.cpu_model(), "flags": _digest(metadata.cpu_flags())}}
-
-
-def conditions(side: "Side", case: "Case", run: "RunSettings", shared: dict) -> dict:
-    """Everything besides the commit, the kind and the index that makes a count sample of ``side`` what it is."""
-    target = run.target
-    return {"case": case.to_json(), "environment": side.env.digest if side.env is not None else None,
-            "python": target.python, "isolated": target.isolated, "threads": run.threads,
-            "python_allocators": run.python_allocators, "inherited": _digest(inherited(os.environ)),
-            "pythonpath": None if target.isolated else os.environ.get("PYTHONPATH"), **shared}
+def conditions(side: "Side", case: "Case", run: "RunSettings") -> FactKey:
+    """Everything besides the commit, the kind and the index that makes a count sample of ``side`` what it is: the
+    one key of every stored fact (``measure/fact_keys.py``), for a count."""
+    return fact_keys.key(case, side.env, run, counted=True)
 
 
 def origin_label(folder: Path, out_dir: Path) -> str:
@@ -142,7 +101,7 @@ class CountStore:
         self.path, self.document = path, document
         self.by_key = {s.key: s for s in document.samples}
         self.lock = threading.Lock()
-        self._shared: dict | None = None
+        self.explained: set[tuple] = set()
 
     @classmethod
     def fresh(cls, out_dir: Path, key: dict) -> "CountStore":
@@ -174,23 +133,36 @@ class CountStore:
                              "taken again), or choose another --out-dir")
         return cls(path, document)
 
-    def shared(self) -> dict:
-        if self._shared is None:
-            self._shared = measuring()
-        return self._shared
-
     def find(self, key: tuple) -> StoredCount | None:
         with self.lock:
             return self.by_key.get(key)
 
-    def add(self, stored: StoredCount, what: dict) -> None:
+    def why_not(self, key: tuple, wanted: FactKey) -> str | None:
+        """Why a stored count of the same commit, case, kind and index is not this key's (once per pair of
+        conditions; None when there is none, or it was said): ``its files of the editable or local install autograd
+        differ``."""
+        with self.lock:
+            for stored in self.document.samples:
+                if stored.key[:5] != key[:5] or stored.conditions == wanted.digest:
+                    continue
+                seen = (stored.conditions, wanted.digest)
+                if seen in self.explained:
+                    return None
+                self.explained.add(seen)
+                then = self.document.keys.get(stored.conditions)
+                differs = then.differences(wanted) if then is not None else ["the conditions (an older file)"]
+                return ", ".join(differs)
+        return None
+
+    def add(self, stored: StoredCount, what: FactKey) -> None:
         """Keep ``stored`` (the first sample of a key stays) and save the file."""
         with self.lock:
             if stored.key in self.by_key:
                 return
             self.by_key[stored.key] = stored
             self.document.samples.append(stored)
-            self.document.conditions.setdefault(stored.conditions, what)
+            self.document.conditions.setdefault(stored.conditions, what.to_json())
+            self.document.keys.setdefault(stored.conditions, what)
             save_counts(self.path, self.document)
 
     def sampler(self, inner: "Sampler", sides: "dict[str, Side]", origin: str,
@@ -212,6 +184,7 @@ class ComparisonSampler:
         self.reused = {role: 0 for role in sides}
         self.origins: dict[str, list[str]] = {role: [] for role in sides}
         self.own: set[tuple] = set()
+        self.refused: set[str] = set()
         self.lock = threading.Lock()
 
     def __call__(self, case: "Case", kind: str, cache: str, index: int, run: "RunSettings",
@@ -220,10 +193,17 @@ class ComparisonSampler:
         if side is None or kind not in tiers.count_kinds():
             return self.inner(case, kind, cache, index, run, *cache_dir)
         key = what = None
-        if cache == "cold" and reusable(case.backend, kind):
-            what = conditions(side, case, run, self.store.shared())
-            key = (side.revision.commit, case.id, kind, cache, index, _digest(what))
+        unreusable = fact_keys.unreusable(side.env) if side.env is not None else None
+        if unreusable and kind not in self.refused:
+            self.refused.add(kind)
+            self.note(f"{kind} counts of the {side.role} side are neither reused nor kept: {unreusable}")
+        if cache == "cold" and reusable(case.backend, kind) and not unreusable:
+            what = conditions(side, case, run)
+            key = (side.revision.commit, case.id, kind, cache, index, what.digest)
             stored = self.store.find(key)
+            if stored is None and (why := self.store.why_not(key, what)):
+                self.note(f"stored counts of {side.revision.commit[:10]} ({case.id}) were taken under other "
+                          f"conditions ({why}): counted anew")
             if stored is not None and key not in self.own:
                 with self.lock:
                     self.reused[side.role] += 1
@@ -250,4 +230,4 @@ class ComparisonSampler:
                 for role in self.taken}
 
 
-__all__ = ["ComparisonSampler", "CountStore", "conditions", "measuring", "origin_label", "reusable"]
+__all__ = ["ComparisonSampler", "CountStore", "conditions", "origin_label", "reusable"]

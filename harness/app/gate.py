@@ -221,9 +221,10 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
     if plan.same_packages:
         events.warning(plan.same_packages)
     settings = request.settings
-    floor, why_no_floor, budget_warnings = _budget_check(request, events)
+    floor, why_no_floor, budget_warnings = None, "", []
     try:
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener) as sides:
+            floor, why_no_floor, budget_warnings = _budget_check(request, sides, events)
             path = measured_path(request, base_rev, head_rev, sides, events)
             cases, new, removed = _split_cases(request.cases, sides, events)
             new_cases = [_measure_new(case, sides["head"], settings, events, sampler) for case in new]
@@ -340,16 +341,17 @@ def _accept(outcome: GateOutcome, repo: Path, base: str, head: str, events: Gate
                            + (a.problem or "it matched no regression"))
 
 
-def _budget_check(request: GateRequest, events: GateEvents):
+def _budget_check(request: GateRequest, sides: dict[str, Side], events: GateEvents):
     """Before any sampling: warn when --min-effect is below what the budget can detect here.
 
-    Returns the stored calibration (or None), why there is none, and the warnings' facts (for gate.json).
+    Returns the stored calibration of the cases calibrated under both sides' keys (or None), why the others have
+    none, and the warnings' facts (for gate.json).
     """
     from ..decide import noise
     from ..present.noise_views import budget_warning_lines
 
     s = request.settings
-    floor, why_not = noise.stored()
+    floor, why_not = noise.stored(noise.keys_of(request.cases, s.run, sides))
     warnings = noise.budget_warning([c.id for c in request.cases], s.metric, s.min_effect, s.budget_s,
                                     s.max_pairs, floor, why_not, alpha=s.guard_alpha)
     for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s, s.tiers):

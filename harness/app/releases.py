@@ -119,10 +119,11 @@ def _verdict_json(verdict) -> dict:
 
 
 def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 0.0, case_id: str | None = None,
-                      store: dict | None = None) -> dict | None:
+                      margins: dict | None = None) -> dict | None:
     """One count per release compared, total and per phase, by the gate's per-case rule (``decide/count_margins``).
 
-    The case's own margin decides (calibrated, else the default for what it runs on, each entry saying which), with the
+    The case's own margin decides (``margins``: calibrated under both releases' keys, ``count_margins.for_sides``;
+    else the default for what it runs on, each entry saying which and why), with the
     gate's band: a change at the margin's edge is no count verdict (``inconclusive``: wall time decides the
     pair). ``min_effect`` stays the floor a *step* between releases needs: a change beyond the margin but
     under it is ``unchanged``, and says so (XLA's compile count moves ~1.6 % between processes of one
@@ -137,7 +138,7 @@ def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 
     from .. import engines
 
     runs_on = engines.runs_on(case_id.split("/")[1]) if case_id and case_id.count("/") >= 1 else frozenset()
-    margins = count_margins.margins_for(count_margins.load() if store is None else store, case_id or "", names, runs_on)
+    margins = {n: (margins or {}).get(n) or count_margins.default_margin(n, runs_on) for n in names}
     out = {}
     for name, b, h in [("instructions", base["instructions"], head["instructions"]),
                        *((f"instructions_{p}", (base.get("phases") or {}).get(p), (head.get("phases") or {}).get(p))
@@ -311,6 +312,9 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
         save()
 
     # 4. adjacent pairs, gated; a release that cannot run a case drops out of that case's chain
+    from ..decide import count_margins
+
+    margin_store = count_margins.load()
     broken = any(len(runs.get(c.id, [])) < len(sides) for c in request.cases)
     regression = False
     for case in request.cases:
@@ -344,7 +348,9 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
                     pair["phases"][p] = {"base": _median(bp), "head": _median(hp),
                                          "ratio": math.exp(statistics.fmean(math.log(h / x) for x, h in zip(bp, hp)))}
             pair["instructions"] = _instruction_json(counts.get((a, case.id)), counts.get((b, case.id)),
-                                                     settings.min_effect, case.id)
+                                                     settings.min_effect, case.id,
+                                                     count_margins.for_sides(case, {"base": base, "head": head},
+                                                                             settings.run, margin_store))
             counted = (pair["instructions"] or {}).get("instructions")
             if counted and counted["verdict"] in ("regressed", "improved"):
                 # As the gate's tiers decide: a count beyond its margin settles the pair before wall time.

@@ -119,7 +119,7 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
     )
     runner = Runner(cases, skipped, settings, request.out, envs=envs, project=project)
     runner.results.shard = _in_envs(request.shard, envs)
-    calibration, why_not = noise.stored()
+    calibration, why_not = noise.stored(noise.keys_of(cases, settings, envs=envs))
     runner.results.noise = calibration  # None: an in-run estimate is recorded at the end
     return Prepared(request, cases, skipped, envs, runner, len(runner.steps), why_not)
 

@@ -14,16 +14,21 @@ frequency governor, turbo, memory, swap, VM or container), each with a verdict
 
 With --calibrate it also measures A/A pairs of cold processes, states the
 smallest effect a 5- and a 10-minute gate can detect here, and stores the
-result in the user cache folder (~/.cache/ttfg/calibration.json): for a day,
-ttfg run and ttfg gate record it as their noise floor, and the gate warns
-before it starts when its --min-effect is below what its budget can detect.
+result in the cache folder ($TTFG_CACHE_DIR, else ~/.cache/ttfg:
+calibration.json), under each case's key (the case, its environment with the
+files of editable installs, the interpreter, ttfg, the machine): for a day,
+ttfg run and ttfg gate record it as their noise floor for that case alone, and
+the gate warns before it starts when its --min-effect is below what its budget
+can detect. A case under another key is "not calibrated here".
 
-With --calibrate-counts N it counts N processes of each selected case
-(instructions under callgrind, allocations under memray) and keeps each case's
-count margin (~/.cache/ttfg/count_margins.json): the gate's instructions tier
-then decides that case on its own margin, not the conservative default. The
-processes run one per CPU at once (a count does not depend on the load; each
-counted probe is pinned to a CPU of its own).
+With --calibrate-counts N (3 or more) it counts N processes of each selected
+case (instructions under callgrind, allocations under memray) and keeps each
+case's count margin under the same key (count_margins.json, beside it): the
+gate's instructions tier then decides that case on its own margin, not the
+conservative default. A stored margin outside 0.05 %-10 %, or from fewer than
+3 processes, is set aside and named, never applied. The processes run one per
+CPU at once (a count does not depend on the load; each counted probe is pinned
+to a CPU of its own).
 
 Exit 2 when something required is missing (git, or every backend) or when a
 calibration is interrupted (what it measured so far is printed), else 0."""
@@ -40,7 +45,7 @@ def add_doctor_commands(sub) -> None:
                    help="measure paired A/A cold processes (autograd or torch.eager, and jax.jit, on resnet15)")
     p.add_argument("--budget", type=options.duration("--budget"), default=Duration.parse("60s"), metavar="DURATION",
                    help="calibration wall-clock budget, such as 60, 90s, 2m (default: 60s)")
-    p.add_argument("--calibrate-counts", type=options.count(2, 100, "--calibrate-counts"), metavar="N",
+    p.add_argument("--calibrate-counts", type=options.count(3, 100, "--calibrate-counts"), metavar="N",
                    help="count N processes of each selected case (instructions, allocations) and keep each case's "
                         "count margin for the gate (twice their spread; refreshed only when it moved by more than a "
                         "third); select with --model and --backend (default: resnet15 with jax.jit)")

@@ -222,6 +222,16 @@ def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], se
     return take
 
 
+def _margins(sides: dict[str, Side], settings: GateSettings):
+    """Case -> its count margins under both sides' keys (``count_margins.for_sides``), the store read once."""
+    if tiers.INSTRUCTIONS not in settings.tiers:
+        return None
+    from . import count_margins
+
+    store = count_margins.load()
+    return lambda case: count_margins.for_sides(case, sides, settings.run, store)
+
+
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
@@ -353,7 +363,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                     repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
-                                    timed=timed)
+                                    timed=timed, margins=_margins(sides, settings))
         trails = tiers.run_tiers(cases, context)
         for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
             if st.stop is None:

@@ -5,9 +5,11 @@ where a 10-minute gate cannot see less than 8 %. Every results file of ``ttfg ru
 and ``ttfg gate`` therefore records a :class:`~ttfg.results.model.NoiseFloor` in
 ``environment.noise``, from the best evidence at hand:
 
-* ``calibration``: the A/A pairs of the last ``ttfg doctor --calibrate`` on this
-  machine (stored in the user cache folder, ``calibration.json``), when it is at most
-  :data:`MAX_AGE_S` old and was measured on the same host, CPU model and core count;
+* ``calibration``: the A/A pairs of ``ttfg doctor --calibrate`` of the case (stored in
+  the cache folder, ``$TTFG_CACHE_DIR`` or the platform's, ``calibration.json``), when it
+  is at most :data:`MAX_AGE_S` old and was stored under the case's own key
+  (``results/fact_key.py``: the case, its environment with the files of editable
+  installs, the interpreter, ttfg, the probe's settings, the host, CPU model and count);
 * ``in-run``: otherwise an estimate from the run's own samples. A gate's base/head
   pairs give the paired log-ratio SD directly (a true change shifts the ratios, it
   does not widen them). ``ttfg run`` has no pairs: ``sqrt(2)`` times the SD of a
@@ -24,25 +26,31 @@ calibration of a few pairs (whose SD may be far too low by chance) cannot quiet 
 The stored calibration is a side file, read as one (``stored``): strict and bounded
 JSON (a deeply nested file blocked every run; a 100 MB note was copied into every
 results file), every field checked, and any problem makes it unusable with a note,
-never an error. A new calibration replaces a usable stored one only when it is no
-worse (:func:`why_keep_stored`): an interrupted ``ttfg doctor --calibrate`` of two pairs
-replaced a good one, and the gate's budget warning went quiet for a day.
+never an error. It holds one floor per key: a gate of ``mylab.autograd`` said "a 10-minute
+gate sees >= 17 % on hklab.jax", another user's calibration of another library, because a
+case without an entry borrowed one of the same backend or the noisiest of the file. A case
+now uses its own key's entry or none, and the note says "not calibrated here" and why.
+A new calibration replaces a usable stored one of its key only when it is no worse
+(:func:`save`): an interrupted ``ttfg doctor --calibrate`` of two pairs replaced a good
+one, and the gate's budget warning went quiet for a day.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
 import statistics
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import stats
-from ..files import atomic_write_text
 from ..results.format import now_iso
 from ..results.model import NoiseEntry, NoiseFloor, Results
+
+if TYPE_CHECKING:
+    from ..results.fact_key import FactKey
 
 #: Gate budgets a floor states the detectable effect for (seconds): 5 and 10 minutes.
 GATE_BUDGETS_S = (300.0, 600.0)
@@ -182,16 +190,90 @@ def in_gate(base: Results, head: Results, metric: str, max_pairs: int = MAX_PAIR
 
 # --------------------------------------------------------------------------- the stored calibration
 
+FORMAT = "ttfg-calibration"
+
 
 def store_path() -> Path:
-    """Where the doctor keeps its last calibration: the user cache folder (``$XDG_CACHE_HOME/ttfg``)."""
-    import platformdirs
+    """Where the doctor keeps its calibrations: the cache folder (``$TTFG_CACHE_DIR``, else the platform's)."""
+    from ..provision import cache
 
-    return Path(platformdirs.user_cache_dir("ttfg")) / STORE_NAME
+    return cache.root() / STORE_NAME
 
 
-def save(floor: NoiseFloor, path: Path | None = None) -> Path:
-    return atomic_write_text(path or store_path(), json.dumps(floor.to_json(), indent=1, allow_nan=False) + "\n")
+def _read_floor(raw, where: str) -> NoiseFloor:
+    """One key's stored floor, every field checked (``results.validate.noise_from_json``); ValueError naming it."""
+    from ..results.format import ResultsError
+    from ..results.validate import noise_from_json
+
+    try:
+        floor = noise_from_json(raw, where)
+    except ResultsError as exc:
+        raise ValueError(str(exc)) from None
+    if floor is None or floor.source != "calibration":
+        raise ValueError(f"{where}: holds no calibration")
+    if len(floor.note) > STORE_MAX_NOTE:
+        raise ValueError(f"{where}: noise.note: {len(floor.note):,} characters, more than a calibration's note")
+    if _parse_time(floor.measured_at) is None:
+        raise ValueError(f"{where}: noise.measured_at: {floor.measured_at!r} is no date")
+    return floor
+
+
+def load(path: Path | None = None):
+    """The stored calibrations, every entry checked (``results/fact_store.py``)."""
+    from ..results import fact_store
+
+    return fact_store.read(path or store_path(), FORMAT, _read_floor, STORE_MAX_BYTES)
+
+
+def _of_case(floor: NoiseFloor, case_id: str) -> NoiseFloor:
+    """``floor`` with the entries of one case."""
+    from dataclasses import replace
+
+    return replace(floor, entries=[e for e in floor.entries if e.case == case_id])
+
+
+def _age(floor: NoiseFloor, now: datetime) -> float:
+    return (now - _parse_time(floor.measured_at)).total_seconds()
+
+
+def save(floor: NoiseFloor, keys: "dict[str, FactKey]", path: Path | None = None,
+         interrupted: bool = False) -> tuple[Path, list[str]]:
+    """Store ``floor`` case by case, each under its key (``keys``: case id -> key), keeping every other key's entry.
+
+    A usable stored entry (of the key, at most :data:`MAX_AGE_S` old) stays when the new one was ``interrupted``
+    or rests on fewer pairs: a calibration is only replaced by one at least as good. Returns the path and, per
+    case kept, why.
+    """
+    from ..results import fact_store
+
+    path = path or store_path()
+    kept: list[str] = []
+    now = datetime.now(timezone.utc)
+
+    def change(store) -> dict:
+        out = {}
+        for case_id, key in keys.items():
+            new = _of_case(floor, case_id)
+            if not new.entries:
+                continue
+            old = store.get(key)
+            if old is not None and 0 <= _age(old, now) <= MAX_AGE_S and any(
+                    e.log_ratio_sd is not None for e in old.entries):
+                age = describe_age(_age(old, now))
+                if interrupted:
+                    kept.append(f"{case_id}: an interrupted calibration is not stored over the usable one from "
+                                f"{age} ago")
+                    continue
+                if pairs_of(new) < pairs_of(old):
+                    kept.append(f"{case_id}: this calibration rests on {pairs_of(new)} pair(s), the stored one from "
+                                f"{age} ago on {pairs_of(old)}; it stays (calibrate with a budget at least as long to "
+                                "replace it)")
+                    continue
+            out[key.digest] = (key, new)
+        return out
+
+    fact_store.update(path, FORMAT, _read_floor, lambda f: f.to_json(), change, STORE_MAX_BYTES)
+    return path, kept
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -202,40 +284,75 @@ def _parse_time(text: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-def stored(machine: dict | None = None, now: datetime | None = None, path: Path | None = None,
+def stored(keys: "dict[str, list[FactKey]]", now: datetime | None = None, path: Path | None = None,
            max_age_s: float = MAX_AGE_S) -> tuple[NoiseFloor | None, str]:
-    """The stored calibration if it is usable here, with ``age_s`` set; else None and why not."""
-    from ..results.format import ResultsError
-    from ..results.validate import noise_from_json
+    """The stored calibration of the cases that have one here, with ``age_s`` set; else None; and why the others
+    (or all) have none.
 
-    from ..results import jsonfile
+    ``keys``: case id -> the keys it is measured under (a gate's two sides; a calibration of one environment applies
+    only when both sides run in it). A case's floor is its key's entry, at most ``max_age_s`` old, or nothing.
+    """
+    from ..results.fact_key import not_here
 
-    path = path or store_path()
-    if not path.exists():
-        return None, "no stored calibration (run `ttfg doctor --calibrate`)"
-    try:
-        floor = noise_from_json(jsonfile.read(path, ResultsError, STORE_MAX_BYTES), path)
-        if floor is not None and len(floor.note) > STORE_MAX_NOTE:
-            raise ResultsError(f"{path}: noise.note: {len(floor.note):,} characters, more than a calibration's note")
-    except ResultsError as exc:
-        return None, f"stored calibration {path} unreadable ({str(exc)[:160]})"
-    if floor is None or floor.source != "calibration":
-        return None, f"{path} holds no calibration"
-    machine = machine or machine_facts()
-    differs = [k for k in ("hostname", "cpu", "cpu_count") if floor.machine.get(k) != machine.get(k)]
-    if differs:
-        return None, f"stored calibration is of another machine ({', '.join(differs)} differ)"
-    when = _parse_time(floor.measured_at)
+    store = load(path)
+    if store.problem:
+        return None, f"stored calibration unusable ({store.problem[:240]})"
+    if not store.entries:
+        found = "; ".join(store.set_aside)[:400]
+        return None, (f"stored calibration set aside ({found})" if found
+                      else "no stored calibration (run `ttfg doctor --calibrate`)")
     now = now or datetime.now(timezone.utc)
-    if when is None:
-        return None, "stored calibration has no readable date"
-    age = (now - when).total_seconds()
-    if age > max_age_s or age < -60:
-        return None, f"stored calibration is {describe_age(age)} old (used up to {describe_age(max_age_s)})"
-    floor.age_s = max(age, 0.0)
-    if not any(e.log_ratio_sd is not None for e in floor.entries):
-        return None, "stored calibration has no SD (too few pairs)"
-    return floor, ""
+    floors, why = [], []
+    for case_id, case_keys in keys.items():
+        unique = list({k.digest: k for k in case_keys}.values())
+        if len(unique) != 1:
+            why.append(f"{case_id}: not calibrated here: its sides run in different environments, and an A/A "
+                       "calibration holds for one")
+            continue
+        floor = store.get(unique[0])
+        if floor is None:
+            why.append(f"{case_id}: {not_here(unique[0], store.keys(), 'calibration', 'ttfg doctor --calibrate')}")
+            continue
+        age = _age(floor, now)
+        if age > max_age_s or age < -60:
+            why.append(f"{case_id}: its stored calibration is {describe_age(age)} old (used up to "
+                       f"{describe_age(max_age_s)})")
+            continue
+        if not any(e.log_ratio_sd is not None for e in floor.entries):
+            why.append(f"{case_id}: its stored calibration has no SD (too few pairs)")
+            continue
+        floors.append((age, floor))
+    if store.set_aside:
+        why.append("set aside: " + "; ".join(store.set_aside)[:400])
+    if not floors:
+        return None, "; ".join(why)
+    from dataclasses import replace
+
+    oldest_age, first = max(floors, key=lambda f: f[0])
+    merged = replace(first, entries=[e for _, f in floors for e in f.entries], age_s=max(oldest_age, 0.0),
+                     measured_at=min((f for _, f in floors), key=lambda f: _parse_time(f.measured_at)).measured_at,
+                     note="; ".join(filter(None, [first.note, *why])))
+    return merged, "; ".join(why)
+
+
+def keys_of(cases, run, sides=None, envs=None) -> "dict[str, list[FactKey]]":
+    """Each case's keys for a fact about wall time (``measure/fact_keys.py``): under each side of a gate
+    (``sides``: ``{role: Side}``), else in the environment its id names (``envs[case.env]``; none: this
+    interpreter) with ``run``'s settings."""
+    from dataclasses import replace
+
+    from ..measure import fact_keys
+    from ..provision.target import ProbeTarget
+
+    if sides is not None:
+        return {c.id: [fact_keys.key(c, s.env, s.run_settings(run), counted=False) for s in sides.values()]
+                for c in cases}
+    out = {}
+    for c in cases:
+        env = (envs or {}).get(c.env) if c.env else None
+        out[c.id] = [fact_keys.key(c, env, replace(run, target=ProbeTarget.of(env)) if env is not None else run,
+                                   counted=False)]
+    return out
 
 
 def pairs_of(floor: NoiseFloor) -> int:
@@ -244,25 +361,6 @@ def pairs_of(floor: NoiseFloor) -> int:
     for e in floor.entries:
         by_case[e.case] = max(by_case.get(e.case, 0), e.n)
     return sum(by_case.values())
-
-
-def why_keep_stored(new: NoiseFloor, interrupted: bool, path: Path | None = None) -> str | None:
-    """Why a usable stored calibration must stay instead of ``new``, or None to store ``new``.
-
-    It stays when ``new`` was interrupted, or rests on fewer pairs: a calibration is only
-    replaced by one at least as good. An unusable stored one (none, unreadable, of
-    another machine, too old) is always replaced.
-    """
-    old, _ = stored(path=path)
-    if old is None:
-        return None
-    age = describe_age(old.age_s)
-    if interrupted:
-        return f"an interrupted calibration is not stored over the usable one from {age} ago"
-    if pairs_of(new) < pairs_of(old):
-        return (f"this calibration rests on {pairs_of(new)} pair(s), the stored one from {age} ago on "
-                f"{pairs_of(old)}; it stays (calibrate with a budget at least as long to replace it)")
-    return None
 
 
 def describe_age(seconds: float | None) -> str:
@@ -279,16 +377,12 @@ def describe_age(seconds: float | None) -> str:
 
 
 def entry_for(floor: NoiseFloor | None, case_id: str, metric: str) -> NoiseEntry | None:
-    """The floor's entry for this case and metric; else, of the same backend; else the noisiest of the metric."""
+    """The floor's entry for this case and metric, or None: another case's entry never stands in for it (a gate of
+    ``mylab.autograd`` quoted another user's calibration of ``hklab.jax``)."""
     if floor is None:
         return None
-    usable = [e for e in floor.entries if e.metric == metric and e.log_ratio_sd is not None]
-    backend = case_id.split("/")[1] if case_id.count("/") >= 1 else None
-    for match in (lambda e: e.case == case_id, lambda e: e.case.split("/")[1:2] == [backend]):
-        found = [e for e in usable if match(e)]
-        if found:
-            return found[0]
-    return max(usable, key=lambda e: e.log_ratio_sd, default=None)
+    return next((e for e in floor.entries if e.case == case_id and e.metric == metric
+                 and e.log_ratio_sd is not None), None)
 
 
 def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: float, max_pairs: int,
@@ -318,10 +412,10 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
                       else "in-run estimate")
             if entry.sd_high is not None:
                 source += f", the upper end of the 95 % interval of SD {entry.log_ratio_sd:.3f} from {entry.n} pairs"
-            if entry.case != case:
-                source += f" on {entry.case}, standing in for this case"
         else:
-            sd, source = DEFAULT_SD, f"default SD: {DEFAULT_SD_SOURCE}" + (f"; {why_no_floor}" if why_no_floor else "")
+            mine = [w for w in why_no_floor.split("; ") if w.startswith(f"{case}: ")] if why_no_floor else []
+            why = mine[0].removeprefix(f"{case}: ") if mine else why_no_floor
+            sd, source = DEFAULT_SD, f"default SD: {DEFAULT_SD_SOURCE}" + (f"; {why}" if why else "")
         pairs = min(int(budget_s // per_round), max_pairs) if per_round else max_pairs
         effect = stats.min_detectable_effect(sd, pairs, alpha, POWER) if pairs >= 2 else None
         if effect is not None and effect <= min_effect:
@@ -333,6 +427,6 @@ def budget_warning(cases: list[str], metric: str, min_effect: float, budget_s: f
     return out
 
 
-__all__ = ["ALPHA", "DEFAULT_SD", "GATE_BUDGETS_S", "MAX_AGE_S", "POWER", "budget_warning", "describe_age",
-           "entry_for", "from_calibration", "in_gate", "in_run", "machine_facts", "pairs_needed", "pairs_of", "reach",
-           "save", "store_path", "stored", "why_keep_stored"]
+__all__ = ["ALPHA", "DEFAULT_SD", "FORMAT", "GATE_BUDGETS_S", "MAX_AGE_S", "POWER", "budget_warning", "describe_age",
+           "entry_for", "from_calibration", "in_gate", "in_run", "keys_of", "load", "machine_facts", "pairs_needed", "pairs_of",
+           "reach", "save", "store_path", "stored"]

@@ -162,19 +162,17 @@ class InstructionsTier:
 
     def run(self, cases: "list[Case]", trails: "dict[str, CaseTrail]",
             ctx: TierContext) -> "Iterator[tuple[Case, TierStep]]":
-        from . import count_margins
         from ..measure import instructions as counting
 
         usable, why = counting.availability()
         if not usable:
             ctx.note(f"instructions tier: {why}")
         kinds = [k for k in count_kinds() if usable or k != "instructions"]
-        store = count_margins.load()
         with ThreadPoolExecutor(max_workers=2) as pool:
             try:
                 for case in cases:
                     if not trails[case.id].settled:
-                        yield case, _count_case(case, kinds, pool, ctx, None if usable else why, store)
+                        yield case, _count_case(case, kinds, pool, ctx, None if usable else why)
             except BaseException:  # Ctrl-C: end the probes in flight, or leaving the pool waits for them
                 from ..measure.runner import stop_running_probes
 
@@ -183,7 +181,7 @@ class InstructionsTier:
 
 
 def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: TierContext,
-                unavailable: str | None, store) -> TierStep:
+                unavailable: str | None) -> TierStep:
     """One case's counts: base and head of each kind and round at the same time; a count that lands at its margin's
     edge gets up to ``ctx.recount`` more rounds, one at a time, then goes to the time tier."""
     from .. import engines
@@ -191,7 +189,9 @@ def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: T
 
     facts = engines.facts(case.backend)
     got: dict[str, dict[str, list]] = {"base": {}, "head": {}}
-    margins = count_margins.margins_for(store, case.id, tier_metrics(INSTRUCTIONS), facts.runs_on)
+    margins = ctx.margins(case) if ctx.margins is not None else {
+        m: count_margins.default_margin(m, facts.runs_on, "the sides' conditions are unknown")
+        for m in tier_metrics(INSTRUCTIONS)}
 
     def rounds(first: int, last: int) -> None:
         for kind in kinds:

@@ -24,6 +24,7 @@ from ..results.gate_outcome import TierStep
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
+    from .count_margins import Margin
     from ..results.model import Sample
     from .stats import Verdict
 
@@ -131,6 +132,9 @@ class TierContext:
     note: Callable[[str], None] = lambda text: None
     #: The gate's sequential tests on timing pairs (``gate_loop``); None: no time tier can run here.
     timed: TimeLoop | None = None
+    #: Case -> its count margins under both sides' keys (``count_margins.for_sides``); None: every case takes the
+    #: default, saying the sides' conditions are unknown.
+    margins: "Callable[[Case], dict[str, Margin]] | None" = None
 
 
 class Tier(Protocol):

@@ -211,7 +211,7 @@ def plan_environments(repo: Path, base: Revision, head: Revision, base_env: str 
                         "head": environments.parse(head_env, "--head-env") if head_env else current}, [])
     if mode not in ENV_MODES:
         raise UsageError(f"--envs {mode!r}: choose one of {', '.join(ENV_MODES)}")
-    changed = changed_declarations(repo, base.commit, head.commit) if base.commit != head.commit else []
+    changed = changed_declarations(repo, base.commit, head.commit, project_dir) if base.commit != head.commit else []
     if mode == "current" or (mode == "auto" and not changed):
         unmeasured = (f"the dependency change ({', '.join(changed)}) was not measured: both sides ran in this "
                       "interpreter (--envs current)") if changed else None

@@ -48,10 +48,13 @@ def includes(folder: Path, root: Path) -> list[str]:
 
 
 def watched_paths(root: Path, folder: Path, package_dir: Path | None) -> list[str]:
-    """The pull-request workflow's ``paths:``: the project's code, every dependency declaration, ttfg's files.
+    """The pull-request workflow's ``paths:``: the project's code, every dependency declaration (the files a
+    ``pyproject.toml`` reads dynamic dependencies from included: a pin bumped in ``deps.in`` is a dependency
+    change), ttfg's files.
 
-    Empty (no filter: every pull request is gated) when the code's folder cannot be told: a
-    filter that missed the code would let a pull request that changes it pass ungated.
+    Empty (no filter: every pull request is gated) when the code's folder cannot be told, or when a build hook
+    computes the dependencies from files no table names: a filter that missed the code or a declaration would
+    let a pull request that changes it pass ungated.
     """
     rel = folder.resolve().relative_to(root.resolve()).as_posix()
     prefix = "" if rel == "." else rel + "/"
@@ -62,8 +65,23 @@ def watched_paths(root: Path, folder: Path, package_dir: Path | None) -> list[st
         paths.append(f"{package_dir.resolve().relative_to(root.resolve()).as_posix()}/**")
     paths += list(DECLARATION_PATTERNS)  # the files the gate resolves again when one changes
     paths += [p for p in includes(folder, root) if not (prefix and p.startswith(prefix))]
+    dynamic = _dynamic(folder)
+    if dynamic is None:  # a build hook computes the dependencies from files no table names: gate every change
+        return []
+    if not prefix:  # under a project folder, its ``**`` holds them already
+        paths += dynamic
     paths += ["ttfg.toml", ".github/workflows/ttfg-perf-gate.yml"]
     return list(dict.fromkeys(paths))
+
+
+def _dynamic(folder: Path) -> list[str] | None:
+    """The files ``pyproject.toml`` reads dynamic dependencies from (``dependencies.dynamic_files``)."""
+    from ..provision.dependencies import dynamic_files
+
+    try:
+        return dynamic_files((folder / "pyproject.toml").read_text(errors="replace"))
+    except OSError:
+        return []
 
 
 def declared_names(folder: Path) -> set[str]:

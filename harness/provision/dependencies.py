@@ -20,7 +20,17 @@ folder; a conflict between them is the revision's problem and is refused, quotin
   a pull request's environment is what ``pip install .`` gives);
 - ``constraints.txt``: ttfg's convention is that it pins everything the project runs
   with, so its lines are requirements too (ranges kept);
-- ``uv.lock`` (through ``uv export --frozen``), in place of the above when present.
+- ``uv.lock`` (through ``uv export --locked``), in place of the above when present. A lock that
+  no longer matches its ``pyproject.toml`` (what ``uv lock --check`` fails on: a pin bumped
+  without relocking) is refused, naming both files: read with ``--frozen`` it was taken as the
+  truth, and a head that bumped autograd 1.9.1 -> 1.8.0 was "measured once", exit 0;
+- dependencies a build backend computes (``[project] dynamic = ["dependencies"]``, from
+  ``[tool.setuptools.dynamic] dependencies = {file = [...]}``, hatch-requirements-txt's
+  ``[tool.hatch.metadata.hooks.requirements_txt] files``, a PDM or setuptools build hook): uv
+  asks the backend for the metadata (PEP 517 ``prepare_metadata_for_build_wheel``), so what is
+  resolved is what ``pip install .`` installs; the files a table names count as declarations
+  (:func:`dynamic_files`), and when none is named every changed file of the project may feed the
+  backend, so both sides are resolved (a pin bumped in ``deps.in`` was gated in one interpreter).
 
 ``poetry.lock``, ``Pipfile.lock`` and ``pylock.toml`` are compared, not read: when one
 of them changes the gate refuses to guess and says how to choose environments by hand.
@@ -33,6 +43,8 @@ different resolutions are built and measured as two environments.
 from __future__ import annotations
 
 import fnmatch
+import re
+import subprocess
 import tarfile
 import tempfile
 import tomllib
@@ -88,12 +100,77 @@ def is_declaration(path: str) -> bool:
                for p in DECLARATION_PATTERNS)
 
 
-def changed_declarations(repo: Path, base: str, head: str) -> list[str]:
-    """The files of the repository that can declare dependencies and differ between two commits."""
+def dynamic_files(pyproject: str) -> list[str] | None:
+    """The files a ``pyproject.toml`` (its text) reads its dynamic dependencies from, relative to its folder:
+    ``[]`` when its dependencies are not dynamic, None when they are but no table ttfg knows names the files (a
+    build hook computes them: any file may feed it).
+
+    Known tables: setuptools' ``[tool.setuptools.dynamic]`` (``dependencies`` and each
+    ``optional-dependencies`` group, ``{file = ...}``) and hatch-requirements-txt's
+    ``[tool.hatch.metadata.hooks.requirements_txt]`` (``files`` and ``optional-dependencies``).
+    """
+    try:
+        data = tomllib.loads(pyproject)
+    except tomllib.TOMLDecodeError:
+        return []  # uv says what is wrong with it
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    dynamic = project.get("dynamic") if isinstance(project.get("dynamic"), list) else []
+    if not {"dependencies", "optional-dependencies"} & set(dynamic):
+        return []
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+
+    def files(value) -> list[str]:
+        if isinstance(value, dict):
+            value = value.get("file")
+        value = [value] if isinstance(value, str) else value
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+    found: list[str] = []
+    setuptools = ((tool.get("setuptools") or {}).get("dynamic") or {}) if isinstance(tool.get("setuptools"), dict) else {}
+    hatch = (((tool.get("hatch") or {}).get("metadata") or {}).get("hooks") or {}).get("requirements_txt") or {} \
+        if isinstance(tool.get("hatch"), dict) else {}
+    for table, key in ((setuptools, "dependencies"), (hatch, "files")):
+        if isinstance(table, dict):
+            found += files(table.get(key))
+            groups = table.get("optional-dependencies")
+            for group in (groups.values() if isinstance(groups, dict) else ()):
+                found += files(group)
+    return sorted(set(found)) or None
+
+
+def _dynamic_at(repo: Path, commit: str, project_dir: str) -> list[str] | None:
+    """:func:`dynamic_files` of ``commit``'s ``pyproject.toml``, as paths of the repository."""
+    path = (PurePosixPath(project_dir) / "pyproject.toml").as_posix() if project_dir else "pyproject.toml"
+    from .worktrees import git
+
+    out = git(repo, "show", f"{commit}:{path}", check=False, timeout=60)
+    if out.returncode != 0:
+        return []
+    found = dynamic_files(out.stdout)
+    if found is None:
+        return None
+    return [(PurePosixPath(project_dir) / f).as_posix() if project_dir else PurePosixPath(f).as_posix()
+            for f in found]
+
+
+def changed_declarations(repo: Path, base: str, head: str, project_dir: str = "") -> list[str]:
+    """The files of the repository that can declare dependencies and differ between two commits: the usual ones
+    (:data:`DECLARATION_PATTERNS`), the files the project's ``pyproject.toml`` reads dynamic dependencies from at
+    either commit, and, when a build hook computes them from files no table names, every changed file of the
+    project."""
     from .worktrees import git
 
     out = git(repo, "diff", "--name-only", "--no-renames", base, head)
-    return sorted(p for p in out.stdout.splitlines() if p and is_declaration(p))
+    changed = [p for p in out.stdout.splitlines() if p]
+    dynamic: set[str] = set()
+    for commit in (base, head):
+        found = _dynamic_at(repo, commit, project_dir)
+        if found is None:  # any file may feed the backend's hook
+            prefix = f"{project_dir.strip('/')}/" if project_dir else ""
+            dynamic.update(p for p in changed if p.startswith(prefix))
+        else:
+            dynamic.update(found)
+    return sorted(p for p in changed if is_declaration(p) or p in dynamic)
 
 
 def resolve_at(repo: Path, commit: str, project_dir: str = "", python: str | None = None) -> Resolution:
@@ -133,17 +210,27 @@ def resolve(folder: Path, python: str | None = None, what: str = "the declaratio
 
     python = python or sys.executable
     if (folder / "uv.lock").is_file() and (folder / "pyproject.toml").is_file():
-        out = run_uv(["export", "--frozen", "--no-hashes", "--no-header", "--no-annotate", "--no-emit-project",
+        # --locked: what `uv lock --check` checks, then the export; a lock that no longer matches its pyproject.toml
+        # is refused, never read as the truth (--frozen did).
+        out = run_uv(["export", "--locked", "--no-hashes", "--no-header", "--no-annotate", "--no-emit-project",
                    "--format", "requirements-txt", "--directory", str(folder)], what, RESOLVE_TIMEOUT_S)
         if out.returncode != 0:
-            raise DeclarationError(f"{what}: uv cannot read uv.lock:\n{resolver_message(out.stderr)}")
-        return Resolution(_requirement_lines(out.stdout, folder), ("uv.lock",))
+            message = resolver_message(out.stderr)
+            if re.search(r"lockfile at .*needs to be updated", out.stderr):
+                raise DeclarationError(f"{what}: uv.lock does not match pyproject.toml (`uv lock --check` fails: the "
+                                       f"lock was not updated after pyproject.toml changed); run `uv lock` and commit "
+                                       f"uv.lock:\n{message}")
+            raise DeclarationError(f"{what}: uv cannot read uv.lock:\n{message}")
+        return Resolution(_requirement_lines(out.stdout, folder), ("uv.lock", "pyproject.toml"))
     inputs = [name for name in ("constraints.txt", "requirements.txt") if (folder / name).is_file()]
+    read = list(inputs)
     if _has_dependencies(folder / "pyproject.toml"):
         inputs.append("pyproject.toml")
+        dynamic = dynamic_files((folder / "pyproject.toml").read_text(errors="replace"))
+        read += ["pyproject.toml"] + (dynamic if dynamic is not None else ["its build backend's metadata"])
     if not inputs:
         return Resolution()
-    return Resolution(_compile(inputs, folder, python, f"{what} ({' + '.join(inputs)})"), tuple(inputs))
+    return Resolution(_compile(inputs, folder, python, f"{what} ({' + '.join(read)})"), tuple(read))
 
 
 def _compile(inputs: list[str], folder: Path, python: str, what: str) -> tuple[str, ...]:
@@ -213,5 +300,5 @@ def unreadable(files: list[str]) -> list[str]:
     return [f for f in files if PurePosixPath(f).name in UNREADABLE]
 
 
-__all__ = ["DECLARATION_PATTERNS", "DeclarationError", "Resolution", "changed_declarations", "is_declaration",
-           "resolve", "resolve_at", "resolve_file", "unreadable"]
+__all__ = ["DECLARATION_PATTERNS", "DeclarationError", "Resolution", "changed_declarations", "dynamic_files",
+           "is_declaration", "resolve", "resolve_at", "resolve_file", "unreadable"]

@@ -189,23 +189,24 @@ def _requirement_name(line: str) -> str:
     return normalised(Requirement(line).name)
 
 
-def _installed(python: str) -> tuple[dict[str, str], str]:
-    """``({distribution: version}, "3.11.7")`` of an interpreter, asked of the interpreter itself."""
-    code = ("import importlib.metadata as m, json, platform; "
-            "print(json.dumps([{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}, "
-            "platform.python_version()]))")
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
+def _installed(python: str) -> tuple[dict[str, str], str, dict[str, dict]]:
+    """``({distribution: version}, "3.11.7", {distribution: editable or local install})`` of an interpreter, asked
+    of the interpreter itself; each editable or local install's files digested (``local_installs.py``)."""
+    from .local_installs import CHILD, digested
+
+    out = subprocess.run([python, "-c", CHILD], capture_output=True, text=True, timeout=120,
                          env=ProbeTarget(python, isolated=True).asking_environ())
     if out.returncode != 0:
         raise EnvError(f"{python} cannot list its packages: {out.stderr.strip()[-500:]}")
-    packages, version = json.loads(out.stdout.strip().splitlines()[-1])
-    return {normalised(k): v for k, v in packages.items()}, version
+    packages, version, local = json.loads(out.stdout.strip().splitlines()[-1])
+    return ({normalised(k): v for k, v in packages.items()}, version,
+            {normalised(k): v for k, v in digested(local).items()})
 
 
 def current(python: str = sys.executable) -> Environment:
     """This interpreter, as it is: nothing is built."""
-    packages, version = _installed(python)
-    return Environment(CURRENT, python, packages, version, origin="this interpreter")
+    packages, version, local = _installed(python)
+    return Environment(CURRENT, python, packages, version, origin="this interpreter", local=local)
 
 
 def check_distinct(envs: "dict[str, Environment]", what: str = "--env") -> None:
@@ -311,7 +312,7 @@ def _build_into(folder: Path, request: Request, lock: list[str], what: str) -> N
         if check.returncode != 0:
             raise EnvError(f"{what} builds but cannot import {', '.join(modules)}: "
                                     f"{check.stderr.strip().splitlines()[-1] if check.stderr.strip() else 'no message'}")
-    packages, version = _installed(python)
+    packages, version, _ = _installed(python)
     missing = _missing(list(request.requirements or ()), packages)
     if missing:
         raise EnvError(f"{what} builds but lacks {', '.join(missing)}: the resolved lock did not install "
@@ -355,9 +356,12 @@ def build(request: Request, on_note=None) -> Environment:
             raise EnvError(f"{what}: the environment built in {entry.path} is broken: {problem}")
     cache.hold(entry.path)  # ttfg env prune in another process leaves it alone while this one measures
     _remember_name(entry.path, info, request.name)
-    return Environment(request.name, str(entry.path / "venv" / "bin" / "python"), info["packages"],
-                       info["interpreter"], key, entry.path, tuple(request.requirements or ()), request.origin,
-                       entry.cached, time.monotonic() - started)
+    python = str(entry.path / "venv" / "bin" / "python")
+    # A lock line from a folder or a file (``name @ file:///...``) is a local install: its bytes are read each time.
+    local = _installed(python)[2] if any("file:" in line for line in lock) else {}
+    return Environment(request.name, python, info["packages"], info["interpreter"], key, entry.path,
+                       tuple(request.requirements or ()), request.origin, entry.cached, time.monotonic() - started,
+                       local=local)
 
 
 def _lock_versions(lines: list[str]) -> dict[str, str]:

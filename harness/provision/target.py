@@ -66,6 +66,9 @@ class Environment:
     cached: bool = True
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: Editable and local installs, ``{distribution: {url, editable, tree}}``: ``tree`` digests their files, read
+    #: when the environment was opened (``local_installs.py``), so the identity follows their bytes.
+    local: dict[str, dict] = field(default_factory=dict)
 
     @property
     def current(self) -> bool:
@@ -80,13 +83,17 @@ class Environment:
 
     def to_json(self) -> dict:
         """What a results file records (``environment.env``): name, interpreter, key, versions."""
-        return {"name": self.name, "python": self.python, "interpreter": self.interpreter, "key": self.key,
+        data = {"name": self.name, "python": self.python, "interpreter": self.interpreter, "key": self.key,
                 "requested": None if self.requested is None else list(self.requested), "origin": self.origin,
                 "versions": self.recorded(), "packages": dict(sorted(self.packages.items()))}
+        if self.local:
+            data["local"] = {name: dict(entry) for name, entry in sorted(self.local.items())}
+        return data
 
     @property
     def digest(self) -> str:
-        """The environment's identity: its interpreter and exact packages (``results.identity.digest``)."""
+        """The environment's identity: its interpreter, exact packages and the files of its editable and local
+        installs (``results.identity.digest``)."""
         from ..results.identity import digest
 
         return digest(self.to_json())

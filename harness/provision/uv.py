@@ -65,13 +65,51 @@ def run_uv(args: list[str], what: str, timeout: float, cwd: Path | None = None) 
         raise EnvError(f"{what}: uv took over {timeout:.0f} s") from None
 
 
+#: uv's words when a request did not get an answer (it names the URL it asked).
+NO_ANSWER = re.compile(r"dns error|failed to lookup|Connection refused|error sending request|tcp connect|timed out|"
+                       r"Failed to fetch", re.I)
+URL = re.compile(r"https?://[^\s`'\")]+")
+#: How long a host is given to accept a connection before it is said not to answer.
+ANSWER_TIMEOUT_S = 5.0
+
+
+def answers(url: str, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+    """Whether the host of ``url`` accepts a TCP connection (its name resolves, its port is open)."""
+    import socket
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    if not parsed.hostname:
+        return False
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        with socket.create_connection((parsed.hostname, port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def resolver_message(text: str) -> str:
+    """uv's own error, quoted first, then what ttfg found out about it.
+
+    Why this order, and why ask the host: every network error used to be blamed on the registry
+    ("no network (the package registry cannot be reached): ..."), a 404 from an index that exists
+    included, before uv's words. Now the registry is said to be unreachable only when the host uv
+    names does not accept a connection; a host that answers is said to answer, so that uv's message
+    (a 404, a missing version) is read as the cause.
+    """
     text = "\n".join(line for line in text.strip().splitlines() if line.strip())
+    hint = ""
     if re.search(r"git (clone|fetch|checkout)|Git operation failed|git\+|\.git\b", text, re.I):
-        text = "a git requirement cannot be fetched (its repository, not the package registry): " + text
-    elif re.search(r"dns error|failed to lookup|Connection refused|network|timed out|Failed to fetch", text, re.I):
-        text = "no network (the package registry cannot be reached): " + text
-    return text[-LOG_TAIL_CHARS:]
+        hint = "(a git requirement cannot be fetched: its repository, not the package registry)"
+    elif NO_ANSWER.search(text) and (found := URL.search(text)):
+        url = found.group(0).rstrip(".,:;")
+        host = url.split("/")[2]
+        hint = (f"({host} answers: what uv says above is the cause)" if answers(url) else
+                f"({host} does not answer: the package registry cannot be reached)")
+    room = LOG_TAIL_CHARS - len(hint) - 5
+    quoted = text if len(text) <= room else text[:room] + " ..."
+    return quoted + (f"\n{hint}" if hint else "")
 
 
-__all__ = ["EnvError", "find_links", "resolver_message", "run_uv"]
+__all__ = ["EnvError", "answers", "find_links", "resolver_message", "run_uv"]

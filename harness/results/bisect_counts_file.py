@@ -9,31 +9,34 @@ exit 2), never half-trusted, because a sample read wrongly would decide a step.
 
 An entry is one sample and the key it may be reused under: the commit, the case id, the
 sample kind, the cache mode, the sample's index within its side, and ``conditions``, the
-digest of everything else that makes two samples of one commit not exchangeable (the
-case's full description, the environment's digest, the probe's settings, the measuring
-ttfg's source, valgrind's options and version, the machine). ``conditions`` also maps
-each digest to what it was computed from, so a reader can see why two entries differ.
+digest of everything else that makes two samples of one commit not exchangeable, a
+:class:`~ttfg.results.fact_key.FactKey` (the case's full description, the environment's
+digest with its editable and local installs' files, the probe's settings, the measuring
+ttfg's source, valgrind's options and version, the machine). ``conditions`` also maps each
+digest to its key, so a reader (and a resumed bisect's note) can say why two entries differ.
 ``from`` says which comparison took the sample.
 
-Version history: 1 (the first).
+Version history: 1 (the first); 2 (``conditions`` holds fact keys, checked on read; a version-1
+file is still read, its samples kept but never matched: their conditions were digested another way).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write_text
 from . import jsonfile
+from .fact_key import FactKey, FactKeyError
 from .format import ResultsError, strict_json
 from .model import Sample
 from .validate import _Reader
 
 #: The file's name in a bisect's output folder.
 COUNTS = "counts.json"
-FORMAT, VERSION = "ttfg-bisect-counts", 1
+FORMAT, VERSION = "ttfg-bisect-counts", 2
 #: Counts of a few dozen commits with their top functions: megabytes at most; anything near this is no such file.
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -69,6 +72,8 @@ class CountsDocument:
     bisect: dict
     conditions: dict[str, dict]
     samples: list[StoredCount]
+    #: ``conditions`` read as keys (empty for a version-1 file).
+    keys: dict[str, FactKey] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "bisect": self.bisect, "conditions": self.conditions,
@@ -84,11 +89,23 @@ def counts_from_json(doc: Any, path: str | Path) -> CountsDocument:
         Naming the file and the field.
     """
     r = _Reader(path)
-    doc = r.header(doc, FORMAT, VERSION, "a bisect's counts")
+    doc = r.obj(doc, "the document")
+    if doc.get("format") != FORMAT:
+        raise r.fail("format", f"not a bisect's counts (expected {FORMAT!r}, got {doc.get('format')!r})")
+    if doc.get("version") not in (1, VERSION):
+        raise r.fail("version", f"version {doc.get('version')!r}; this ttfg reads versions 1 and {VERSION}")
     bisect = r.obj(r.key(doc, "bisect", ""), "bisect")
     conditions = r.obj(r.key(doc, "conditions", ""), "conditions")
+    keys = {}
     for digest, what in conditions.items():
         r.obj(what, f"conditions.{digest}")
+        if doc["version"] == VERSION:
+            try:
+                keys[digest] = FactKey.from_json(what, f"conditions.{digest}")
+            except FactKeyError as exc:
+                raise ResultsError(f"{path}: {exc}") from None
+            if keys[digest].digest != digest:
+                raise r.fail(f"conditions.{digest}", f"its key digests to {keys[digest].digest!r}: edited by hand")
     samples = []
     for i, raw in enumerate(r.seq(r.key(doc, "samples", ""), "samples")):
         at = f"samples[{i}]"
@@ -103,7 +120,7 @@ def counts_from_json(doc: Any, path: str | Path) -> CountsDocument:
         if sample.kind != kind or not sample.ok:
             raise r.fail(f"{at}.sample", f"expected a good {kind} sample")
         samples.append(StoredCount(commit, case, kind, cache, index, digest, origin, sample))
-    return CountsDocument(bisect, conditions, samples)
+    return CountsDocument(bisect, conditions, samples, keys)
 
 
 def load_counts(path: str | Path) -> CountsDocument:

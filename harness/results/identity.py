@@ -28,9 +28,26 @@ class EnvironmentMismatch(TtfgError):
 
 
 def digest(env: dict) -> str:
-    """The identity of a recorded environment: a digest of its interpreter and its exact package set."""
+    """The identity of a recorded environment: a digest of its interpreter, its exact package set and the files of
+    its editable and local installs (``local``: ``{name: {tree, ...}}``, ``provision/local_installs.py``).
+
+    An environment without such installs keeps the digest it always had (interpreter and packages), so files
+    recorded before ``local`` existed compare as before; one with them changes whenever their bytes do (an
+    editable autograd edited in place, same version).
+    """
     content = [env.get("interpreter"), sorted((env.get("packages") or {}).items())]
+    local = local_trees(env)
+    if local:
+        content.append(sorted(local.items()))
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
+
+
+def local_trees(env: dict) -> dict[str, str]:
+    """``{distribution: digest of its files}`` of a recorded environment's editable and local installs (one whose
+    files are not digested, the measured code or a tree too large, says why in place of a digest)."""
+    local = env.get("local") if isinstance(env.get("local"), dict) else {}
+    return {str(name): str(entry.get("tree") or entry.get("why") or "unknown")
+            for name, entry in local.items() if isinstance(entry, dict)}
 
 
 def label(case_id: str) -> str | None:
@@ -48,8 +65,11 @@ def recorded(results: "Results") -> dict[str, dict]:
 def package_changes(a: dict, b: dict) -> list[str]:
     """``numpy 2.4.6 -> 2.2.6`` for every package whose version differs between two recorded environments."""
     pa, pb = a.get("packages") or {}, b.get("packages") or {}
-    return [f"{n} {pa.get(n) or 'absent'} -> {pb.get(n) or 'absent'}" for n in sorted(set(pa) | set(pb))
-            if pa.get(n) != pb.get(n)]
+    ta, tb = local_trees(a), local_trees(b)
+    return ([f"{n} {pa.get(n) or 'absent'} -> {pb.get(n) or 'absent'}" for n in sorted(set(pa) | set(pb))
+             if pa.get(n) != pb.get(n)]
+            + [f"{n} (editable or local install): its files changed" for n in sorted(set(ta) & set(tb))
+               if ta[n] != tb[n] and pa.get(n) == pb.get(n)])
 
 
 def same_named(base: "Results", head: "Results") -> dict[str, list[str]]:
@@ -59,4 +79,4 @@ def same_named(base: "Results", head: "Results") -> dict[str, list[str]]:
             if digest(a[name]) != digest(b[name])}
 
 
-__all__ = ["EnvironmentMismatch", "digest", "label", "package_changes", "recorded", "same_named"]
+__all__ = ["EnvironmentMismatch", "digest", "label", "local_trees", "package_changes", "recorded", "same_named"]
