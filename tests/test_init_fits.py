@@ -282,7 +282,7 @@ def test_the_generated_suite_reads_the_config_before_the_benchmarks(tmp_path, mo
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     for var in ("TTFG_ASV_MODELS", "TTFG_ASV_BACKENDS", "TTFG_ASV_VARIANTS"):
         monkeypatch.setenv(var, "")
-    suite = repo / "ttfg_suites" / "ttfg.py"
+    suite = repo / ".ttfg" / "ttfg_suites" / "ttfg.py"
     (repo / "ttfg.toml").write_text('budget = "2m"\n')
     with pytest.raises(NoSelection, match="names no models or backends"):
         runpy.run_path(str(suite))

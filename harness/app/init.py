@@ -33,6 +33,8 @@ class Initialized:
     #: The project's folder in the repository ("" at its root), and how it was found.
     project_dir: str = ""
     found: str | None = None
+    #: What the user should know and do by hand (a folder an earlier ``init`` wrote that breaks the build).
+    notes: list[str] = field(default_factory=list)
 
 
 def _projects_below(root: Path) -> list[str]:
@@ -122,8 +124,13 @@ def init(repo: str, force: bool = False, commit_url: str | None = None, *, proje
     files, kept = scaffold.plan(setup)
     scaffold.write(folder, files, force)
     models, backends, starter = scaffold.selection(project, cfg.values if cfg is not None else None)
+    notes = []
+    if (folder / scaffold.OLD_SUITES_DIR / "__init__.py").is_file():
+        notes.append(f"{scaffold.OLD_SUITES_DIR}/ is an earlier ttfg init's suites package; asv now reads "
+                     f"{scaffold.SUITES_DIR}/, and a package at the root breaks a flat layout's build "
+                     f"(setuptools: \"Multiple top-level packages\"): remove it, `git rm -r {scaffold.OLD_SUITES_DIR}`")
     return Initialized(project, folder, files, models, backends, starter, branch, requirement, kept, setup.folder,
-                       found)
+                       found, notes)
 
 
 __all__ = ["Initialized", "init"]

@@ -25,6 +25,8 @@ def cmd_init(args) -> int:
     for f in files:
         verb = {"append": "appended to", "replace": "completed"}.get(f.mode, "wrote")
         console.print(f"  {verb} {f.path}: {f.what}", highlight=False, markup=False)
+    for line in done.notes:
+        console.print(f"  note: {line}", highlight=False, markup=False)
     console.print("next:", highlight=False)
     if starter:
         install = f"./{done.project_dir}" if done.project_dir else "."
@@ -42,8 +44,9 @@ def add_init_command(sub) -> None:
                                    "[project], at the root or in --project-dir): ttfg.toml (its selection: the "
                                    "models and backends the project plugs into ttfg; an existing ttfg.toml or "
                                    "[tool.ttfg] is completed, never overwritten), asv.conf.json (asv builds the "
-                                   "project per commit on the default branch), ttfg_suites/ (the config's "
-                                   "selection and one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
+                                   "project per commit on the default branch), .ttfg/ttfg_suites/ (the "
+                                   "config's selection and one import of ttfg's asv benchmarks; in a folder no build "
+                                   "backend takes for a package, so the project builds and ships as before), .github/workflows/ttfg-"
                                    "perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
                                    "from, with the instructions extra), .gitignore lines, and, when the project "
                                    "declares no ttfg plugin, a starter library backend for the framework it "

@@ -17,8 +17,15 @@ The files (templates in ``templates/``, rendered with Jinja2), at the repository
   default build leaves the dependencies' wheels beside it and fails with "Found multiple
   wheels"), follows the default branch, and installs ttfg in the ``install_command`` (a
   ``pip+`` matrix entry with a path or URL is cut at its first folder by asv 0.6.6);
-- ``ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
-  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied;
+- ``.ttfg/ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
+  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied. In
+  ``.ttfg/``, not at the root: a package at the root changed the user's build. setuptools'
+  automatic discovery of a flat layout refused it ("Multiple top-level packages discovered in a
+  flat-layout: ['jlib', 'ttfg_suites']": ``pip install -e .`` and every revision the gate installs
+  failed), and pdm-backend ships every root folder with an ``__init__.py``, so its wheels carried
+  ``ttfg_suites``. A folder whose name starts with a dot is no import name, setuptools skips it
+  (``[._]*``), pdm-backend finds no ``__init__.py`` in it, and hatchling and flit ship only the
+  project's own package (``tests/test_init_builds.py`` builds all five before and after ``init``);
 - ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, after ttfg's own
   ``ci/workflows/``: ttfg installed from where this ttfg came from (``ttfg_source``), the
   pull-request filter over every dependency declaration (``declarations``), the trend on
@@ -42,8 +49,11 @@ from ..errors import UsageError
 from . import declarations, ttfg_source
 from .pyproject import Project, import_name
 
-#: Where the asv suites go (a package: asv imports it by its folder's name).
-SUITES_DIR = "ttfg_suites"
+#: Where the asv suites go: a package (asv imports it by its folder's name) inside ``.ttfg/``, a folder no
+#: build backend's discovery takes for a package (see the module's docstring).
+SUITES_DIR = ".ttfg/ttfg_suites"
+#: Where ``init`` put the suites before: a package at the root, which breaks a flat layout's build.
+OLD_SUITES_DIR = "ttfg_suites"
 #: ttfg's own default case when a project declares a backend but no model.
 FALLBACK_MODEL = "resnet15"
 #: ttfg's own backend when a project declares a model but no backend (HIPS autograd: no framework to install).
@@ -131,8 +141,8 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     paths = declarations.watched_paths(setup.repo, project.root, project.package_dir)
     context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
                    ttfg_install=ttfg_source.shell(setup.requirement), commit_url=setup.commit_url,
-                   suites_dir=SUITES_DIR, paths=paths, folder=folder, install_dir=f"./{folder}" if folder else ".",
-                   ttfg_requirement=setup.requirement)
+                   suites_dir=SUITES_DIR, suites_depth=SUITES_DIR.count("/") + 1, paths=paths, folder=folder,
+                   install_dir=f"./{folder}" if folder else ".", ttfg_requirement=setup.requirement)
     config_file, kept = _config(setup, context)
     files = [
         config_file,

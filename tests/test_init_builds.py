@@ -1,0 +1,85 @@
+"""What ``ttfg init`` writes never changes how the user's project builds or what its wheel ships.
+
+Issue 45, item 1: ``init`` wrote ``ttfg_suites/`` (a package) at the repository's root. A
+flat-layout setuptools project with automatic discovery then refused to build ("Multiple
+top-level packages discovered in a flat-layout: ['jlib', 'ttfg_suites']"): ``pip install -e .``
+failed, and so did every revision the gate installed; pdm-backend, which ships every root folder
+holding an ``__init__.py``, put ``ttfg_suites`` into the wheel. Each project here is built before
+and after ``init`` with its own backend (``python -m build --wheel --no-isolation``: the backends
+are test extras, so no index is asked), and the wheels must hold the same files but the starter
+plugin ``init`` writes into the package on purpose (``ttfg_plugin.py``, found by its entry points).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ttfg.cli import main
+
+from .user_project import git
+
+REQ = "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"
+
+#: ``[build-system]`` of each backend, as its documentation writes it.
+BACKENDS = {
+    "setuptools": '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n',
+    "hatchling": '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n',
+    "flit": '[build-system]\nrequires = ["flit_core>=3.4"]\nbuild-backend = "flit_core.buildapi"\n',
+    "pdm": '[build-system]\nrequires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n',
+}
+#: ``(backend, layout)``: setuptools with automatic discovery in both layouts (the flat one is the issue's),
+#: the others in the flat layout, where a root folder is most at risk of being taken for a package.
+PROJECTS = [("setuptools", "flat"), ("setuptools", "src"), ("hatchling", "flat"), ("flit", "flat"), ("pdm", "flat")]
+
+
+def jlib(root: Path, backend: str, layout: str) -> Path:
+    """``jlib``: a package of two modules, no explicit package list (each backend's own discovery), committed."""
+    package = root / ("src/jlib" if layout == "src" else "jlib")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""jlib: a small library."""\n')
+    (package / "ops.py").write_text("def scale(x):\n    return x * 1.0\n")
+    (root / "pyproject.toml").write_text(BACKENDS[backend] + '\n[project]\nname = "jlib"\nversion = "0.1.0"\n'
+                                         'description = "a small library"\ndependencies = ["numpy"]\n')
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+def wheel_files(project: Path, out: Path) -> set[str]:
+    """The files of the project's wheel, built by its own backend (without its dist-info folder)."""
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
+                           str(project)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    wheel, = out.glob("*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        return {name for name in zf.namelist() if ".dist-info/" not in name}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, layout", PROJECTS, ids=[f"{b}-{layout}" for b, layout in PROJECTS])
+def test_the_project_builds_the_same_wheel_after_init(tmp_path, backend, layout):
+    repo = jlib(tmp_path / "jlib", backend, layout)
+    before = wheel_files(repo, tmp_path / "before")
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    assert (repo / ".ttfg" / "ttfg_suites" / "ttfg.py").is_file() and not (repo / "ttfg_suites").exists()
+    after = wheel_files(repo, tmp_path / "after")
+    assert after - before == {"jlib/ttfg_plugin.py"} and before <= after  # the starter, in the package on purpose
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "ttfg init")
+    assert wheel_files(repo, tmp_path / "committed") == after  # what a gate's worktree of the commit builds
+
+
+def test_init_says_when_an_earlier_inits_suites_package_is_still_at_the_root(tmp_path, capsys):
+    """A project set up by an earlier ``init`` keeps its ``ttfg_suites/`` until the user removes it: said."""
+    repo = jlib(tmp_path / "jlib", "setuptools", "flat")
+    (repo / "ttfg_suites").mkdir()
+    (repo / "ttfg_suites" / "__init__.py").write_text("")
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    out = capsys.readouterr().out
+    assert "ttfg_suites/ is an earlier ttfg init's suites package" in out and "git rm -r ttfg_suites" in out
