@@ -83,3 +83,30 @@ def test_init_says_when_an_earlier_inits_suites_package_is_still_at_the_root(tmp
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     out = capsys.readouterr().out
     assert "ttfg_suites/ is an earlier ttfg init's suites package" in out and "git rm -r ttfg_suites" in out
+
+
+@pytest.mark.slow
+def test_results_go_where_the_flat_layout_still_builds(tmp_path, monkeypatch):
+    """``runs/`` at the root (a gate's results) broke the build as ``ttfg_suites/`` did (['jlib', 'runs']); the
+    config ``init`` writes keeps every command's results in ``.ttfg/runs``, and the project still builds."""
+
+    from ttfg.cli import build_parser
+    from ttfg.cli.config import apply
+
+    repo = jlib(tmp_path / "jlib", "setuptools", "flat")
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    config = repo / "ttfg.toml"  # ttfg's own case: the starter's entry points are not installed here
+    config.write_text(config.read_text().replace('["jlib_model"]', '["resnet15"]').replace('["jlib.autograd"]',
+                                                                                         '["autograd"]'))
+    monkeypatch.chdir(repo)
+    parser = build_parser()
+    wanted = {("gate", "--base", "HEAD"): ("out_dir", "gate"), ("bisect", "--good", "A", "--bad", "B"):
+              ("out_dir", "bisect"), ("releases", "jax"): ("out_dir", "releases"), ("report",): ("out", "report.html")}
+    for argv, (dest, where) in wanted.items():
+        args = parser.parse_args(list(argv))
+        apply(args, parser)
+        assert Path(getattr(args, dest)).resolve() == (repo / ".ttfg" / "runs" / where).resolve(), argv
+    (repo / ".ttfg" / "runs" / "gate").mkdir(parents=True)  # what a gate leaves
+    (repo / ".ttfg" / "runs" / "gate" / "gate.json").write_text("{}")
+    assert isinstance(wheel_files(repo, tmp_path / "wheel"), set)
+    assert git(repo, "status", "--porcelain", "--", ".ttfg/runs") == ""  # ignored: never committed by accident

@@ -30,7 +30,8 @@ The files (templates in ``templates/``, rendered with Jinja2), at the repository
   ``ci/workflows/``: ttfg installed from where this ttfg came from (``ttfg_source``), the
   pull-request filter over every dependency declaration (``declarations``), the trend on
   the default branch (``default_branch``);
-- ``.gitignore`` lines for ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
+- ``.gitignore`` lines for ``.ttfg/runs/`` (the config's ``output``: results kept in ``.ttfg/`` for the
+  reason the suites are), ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
 - when the project declares no ttfg plugin: a starter library backend for the framework it
   declares, with its model, in its package, and their entry points appended to its
   ``pyproject.toml``.
@@ -54,6 +55,10 @@ from .pyproject import Project, import_name
 SUITES_DIR = ".ttfg/ttfg_suites"
 #: Where ``init`` put the suites before: a package at the root, which breaks a flat layout's build.
 OLD_SUITES_DIR = "ttfg_suites"
+#: Where a project's results go (the config's ``output``): in ``.ttfg/`` too. setuptools' flat-layout
+#: discovery takes any folder with an identifier's name for a package, so a ``runs/`` or ``reports/`` left at
+#: the root by ``ttfg gate`` or ``ttfg report`` broke ``pip install -e .`` the same way (["jlib", "runs"]).
+OUTPUT = ".ttfg/runs"
 #: ttfg's own default case when a project declares a backend but no model.
 FALLBACK_MODEL = "resnet15"
 #: ttfg's own backend when a project declares a model but no backend (HIPS autograd: no framework to install).
@@ -142,7 +147,7 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
                    ttfg_install=ttfg_source.shell(setup.requirement), commit_url=setup.commit_url,
                    suites_dir=SUITES_DIR, suites_depth=SUITES_DIR.count("/") + 1, paths=paths, folder=folder,
-                   install_dir=f"./{folder}" if folder else ".", ttfg_requirement=setup.requirement)
+                   install_dir=f"./{folder}" if folder else ".", ttfg_requirement=setup.requirement, output=OUTPUT)
     config_file, kept = _config(setup, context)
     files = [
         config_file,
@@ -164,8 +169,9 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     return [f for f in files if f is not None], kept
 
 
-#: The folders ttfg writes results to; the repository should not track them.
-IGNORED = ("runs/", ".asv/", "reports/")
+#: The folders ttfg writes results to; the repository should not track them (``runs/`` and ``reports/``: the
+#: workflows' own paths, which CI writes after the project is installed).
+IGNORED = (f"{OUTPUT}/", "runs/", ".asv/", "reports/")
 
 
 def _gitignore(repo: Path) -> Planned | None:
@@ -190,7 +196,7 @@ _TABLE = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*ttfg[ \t]*\][ \t]*(#.*)?$
 def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
     """A new ``ttfg.toml``, or the keys missing from the existing config merged into it (never a second
     config, never a key overwritten)."""
-    wanted = {"models": context["models"], "backends": context["backends"]}
+    wanted = {"models": context["models"], "backends": context["backends"], "output": OUTPUT}
     if setup.folder:
         wanted["install-path"] = setup.folder
     if setup.commit_url:
@@ -198,7 +204,7 @@ def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
     if setup.typed_requirement:
         wanted["ttfg-requirement"] = setup.typed_requirement
     if setup.config is None:
-        extra = {k: v for k, v in wanted.items() if k not in ("models", "backends", "commit-url")}
+        extra = {k: v for k, v in wanted.items() if k not in ("models", "backends", "commit-url", "output")}
         return Planned("ttfg.toml", _render("ttfg.toml.j2", **context, extra=extra),
                        "the config: selection, budget, results folder"), []
     cfg = setup.config
