@@ -141,3 +141,30 @@ def gate(lab, *args):
     return subprocess.run([str(lab["python"]), "-m", "ttfg", "gate", "--model", "mylab_mlp", "--backend",
                            "mylab.autograd", "--tiers", "structural", *args], cwd=lab["repo"], env=env,
                           capture_output=True, text=True, timeout=600)
+
+
+def test_a_snapshot_refuses_a_submodule_with_changes_of_its_own_and_takes_one_at_another_commit(lab):
+    """``run --env`` on a dirty tree: a submodule edited in place is refused, naming it (a snapshot takes a
+    submodule by its commit); one checked out at a later commit is installed at that commit; caches inside it
+    make nothing dirty."""
+    from ttfg.provision.project_source import DirtySubmodule
+
+    repo, vendored = lab["repo"], lab["repo"] / "src" / "mylab" / "_vendor"
+    (vendored / "__pycache__").mkdir(exist_ok=True)
+    (vendored / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    assert install_project(repo).snapshot is None
+    init = vendored / "__init__.py"
+    original = init.read_text()
+    init.write_text(original.replace("FACTOR = 1.0 * DEPTH", "FACTOR = 3.0 * DEPTH"))
+    try:
+        with pytest.raises(DirtySubmodule, match=r"submodule src/mylab/_vendor has uncommitted changes of its own "
+                                                 r"\(__init__.py\)"):
+            install_project(repo)
+        git(vendored, "commit", "-q", "-am", "a factor of three, committed in the submodule only")
+        project = install_project(repo)
+        assert project.changed == ("src/mylab/_vendor",) and project.snapshot
+        assert "3.0" in (project.root / "mylab" / "_vendor" / "__init__.py").read_text()
+        assert (project.root / "mylab" / "_vendor" / "deep" / "__init__.py").is_file()
+    finally:
+        git(vendored, "checkout", "-q", "-f", lab["recorded"])
+        git(vendored, "clean", "-qfdx")

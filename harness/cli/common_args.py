@@ -56,4 +56,13 @@ def add_env(parser: argparse.ArgumentParser) -> None:
                              "and cached, see ttfg env")
 
 
-__all__ = ["add_env", "add_repeat", "add_selection", "add_threads", "add_timeout"]
+def add_snapshot_limit(parser: argparse.ArgumentParser) -> None:
+    """``--snapshot-limit SIZE``: how large a snapshot of the project's uncommitted files may be."""
+    parser.add_argument("--snapshot-limit", type=options.size, metavar="SIZE",
+                        help="a built environment installs the project's working tree when it has uncommitted "
+                             "changes, as a snapshot in a private git object store; refuse (exit 2, naming the "
+                             "largest files) when those files come to more than SIZE (default: 100MiB; e.g. 500MB, "
+                             "2GiB)")
+
+
+__all__ = ["add_env", "add_repeat", "add_selection", "add_snapshot_limit", "add_threads", "add_timeout"]
