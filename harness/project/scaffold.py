@@ -89,22 +89,24 @@ def _render(name: str, **context) -> str:
     return env.from_string(source).render(**context)
 
 
-def selection(project: Project, configured: dict | None = None) -> tuple[list[str], list[str], bool]:
+def selection(project: Project, configured: dict | None = None,
+              framework: str | None = None) -> tuple[list[str], list[str], bool]:
     """``(models, backends, starter)``: the existing config's selection where it has one, else the project's
-    own plugins, else the starter's names (``starter`` True: a starter plugin is written)."""
+    own plugins, else the starter's names (``starter`` True: a starter plugin is written; ``framework``:
+    ``--framework``)."""
     configured = configured or {}
     if not project.declares_plugin() and not ({"models", "backends"} & set(configured)):
-        model, backend = starter_names(project)
+        model, backend = starter_names(project, framework)
         return [model], [backend], True
     models = list(configured.get("models") or project.models or [FALLBACK_MODEL])
     backends = list(configured.get("backends") or project.backends or [FALLBACK_BACKEND])
     return models, backends, False
 
 
-def starter_names(project: Project) -> tuple[str, str]:
+def starter_names(project: Project, framework: str | None = None) -> tuple[str, str]:
     """The starter model's and backend's names: ``mylab_model`` and ``mylab.torch`` (its framework)."""
     base = import_name(project.name)
-    return f"{base}_model", f"{base}.{declarations.framework(project.root)}"
+    return f"{base}_model", f"{base}.{declarations.choose(project.root, framework).framework}"
 
 
 @dataclass
@@ -122,6 +124,8 @@ class Setup:
     config: object | None = None
     #: ``--ttfg-requirement`` as typed (kept in the config), or None.
     typed_requirement: str | None = None
+    #: ``--framework``: the starter's framework, or None to choose from what the project declares.
+    framework: str | None = None
 
     @property
     def folder(self) -> str:
@@ -141,7 +145,7 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     """
     project, folder = setup.project, setup.folder
     configured = setup.config.values if setup.config is not None else {}
-    models, backends, starter = selection(project, configured)
+    models, backends, starter = selection(project, configured, setup.framework)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     paths = declarations.watched_paths(setup.repo, project.root, project.package_dir)
     context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
@@ -238,8 +242,8 @@ def _starter(setup: Setup, context: dict) -> list[Planned]:
     if project.inline_entry_points:
         raise Refused(f"{project.pyproject}: [project] has entry-points as an inline table, which ttfg init cannot "
                       "extend; add the ttfg.models / ttfg.backends groups yourself and run ttfg init again")
-    model, backend = starter_names(project)
-    framework = declarations.framework(project.root)
+    model, backend = starter_names(project, setup.framework)
+    framework = declarations.choose(project.root, setup.framework).framework
     package = project.package_dir.relative_to(project.root)
     prefix = f"{setup.folder}/" if setup.folder else ""
     module_path = f"{prefix}{(package / 'ttfg_plugin.py').as_posix()}"
