@@ -110,3 +110,45 @@ def test_results_go_where_the_flat_layout_still_builds(tmp_path, monkeypatch):
     (repo / ".ttfg" / "runs" / "gate" / "gate.json").write_text("{}")
     assert isinstance(wheel_files(repo, tmp_path / "wheel"), set)
     assert git(repo, "status", "--porcelain", "--", ".ttfg/runs") == ""  # ignored: never committed by accident
+
+
+@pytest.mark.slow
+def test_after_init_the_flat_project_installs_editable_and_a_gate_measures_both_sides(tmp_path):
+    """Issue 45's done-criterion: ``init`` on a flat-layout setuptools project with automatic discovery, then
+    ``pip install -e .`` (which failed: "Multiple top-level packages"), then a real ``ttfg gate`` of a change to
+    the library's code: both revisions installed and measured, no side that "cannot run"."""
+    import json
+    import os
+
+    from .user_project import layered_venv
+
+    repo = jlib(tmp_path / "jlib", "setuptools", "flat")
+    python = layered_venv(tmp_path / "venv")
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    plugin = repo / "jlib" / "ttfg_plugin.py"  # the library's own code in the loss, as the guide asks
+    plugin.write_text(plugin.read_text().replace("        return anp.sum(h)", "        from jlib.ops import scale\n\n"
+                                                 "        return scale(anp.sum(h))"))
+    editable = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                               "--disable-pip-version-check", "-e", str(repo)], capture_output=True, text=True,
+                              timeout=300)
+    assert editable.returncode == 0, editable.stderr[-2000:]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "ttfg init, the starter calling jlib")
+    ops = repo / "jlib" / "ops.py"
+    ops.write_text("def scale(x):\n    total = 0\n    for i in range(200_000):\n        total += i\n"
+                   "    return x * 1.0\n")
+    git(repo, "commit", "-q", "-am", "scale: more work")
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
+    out = subprocess.run([str(python), "-m", "ttfg", "gate", "--base", "HEAD~1", "--tiers", "structural,time",
+                          "--budget", "40s", "--max-pairs", "8"], cwd=repo, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
+    assert "cannot run" not in out.stdout + out.stderr
+    gate_dir = repo / ".ttfg" / "runs" / "gate"  # the config's output, beside no package
+    doc = json.loads((gate_dir / "gate.json").read_text())
+    assert [c["case"] for c in doc["cases"]] == ["jlib_model/jlib.autograd/params=args,chain=unrolled"]
+    for side in ("base", "head"):
+        results = json.loads((gate_dir / f"{side}.json").read_text())
+        assert results["environment"]["side"]["install"]["project"] == "jlib"
+        assert all(s["ok"] for case in results["cases"] for s in case["samples"]), side
+        assert any(case["samples"] for case in results["cases"]), side
