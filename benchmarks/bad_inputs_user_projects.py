@@ -34,16 +34,10 @@ def _git_size(repo: Path) -> int:
 def projects(d: Path, project: Callable[..., Path], git: Callable[..., str]) -> dict:
     """The scratch repositories; ``project`` and ``git`` are ``bad_inputs``' ``_project`` and ``_git``."""
     made = {}
-    # Item 1: a flat layout, setuptools' automatic discovery (no package list).
-    flat = d / "flat"
-    (flat / "jlib").mkdir(parents=True)
-    (flat / "jlib" / "__init__.py").write_text('"""jlib"""\n')
-    (flat / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=64"]\n'
-                                         'build-backend = "setuptools.build_meta"\n\n'
-                                         '[project]\nname = "jlib"\nversion = "0.1.0"\ndependencies = ["numpy"]\n')
-    git(flat, "init", "-q", "-b", "main")
-    git(flat, "add", "-A")
-    git(flat, "commit", "-q", "-m", "first")
+    # Item 1: a flat layout (the package at the root), setuptools' automatic discovery (no package list).
+    flat = project(d / "flat", "jlib")
+    git(flat, "mv", "src/jlib", "jlib")
+    git(flat, "commit", "-q", "-m", "a flat layout")
     made["flat"] = flat
     # Item 2: the head records a submodule commit that exists nowhere (its URL is a folder that is not there).
     plugin = '\n[project.entry-points."ttfg.backends"]\n"lost.autograd" = "lost:Backend"\n'
