@@ -79,7 +79,8 @@ def _builds_without_suites(flat: Path) -> str | None:
     return next((f"the wheel ships {n}" for n in names if "ttfg_suites" in n), None)
 
 
-def rows(d: Path, m: dict, requirement: str, contains: Callable, both: Callable, out: Callable[[str], str]) -> list[dict]:
+def rows(d: Path, m: dict, requirement: str, contains: Callable, both: Callable,
+         out: Callable[[str], str]) -> list[dict]:
     """Issue 45's rows (``contains`` and ``both`` are ``bad_inputs``' ``_contains`` and ``_all``)."""
     tiny = ["--model", "resnet15:blocks=2", "--backend", "autograd"]
     snap = m["snap"]

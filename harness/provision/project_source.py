@@ -223,7 +223,8 @@ def snapshot(repo: Path, folder: str, head: str, store: Path, paths: list[str] |
     private.run("read-tree", head)
     private.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(paths))
     tree = private.run("write-tree")
-    return private.run("commit-tree", tree, "-p", head, "-m", f"ttfg: the working tree of {folder or '.'} on {head[:10]}")
+    message = f"ttfg: the working tree of {folder or '.'} on {head[:10]}"
+    return private.run("commit-tree", tree, "-p", head, "-m", message)
 
 
 def _lay_over(tree: Path, repo: Path, head: str, commit: str, store: Path) -> None:
