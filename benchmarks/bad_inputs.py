@@ -20,7 +20,9 @@ resolve two revisions' declarations of a scratch repository (seconds from uv's c
 there; class 12 runs two one-process probes in this interpreter (``--env current``) and merges them.
 The rows after the first 33 are issue 25's 21 classes (``class N`` in the first column), each as a
 real process, then issue 29's, then issue 32's ``ttfg bisect`` refusals (and its one row that is no refusal: ``--good`` and
-``--bad`` the same commit is "no step", exit 0) and ``ttfg report --bisect``'s. Class 4 (a head that times
+``--bad`` the same commit is "no step", exit 0) and ``ttfg report --bisect``'s, then issue 45's
+(``init 45.N``, in ``bad_inputs_user_projects.py``: a flat layout that must still build, a submodule
+that cannot be fetched, a snapshot over its limit, a project declaring two frameworks). Class 4 (a head that times
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``. The whole
@@ -40,6 +42,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import bad_inputs_user_projects as user_projects  # issue 45's rows, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--model", "resnet15:blocks=2", "--backend", "autograd"]
@@ -208,6 +212,7 @@ def _files(d: Path) -> dict:
         step_key("m/b/v", "first_grad_s", "a" * 40, "b" * 40): {"status": "confirmed"}}})
     made.update(_environment_files(d))
     made.update(_bisect_files(d))
+    made.update(user_projects.projects(d, _project, _git))
     made["cal-good"] = d / "cache-good"
     _calibration(made["cal-good"], 40)
     made["cal-deep"] = d / "cache-deep"
@@ -698,6 +703,8 @@ def _cases(d: Path, m: dict) -> list[Row]:
             argv=["report", "--bisect", str(m["bisect-found"]), "--out", out("bisect.html")],
             check=lambda p: None if "ccccccccccccccccccccccccccccccccccccccc" in Path(out("bisect.html")).read_text()
             else "the page lacks the culprit"),
+        # issue 45: init, the gate's worktrees and run --env's snapshots never break the user's project.
+        *[Row(**row) for row in user_projects.rows(d, m, TTFG_REQUIREMENT, _contains, _all, out)],
     ]
     from bad_inputs_facts import rows as fact_rows
 

@@ -126,7 +126,7 @@ def test_init_on_a_feature_branch_names_the_default_branch_and_no_local_path(tmp
     steps = " ".join(step.get("run", "") for step in gate["jobs"]["gate"]["steps"])
     assert "apt-get install -y valgrind" in steps and "'ttfg[instructions] @ git+https://example.com/" in steps
     assert "ttfg[instructions] @ git+https://example.com/" in conf["install_command"][0]
-    assert (repo / ".gitignore").read_text().count("runs/") == 1
+    assert (repo / ".gitignore").read_text().splitlines().count("runs/") == 1
 
 
 def test_default_branch_from_origin_else_asked_for(tmp_path, capsys):
@@ -151,7 +151,7 @@ def test_gitignore_lines_are_added_once(tmp_path):
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     text = (repo / ".gitignore").read_text()
     assert text.startswith("__pycache__/\nruns\n") and ".asv/" in text and "reports/" in text
-    assert text.count("runs") == 1
+    assert [line.strip("/") for line in text.splitlines()].count("runs") == 1 and ".ttfg/runs/" in text
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ, "--force"]) == 0
     assert (repo / ".gitignore").read_text() == text
 
@@ -282,7 +282,7 @@ def test_the_generated_suite_reads_the_config_before_the_benchmarks(tmp_path, mo
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     for var in ("TTFG_ASV_MODELS", "TTFG_ASV_BACKENDS", "TTFG_ASV_VARIANTS"):
         monkeypatch.setenv(var, "")
-    suite = repo / "ttfg_suites" / "ttfg.py"
+    suite = repo / ".ttfg" / "ttfg_suites" / "ttfg.py"
     (repo / "ttfg.toml").write_text('budget = "2m"\n')
     with pytest.raises(NoSelection, match="names no models or backends"):
         runpy.run_path(str(suite))

@@ -118,7 +118,7 @@ def test_run_without_out_writes_to_the_configured_folder_and_show_prints_it(proj
 def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project, capsys):
     assert main(["init", *REQ]) == 0
     out = capsys.readouterr().out
-    for name in ("ttfg.toml", "asv.conf.json", "ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
+    for name in ("ttfg.toml", "asv.conf.json", ".ttfg/ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
                  ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_plugin.py"):
         assert (project / name).is_file() and name in out
     assert "ttfg check" in out and "ttfg gate --base HEAD~1" in out and "pip install -e ." in out
@@ -134,9 +134,9 @@ def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project,
     from asv import util
 
     conf = util.load_json(str(project / "asv.conf.json"), js_comments=True)
-    assert conf["project"] == "proj" and conf["benchmark_dir"] == "ttfg_suites" and conf["branches"] == ["main"]
+    assert conf["project"] == "proj" and conf["benchmark_dir"] == ".ttfg/ttfg_suites" and conf["branches"] == ["main"]
     assert "--no-deps" in conf["build_command"][0] and "{wheel_file}" in conf["install_command"][0]
-    assert "ttfg.history.asv_tracks import *" in (project / "ttfg_suites" / "ttfg.py").read_text()
+    assert "ttfg.history.asv_tracks import *" in (project / ".ttfg" / "ttfg_suites" / "ttfg.py").read_text()
     # The workflows parse and gate from the config; a second init refuses, writing nothing.
     import yaml
 

@@ -14,13 +14,16 @@ ttfg installed. The project's install (setuptools, isolated) is the one uv build
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 
 import pytest
 
 from ttfg.app.environments import project_for
 from ttfg.provision import environments
 from ttfg.measure.cases import Case
-from ttfg.provision.project_source import changed_files, install_project
+from ttfg.provision.project_source import SnapshotTooLarge, changed_files, install_project
 from ttfg.measure.runner import RunSettings, Runner
 from ttfg.results import record
 
@@ -63,7 +66,8 @@ def test_a_clean_project_is_installed_from_head_and_the_results_name_the_commit(
     sample = doc["cases"][0]["samples"][0]
     assert sample["ok"], sample.get("error")
     assert doc["environment"]["project"] == {"project": "mylab", "install_path": ".", "commit": lab["head"],
-                                             "head": lab["head"], "snapshot": None, "changed": []}
+                                             "head": lab["head"], "snapshot": None, "changed": [],
+                                             "snapshot_bytes": None}
     assert install_project(lab["repo"]).installed.cached  # the same cached install as a gate of HEAD
 
 
@@ -82,8 +86,8 @@ def test_uncommitted_changes_are_measured_as_a_named_snapshot_and_left_alone(lab
         project = install_project(repo)
         assert _state(repo) == before  # the index, the working tree, HEAD, stashes and refs as they were
         assert project.snapshot and project.snapshot != lab["head"] and project.head == lab["head"]
-        assert git(repo, "rev-parse", f"{project.snapshot}^") == lab["head"]
-        assert "FACTOR" in git(repo, "show", f"{project.snapshot}:src/mylab/ops.py")
+        assert not git_ok(repo, "cat-file", "-e", project.snapshot)  # its objects never reached the user's .git
+        assert project.snapshot_bytes == sum((repo / f).stat().st_size for f in project.changed)
         doc = measure(lab, project, tmp_path / "dirty")
         sample = doc["cases"][0]["samples"][0]
         assert sample["ok"], sample.get("error")
@@ -91,6 +95,7 @@ def test_uncommitted_changes_are_measured_as_a_named_snapshot_and_left_alone(lab
         recorded = doc["environment"]["project"]
         assert recorded["snapshot"] == project.snapshot and recorded["head"] == lab["head"]
         assert recorded["changed"] == ["src/mylab/factor.py", "src/mylab/ops.py"]
+        assert recorded["snapshot_bytes"] == project.snapshot_bytes
         again = install_project(repo)  # the same files: the same snapshot, and its install is cached
         assert again.snapshot == project.snapshot and again.installed.cached
     finally:
@@ -98,6 +103,57 @@ def test_uncommitted_changes_are_measured_as_a_named_snapshot_and_left_alone(lab
         ops.write_text(original)
         (repo / "src" / "mylab" / "factor.py").unlink(missing_ok=True)
     assert install_project(repo).snapshot is None
+
+
+def git_ok(repo, *args) -> bool:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True).returncode == 0
+
+
+def git_dir_size(repo) -> tuple[int, int]:
+    """``(files, bytes)`` under the repository's ``.git``: what a snapshot must leave as it was."""
+    files = [p for p in (repo / ".git").rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def test_a_large_untracked_file_never_reaches_the_users_git_and_its_size_is_said(lab, tmp_path):
+    """Issue 45, item 3: a 300 MB untracked file made ``run --env`` write a 293 MB blob into ``.git``; now the
+    snapshot's objects live in a private store, its size is said, and over the limit it is refused first."""
+    repo = lab["repo"]
+    big = repo / "src" / "mylab" / "weights.bin"
+    big.write_bytes(os.urandom(12 * 2**20))  # random: git cannot compress it away
+    before = git_dir_size(repo)
+    notes = []
+    try:
+        project = install_project(repo, notes.append)
+        assert git_dir_size(repo) == before  # byte for byte: no object, no index refresh, no worktree left
+        assert project.changed == ("src/mylab/weights.bin",) and project.snapshot_bytes == 12 * 2**20
+        assert "1 file(s), 12 MiB copied" in notes[-1]
+        with pytest.raises(SnapshotTooLarge) as refused:
+            install_project(repo, notes.append, snapshot_limit=2**20)
+        message = str(refused.value)
+        assert "src/mylab/weights.bin (12 MiB)" in message and "--snapshot-limit 13MiB" in message
+        assert git_dir_size(repo) == before
+    finally:
+        big.unlink()
+
+
+def test_interpreter_caches_neither_make_the_tree_dirty_nor_enter_a_snapshot(lab):
+    repo = lab["repo"]
+    cache = repo / "src" / "mylab" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "ops.cpython-311.pyc").write_bytes(b"\x00" * 64)
+    (repo / "src" / "mylab" / "stray.pyc").write_bytes(b"\x00" * 8)
+    try:
+        assert changed_files(repo, "") == []
+        assert install_project(repo).snapshot is None  # HEAD itself, the cached install of a gate of HEAD
+        (repo / "src" / "mylab" / "extra.py").write_text("X = 1\n")
+        project = install_project(repo)
+        assert project.changed == ("src/mylab/extra.py",)
+        assert not list(project.root.rglob("stray.pyc"))
+    finally:
+        shutil.rmtree(cache)
+        (repo / "src" / "mylab" / "stray.pyc").unlink()
+        (repo / "src" / "mylab" / "extra.py").unlink(missing_ok=True)
 
 
 def test_the_project_is_installed_only_for_built_environments_running_its_plugins(lab, monkeypatch):
@@ -137,3 +193,15 @@ def test_the_configs_install_path_names_the_project(lab, tmp_path):
     finally:
         config.unlink()
     assert project_folder(project_config.load(tmp_path)) is None
+
+
+def test_snapshot_limit_sizes_are_read_with_their_units():
+    import argparse
+
+    from ttfg.cli.options import size
+
+    assert [size(t) for t in ("100MiB", "250MB", "1.5GiB", "5000000", "2 gb", "64k")] == \
+        [100 * 2**20, 250 * 10**6, int(1.5 * 2**30), 5_000_000, 2 * 10**9, 64 * 2**10]
+    for bad in ("ten", "0", "-1MB", "5 parsecs", "MiB", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            size(bad)

@@ -36,13 +36,15 @@ def build_all(texts: Iterable[str] | None, on_note: Callable[[str], None]) -> di
     return envs
 
 
-def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_note: Callable[[str], None]):
+def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_note: Callable[[str], None],
+                snapshot_limit: int | None = None):
     """The user's project (the config's install-path) installed for built environments
     (``provision/project_source.py``), when it declares every plugin backend and model the ``cases`` use.
 
     None, and the plugins are linked in as this interpreter has them (``sources.plugins_overlay``): when no
     environment is ``built``, no config names a project, no case uses a plugin (nothing of the project runs),
-    or a plugin comes from another distribution than the project (said in a note).
+    or a plugin comes from another distribution than the project (said in a note). ``snapshot_limit``: the
+    most bytes a snapshot of a working tree with uncommitted changes takes (None: ``project_source``'s default).
     """
     from ..measure.cases import plugin_entry_points
     from ..project import pyproject
@@ -60,7 +62,9 @@ def project_for(built: bool, cases: Iterable, project_folder: Path | None, on_no
         return None
     from ..provision.project_source import install_project
 
-    return install_project(project_folder, on_note)
+    if snapshot_limit is None:
+        return install_project(project_folder, on_note)
+    return install_project(project_folder, on_note, snapshot_limit)
 
 
 @dataclass

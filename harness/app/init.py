@@ -33,6 +33,11 @@ class Initialized:
     #: The project's folder in the repository ("" at its root), and how it was found.
     project_dir: str = ""
     found: str | None = None
+    #: What the user should know and do by hand (a folder an earlier ``init`` wrote that breaks the build).
+    notes: list[str] = field(default_factory=list)
+    #: The starter's framework, what the project declared and why (``declarations.FrameworkChoice``); None
+    #: without a starter.
+    framework: object | None = None
 
 
 def _projects_below(root: Path) -> list[str]:
@@ -71,7 +76,8 @@ def _project_folder(folder: Path, project_dir: str | None):
 
 
 def init(repo: str, force: bool = False, commit_url: str | None = None, *, project_dir: str | None = None,
-         ttfg_requirement: str | None = None, default_branch: str | None = None) -> Initialized:
+         ttfg_requirement: str | None = None, default_branch: str | None = None,
+         framework: str | None = None) -> Initialized:
     """Write ttfg's files into the repository at ``repo``, all of them or none.
 
     Raises
@@ -85,7 +91,7 @@ def init(repo: str, force: bool = False, commit_url: str | None = None, *, proje
     from ..provision.worktrees import GitError, git
     from ..project import config as project_config
     from ..project import default_branch as branches
-    from ..project import pyproject, scaffold, ttfg_source
+    from ..project import declarations, pyproject, scaffold, ttfg_source
 
     if commit_url:
         problem = project_config.KEYS["commit-url"].check(commit_url)
@@ -117,13 +123,22 @@ def init(repo: str, force: bool = False, commit_url: str | None = None, *, proje
         requirement = ttfg_source.requirement(configured)
     except UsageError as exc:
         raise scaffold.Refused(f"{exc} (nothing was written)") from None
+    if framework is not None and framework not in declarations.FRAMEWORKS:
+        raise scaffold.Refused(f"--framework {framework!r}: choose one of {', '.join(declarations.FRAMEWORKS)} "
+                               "(nothing was written)")
     setup = scaffold.Setup(folder, project, branch, requirement, commit_url, cfg,
-                           ttfg_requirement if ttfg_requirement else None)
+                           ttfg_requirement if ttfg_requirement else None, framework)
     files, kept = scaffold.plan(setup)
     scaffold.write(folder, files, force)
-    models, backends, starter = scaffold.selection(project, cfg.values if cfg is not None else None)
+    models, backends, starter = scaffold.selection(project, cfg.values if cfg is not None else None, framework)
+    notes = []
+    if (folder / scaffold.OLD_SUITES_DIR / "__init__.py").is_file():
+        notes.append(f"{scaffold.OLD_SUITES_DIR}/ is an earlier ttfg init's suites package; asv now reads "
+                     f"{scaffold.SUITES_DIR}/, and a package at the root breaks a flat layout's build "
+                     f"(setuptools: \"Multiple top-level packages\"): remove it, `git rm -r {scaffold.OLD_SUITES_DIR}`")
+    choice = declarations.choose(project.root, framework) if starter else None
     return Initialized(project, folder, files, models, backends, starter, branch, requirement, kept, setup.folder,
-                       found)
+                       found, notes, choice)
 
 
 __all__ = ["Initialized", "init"]

@@ -66,6 +66,8 @@ class SweepRequest:
     #: The user's project folder (the config's install-path), installed into every release's environment when
     #: it declares the plugins the cases use (``app.environments.project_for``).
     project_folder: Path | None = None
+    #: ``--snapshot-limit``: the most bytes of uncommitted files a snapshot of the project takes (None: the default).
+    snapshot_limit: int | None = None
 
 
 class SweepEvents:
@@ -216,7 +218,7 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
     # A library's plugin backend or model runs in each release's environment: the project installed from its
     # install-path (the state recorded in the sweep), else as installed here (its packages and entry points);
     # either after ttfg on the path.
-    project = project_for(True, request.cases, request.project_folder, events.note)
+    project = project_for(True, request.cases, request.project_folder, events.note, request.snapshot_limit)
     plugins = project.root if project is not None else plugins_overlay(plugin_entry_points(request.cases))
     started = time.time()
     doc = {"format": FORMAT, "version": VERSION, "package": request.releases[0].package,

@@ -45,6 +45,8 @@ class RunRequest:
     #: The user's project folder (the config's install-path), installed into the built environments; None:
     #: no config names one (the plugins are then linked in as this interpreter has them).
     project_folder: Path | None = None
+    #: ``--snapshot-limit``: the most bytes of uncommitted files a snapshot of the project takes (None: the default).
+    snapshot_limit: int | None = None
 
 
 class RunEvents:
@@ -99,7 +101,8 @@ def prepare(request: RunRequest, events: RunEvents | None = None) -> Prepared:
     events = events or RunEvents()
     cases, skipped = request.cases, request.skipped
     envs = build_all(request.envs, events.note)
-    project = project_for(any(not env.current for env in envs.values()), cases, request.project_folder, events.note)
+    project = project_for(any(not env.current for env in envs.values()), cases, request.project_folder, events.note,
+                          request.snapshot_limit)
     if envs:  # the environment is part of the case: every case once per environment
         cases, skipped = cases_in(envs, cases, skipped)
         if not cases:

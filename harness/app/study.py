@@ -26,6 +26,8 @@ class StudyRequest:
     envs: list[str] = field(default_factory=list)
     #: The user's project folder (the config's install-path), installed into the built environments.
     project_folder: Path | None = None
+    #: ``--snapshot-limit``: the most bytes of uncommitted files a snapshot of the project takes (None: the default).
+    snapshot_limit: int | None = None
 
 
 def run(request: StudyRequest, on_note: Callable[[str], None], on_sample: Callable | None = None):
@@ -52,7 +54,8 @@ def _project(envs: dict, request: StudyRequest, on_note: Callable[[str], None]):
     from .environments import project_for
 
     cases = [Case(request.model, backend, ()) for backend in request.backends or [""]]  # "": the model alone
-    return project_for(any(not env.current for env in envs.values()), cases, request.project_folder, on_note)
+    return project_for(any(not env.current for env in envs.values()), cases, request.project_folder, on_note,
+                       request.snapshot_limit)
 
 
 __all__ = ["StudyRequest", "run"]

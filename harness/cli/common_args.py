@@ -126,5 +126,14 @@ def add_decision(parser: argparse.ArgumentParser) -> None:
                              "for the function-level attribution; 0: none (default: 3)")
 
 
+def add_snapshot_limit(parser: argparse.ArgumentParser) -> None:
+    """``--snapshot-limit SIZE``: how large a snapshot of the project's uncommitted files may be."""
+    parser.add_argument("--snapshot-limit", type=options.size, metavar="SIZE",
+                        help="a built environment installs the project's working tree when it has uncommitted "
+                             "changes, as a snapshot in a private git object store; refuse (exit 2, naming the "
+                             "largest files) when those files come to more than SIZE (default: 100MiB; e.g. 500MB, "
+                             "2GiB)")
+
+
 __all__ = ["COMPARED_BACKEND", "add_decision", "add_env", "add_environments", "add_repeat", "add_revisions",
-           "add_selection", "add_threads", "add_timeout"]
+           "add_selection", "add_snapshot_limit", "add_threads", "add_timeout"]

@@ -38,7 +38,8 @@ TARGETS: dict[str, dict[str, str]] = {
     "min-effect": {"gate": "min_effect", "bisect": "min_effect", "compare": "min_effect", "releases": "min_effect",
                    "config": "min_effect"},
     "cache": {"gate": "cache"},
-    "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "config": "output"},
+    "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "bisect": "out_dir",
+               "releases": "out_dir", "report": "out", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
     "strict-counters": {"gate": "strict_counters"},
 }
@@ -133,6 +134,10 @@ def _output_value(command: str, args, folder: Path):
         return str(folder / f"study-{args.study}.json")
     if command == "regressions":
         return str(folder / "confirm")
+    if command in ("bisect", "releases"):
+        return str(folder / command)
+    if command == "report":
+        return str(folder / "report.html")
     return str(folder)
 
 

@@ -9,7 +9,7 @@ def cmd_init(args) -> int:
 
     console = make_console()
     done = init(args.repo, args.force, args.commit_url, project_dir=args.project_dir,
-                ttfg_requirement=args.ttfg_requirement, default_branch=args.default_branch)
+                ttfg_requirement=args.ttfg_requirement, default_branch=args.default_branch, framework=args.framework)
     project, folder, files, models, backends, starter = (done.project, done.folder, done.files, done.models,
                                                          done.backends, done.starter)
     where = f"{folder}/{done.project_dir}" if done.project_dir else str(folder)
@@ -18,6 +18,8 @@ def cmd_init(args) -> int:
                      else " (the project's own plugins)"), highlight=False, markup=False)
     if done.found:
         console.print(f"  {done.found}", highlight=False, markup=False)
+    if done.framework is not None:
+        console.print(f"  starter framework {done.framework.describe()}", highlight=False, markup=False)
     console.print(f"  default branch: {done.branch} (the trend workflow and asv follow it); CI installs "
                   f"{done.requirement}", highlight=False, markup=False)
     for line in done.kept:
@@ -25,6 +27,8 @@ def cmd_init(args) -> int:
     for f in files:
         verb = {"append": "appended to", "replace": "completed"}.get(f.mode, "wrote")
         console.print(f"  {verb} {f.path}: {f.what}", highlight=False, markup=False)
+    for line in done.notes:
+        console.print(f"  note: {line}", highlight=False, markup=False)
     console.print("next:", highlight=False)
     if starter:
         install = f"./{done.project_dir}" if done.project_dir else "."
@@ -37,14 +41,17 @@ def cmd_init(args) -> int:
 
 
 def add_init_command(sub) -> None:
+    from ..project.declarations import FRAMEWORKS  # the starters' frameworks, in the order init prefers them
+
     p = sub.add_parser("init", help="set up a project's repository: config, asv, suites, CI workflows",
                        description="Write into a git repository holding a Python project (pyproject.toml with "
                                    "[project], at the root or in --project-dir): ttfg.toml (its selection: the "
                                    "models and backends the project plugs into ttfg; an existing ttfg.toml or "
                                    "[tool.ttfg] is completed, never overwritten), asv.conf.json (asv builds the "
-                                   "project per commit on the default branch), ttfg_suites/ (the config's "
-                                   "selection and one import of ttfg's asv benchmarks), .github/workflows/ttfg-"
-                                   "perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
+                                   "project per commit on the default branch), .ttfg/ttfg_suites/ (the "
+                                   "config's selection and one import of ttfg's asv benchmarks; in a folder no build "
+                                   "backend takes for a package, so the project builds and ships as before), "
+                                   ".github/workflows/ttfg-perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
                                    "from, with the instructions extra), .gitignore lines, and, when the project "
                                    "declares no ttfg plugin, a starter library backend for the framework it "
                                    "declares, with its entry points. All or nothing: existing files are not "
@@ -61,6 +68,10 @@ def add_init_command(sub) -> None:
     p.add_argument("--ttfg-requirement", metavar="REQ",
                    help="the pip requirement CI installs ttfg with, e.g. 'ttfg @ git+https://github.com/OWNER/"
                         "ttfg@COMMIT' (default: where this ttfg was installed from; the instructions extra is added)")
+    p.add_argument("--framework", choices=FRAMEWORKS,
+                   help="the starter backend's framework (default: what the project declares: a required "
+                        "dependency before an optional one, then " + ", ".join(FRAMEWORKS) + "; autograd when it "
+                        "declares none)")
     p.add_argument("--default-branch", metavar="NAME",
                    help="the branch pull requests merge into (default: origin's HEAD, else main or master)")
     p.set_defaults(func=cmd_init)

@@ -127,6 +127,24 @@ def tiers(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--tiers ")) from None
 
 
+#: The units ``size`` reads: SI (kB = 1,000 bytes) and binary (KiB = 1,024 bytes), case aside; bare: bytes.
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": 2**10, "kib": 2**10,
+          "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30, "tib": 2**40}
+
+
+def size(text: str) -> int:
+    """A size in bytes, above zero: ``100MiB``, ``250 MB``, ``1.5GiB``, ``5000000``."""
+    raw = text.strip().replace(" ", "").replace("_", "")
+    number = raw.rstrip("kKmMgGtTiIbB")
+    unit = _UNITS.get(raw[len(number):].lower())
+    if unit is None or not number:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: a number and a unit, e.g. 100MiB, 250MB or 2GiB")
+    value = _number(number, float) * unit
+    if not 0 < value < 2**63:
+        raise argparse.ArgumentTypeError(f"a size must be above 0 bytes, got {text}")
+    return int(value)
+
+
 def shard(text: str):
     """``--shard I/N``: the I-th of N shards (``ttfg.measure.shard.ShardSpec``); N >= 1, 1 <= I <= N."""
     from ..app.selection import parse_shard
@@ -150,4 +168,4 @@ tolerance = fraction(0.0, 1.0, what="the tolerance")
 shard_count = count(1, MAX_SHARDS, "the number of shards")
 
 __all__ = ["alpha", "count", "duration", "fraction", "guard", "min_effect", "repeat", "seconds", "shard", "shard_count",
-           "strict_counters", "threads", "threshold", "tiers", "timeout", "tolerance"]
+           "size", "strict_counters", "threads", "threshold", "tiers", "timeout", "tolerance"]

@@ -79,7 +79,7 @@ def cmd_releases(args) -> int:
 
     request = sweep.SweepRequest(planned, cases, Path(args.out_dir), settings,
                                  instructions=not args.no_instructions, notes=notes,
-                                 project_folder=project_folder(args))
+                                 project_folder=project_folder(args), snapshot_limit=args.snapshot_limit)
     import time
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
@@ -137,7 +137,7 @@ def add_releases_command(sub) -> None:
     from . import options
     from ..app.release_plan import packages, thinnings
     from ..fmt import Duration
-    from .common_args import add_selection, add_threads, add_timeout
+    from .common_args import add_selection, add_snapshot_limit, add_threads, add_timeout
     from .help_text import exit_codes
 
     p = sub.add_parser("releases", help="time to first gradient across real releases of a framework, pairs gated",
@@ -167,6 +167,7 @@ def add_releases_command(sub) -> None:
                    help="pairs at most per adjacent pair of releases (default: 30)")
     add_timeout(p)
     add_threads(p)
+    add_snapshot_limit(p)
     p.add_argument("--no-instructions", action="store_true", help="skip the callgrind count of each release")
     p.add_argument("--out-dir", default="runs/releases", metavar="DIR", help="where results go (default: runs/releases)")
     p.add_argument("--format", choices=("table", "json"), default="table",

@@ -11,7 +11,7 @@ import contextlib
 from rich.text import Text
 
 from . import options
-from .common_args import add_env, add_repeat, add_selection, add_threads, add_timeout
+from .common_args import add_env, add_repeat, add_selection, add_snapshot_limit, add_threads, add_timeout
 from .selection import runnable_selection, selection
 from .shards import add_shard_options, shard_selection
 
@@ -107,7 +107,7 @@ def cmd_run(args) -> int:
         cases, skipped, out, repeat=args.repeat, timeout_s=args.timeout, threads=args.threads, cache=args.cache,
         allocations=args.allocations, alloc_repeat=args.alloc_repeat, python_allocators=args.python_allocators,
         instructions=args.instructions, profiles=args.profiles, shard=shard, envs=list(getattr(args, "env", None) or ()),
-        project_folder=project_folder(args))
+        project_folder=project_folder(args), snapshot_limit=getattr(args, "snapshot_limit", None))
     prepared = run.prepare(request, Printed())
     if prepared.nothing:
         for s in prepared.skipped:
@@ -233,7 +233,7 @@ def cmd_study(args) -> int:
     not_an_input(args.json, "--json", [out])
     request = study.StudyRequest(args.study, args.model, args.backend, Path(out), repeat=args.repeat,
                                  timeout_s=args.timeout, threads=args.threads, envs=list(args.env or ()),
-                                 project_folder=project_folder(args))
+                                 project_folder=project_folder(args), snapshot_limit=args.snapshot_limit)
     console.print(f"{args.study} study on {args.model}: results -> {out}", highlight=False)
 
     def on_sample(done, total, case, sample):
@@ -283,6 +283,7 @@ def add_run_commands(sub) -> None:
     add_selection(p, default_model="resnet15")
     add_repeat(p)
     add_env(p)
+    add_snapshot_limit(p)
     add_timeout(p)
     add_threads(p)
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
@@ -326,6 +327,7 @@ def add_run_commands(sub) -> None:
     add_timeout(p)
     add_threads(p)
     add_env(p)
+    add_snapshot_limit(p)
     p.add_argument("--out", metavar="FILE", help="results file (default: runs/study-STUDY.json)")
     p.add_argument("--json", metavar="FILE", help="also write the analysis (effects or fits) as JSON")
     p.set_defaults(func=cmd_study)

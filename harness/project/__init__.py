@@ -9,7 +9,8 @@ stage holds what belongs to that project and to no single command:
 - ``pyproject.py``: facts read from the project's ``pyproject.toml`` without building it
   (its name, its ttfg plugins, its layout);
 - ``declarations.py``: the files that declare the project's dependencies (the pull-request
-  workflow's ``paths:``) and the framework it declares (the starter backend's);
+  workflow's ``paths:``) and the framework it declares (the starter backend's, with what was
+  declared where and why it was chosen);
 - ``default_branch.py``: the branch the trend workflow and asv follow (never the current one);
 - ``ttfg_source.py``: the requirement a CI runner installs ttfg with (where this ttfg came from);
 - ``asv_selection.py``: the config's selection for a plain ``asv run`` (the suites file calls it);

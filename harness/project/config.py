@@ -123,8 +123,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("cache", "string", "the gate's compile caches, as --cache: cold, warm (persistent caches populated by each "
         "side's revision) or both", "cold", lambda v: None if v in ("cold", "warm", "both")
         else f"expected cold, warm or both, got {v!r}"),
-    Key("output", "string", "folder for results: ttfg run's files, the gate's gate/, studies, confirmations",
-        DEFAULT_OUTPUT),
+    Key("output", "string", "folder for results: ttfg run's files, the gate's gate/, studies, confirmations, "
+        "bisect/, releases/ and report.html", DEFAULT_OUTPUT),
     Key("install-path", "string", "the folder of the Python project that the gate, `regressions --confirm` and "
         "`asv record` install at each revision, relative to the config's folder (a project in a subfolder of "
         "its repository)", "the config's folder; with no config, the repository's root", _relative),

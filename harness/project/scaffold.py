@@ -17,13 +17,21 @@ The files (templates in ``templates/``, rendered with Jinja2), at the repository
   default build leaves the dependencies' wheels beside it and fails with "Found multiple
   wheels"), follows the default branch, and installs ttfg in the ``install_command`` (a
   ``pip+`` matrix entry with a path or URL is cut at its first folder by asv 0.6.6);
-- ``ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
-  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied;
+- ``.ttfg/ttfg_suites/ttfg.py``: the config's selection (``asv_selection``), then
+  ``from ttfg.history.asv_tracks import *``, so the benchmark functions are never copied. In
+  ``.ttfg/``, not at the root: a package at the root changed the user's build. setuptools'
+  automatic discovery of a flat layout refused it ("Multiple top-level packages discovered in a
+  flat-layout: ['jlib', 'ttfg_suites']": ``pip install -e .`` and every revision the gate installs
+  failed), and pdm-backend ships every root folder with an ``__init__.py``, so its wheels carried
+  ``ttfg_suites``. A folder whose name starts with a dot is no import name, setuptools skips it
+  (``[._]*``), pdm-backend finds no ``__init__.py`` in it, and hatchling and flit ship only the
+  project's own package (``tests/test_init_builds.py`` builds all five before and after ``init``);
 - ``.github/workflows/ttfg-perf-gate.yml`` and ``ttfg-trend.yml``, after ttfg's own
   ``ci/workflows/``: ttfg installed from where this ttfg came from (``ttfg_source``), the
   pull-request filter over every dependency declaration (``declarations``), the trend on
   the default branch (``default_branch``);
-- ``.gitignore`` lines for ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
+- ``.gitignore`` lines for ``.ttfg/runs/`` (the config's ``output``: results kept in ``.ttfg/`` for the
+  reason the suites are), ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
 - when the project declares no ttfg plugin: a starter library backend for the framework it
   declares, with its model, in its package, and their entry points appended to its
   ``pyproject.toml``.
@@ -42,8 +50,15 @@ from ..errors import UsageError
 from . import declarations, ttfg_source
 from .pyproject import Project, import_name
 
-#: Where the asv suites go (a package: asv imports it by its folder's name).
-SUITES_DIR = "ttfg_suites"
+#: Where the asv suites go: a package (asv imports it by its folder's name) inside ``.ttfg/``, a folder no
+#: build backend's discovery takes for a package (see the module's docstring).
+SUITES_DIR = ".ttfg/ttfg_suites"
+#: Where ``init`` put the suites before: a package at the root, which breaks a flat layout's build.
+OLD_SUITES_DIR = "ttfg_suites"
+#: Where a project's results go (the config's ``output``): in ``.ttfg/`` too. setuptools' flat-layout
+#: discovery takes any folder with an identifier's name for a package, so a ``runs/`` or ``reports/`` left at
+#: the root by ``ttfg gate`` or ``ttfg report`` broke ``pip install -e .`` the same way (["jlib", "runs"]).
+OUTPUT = ".ttfg/runs"
 #: ttfg's own default case when a project declares a backend but no model.
 FALLBACK_MODEL = "resnet15"
 #: ttfg's own backend when a project declares a model but no backend (HIPS autograd: no framework to install).
@@ -74,22 +89,24 @@ def _render(name: str, **context) -> str:
     return env.from_string(source).render(**context)
 
 
-def selection(project: Project, configured: dict | None = None) -> tuple[list[str], list[str], bool]:
+def selection(project: Project, configured: dict | None = None,
+              framework: str | None = None) -> tuple[list[str], list[str], bool]:
     """``(models, backends, starter)``: the existing config's selection where it has one, else the project's
-    own plugins, else the starter's names (``starter`` True: a starter plugin is written)."""
+    own plugins, else the starter's names (``starter`` True: a starter plugin is written; ``framework``:
+    ``--framework``)."""
     configured = configured or {}
     if not project.declares_plugin() and not ({"models", "backends"} & set(configured)):
-        model, backend = starter_names(project)
+        model, backend = starter_names(project, framework)
         return [model], [backend], True
     models = list(configured.get("models") or project.models or [FALLBACK_MODEL])
     backends = list(configured.get("backends") or project.backends or [FALLBACK_BACKEND])
     return models, backends, False
 
 
-def starter_names(project: Project) -> tuple[str, str]:
+def starter_names(project: Project, framework: str | None = None) -> tuple[str, str]:
     """The starter model's and backend's names: ``mylab_model`` and ``mylab.torch`` (its framework)."""
     base = import_name(project.name)
-    return f"{base}_model", f"{base}.{declarations.framework(project.root)}"
+    return f"{base}_model", f"{base}.{declarations.choose(project.root, framework).framework}"
 
 
 @dataclass
@@ -107,6 +124,8 @@ class Setup:
     config: object | None = None
     #: ``--ttfg-requirement`` as typed (kept in the config), or None.
     typed_requirement: str | None = None
+    #: ``--framework``: the starter's framework, or None to choose from what the project declares.
+    framework: str | None = None
 
     @property
     def folder(self) -> str:
@@ -126,13 +145,13 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     """
     project, folder = setup.project, setup.folder
     configured = setup.config.values if setup.config is not None else {}
-    models, backends, starter = selection(project, configured)
+    models, backends, starter = selection(project, configured, setup.framework)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     paths = declarations.watched_paths(setup.repo, project.root, project.package_dir)
     context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
                    ttfg_install=ttfg_source.shell(setup.requirement), commit_url=setup.commit_url,
-                   suites_dir=SUITES_DIR, paths=paths, folder=folder, install_dir=f"./{folder}" if folder else ".",
-                   ttfg_requirement=setup.requirement)
+                   suites_dir=SUITES_DIR, suites_depth=SUITES_DIR.count("/") + 1, paths=paths, folder=folder,
+                   install_dir=f"./{folder}" if folder else ".", ttfg_requirement=setup.requirement, output=OUTPUT)
     config_file, kept = _config(setup, context)
     files = [
         config_file,
@@ -154,8 +173,9 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     return [f for f in files if f is not None], kept
 
 
-#: The folders ttfg writes results to; the repository should not track them.
-IGNORED = ("runs/", ".asv/", "reports/")
+#: The folders ttfg writes results to; the repository should not track them (``runs/`` and ``reports/``: the
+#: workflows' own paths, which CI writes after the project is installed).
+IGNORED = (f"{OUTPUT}/", "runs/", ".asv/", "reports/")
 
 
 def _gitignore(repo: Path) -> Planned | None:
@@ -180,7 +200,7 @@ _TABLE = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*ttfg[ \t]*\][ \t]*(#.*)?$
 def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
     """A new ``ttfg.toml``, or the keys missing from the existing config merged into it (never a second
     config, never a key overwritten)."""
-    wanted = {"models": context["models"], "backends": context["backends"]}
+    wanted = {"models": context["models"], "backends": context["backends"], "output": OUTPUT}
     if setup.folder:
         wanted["install-path"] = setup.folder
     if setup.commit_url:
@@ -188,7 +208,7 @@ def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
     if setup.typed_requirement:
         wanted["ttfg-requirement"] = setup.typed_requirement
     if setup.config is None:
-        extra = {k: v for k, v in wanted.items() if k not in ("models", "backends", "commit-url")}
+        extra = {k: v for k, v in wanted.items() if k not in ("models", "backends", "commit-url", "output")}
         return Planned("ttfg.toml", _render("ttfg.toml.j2", **context, extra=extra),
                        "the config: selection, budget, results folder"), []
     cfg = setup.config
@@ -222,8 +242,8 @@ def _starter(setup: Setup, context: dict) -> list[Planned]:
     if project.inline_entry_points:
         raise Refused(f"{project.pyproject}: [project] has entry-points as an inline table, which ttfg init cannot "
                       "extend; add the ttfg.models / ttfg.backends groups yourself and run ttfg init again")
-    model, backend = starter_names(project)
-    framework = declarations.framework(project.root)
+    model, backend = starter_names(project, setup.framework)
+    framework = declarations.choose(project.root, setup.framework).framework
     package = project.package_dir.relative_to(project.root)
     prefix = f"{setup.folder}/" if setup.folder else ""
     module_path = f"{prefix}{(package / 'ttfg_plugin.py').as_posix()}"

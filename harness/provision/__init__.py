@@ -1,6 +1,7 @@
 """Provisioning: what a measured process runs in, built before anything is measured and cached between runs.
 
 - ``worktrees.py``: revisions resolved and checked out in throwaway git worktrees (the one git runner);
+- ``submodules.py``: a checked-out revision's submodules, at the commits it records, recursively;
 - ``sources.py``: a revision's project installed into a cached folder, and where an interpreter imports it from;
 - ``project_source.py``: the user's project as built environments import it (a commit, or a snapshot of the tree);
 - ``uv.py``, ``environments.py``, ``env_cache.py``: environments (an interpreter plus exact packages) built with

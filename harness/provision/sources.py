@@ -41,7 +41,8 @@ INSTALL_TIMEOUT_S = 900
 #: How an install is made, part of every cache key: an entry made another way (before the bytecode
 #: was compiled, say) is never reused. An A/A gate of one stale install against one fresh one counted
 #: a stale side's import compiling its .pyc files as build instructions: 4,955,739 against 642,019.
-INSTALL_RECIPE = "r2"
+#: r3: the worktree carries its submodules (an r2 entry of a package vendoring one lacks its files).
+INSTALL_RECIPE = "r3"
 
 
 class InstallError(TtfgError):

@@ -3,7 +3,8 @@
 Why worktrees: the gate measures a base and a head revision on the same machine,
 interleaved, and each needs its own source tree to install (``sources.py``) without
 touching the user's checkout. ``git worktree add --detach`` gives each revision its own
-folder in a second or so; all are removed on exit, on an error and on Ctrl-C.
+folder in a second or so, and its submodules follow (``submodules.py``); all are removed on
+exit, on an error and on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -147,8 +148,9 @@ def dirty_files(repo: str | Path, paths: tuple[str, ...] = ()) -> list[str]:
 
 
 @contextmanager
-def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str = "ttfg-gate-") -> Iterator[dict[str, Path]]:
-    """Check each revision out as a detached worktree in a temporary folder.
+def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str = "ttfg-gate-",
+              submodules: bool = True) -> Iterator[dict[str, Path]]:
+    """Check each revision out as a detached worktree in a temporary folder, with its submodules.
 
     Parameters
     ----------
@@ -158,6 +160,9 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str =
         ``{name: Revision}``; each gets the folder ``<tmp>/<name>``.
     prefix : str
         Of the temporary folder's name (it says who made it).
+    submodules : bool
+        Check out the submodules at the commits each revision records (``submodules.py``); False leaves
+        that to the caller (a snapshot records other commits than its revision).
 
     Yields
     ------
@@ -172,6 +177,10 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str =
             folder = tmp / name
             git(repo, "worktree", "add", "--detach", str(folder), rev.commit)
             made[name] = folder
+            if submodules:
+                from .submodules import checkout
+
+                checkout(git, folder, Path(repo), Path(repo))
         yield dict(made)
     finally:
         for folder in made.values():
