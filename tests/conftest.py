@@ -47,6 +47,22 @@ def private_user_cache(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True, scope="session")
+def git_identity(tmp_path_factory):
+    """Every git the tests run (theirs and ttfg's) reads a global config of the tests' own that names who commits:
+    a CI machine may have no identity configured, and a submodule's checkout has no config of its own. A
+    repository's own identity (``GitRepo.init``) still wins over it, as a repository's config always does."""
+    config = tmp_path_factory.mktemp("git") / "config"
+    config.write_text(f"[user]\n\tname = {GIT_IDENTITY[0]}\n\temail = {GIT_IDENTITY[1]}\n")
+    previous = os.environ.get("GIT_CONFIG_GLOBAL")
+    os.environ["GIT_CONFIG_GLOBAL"] = str(config)
+    yield config
+    if previous is None:
+        os.environ.pop("GIT_CONFIG_GLOBAL", None)
+    else:
+        os.environ["GIT_CONFIG_GLOBAL"] = previous
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_ttfg_variables():
     """Every TTFG_* variable is as it was before each test: the CLI's in-process config writes

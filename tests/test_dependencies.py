@@ -161,11 +161,11 @@ def test_a_lock_that_no_longer_matches_its_pyproject_is_refused_naming_both(repo
     as the truth ("resolve to the same packages on both sides: measured once", exit 0)."""
     from ttfg.provision.uv import run_uv
 
-    base = _commit(repo, {"pyproject.toml": LOCKED.format(deps='"autograd==1.9.1"'), "lib.py": ""}, "base")
+    GitRepo(repo).commit("base", {"pyproject.toml": LOCKED.format(deps='"autograd==1.9.1"'), "lib.py": ""})
     out = run_uv(["lock", "--directory", str(repo)], "test", 300)
     assert out.returncode == 0, out.stderr
-    base = _commit(repo, {}, "locked")
-    head = _commit(repo, {"pyproject.toml": LOCKED.format(deps='"autograd==1.8.0"')}, "bump without relocking")
+    base = GitRepo(repo).commit("locked", {})
+    head = GitRepo(repo).commit("bump without relocking", {"pyproject.toml": LOCKED.format(deps='"autograd==1.8.0"')})
     with pytest.raises(UsageError) as refused:
         _plan(repo, base, head)
     text = str(refused.value)
@@ -178,9 +178,9 @@ def test_a_lock_that_no_longer_matches_its_pyproject_is_refused_naming_both(repo
 def test_a_pin_bumped_in_a_dynamic_dependencies_file_is_measured_in_two_environments(repo):
     """The finding: ``dynamic = ["dependencies"]`` read from deps.in; a head that bumped a pin there was gated in one
     interpreter, nothing said. The build backend's metadata is what uv resolves; deps.in counts as a declaration."""
-    base = _commit(repo, {"pyproject.toml": DYNAMIC.format(files='"deps.in"'), "deps.in": "autograd==1.7.0\n",
-                          "lib/__init__.py": ""}, "base")
-    head = _commit(repo, {"deps.in": "autograd==1.9.1\n"}, "bump in deps.in")
+    base = GitRepo(repo).commit("base", {"pyproject.toml": DYNAMIC.format(files='"deps.in"'),
+                                         "deps.in": "autograd==1.7.0\n", "lib/__init__.py": ""})
+    head = GitRepo(repo).commit("bump in deps.in", {"deps.in": "autograd==1.9.1\n"})
     assert changed_declarations(repo, base, head) == ["deps.in"]
     plan = _plan(repo, base, head)
     assert plan.differences["autograd"] == ("==1.7.0", "==1.9.1")
@@ -203,8 +203,8 @@ def test_the_files_dynamic_dependencies_are_read_from():
 def test_dynamic_dependencies_no_table_names_make_every_changed_file_a_declaration(repo):
     hook = ('[build-system]\nrequires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n'
             '[project]\nname = "lib"\nversion = "1"\ndynamic = ["dependencies"]\n')
-    base = _commit(repo, {"pyproject.toml": hook, "pdm_build.py": "", "pins.cfg": "a\n"}, "base")
-    head = _commit(repo, {"pins.cfg": "b\n"}, "a file the hook may read")
+    base = GitRepo(repo).commit("base", {"pyproject.toml": hook, "pdm_build.py": "", "pins.cfg": "a\n"})
+    head = GitRepo(repo).commit("a file the hook may read", {"pins.cfg": "b\n"})
     assert changed_declarations(repo, base, head) == ["pins.cfg"]
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from ttfg.cli import main
 
-from .user_project import git
+from .conftest import git
 
 REQ = "ttfg @ git+https://example.com/ttfg.git@0123456789abcdef0123456789abcdef01234567"
 
@@ -104,7 +104,7 @@ def test_results_go_where_the_flat_layout_still_builds(tmp_path, monkeypatch):
               ("out_dir", "bisect"), ("releases", "jax"): ("out_dir", "releases"), ("report",): ("out", "report.html")}
     for argv, (dest, where) in wanted.items():
         args = parser.parse_args(list(argv))
-        apply(args, parser)
+        apply(args)
         assert Path(getattr(args, dest)).resolve() == (repo / ".ttfg" / "runs" / where).resolve(), argv
     (repo / ".ttfg" / "runs" / "gate").mkdir(parents=True)  # what a gate leaves
     (repo / ".ttfg" / "runs" / "gate" / "gate.json").write_text("{}")

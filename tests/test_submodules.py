@@ -20,7 +20,8 @@ from ttfg.provision.project_source import install_project
 from ttfg.provision.submodules import SubmoduleError
 from ttfg.provision.worktrees import Revision, worktrees
 
-from .user_project import committed_project, git, layered_venv
+from .conftest import git
+from .user_project import committed_project, layered_venv
 
 VENDORED_OPS = '''\
 """The lab's own operations, scaled by the vendored library's factor."""
