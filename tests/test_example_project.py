@@ -65,7 +65,7 @@ def test_check_run_and_show(flaxlab):
     assert [(r["case_id"], r["status"]) for r in json.loads(check.stdout)["results"]] == [(CASE, "ok")]
     run = ttfg(flaxlab, "run", "--repeat", "2")
     assert run.returncode == 0, run.stdout + run.stderr
-    saved = sorted((flaxlab["repo"] / "runs").glob("run-*.json"))
+    saved = sorted((flaxlab["repo"] / ".ttfg" / "runs").glob("run-*.json"))
     assert len(saved) == 1 and f"results:{saved[0]}" in "".join(run.stdout.split())
     results = record.load(saved[0])
     sample = results.case(CASE).good()[0]
