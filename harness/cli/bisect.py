@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from ..present.untrusted import plain
 from .help_text import fill
 
 HELP = """\
@@ -103,20 +104,21 @@ def _repro_args(args) -> list[str]:
 
 
 class _PrintedEvents:
-    """The bisect's progress, one line each."""
+    """The bisect's progress, one line each; text from git or a file through ``plain`` (control characters
+    escaped, as everywhere in this command's output)."""
 
     def __init__(self, console):
         self.console = console
 
     def note(self, text: str) -> None:
-        self.console.print(text, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
+        self.console.print(plain(text), highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
 
     def step(self, commit, probe, index, expected) -> None:
         from ..present.bisect_views import comparison_text, step_line
 
         self.console.print(step_line(commit, probe, index, expected), highlight=False)
         for e in probe.evidence:
-            self.console.print("  " + comparison_text(e), highlight=False, markup=False, soft_wrap=True)
+            self.console.print("  " + plain(comparison_text(e)), highlight=False, markup=False, soft_wrap=True)
 
 
 def cmd_bisect(args) -> int:
@@ -125,7 +127,7 @@ def cmd_bisect(args) -> int:
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from .gate import decision_settings
-    from ..present.bisect_views import conclusion_lines, path_table
+    from ..present.bisect_views import conclusion_lines, path_table, range_line
     from ..present.terminal import console as make_console
     from ..results.bisect_counts_file import COUNTS
 
@@ -151,11 +153,12 @@ def cmd_bisect(args) -> int:
     if report.from_state:
         console.print(f"finished before: shown from {report.files['state']} (nothing measured; move it away to "
                       "measure again)", highlight=False)
+    console.print(plain(range_line(doc)), highlight=False, markup=False, soft_wrap=True)
     if doc.get("probes") or doc.get("ends"):
         console.print(path_table(doc))
     for i, line in enumerate(conclusion_lines(doc)):
-        style = "red" if i == 0 and report.status in ("swapped", "undecided", "end cannot run") else None
-        console.print(Text(line, style=style or ""), highlight=False, soft_wrap=True)
+        style = "red" if i == 0 and report.status in ("swapped", "undecided", "end cannot run", "interrupted") else None
+        console.print(Text(plain(line), style=style or ""), highlight=False, soft_wrap=True)
     console.print(f"results in {request.out_dir}/ (bisect.json, summary.md)", highlight=False)
     if as_data:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
