@@ -47,7 +47,7 @@ from ..measure.sides import SameCode, SideOpener
 from ..measure.runner import run_sample
 from ..provision.sources import InstallError
 from ..provision.environments import EnvError
-from ..provision.worktrees import (LOG_FORMAT, GitError, Revision, check_clean, from_log, git, prune_leftovers,
+from ..provision.worktrees import (LOG_FORMAT, GitError, Revision, check_clean, from_log, git, pruned_note,
                                    repo_root, resolve)
 from ..results.bisect_file import EXIT, FORMAT, VERSION, load_bisect
 from ..results.format import ResultsError, strict_json
@@ -398,10 +398,8 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                             {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
     for line in effort_notes:
         events.note(line)
-    left = prune_leftovers(repo)
-    if left:
-        events.note(f"removed {left} worktree{'s' if left > 1 else ''} left in {repo} by an earlier ttfg run that "
-                    "was killed (git worktree prune; only worktrees ttfg marked as its own)")
+    if (pruned := pruned_note(repo)) is not None:  # an earlier run killed outright left its worktrees
+        events.note(pruned)
     counts_key = bisect_state.counts_key(key)
     counts = (CountStore.fresh(request.out_dir, counts_key) if doc is None
               else CountStore.resume(request.out_dir, counts_key))

@@ -253,6 +253,16 @@ def prune_leftovers(repo: str | Path) -> int:
     return removed
 
 
+def pruned_note(repo: str | Path) -> str | None:
+    """:func:`prune_leftovers`, and the sentence that says how many it removed (None when none): the gate and
+    bisect say it before they add worktrees of their own."""
+    removed = prune_leftovers(repo)
+    if not removed:
+        return None
+    return (f"removed {removed} worktree{'s' if removed > 1 else ''} left in {repo} by an earlier ttfg run that was "
+            "killed (git worktree prune; only worktrees ttfg marked as its own)")
+
+
 def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = False) -> tuple[Revision, Revision]:
     """Resolve base and head, refusing a dirty tree when head is the checked-out commit.
 
