@@ -25,12 +25,8 @@ does not need the key).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-
-if TYPE_CHECKING:
-    from .bisect import BisectRequest
 
 #: Settings that bound the effort, not the question: an unfinished state continues under new values.
 EFFORT = ("budget_s", "total_budget_s", "retries")
@@ -50,8 +46,8 @@ FLAGS = {"metric": "--metric", "min_effect": "--min-effect", "alpha": "--alpha",
 UNFINISHED = ("running", "stopped", "interrupted", "undecided", "end cannot run")
 
 
-def decision_settings(request: "BisectRequest") -> dict:
-    """Every setting of ``request`` that can change the answer (cases, tiers and direction are the key's own)."""
+def decision_settings(request) -> dict:
+    """Every setting of ``request`` (``app.bisect.BisectRequest``) that can change the answer (cases, tiers and direction are the key's own)."""
     s = request.settings
     run = s.run
     return {"metric": s.metric, "min_effect": s.min_effect, "alpha": s.alpha,
@@ -63,7 +59,7 @@ def decision_settings(request: "BisectRequest") -> dict:
             "budget_s": s.budget_s, "total_budget_s": request.total_budget_s, "retries": request.retries}
 
 
-def key(request: "BisectRequest", good: str, bad: str) -> dict:
+def key(request, good: str, bad: str) -> dict:
     """What a state must match to be continued or shown: the two commits, the cases, the direction, the tiers, and
     every decision setting (:func:`decision_settings`)."""
     return {"good": good, "bad": bad, "cases": sorted(c.id for c in request.cases),
