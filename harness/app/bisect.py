@@ -26,8 +26,13 @@ atomically after every step, so Ctrl-C loses at most the step running, a rerun w
 same arguments continues, and a finished bisect is shown again from it without
 measuring. It is read back with the page's strict reader (``results.bisect_file``): a
 hand-edited or truncated state is refused naming the file and the field. A state of other
-revisions, cases or direction is refused, naming the file (it is never overwritten); so
-is a ``counts.json`` of another bisect.
+revisions, cases, direction or decision settings is refused naming each that differs
+(``app/bisect_state.py``: the key, and why a budget may change only before an answer); the
+file is never overwritten; so is a ``counts.json`` of another bisect.
+
+Interrupts: Ctrl-C, or SIGTERM (raised as ``errors.Interrupted`` by the CLI's handler),
+writes both files, ``summary.md`` too, with status "interrupted" and the signal named; the
+worktrees of an earlier run killed outright are removed first (``worktrees.pruned_note``).
 """
 
 from __future__ import annotations

@@ -39,8 +39,22 @@ Installs and environments come from the gate's caches (each commit built once). 
 commit's instruction counts are taken once and reused by every later comparison
 that involves it (counts.json, same environment and settings; never wall time). The
 state is bisect.json in --out-dir, saved after every step: a rerun of the same
-command continues after Ctrl-C, and shows a finished bisect again at once.
+command continues after Ctrl-C or SIGTERM, and shows a finished bisect again at once.
 summary.md beside it has the conclusion and the search path.
+
+The state records every setting its answer depends on (the cases, --tiers, --metric,
+--min-effect, --alpha, --budget and the rest of the decision options,
+--improvement): a rerun on that --out-dir with any of them different is refused
+(exit 2), naming each setting stored and asked; choose another --out-dir, or move
+bisect.json and counts.json away to start afresh. An unfinished state (stopped,
+interrupted, undecided) continues under a new --budget, --total-budget or --retries.
+A state written by an older ttfg, without its settings, is refused naming them.
+
+On Ctrl-C or SIGTERM, bisect.json (status "interrupted") and summary.md are written
+and name the signal. Worktrees ttfg adds are marked as its own; a run killed
+outright leaves them, and the next bisect or gate removes them (git worktree prune,
+only marked ones, never yours) and says how many. Control characters in commit
+subjects and in files are shown escaped, in the terminal and in summary.md.
 """
 
 
@@ -50,8 +64,8 @@ def _exit_codes() -> str:
     lines = ["exit codes:"]
     for code, text in (("0", "no step between the ends"), ("1", "a culprit found (or the few commits that hide it)"),
                        ("2", "broken input (a missing revision, a dirty tree, ends swapped, a foreign or corrupt "
-                             "state file), a budget too small to decide, a stop or an interruption (steps done "
-                             "are kept)")):
+                             "state file, a state of other settings), a budget too small to decide, a stop or an "
+                             "interruption by SIGINT or SIGTERM (steps done are kept)")):
         lines += textwrap.wrap(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
     return "\n".join(lines) + "\n"
 
