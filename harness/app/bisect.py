@@ -70,8 +70,9 @@ SUMMARY = "summary.md"
 #: How a bisect ended (``BisectReport.status``; ``bisect.json``'s ``status``).
 FOUND, RANGE, NO_STEP, SWAPPED, UNDECIDED, BROKEN_END, STOPPED, RUNNING, INTERRUPTED = (
     "found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running", "interrupted")
-#: Exit codes (``results.bisect_file.EXIT``, where the reader checks a state's against its status): a culprit (or
-#: the commits that hide it) is a finding; no step passes; the rest is broken input.
+# Each status's exit code is ``results.bisect_file.EXIT`` (imported above), where the reader checks a state's
+# ``exit_code`` against its status: a culprit (or the commits that hide it) is a finding; no step passes; the rest
+# is broken input.
 #: A step's stop reasons that make a commit untestable (skipped).
 _UNTESTABLE = (BASE_BROKEN, HEAD_BROKEN, HEAD_FAILING, COUNT_BROKEN)
 

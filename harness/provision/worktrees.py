@@ -244,7 +244,7 @@ def prune_leftovers(repo: str | Path) -> int:
         folder = Path(gitdir.read_text().strip()).parent if gitdir.exists() else None
         if folder is not None:
             git(repo, "worktree", "remove", "--force", str(folder), check=False)
-            if folder.parent.name.startswith("ttfg-"):
+            if str(folder) == mark.get("folder") and folder.parent.name.startswith("ttfg-"):  # its mkdtemp folder
                 shutil.rmtree(folder.parent, ignore_errors=True)
         shutil.rmtree(admin.parent, ignore_errors=True)
         removed += 1
