@@ -220,6 +220,9 @@ def _files(d: Path) -> dict:
     from bad_inputs_facts import files as fact_files
 
     made.update(fact_files(d))
+    from bad_inputs_bisect import files as bisect_files  # issue 40's bisect state rows, beside this script
+
+    made.update(bisect_files(d, TINY))
     made["bad-sample"] = _history(d, "history-bad-sample", _bad_sample)
     made["twin"] = _history(d, "history-twin", _twin)
     made["confirm-history"] = _history(d, "history-confirm", lambda folder: None)
@@ -709,6 +712,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_facts import rows as fact_rows
 
     rows += fact_rows(d, m, out, tiny)
+    from bad_inputs_bisect import rows as bisect_rows
+
+    rows += bisect_rows(d, m, out, tiny)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

@@ -19,7 +19,7 @@ import pytest
 
 from ttfg.app import bisect as use_case
 from ttfg.decide.gate_settings import GateSettings
-from ttfg.errors import TtfgError
+from ttfg.errors import TtfgError, UsageError
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
 from ttfg.provision.environments import Environment
@@ -134,19 +134,20 @@ def test_a_resumed_bisect_takes_no_count_it_already_has(repo, tmp_path, opener):
     assert second.timings() > 0  # its comparisons took their own timing pairs
 
 
-def test_counts_of_other_settings_are_not_reused(repo, tmp_path, opener):
+def test_a_rerun_under_other_settings_is_refused_and_its_counts_are_not_mixed_in(repo, tmp_path, opener):
+    """Before issue 40 a rerun with ``--threads 2`` continued the state and counted again; the steps of one thread
+    count and of another then made one answer. Now the state is refused, naming the setting (stored and asked)."""
     root, shas = repo
     first = Commits(shas)
     use_case.run(request(root, shas, tmp_path / "out", total_budget_s=150), clock=first.clock, sampler=first,
                  opener=opener)
     threads = replace(GateSettings(profiles=0, tiers=TIERS), run=RunSettings(repeat=1, threads=2))
-    before = len(json.loads((tmp_path / "out" / "bisect.json").read_text())["probes"])
+    state = (tmp_path / "out" / "bisect.json").read_text()
     second = Commits(shas)
-    done = use_case.run(request(root, shas, tmp_path / "out", threads), clock=second.clock, sampler=second,
-                        opener=opener)
-    assert set(first.counted()) & set(second.counted())  # commits the first run counted, counted again
-    resumed = done.document["probes"][before]["evidence"][0]["counts"]
-    assert resumed == {"base": {"taken": 2, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
+    with pytest.raises(UsageError, match="--threads: stored 1, asked 2"):
+        use_case.run(request(root, shas, tmp_path / "out", threads), clock=second.clock, sampler=second,
+                     opener=opener)
+    assert not second.counted() and (tmp_path / "out" / "bisect.json").read_text() == state
 
 
 def test_a_truncated_or_hand_edited_state_is_refused_naming_file_and_field(repo, tmp_path, opener):

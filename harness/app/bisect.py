@@ -26,8 +26,13 @@ atomically after every step, so Ctrl-C loses at most the step running, a rerun w
 same arguments continues, and a finished bisect is shown again from it without
 measuring. It is read back with the page's strict reader (``results.bisect_file``): a
 hand-edited or truncated state is refused naming the file and the field. A state of other
-revisions, cases or direction is refused, naming the file (it is never overwritten); so
-is a ``counts.json`` of another bisect.
+revisions, cases, direction or decision settings is refused naming each that differs
+(``app/bisect_state.py``: the key, and why a budget may change only before an answer); the
+file is never overwritten; so is a ``counts.json`` of another bisect.
+
+Interrupts: Ctrl-C, or SIGTERM (raised as ``errors.Interrupted`` by the CLI's handler),
+writes both files, ``summary.md`` too, with status "interrupted" and the signal named; the
+worktrees of an earlier run killed outright are removed first (``worktrees.pruned_note``).
 """
 
 from __future__ import annotations
@@ -41,16 +46,18 @@ from typing import TYPE_CHECKING, Callable
 from ..decide import bisect as search
 from ..decide.gate_loop import run_gate
 from ..decide.gate_settings import GateSettings, refuse_unreported
-from ..errors import UsageError
+from ..errors import UsageError, signal_name, signals_deferred
 from ..files import atomic_write_text, replace_together
 from ..measure.sides import SameCode, SideOpener
 from ..measure.runner import run_sample
 from ..provision.sources import InstallError
 from ..provision.environments import EnvError
-from ..provision.worktrees import LOG_FORMAT, GitError, Revision, check_clean, from_log, git, repo_root, resolve
-from ..results.bisect_file import FORMAT, VERSION, load_bisect
+from ..provision.worktrees import (LOG_FORMAT, GitError, Revision, check_clean, from_log, git, pruned_note,
+                                   repo_root, resolve)
+from ..results.bisect_file import EXIT, FORMAT, VERSION, load_bisect
 from ..results.format import ResultsError, strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
+from . import bisect_state
 from .bisect_counts import CountStore, origin_label
 
 if TYPE_CHECKING:
@@ -63,9 +70,9 @@ SUMMARY = "summary.md"
 #: How a bisect ended (``BisectReport.status``; ``bisect.json``'s ``status``).
 FOUND, RANGE, NO_STEP, SWAPPED, UNDECIDED, BROKEN_END, STOPPED, RUNNING, INTERRUPTED = (
     "found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running", "interrupted")
-#: Exit codes: a culprit (or the commits that hide it) is a finding; no step passes; the rest is broken input.
-EXIT = {FOUND: 1, RANGE: 1, NO_STEP: 0, SWAPPED: 2, UNDECIDED: 2, BROKEN_END: 2, STOPPED: 2, RUNNING: 2,
-        INTERRUPTED: 2}
+# Each status's exit code is ``results.bisect_file.EXIT`` (imported above), where the reader checks a state's
+# ``exit_code`` against its status: a culprit (or the commits that hide it) is a finding; no step passes; the rest
+# is broken input.
 #: A step's stop reasons that make a commit untestable (skipped).
 _UNTESTABLE = (BASE_BROKEN, HEAD_BROKEN, HEAD_FAILING, COUNT_BROKEN)
 
@@ -191,12 +198,6 @@ def first_parent_range(repo: Path, good: Revision, bad: Revision) -> Range:
 
 
 # ---------------------------------------------------------------------------- state
-
-
-def _key(request: BisectRequest, good: Revision, bad: Revision) -> dict:
-    """What a state must match to be continued: the two commits, the cases, the direction, the tiers."""
-    return {"good": good.commit, "bad": bad.commit, "cases": sorted(c.id for c in request.cases),
-            "improvement": request.improvement, "tiers": list(request.settings.tiers)}
 
 
 def load_state(path: Path) -> dict | None:
@@ -395,16 +396,19 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
     walk = first_parent_range(repo, good, bad)
     request.out_dir.mkdir(parents=True, exist_ok=True)
     path = request.out_dir / STATE
-    key = _key(request, good, bad)
+    key = bisect_state.key(request, good.commit, bad.commit)
     doc = load_state(path)
-    if doc is not None and doc["key"] != key:
-        raise UsageError(f"{path} holds a bisect of other revisions, cases or settings "
-                         f"(good {str(doc['key'].get('good'))[:10]}, bad {str(doc['key'].get('bad'))[:10]}); it was "
-                         "left as it is: choose another --out-dir, or move it away to start afresh")
-    if doc is not None and doc.get("status") not in (RUNNING, STOPPED, INTERRUPTED, UNDECIDED, BROKEN_END, None):
-        return BisectReport(doc["exit_code"], doc["status"], doc, _summary(doc),
+    effort_notes = [] if doc is None else bisect_state.check(path, doc, key)
+    if doc is not None and doc.get("status") not in bisect_state.UNFINISHED:
+        return BisectReport(EXIT[doc["status"]], doc["status"], doc, _summary(doc),
                             {"state": path, "summary": request.out_dir / SUMMARY}, from_state=True)
-    counts = CountStore.fresh(request.out_dir, key) if doc is None else CountStore.resume(request.out_dir, key)
+    for line in effort_notes:
+        events.note(line)
+    if (pruned := pruned_note(repo)) is not None:  # an earlier run killed outright left its worktrees
+        events.note(pruned)
+    counts_key = bisect_state.counts_key(key)
+    counts = (CountStore.fresh(request.out_dir, counts_key) if doc is None
+              else CountStore.resume(request.out_dir, counts_key))
     if doc is None:
         doc = {"format": FORMAT, "version": VERSION, "key": key, "status": RUNNING, "exit_code": 2,
                "good": {**good.described(), "rev": good.name},
@@ -423,6 +427,9 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         doc["probes"] = [p for p in doc["probes"] if p["state"] != search.UNKNOWN]
         for stale in ("answer", "culprit", "candidates", "repro", "others", "why"):
             doc.pop(stale, None)
+    doc["key"] = key  # the effort settings a rerun may change (bisect_state.EFFORT) are this run's
+    doc["settings"] = {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
+                       "total_budget_s": request.total_budget_s, "retries": request.retries}
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
     compare = compare or _Comparer(request, repo, events, clock, counts, sampler, opener)
@@ -495,10 +502,13 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             return _finish(doc, UNDECIDED, request, walk, save,
                            "the per-step budget could not decide every commit the culprit can be")
         return _finish(doc, RANGE, request, walk, save, "untestable commits hide the culprit")
-    except KeyboardInterrupt:
-        doc["status"], doc["exit_code"] = INTERRUPTED, 2
-        save()
-        return BisectReport(2, INTERRUPTED, doc, "", {"state": path})
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (cli/__init__.py raises Interrupted for it)
+        with signals_deferred():  # a second signal does not cut the two files short
+            doc["status"], doc["exit_code"] = INTERRUPTED, EXIT[INTERRUPTED]
+            doc["why"] = f"interrupted by {signal_name(exc)}"
+            save(final=True)
+        return BisectReport(EXIT[INTERRUPTED], INTERRUPTED, doc, _summary(doc),
+                            {"state": path, "summary": request.out_dir / SUMMARY})
 
 
 def _finish(doc: dict, status: str, request: BisectRequest, walk: Range, save, why: str) -> BisectReport:

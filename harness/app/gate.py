@@ -30,7 +30,7 @@ from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.runner import run_sample
 from ..measure.sides import EnvPlan, Side, SideOpener
-from ..provision.worktrees import Revision, repo_root, revisions
+from ..provision.worktrees import Revision, pruned_note, repo_root, revisions
 from ..results.gate_outcome import GateOutcome
 
 if TYPE_CHECKING:
@@ -204,6 +204,8 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
     repo = repo_root(request.repo)
     base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
+    if (pruned := pruned_note(repo)) is not None:  # an earlier gate or bisect killed outright left its worktrees
+        events.note(pruned)
     plan = opener.plan(repo, base_rev, head_rev, request.base_env, request.head_env, request.envs,
                        request.project_dir)
     if base_rev.commit == head_rev.commit and plan.requests["base"] == plan.requests["head"]:

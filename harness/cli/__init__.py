@@ -107,8 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _terminate(signum, frame):
     """SIGTERM (a cancelled CI job, ``kill``) ends a run like Ctrl-C: probes are killed,
-    finished samples stay in the results file, temporary worktrees are removed."""
-    raise KeyboardInterrupt
+    finished samples stay in the results file, temporary worktrees are removed; it names itself
+    (``errors.Interrupted``), so what is written says SIGTERM, not Ctrl-C."""
+    from ..errors import Interrupted
+
+    raise Interrupted("SIGTERM")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -144,8 +147,10 @@ def _main(argv: list[str]) -> int:
     except TtfgError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_BROKEN
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        from ..errors import signal_name
+
+        print(f"{name}: interrupted by {signal_name(exc)}", file=sys.stderr)
         return EXIT_BROKEN
     except Exception as exc:  # a bug or an environment problem: never a "regression"
         return _internal_error(name, exc, args.debug)

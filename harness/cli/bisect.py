@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from ..present.untrusted import plain
 from .help_text import fill
 
 HELP = """\
@@ -38,8 +39,22 @@ Installs and environments come from the gate's caches (each commit built once). 
 commit's instruction counts are taken once and reused by every later comparison
 that involves it (counts.json, same environment and settings; never wall time). The
 state is bisect.json in --out-dir, saved after every step: a rerun of the same
-command continues after Ctrl-C, and shows a finished bisect again at once.
+command continues after Ctrl-C or SIGTERM, and shows a finished bisect again at once.
 summary.md beside it has the conclusion and the search path.
+
+The state records every setting its answer depends on (the cases, --tiers, --metric,
+--min-effect, --alpha, --budget and the rest of the decision options,
+--improvement): a rerun on that --out-dir with any of them different is refused
+(exit 2), naming each setting stored and asked; choose another --out-dir, or move
+bisect.json and counts.json away to start afresh. An unfinished state (stopped,
+interrupted, undecided) continues under a new --budget, --total-budget or --retries.
+A state written by an older ttfg, without its settings, is refused naming them.
+
+On Ctrl-C or SIGTERM, bisect.json (status "interrupted") and summary.md are written
+and name the signal. Worktrees ttfg adds are marked as its own; a run killed
+outright leaves them, and the next bisect or gate removes them (git worktree prune,
+only marked ones, never yours) and says how many. Control characters in commit
+subjects and in files are shown escaped, in the terminal and in summary.md.
 """
 
 
@@ -49,8 +64,8 @@ def _exit_codes() -> str:
     lines = ["exit codes:"]
     for code, text in (("0", "no step between the ends"), ("1", "a culprit found (or the few commits that hide it)"),
                        ("2", "broken input (a missing revision, a dirty tree, ends swapped, a foreign or corrupt "
-                             "state file), a budget too small to decide, a stop or an interruption (steps done "
-                             "are kept)")):
+                             "state file, a state of other settings), a budget too small to decide, a stop or an "
+                             "interruption by SIGINT or SIGTERM (steps done are kept)")):
         lines += textwrap.wrap(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
     return "\n".join(lines) + "\n"
 
@@ -103,20 +118,21 @@ def _repro_args(args) -> list[str]:
 
 
 class _PrintedEvents:
-    """The bisect's progress, one line each."""
+    """The bisect's progress, one line each; text from git or a file through ``plain`` (control characters
+    escaped, as everywhere in this command's output)."""
 
     def __init__(self, console):
         self.console = console
 
     def note(self, text: str) -> None:
-        self.console.print(text, highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
+        self.console.print(plain(text), highlight=False, markup=False, no_wrap=True, overflow="ellipsis")
 
     def step(self, commit, probe, index, expected) -> None:
         from ..present.bisect_views import comparison_text, step_line
 
         self.console.print(step_line(commit, probe, index, expected), highlight=False)
         for e in probe.evidence:
-            self.console.print("  " + comparison_text(e), highlight=False, markup=False, soft_wrap=True)
+            self.console.print("  " + plain(comparison_text(e)), highlight=False, markup=False, soft_wrap=True)
 
 
 def cmd_bisect(args) -> int:
@@ -125,7 +141,7 @@ def cmd_bisect(args) -> int:
     from .selection import runnable_selection
     from ..app import bisect as use_case
     from .gate import decision_settings
-    from ..present.bisect_views import conclusion_lines, path_table
+    from ..present.bisect_views import conclusion_lines, path_table, range_line
     from ..present.terminal import console as make_console
     from ..results.bisect_counts_file import COUNTS
 
@@ -151,11 +167,12 @@ def cmd_bisect(args) -> int:
     if report.from_state:
         console.print(f"finished before: shown from {report.files['state']} (nothing measured; move it away to "
                       "measure again)", highlight=False)
+    console.print(plain(range_line(doc)), highlight=False, markup=False, soft_wrap=True)
     if doc.get("probes") or doc.get("ends"):
         console.print(path_table(doc))
     for i, line in enumerate(conclusion_lines(doc)):
-        style = "red" if i == 0 and report.status in ("swapped", "undecided", "end cannot run") else None
-        console.print(Text(line, style=style or ""), highlight=False, soft_wrap=True)
+        style = "red" if i == 0 and report.status in ("swapped", "undecided", "end cannot run", "interrupted") else None
+        console.print(Text(plain(line), style=style or ""), highlight=False, soft_wrap=True)
     console.print(f"results in {request.out_dir}/ (bisect.json, summary.md)", highlight=False)
     if as_data:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")

@@ -101,6 +101,9 @@ class _PrintedEvents:
         self.verbose = verbose
 
     def _line(self, text: str, style: str | None = None) -> None:
+        from ..present.untrusted import plain
+
+        text = plain(text)  # an install's error, a side's path, a subject: control characters escaped
         if not self.console.is_terminal:  # a log (CI, a pipe) keeps every word: wrapped, never cut with "…"
             from ..present.gate_views import wrapped
 
@@ -113,9 +116,10 @@ class _PrintedEvents:
 
     def started(self, request, base, head) -> None:
         from ..present.gate_views import revision_label, wrapped
+        from ..present.untrusted import plain
 
         s = request.settings
-        text = (f"gate: base {revision_label(base)} \"{base.subject[:40]}\" vs head {revision_label(head)} "
+        text = plain(f"gate: base {revision_label(base)} \"{base.subject[:40]}\" vs head {revision_label(head)} "
                 f"\"{head.subject[:40]}\"; {len(request.cases)} case(s), tiers {', '.join(s.tiers)}, time budget "
                 f"{fmt.seconds(s.budget_s)}; results in {request.out_dir}")
         for line in wrapped(text, self.console.width):
@@ -123,8 +127,9 @@ class _PrintedEvents:
 
     def warning(self, text: str) -> None:
         from ..present.gate_views import wrapped
+        from ..present.untrusted import plain
 
-        for line in wrapped(text, self.console.width):  # a warning is read whole
+        for line in wrapped(plain(text), self.console.width):  # a warning is read whole
             self.console.print(line, style="yellow", highlight=False, markup=False, soft_wrap=True)
 
     def note(self, text: str) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import fmt
-from .untrusted import md
+from .untrusted import md, plain
 
 #: How each tested commit's state reads.
 STATE_WORDS = {"good": "same as good", "bad": "same as bad", "between": "differs from both ends (two steps)",
@@ -111,8 +111,14 @@ def path_table(doc: dict) -> Table:
     for name in ("step", "commit", "found", "evidence"):
         table.add_column(name, overflow="fold")
     for row in path_rows(doc):
-        table.add_row(*row)
+        table.add_row(*map(plain, row))  # subjects, errors and reasons come from git and from files
     return table
+
+
+def range_line(doc: dict) -> str:
+    """The range as the terminal's first line: both ends with their subjects (the summary's opening words)."""
+    return (f"between {doc['good']['short']} (good, {doc['good']['subject']}) and {doc['bad']['short']} "
+            f"(bad, {doc['bad']['subject']}), first-parent")
 
 
 def conclusion_lines(doc: dict) -> list[str]:
@@ -151,8 +157,11 @@ def conclusion_lines(doc: dict) -> list[str]:
             lines.append("the culprit is one of: " + ", ".join(c["short"] for c in doc["candidates"]))
     elif status == "end cannot run":
         lines.append(f"an end of the range cannot be measured: {doc.get('why', '')}")
-    elif status in ("stopped", "interrupted"):
-        lines.append(f"{status}: {doc.get('why') or 'Ctrl-C'}; the steps done are kept, rerun the same command to "
+    elif status == "stopped":
+        lines.append(f"stopped: {doc.get('why') or 'the total budget is spent'}; the steps done are kept, rerun the "
+                     "same command to continue")
+    elif status == "interrupted":  # ``why`` names the signal ("interrupted by SIGTERM"); older states have none
+        lines.append(f"{doc.get('why') or 'interrupted'}; the steps done are kept, rerun the same command to "
                      "continue")
     for c in (doc.get("answer") or {}).get("skipped", []):
         probe = next((p for p in doc["probes"] if p["commit"] == c), {})
@@ -183,10 +192,10 @@ def step_line(commit: str, probe, index: int, expected: int) -> Text:
     """A progress line after each step."""
     words = STATE_WORDS.get(probe.state, probe.state)
     style = {"good": "green", "bad": "red", "skipped": "yellow", "unknown": "yellow"}.get(probe.state)
-    return Text.assemble(f"step {index} (about {expected} expected): {commit[:10]}: ", (words, style or ""))
+    return Text.assemble(f"step {index} (about {expected} expected): {plain(commit[:10])}: ", (words, style or ""))
 
 
 __all__ = ["HEADINGS", "STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines",
            "counts_text",
            "deciding_case", "path_rows", "path_table",
-           "step_line"]
+           "range_line", "step_line"]

@@ -75,14 +75,15 @@ def plain(text) -> str:
 
 def md(text, limit: int = MD_CHARS) -> str:
     """``text`` as inert Markdown on one line: clipped to ``limit`` characters (saying how much was
-    cut), HTML escaped, Markdown's special characters backslash-escaped, line breaks made spaces."""
-    one_line = " ".join(clip(str(text), limit).split())
+    cut), HTML escaped, Markdown's special characters backslash-escaped, line breaks made spaces, control
+    characters shown as their escapes (:func:`plain`: a commit subject's ESC or NUL reached summary.md raw)."""
+    one_line = plain(" ".join(clip(str(text), limit).split()))
     return _MD_SPECIAL.sub(r"\\\1", html.escape(one_line, quote=False))
 
 
 def md_code(text, limit: int = MD_CHARS) -> str:
     """``text`` as an inline code span (clipped, on one line), fenced with more backticks than it holds."""
-    one_line = " ".join(clip(str(text), limit).split())
+    one_line = plain(" ".join(clip(str(text), limit).split()))
     longest = max((len(run) for run in re.findall(r"`+", one_line)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if one_line.startswith("`") or one_line.endswith("`") or not one_line else ""

@@ -9,7 +9,10 @@ exit, on an error and on Ctrl-C.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -177,6 +180,7 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str =
             folder = tmp / name
             git(repo, "worktree", "add", "--detach", str(folder), rev.commit)
             made[name] = folder
+            _mark(folder)
             if submodules:
                 from .submodules import checkout
 
@@ -187,6 +191,76 @@ def worktrees(repo: str | Path, revisions: Mapping[str, Revision], prefix: str =
             git(repo, "worktree", "remove", "--force", str(folder), check=False)
         shutil.rmtree(tmp, ignore_errors=True)
         git(repo, "worktree", "prune", check=False)
+
+
+#: The file in a worktree's admin folder that says ttfg added it, and which process did.
+MARKER = "ttfg-worktree"
+
+
+def _mark(folder: Path) -> None:
+    """Write :data:`MARKER` into ``folder``'s admin folder (``git rev-parse --absolute-git-dir`` inside it)."""
+    admin = Path(git(folder, "rev-parse", "--absolute-git-dir").stdout.strip())
+    (admin / MARKER).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "folder": str(folder)}))
+
+
+def _alive(mark: dict) -> bool:
+    """Whether the process that made a marked worktree may still be running (on another machine: assumed so)."""
+    if mark.get("host") != socket.gethostname():
+        return True
+    pid = mark.get("pid")
+    if type(pid) is not int or pid <= 0:  # a marker without a process: nothing runs it
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def prune_leftovers(repo: str | Path) -> int:
+    """Remove the worktrees an earlier, killed ttfg left in ``repo``; how many were removed.
+
+    ``git worktree prune`` first (it forgets worktrees whose folder is gone, e.g. a cleaned temporary folder),
+    then every worktree whose admin folder holds :data:`MARKER` of a process no longer running is removed with
+    ``git worktree remove --force``, and its temporary folder (named ``ttfg-...``) deleted. A worktree without
+    the marker is the user's and is never touched.
+    """
+    git(repo, "worktree", "prune", check=False)
+    common = git(repo, "rev-parse", "--git-common-dir", check=False).stdout.strip()
+    if not common:
+        return 0
+    admins = Path(repo, common) / "worktrees"
+    removed = 0
+    for admin in sorted(admins.glob(f"*/{MARKER}")):
+        try:
+            mark = json.loads(admin.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(mark, dict) or _alive(mark):
+            continue
+        gitdir = admin.parent / "gitdir"  # the worktree's own .git file, as git records it
+        folder = Path(gitdir.read_text().strip()).parent if gitdir.exists() else None
+        if folder is not None:
+            git(repo, "worktree", "remove", "--force", str(folder), check=False)
+            if str(folder) == mark.get("folder") and folder.parent.name.startswith("ttfg-"):  # its mkdtemp folder
+                shutil.rmtree(folder.parent, ignore_errors=True)
+        shutil.rmtree(admin.parent, ignore_errors=True)
+        removed += 1
+    if removed:
+        git(repo, "worktree", "prune", check=False)
+    return removed
+
+
+def pruned_note(repo: str | Path) -> str | None:
+    """:func:`prune_leftovers`, and the sentence that says how many it removed (None when none): the gate and
+    bisect say it before they add worktrees of their own."""
+    removed = prune_leftovers(repo)
+    if not removed:
+        return None
+    return (f"removed {removed} worktree{'s' if removed > 1 else ''} left in {repo} by an earlier ttfg run that was "
+            "killed (git worktree prune; only worktrees ttfg marked as its own)")
 
 
 def revisions(repo: Path, base: str, head: str = "HEAD", allow_dirty: bool = False) -> tuple[Revision, Revision]:

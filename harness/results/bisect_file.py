@@ -35,6 +35,11 @@ VERDICTS = ("regressed", "unchanged", "improved", "inconclusive", "broken")
 #: What a comparison compared a commit with.
 AGAINST = ("good", "bad", "ends", "parent")
 EXIT_CODES = (0, 1, 2)
+#: The exit code each ending has (``app/bisect.py`` writes it beside the status): a culprit or the few commits that
+#: hide it is a finding, no step passes, the rest is broken input or no answer yet. A state whose ``exit_code``
+#: disagrees with its ``status`` is refused: "found" with exit 0 would pass a CI job that found a culprit.
+EXIT = {"found": 1, "range": 1, "no step": 0, "swapped": 2, "undecided": 2, "end cannot run": 2, "stopped": 2,
+        "running": 2, "interrupted": 2}
 #: A bisect's document is a summary: kilobytes per step; anything near this is no bisect.
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -176,8 +181,14 @@ def bisect_from_json(doc: Any, path: str | Path) -> dict:
     doc = r.header(doc, FORMAT, VERSION, "a ttfg bisect")
     status = r.word(r.key(doc, "status", ""), "status", STATUSES)
     code = r.key(doc, "exit_code", "")
-    if isinstance(code, bool) or code not in EXIT_CODES:
-        raise r.expect("exit_code", "0, 1 or 2", code)
+    if type(code) is not int or code not in EXIT_CODES:  # 1.0 == 1 and True == 1: neither is an exit code
+        raise r.expect("exit_code", "0, 1 or 2 (a whole number)", code)
+    if code != EXIT[status]:
+        raise r.fail("exit_code", f"{code} disagrees with status {status!r}, whose exit code is {EXIT[status]}")
+    if doc.get("key") is not None:  # what a rerun must match (``app/bisect_state.py``); absent before issue 40
+        key = r.obj(doc["key"], "key")
+        if key.get("settings") is not None:
+            r.obj(key["settings"], "key.settings")
     good, bad = (r.commit_info(r.key(doc, k, ""), k) for k in ("good", "bad"))
     commits = r.commits(r.key(doc, "commits", ""), "commits")
     if not commits or commits[0] != good["commit"] or commits[-1] != bad["commit"]:
@@ -242,5 +253,5 @@ def load_bisect(path: str | Path) -> dict:
     return bisect_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)
 
 
-__all__ = ["AGAINST", "EXIT_CODES", "FORMAT", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",
+__all__ = ["AGAINST", "EXIT", "EXIT_CODES", "FORMAT", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",
            "load_bisect"]

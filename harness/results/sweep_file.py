@@ -115,8 +115,8 @@ def sweep_from_json(doc: Any, path: str | Path) -> dict:
     r.value(doc.get("wall_s"), "wall_s", "nonneg")
     r.value(doc.get("complete"), "complete", "bool")
     code = doc.get("exit_code")
-    if code is not None and (isinstance(code, bool) or code not in EXIT_CODES):
-        raise r.expect("exit_code", "0, 1 or 2", code)
+    if code is not None and (type(code) is not int or code not in EXIT_CODES):  # 1.0 == 1, True == 1: no exit codes
+        raise r.expect("exit_code", "0, 1 or 2 (a whole number)", code)
     return doc
 
 

@@ -1,0 +1,109 @@
+"""``bad_inputs.py``'s rows for a bisect's state (issue 40, items 4 and 6), and their files.
+
+Kept beside ``bad_inputs.py`` (which imports it) so that the rows of one issue live in one place. Each row is a real
+``ttfg`` process in the scratch folder, on a small repository made here (two commits; the second's subject holds
+colour and window-title escape sequences):
+
+- ``bisect 40.4``: a rerun on an out-dir whose state was made under other settings (``--metric``, ``--min-effect``,
+  ``--alpha``) is refused naming each, stored and asked; a state written before the settings were recorded
+  (``tests/data/bisect_v1_no_settings.json``, its commits made this repository's) is refused naming what it lacks;
+  a state whose ``exit_code`` is 1.0, or 0 beside status "found", is refused naming the file and the field, by
+  ``bisect`` and by ``report --bisect``;
+- ``bisect 40.6``: control characters in a commit subject are shown as escapes in the terminal and in summary.md.
+
+The state the settings row reads is made in :func:`files` by a real ``ttfg bisect`` whose two ends are the same
+commit ("no step", nothing measured, about a second).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBJECT = "speed up \x1b[31mred\x1b[0m \x1b]0;owned\x07"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bad-inputs", "-c", "user.email=b@example.com",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _state(folder: Path, doc: dict) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "bisect.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return folder
+
+
+def files(d: Path, tiny: list[str]) -> dict:
+    """The repository, a state made under the default settings, and the hand-edited states."""
+    repo = d / "bisect-state-repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("state\n")
+    _git(repo, "add", "README")
+    _git(repo, "commit", "-q", "-m", "first")
+    (d / "bisect-subject").write_text(SUBJECT + "\n")
+    _git(repo, "commit", "-q", "--allow-empty", "-F", str(d / "bisect-subject"))
+    first, second = _git(repo, "rev-parse", "HEAD~1"), _git(repo, "rev-parse", "HEAD")
+    made = {"bisect-state-repo": repo, "bisect-defaults": d / "bisect-defaults"}
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    subprocess.run([sys.executable, "-m", "ttfg", "bisect", "--good", "HEAD", "--bad", "HEAD", "--repo", str(repo),
+                    *tiny, "--out-dir", str(made["bisect-defaults"])], check=True, capture_output=True, cwd=ROOT,
+                   env=env, timeout=300)
+    text = (ROOT / "tests" / "data" / "bisect_v1_no_settings.json").read_text()
+    old = json.loads(text)
+    for was, now in zip((old["commits"][0], old["commits"][-1]), (first, second)):
+        text = text.replace(was, now)
+    old = json.loads(text)
+    old["commits"] = [first, second]  # the range of this repository: the old probe's commit is not in it
+    old["probes"], old["answer"]["good"], old["answer"]["candidates"] = [], first, [second]
+    old["culprit"]["parent"] = first
+    made["bisect-old"] = _state(d / "bisect-old", old)
+    made["bisect-float"] = _state(d / "bisect-float", {**old, "exit_code": 1.0})
+    made["bisect-found-0"] = _state(d / "bisect-found-0", {**old, "exit_code": 0})
+    return made
+
+
+def rows(d: Path, m: dict, out, tiny: list[str]) -> list:
+    """The rows (``bad_inputs.Row``), in the order of the issue's items."""
+    from bad_inputs import Row, _all, _contains, _unchanged
+
+    repo = str(m["bisect-state-repo"])
+    same = ["bisect", "--good", "HEAD", "--bad", "HEAD", "--repo", repo, *tiny]
+    ends = ["bisect", "--good", "HEAD~1", "--bad", "HEAD", "--repo", repo, *tiny]
+
+    def escaped(proc) -> str | None:
+        summary = (Path(out("bisect-40-6")) / "summary.md").read_text()
+        if "\x1b" in proc.stdout + proc.stderr or "\x1b" in summary or "\x07" in summary:
+            return "a raw control character reached the output"
+        return None if "\\x1b[31mred" in proc.stdout and "x1b" in summary else "the escapes are not shown"
+
+    return [
+        Row("bisect 40.4: a rerun on a state of other settings (--metric, --min-effect, --alpha)",
+            [*same, "--metric", "import_s", "--min-effect", "0.9", "--alpha", "0.2",
+             "--out-dir", str(m["bisect-defaults"])],
+            check=_all(_contains("--metric: stored first_grad_s, asked import_s"),
+                       _contains("--min-effect: stored 0.05, asked 0.9"), _contains("--alpha: stored 0.01, asked 0.2"),
+                       _contains("another --out-dir"), _unchanged(m["bisect-defaults"] / "bisect.json"))),
+        Row("bisect 40.4: a state written before its settings were recorded",
+            [*ends, "--out-dir", str(m["bisect-old"])],
+            check=_all(_contains("did not record its decision settings"), _contains("--metric"),
+                       _unchanged(m["bisect-old"] / "bisect.json"))),
+        Row("bisect 40.4: a state whose exit_code is 1.0", [*ends, "--out-dir", str(m["bisect-float"])],
+            check=_all(_contains("exit_code: expected 0, 1 or 2 (a whole number), got"),
+                       _unchanged(m["bisect-float"] / "bisect.json"))),
+        Row("bisect 40.4: a state \"found\" with exit_code 0", [*ends, "--out-dir", str(m["bisect-found-0"])],
+            check=_contains("exit_code: 0 disagrees with status 'found', whose exit code is 1")),
+        Row("report --bisect 40.4: exit_code 1.0", ["report", "--bisect", str(m["bisect-float"] / "bisect.json"),
+                                                     "--out", out("bisect-float.html")],
+            check=_contains("exit_code: expected 0, 1 or 2 (a whole number), got")),
+        Row("bisect 40.6: control characters in a commit subject (terminal and summary.md)", expect=0,
+            argv=[*same, "--out-dir", out("bisect-40-6")], check=escaped),
+    ]
+
+
+__all__ = ["files", "rows"]
