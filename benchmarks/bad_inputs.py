@@ -695,7 +695,7 @@ def _cases(d: Path, m: dict) -> list[Row]:
             check=_contains("the same commit")),
         Row("report --bisect: a bisect.json cut short", ["report", "--bisect", str(m["bisect-cut"]),
                                                          "--out", out("bisect-cut.html")],
-            check=_all(_contains("not JSON"), _contains(str(m["bisect-cut"])))),
+            check=_all(_contains("not valid JSON"), _contains(str(m["bisect-cut"])))),
         Row("report --bisect: `--out` the bisect.json itself", ["report", "--bisect", str(m["bisect-found"]),
                                                                 "--out", str(m["bisect-found"])],
             check=_unchanged(m["bisect-found"])),
