@@ -2,9 +2,11 @@
 revision, then paired warm processes whose cache misses are structural evidence.
 
 The loop and the cache check are driven in process (a fake sampler that knows each side's
-cache counts); the held-out experiment is a real gate (``slow``): a head whose jitted loss
-closes over ``os.getpid()`` as a constant computes the same gradient and the same counters
-as its base, so the cold gate passes it, and the warm gate fails it naming the misses.
+cache counts, and what each populating process showed of the caches); the held-out experiment
+is a real gate (``slow``): a head whose jitted loss closes over ``os.getpid()`` as a constant
+computes the same gradient and the same counters as its base, so the cold gate passes it, and
+the warm gate fails it naming the misses, for ttfg's jax.jit and for a plugin backend on jax
+that declares no cache (the probe reads jax's cache events whatever the backend).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import pytest
 
 from ttfg import engines
 from ttfg.decide import tiers
-from ttfg.decide.gate_loop import no_persistent_cache, run_gate
+from ttfg.decide import warm_evidence
+from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.errors import UsageError
 from ttfg.measure.cases import select
 from ttfg.results import record
+from ttfg.results.model import ColdEvidence
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 from tests.test_gate_tiers import FakeSampler, Side_, timing
 
@@ -44,12 +48,18 @@ def warm_timing(index: int, cache: str, misses: int, hits: int) -> "timing":
     return sample
 
 
-class WarmSampler(FakeSampler):
-    """Answers warm samples with each side's cache counts; records the cache folder of every warm call."""
+#: What a process that looked jax's persistent cache up once shows (``ColdEvidence.lookups``, read by the probe).
+JAX_LOOKED_UP = {"jax_lookups": 1, "jax_hits": 0}
 
-    def __init__(self, sides, misses: dict[str, int]):
+
+class WarmSampler(FakeSampler):
+    """Answers warm samples with each side's cache counts and what its process showed of the caches (``seen``: role
+    -> ``ColdEvidence.lookups``; None, a probe that did not read them); records the cache folder of every call."""
+
+    def __init__(self, sides, misses: dict[str, int], seen: dict | None = None):
         super().__init__(sides, {"base": Side_(), "head": Side_()})
         self.misses = misses
+        self.seen = seen if seen is not None else {"base": JAX_LOOKED_UP, "head": JAX_LOOKED_UP}
         self.folders: list[tuple[str, int, Path | None]] = []
 
     def __call__(self, case, kind, cache, index, run, cache_dir=None):
@@ -60,11 +70,13 @@ class WarmSampler(FakeSampler):
         self.calls.append((case.id, role, kind))
         self.now += self.wall_s
         misses = self.misses[role]
-        return warm_timing(index, cache, misses, 1 - misses if misses <= 1 else 0)
+        sample = warm_timing(index, cache, misses, 1 - misses if misses <= 1 else 0)
+        sample.cold_evidence = ColdEvidence(cache, 0, lookups=self.seen[role])
+        return sample
 
 
-def gate(sides, tmp_path, misses, backends=("jax.jit",), **settings):
-    fake = WarmSampler(sides, misses)
+def gate(sides, tmp_path, misses, backends=("jax.jit",), seen=None, **settings):
+    fake = WarmSampler(sides, misses, seen)
     notes: list[str] = []
     cases, skipped = select(["resnet15:blocks=2"], list(backends), None, check_availability=False)
     settings = {"tiers": ("structural",), "profiles": 0, **settings}
@@ -106,22 +118,90 @@ def test_equal_misses_settle_nothing_and_cold_samples_skip_the_check(sides, tmp_
     assert "cache" not in cold.settings.data
 
 
-def test_a_backend_without_a_persistent_cache_is_measured_cold_and_said_so(sides, tmp_path):
-    outcome, fake, notes = gate(sides, tmp_path, {"base": 0, "head": 0}, backends=("autograd",), cache="warm")
-    why = no_persistent_cache("autograd")
-    assert why and "autograd has no persistent compile cache" in why and "measured cold" in why
-    assert no_persistent_cache("torch.eager") and no_persistent_cache("jax.jit") is None
-    assert all(folder is None for _, _, folder in fake.folders)  # nothing populated, every sample cold
-    assert any("autograd has no persistent compile cache" in n for n in notes)
+NO_FRAMEWORK = {"base": {}, "head": {}}  # processes that loaded neither jax nor Inductor
+
+
+def test_a_case_whose_processes_used_no_cache_is_measured_cold_and_said_so(sides, tmp_path):
+    """Every case is populated; one whose populating processes looked no cache up is measured cold, with what they
+    showed, in the notes, gate.json's settings, both results files and the footer."""
+    outcome, fake, notes = gate(sides, tmp_path, {"base": 0, "head": 0}, backends=("autograd",), seen=NO_FRAMEWORK,
+                                cache="warm")
     (case_id,) = [c.case for c in outcome.cases]
-    assert outcome.settings.data["measured_cold"] == {case_id: why}
+    why = outcome.settings.data["measured_cold"][case_id]
+    assert why.startswith("no persistent compile cache was used by its process: no jax or Inductor cache lookups "
+                          "(base: neither jax nor torch's Inductor was loaded; head: neither")
+    assert why.endswith("so it is measured cold") and "warm_evidence" not in outcome.settings.data
+    populated = sorted(role for role, index, folder in fake.folders if index == -1 and folder is not None)
+    assert populated == ["base", "head"]  # populated like any case, then decided from what was seen
+    assert all(folder is None for _, index, folder in fake.folders if index >= 0)  # every measured sample cold
+    assert f"warm cache: {case_id}: {why} (marked in gate.json and the results files)" in notes
     head = record.load(outcome.files["head"])
     assert head.gate.settings["measured_cold"] == {case_id: why}
     assert [s.cache for s in head.cases[0].samples] == ["cold"]
+    assert len(outcome.cases[0].trail) == 1  # cold samples: no cache comparison
     from ttfg.present.gate_views import gate_footer
 
     assert f"Measured cold: {case_id}: {why}." in gate_footer(outcome)
     assert "Warm start" not in gate_footer(gate(sides, tmp_path / "cold", {"base": 0, "head": 0})[0])
+
+
+def test_a_backend_that_declares_no_cache_is_gated_warm_when_its_process_used_jaxs(sides, tmp_path):
+    """autograd declares no persistent cache; a process of it that looked jax's cache up (as a plugin on jax does) is
+    measured warm, and a head that misses where the base hits is regressed, named by jax's cache."""
+    outcome, fake, notes = gate(sides, tmp_path, {"base": 0, "head": 1}, backends=("autograd",), cache="warm")
+    (case,) = outcome.cases
+    assert not outcome.settings.data.get("measured_cold")
+    assert outcome.settings.data["warm_evidence"] == {case.case: (
+        "its process used a persistent compile cache (base: jax cache 1 lookup(s), 0 hit(s); head: jax cache "
+        "1 lookup(s), 0 hit(s))")}
+    assert any(n.startswith(f"warm cache: {case.case}: measured warm: its process used") for n in notes)
+    assert outcome.exit_code() == 1 and case.tier == "structural" and case.verdict.verdict == "regressed"
+    assert case.verdict.reason.startswith("persistent cache misses 0 -> 1 (hits 1 -> 0)")
+    assert all(folder is not None for _, _, folder in fake.folders)
+    head = record.load(outcome.files["head"])
+    assert head.gate.settings["warm_evidence"] == outcome.settings.data["warm_evidence"]
+
+
+def test_a_declared_cache_its_process_never_looked_up_is_measured_cold(sides, tmp_path):
+    """jax.jit declares jax's cache; processes that loaded jax and looked nothing up (a library that turns the cache
+    off) are measured cold, the declaration named; a probe that cannot say (an older ttfg) leaves the declaration
+    to decide."""
+    unused = {"base": {"jax_lookups": 0, "jax_hits": 0}, "head": {"jax_lookups": 0, "jax_hits": 0}}
+    outcome, _, _ = gate(sides, tmp_path, {"base": 0, "head": 0}, seen=unused, cache="warm")
+    (why,) = outcome.settings.data["measured_cold"].values()
+    assert "(base: jax cache 0 lookup(s), 0 hit(s); head: jax cache 0 lookup(s), 0 hit(s)); jax.jit declares " \
+           "the JAX persistent compilation cache, which its process never looked up, so it is measured cold" in why
+    unknown = {"base": None, "head": None}
+    trusted, _, _ = gate(sides, tmp_path / "old", {"base": 0, "head": 1}, seen=unknown, cache="warm")
+    (words,) = trusted.settings.data["warm_evidence"].values()
+    assert words.startswith("no process could say which caches it used (base: its probe did not read")
+    assert trusted.exit_code() == 1  # measured warm, the misses compared
+    cold, _, _ = gate(sides, tmp_path / "old-autograd", {"base": 0, "head": 0}, backends=("autograd",), seen=unknown,
+                      cache="warm")
+    (why,) = cold.settings.data["measured_cold"].values()
+    assert why.endswith("and autograd declares no persistent compile cache, so it is measured cold")
+
+
+def test_the_warm_decision_reads_either_side_and_a_plugins_own_counters():
+    """Pure rules: a head that stopped using the cache the base used is still measured warm (its misses show it); a
+    failed populating process says nothing; a plugin's own cache is read through the counters it names."""
+
+    def populated(lookups=None, ok=True, counters=None):
+        sample = timing(-1, 1.0, counters or {}) if ok else SimpleNamespace(ok=False, error="boom")
+        if ok:
+            sample.cold_evidence = ColdEvidence("warm", 0, lookups=lookups)
+        return sample
+
+    jax_cache = engines.facts("jax.jit").caches
+    call = warm_evidence.decide("x", {"base": populated(JAX_LOOKED_UP), "head": populated({"jax_lookups": 0})},
+                                jax_cache)
+    assert call.warm and "head: jax cache 0 lookup(s), 0 hit(s)" in call.words
+    call = warm_evidence.decide("x", {"base": populated(ok=False), "head": populated({})}, ())
+    assert not call.warm and "base: its populating process failed (boom)" in call.words
+    own = warm_evidence.decide("test.warm", {"base": populated({}, counters={"test_cache_misses": 1,
+                                                                              "test_cache_hits": 0})}, (), (
+        SimpleNamespace(what="a gradient cache", counts=lambda c: (c["test_cache_misses"], c["test_cache_hits"])),))
+    assert own.warm and "a gradient cache 1 lookup(s), 0 hit(s)" in own.words
 
 
 def test_a_plugin_backend_that_declares_a_cache_is_gated_warm(plugins, sides, tmp_path):
@@ -130,11 +210,12 @@ def test_a_plugin_backend_that_declares_a_cache_is_gated_warm(plugins, sides, tm
     its lookups) and nothing in ttfg names it. In real processes, the warm gate populates each side's folder with one
     process of that side, and the measured one finds its entry there; a cold gate's fresh folders miss it."""
     cases, skipped = select(["test_mlp"], ["test.warm"], None)
-    assert no_persistent_cache("test.warm") is None and "test.warm" in no_persistent_cache("autograd")
     notes: list[str] = []
     settings = GateSettings(tiers=("structural",), profiles=0, cache="warm", cache_dir=str(tmp_path / "caches"))
     outcome = run_gate(cases, skipped, sides["base"], sides["head"], settings, tmp_path / "warm", on_note=notes.append)
     assert not outcome.settings.data.get("measured_cold")
+    (words,) = outcome.settings.data["warm_evidence"].values()
+    assert "the test plugin's gradient cache 1 lookup(s), 0 hit(s)" in words  # its own counters, read as evidence
     assert sum("populated by its own revision (ok)" in n for n in notes) == 2
     (case,) = outcome.cases
     assert [s.tier for s in case.trail] == ["structural", "structural"]
