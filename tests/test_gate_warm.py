@@ -294,10 +294,10 @@ def pid_repo(tmp_path_factory):
                                                                      stage="tracked"))
 
 
-def run_gate_cli(repo, out: Path, cache: str):
+def run_gate_cli(repo, out: Path, cache: str, backend: str = "jax.jit"):
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     return subprocess.run([sys.executable, "-m", "ttfg", "gate", "--base", repo.base, "--head", repo.head,
-                           "--model", JIT_CASE, "--backend", "jax.jit", "--tiers", "structural", "--profiles", "0",
+                           "--model", JIT_CASE, "--backend", backend, "--tiers", "structural", "--profiles", "0",
                            "--cache", cache, "--out-dir", str(out)],
                           cwd=repo.path, env=env, capture_output=True, text=True, timeout=300)
 
@@ -318,6 +318,34 @@ def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_
     assert reason.startswith("persistent cache misses 0 -> ") and "compile cache key changes between processes" \
         in reason, reason
     assert "persistent cache misses 0 -> " in warm.stdout and "gate failed" in warm.stdout
+
+
+@pytest.mark.slow
+def test_a_plugin_on_jax_that_declares_no_cache_is_gated_warm_from_its_process(plugins, pid_repo, tmp_path):
+    """The held-out experiment on a library's own backend: test.jax (the test plugin) runs jax.jit on ttfg's jax loss,
+    declares no persistent cache and counts nothing. The probe reads jax's cache events in its processes, so the
+    warm gate measures it warm and fails the per-process constant naming the misses; the cold gate passes it."""
+    from ttfg import engines
+
+    assert engines.facts("test.jax").known and not engines.facts("test.jax").caches
+    cold = run_gate_cli(pid_repo, tmp_path / "cold", "cold", backend="test.jax")
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    (step,) = json.loads((tmp_path / "cold" / "gate.json").read_text())["cases"][0]["tiers"]
+    assert step["reason"].startswith("all structural counters are equal"), step  # the probe's backend_compiles
+    warm = run_gate_cli(pid_repo, tmp_path / "warm", "warm", backend="test.jax")
+    assert warm.returncode == 1, warm.stdout + warm.stderr
+    doc = json.loads((tmp_path / "warm" / "gate.json").read_text())
+    assert not doc["settings"].get("measured_cold") and "measured cold" not in warm.stdout + warm.stderr
+    (words,) = doc["settings"]["warm_evidence"].values()
+    assert words.startswith("its process used a persistent compile cache (base: jax cache ") and "head: jax" in words
+    case = doc["cases"][0]
+    assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed"
+    assert case["verdict"]["reason"].startswith("persistent cache misses 0 -> "), case["verdict"]["reason"]
+    assert "compile cache key changes between processes" in case["verdict"]["reason"]
+    for role in ("base", "head"):  # the probe's counters and evidence, in both results files
+        (sample,) = record.load(tmp_path / "warm" / f"{role}.json").cases[0].samples
+        assert sample.cache == "warm" and sample.counters["backend_compiles"] >= 1, sample.counters
+        assert sample.cold_evidence.lookups["jax_lookups"] >= 1, sample.cold_evidence
 
 
 @pytest.mark.full  # two gates, cold and warm (about 28 s); the warm experiment above stays in make test
