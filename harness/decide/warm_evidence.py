@@ -50,6 +50,9 @@ def seen(sample: "Sample | None", extra: "tuple[PersistentCache, ...]" = ()) -> 
         return Seen(None, "its populating process failed" + (f" ({error})" if error else ""))
     lookups = sample.cold_evidence.lookups if sample.cold_evidence is not None else None
     parts, used, known = [], False, lookups is not None
+    unseen = bool(lookups and lookups.get("jax_unobserved"))
+    if unseen:
+        parts.append("jax was loaded inside the first gradient, after the probe could listen")
     for key, name in FRAMEWORKS:
         if lookups is not None and f"{key}_lookups" in lookups:
             looked, hits = lookups[f"{key}_lookups"], lookups.get(f"{key}_hits", 0)
@@ -66,7 +69,7 @@ def seen(sample: "Sample | None", extra: "tuple[PersistentCache, ...]" = ()) -> 
         return Seen(None, "its probe did not read the caches' counters (an older ttfg)")
     if not parts:
         return Seen(False, "neither jax nor torch's Inductor was loaded")
-    return Seen(used, ", ".join(parts))
+    return Seen(True if used else None if unseen else False, ", ".join(parts))
 
 
 def decide(backend: str, populated: "Mapping[str, Sample | None]", declared: "tuple[PersistentCache, ...]",

@@ -19,7 +19,8 @@ when jax is loaded; ``fxgraph_cache_misses`` and ``fxgraph_cache_hits`` when Ind
 cache up), so the structural tier compares a plugin's as it compares jax.jit's; a backend's own
 values are never replaced. And :meth:`CacheWatch.lookups`, the cache lookups the whole process
 showed by framework (``jax_lookups``, ``jax_hits``, ``inductor_lookups``, ``inductor_hits``; a
-framework's keys only when it was loaded): the warm gate decides from them whether a case's
+framework's keys only when it was loaded; ``jax_unobserved`` when jax was first loaded inside the
+first gradient, after the probe could listen): the warm gate decides from them whether a case's
 process used a persistent cache at all (``decide/warm_evidence.py``).
 
 Nothing here imports a framework.
@@ -85,8 +86,9 @@ class CacheWatch:
         """The persistent-cache lookups and hits the process showed since jax's listeners were registered (jax) or
         since it started (Inductor), by framework; a framework that was not loaded has no keys."""
         out: dict[str, int] = {}
-        self.listen()
-        if self._jax is not None:
+        if self._jax is None and "jax" in sys.modules:  # loaded inside the first gradient: its lookups were unseen
+            out["jax_unobserved"] = 1
+        elif self._jax is not None:
             counts = self._jax.counts
             hits = int(counts.get("persistent_cache_hits", 0))
             # Every lookup records compile_requests_use_cache; a write records cache_misses (entries over the minimum
