@@ -367,3 +367,36 @@ def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
     summary = (out / "warm" / "summary.md").read_text()
     assert summary.count("Warm start: each side's persistent") == 1
     assert "`: compile: " in summary  # where it went, from the warm samples: the compile the cache no longer saves
+
+
+def test_warm_shards_merge_with_every_shards_per_case_evidence(sides, tmp_path):
+    """measured_cold and warm_evidence are per case, so a warm gate's shards hold different ones: merging them is not
+    refused as "different settings", and the merged gate holds every shard's (before: any two warm shards whose cases
+    differed in being measured cold could not merge)."""
+    from ttfg.decide.merge_gate import load_shard, merge_gates
+    from ttfg.measure.shard import ShardSpec, select_shard
+    from ttfg.results.gate_document import document
+    from ttfg.results.model import ShardSection
+
+    cases, skipped = select(["resnet15:blocks=2"], ["autograd", "jax.jit"], None, check_availability=False)
+    seen = {"autograd": NO_FRAMEWORK}
+    folders = []
+    for i in (1, 2):
+        spec = ShardSpec(i, 2)
+        mine, mine_skipped, plan = select_shard([c.id for c in cases], cases, skipped, spec)
+        section = ShardSection(i, 2, plan.shard(spec).cases, plan.digest, [c.id for c in cases])
+        fake = WarmSampler(sides, {"base": 0, "head": 0}, seen.get(mine[0].backend))
+        out = tmp_path / f"g{i}"
+        outcome = run_gate(mine, mine_skipped, sides["base"], sides["head"],
+                           GateSettings(tiers=("structural",), profiles=0, cache="warm"), out, sampler=fake,
+                           clock=fake.monotonic, shard=section)
+        (out / "gate.json").write_text(json.dumps(document(outcome)))
+        folders.append(out)
+    merged = merge_gates([load_shard(f) for f in folders])
+    settings = merged.doc.outcome.settings.data
+    by_backend = {c.backend: c.id for c in cases}
+    assert list(settings["measured_cold"]) == [by_backend["autograd"]]
+    assert list(settings["warm_evidence"]) == [by_backend["jax.jit"]]
+    for role in ("base", "head"):
+        assert merged.sides[role].gate.settings["measured_cold"] == settings["measured_cold"]
+        assert merged.sides[role].gate.settings["warm_evidence"] == settings["warm_evidence"]
