@@ -338,7 +338,9 @@ def add_gate_commands(sub) -> None:
                         "caches (JAX compilation cache, Inductor FX graph cache) populated by its own revision, then "
                         "paired warm processes, whose cache misses are structural evidence; both: the cold and the "
                         "warm gate as two guarded sets (the warm one's files in OUT-DIR/warm; exit code the worse). "
-                        "A backend without a persistent cache is measured cold, and said so")
+                        "A case whose populating processes looked no persistent cache up (read from jax and "
+                        "Inductor in the process, whatever the backend) is measured cold, and said so with what was "
+                        "seen")
     p.add_argument("--cache-dir", metavar="DIR", default=None,
                    help="with --cache warm/both: where each side's persistent caches go (a folder of their own, "
                         "removed afterwards; default: the temporary folder); refused when not writable")

@@ -41,9 +41,13 @@ persistent-cache folder of its own per case with one unrecorded process of its o
 revision (:func:`_populate`); every sample of the case on that side then starts with
 that cache (``run_sample``'s ``cache_dir``), so the tiers guard the warm first gradient
 as they guard the cold one, and the caches' hit and miss counts are structural evidence
-(``tiers.cache_step``). Which backends have one, and what turns it on, each backend declares
-(``Backend.persistent_caches``, read through ``engines.facts``). A backend without a persistent
-cache is measured cold, said in a note and recorded in ``settings.measured_cold``, never silently.
+(``tiers.cache_step``). Every case is populated, whatever its backend, with every known framework
+cache turned on (``engines.probe_caches``), and what its populating processes showed decides
+(``warm_evidence.decide``, from the counters the probe reads in every process): a case whose
+process looked a persistent cache up is measured warm, one whose processes looked none up is
+measured cold, said in a note and recorded in ``settings.measured_cold``, never silently; what
+each case's processes showed is ``settings.warm_evidence``. A backend's declared caches
+(``Backend.persistent_caches``) are a hint, read only where no process could say.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
 from . import tiers
+from . import warm_evidence
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
@@ -69,9 +74,10 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from ..engines import PersistentCache
     from .stats import Verdict
 
-__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "no_persistent_cache", "run_gate"]
+__all__ = ["CaseState", "Clock", "PairEvent", "Sampler", "known_caches", "run_gate"]
 
 #: Takes one sample: ``(case, kind, cache, index, run)`` -> sample dict, where ``run.target.source``
 #: is the side's checkout; with a warm cache also the side's cache folder, ``(..., run, cache_dir)``.
@@ -144,15 +150,14 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     return ResultsWriter(results, out)
 
 
-def no_persistent_cache(backend: str) -> str | None:
-    """Why ``backend`` cannot start warm (it declares no persistent compile cache, ``Backend.persistent_caches``), or
-    None when it can."""
+def known_caches(backend: str) -> "tuple[tuple[PersistentCache, ...], tuple[PersistentCache, ...]]":
+    """The caches ``backend`` declares (``Backend.persistent_caches``, a hint), and those among them that are not a
+    framework's the probe reads in every process (a plugin's own, read through the counters it names)."""
     from .. import engines
 
-    if engines.facts(backend).caches:
-        return None
-    have = [name for name in engines.names() if engines.facts(name).caches]
-    return f"{backend} has no persistent compile cache (only {', '.join(have)} have one), so it is measured cold"
+    declared = engines.facts(backend).caches
+    frameworks = engines.probe_caches()
+    return declared, tuple(c for c in declared if c not in frameworks)
 
 
 def _sample(sampler: Sampler, case: Case, kind: str, index: int, run: RunSettings, warm: Path | None) -> Sample:
@@ -175,22 +180,30 @@ def _warm_root(settings: GateSettings) -> Path:
 
 
 def _populate(cases: list[Case], sides: dict[str, Side], settings: GateSettings, sampler: Sampler, root: Path,
-              on_note: Callable[[str], None] | None) -> WarmDirs:
+              on_note: Callable[[str], None] | None) -> tuple[WarmDirs, dict[str, "warm_evidence.WarmCall"]]:
     """Each side's persistent caches, populated by its own revision: one unrecorded process per case and side,
-    in a folder of that side (``root/<role>/<n>``). Cases whose backend has none are left out (measured cold)."""
+    in a folder of that side (``root/<role>/<n>``), with every known cache on. Returns the folders of the cases
+    measured warm, and each case's decision from what its populating processes showed."""
     warm: WarmDirs = {}
+    calls = {}
     for n, case in enumerate(cases):
-        if case.id in settings.measured_cold:
-            continue
+        populated = {}
         for role, side in sides.items():
             folder = root / role / str(n)
             folder.mkdir(parents=True, exist_ok=True)
-            sample = sampler(case, "timing", "warm", -1, side.run_settings(settings.run), folder)
+            populated[role] = sample = sampler(case, "timing", "warm", -1, side.run_settings(settings.run), folder)
             warm[role, case.id] = folder
             if on_note:
                 state = "ok" if sample.ok else f"failed: {sample.error}"
                 on_note(f"warm cache {role} {case.id}: populated by its own revision ({state})")
-    return warm
+        calls[case.id] = call = warm_evidence.decide(case.backend, populated, *known_caches(case.backend))
+        if not call.warm:
+            for role in sides:
+                del warm[role, case.id]
+        if on_note:
+            on_note(f"warm cache: {case.id}: " + (f"measured warm: {call.words}" if call.warm else
+                                                   f"{call.words} (marked in gate.json and the results files)"))
+    return warm, calls
 
 
 def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsWriter],
@@ -276,12 +289,6 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     out_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": base, "head": head}
     warm_root = None
-    if settings.cache == "warm":  # recorded in both files: which cases could not start warm, and why
-        cold = {case.id: why for case in cases if (why := no_persistent_cache(case.backend))}
-        settings = replace(settings, measured_cold=cold)
-        for case_id, why in cold.items():
-            if on_note:
-                on_note(f"warm cache: {case_id}: {why} (marked in gate.json and the results files)")
     writers: dict[str, ResultsWriter] = {}
     try:  # a second writer refused, or a first save that fails (a full disk), gives up every lock taken
         for role, side in sides.items():
@@ -357,7 +364,14 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     try:
         if settings.cache == "warm":  # inside: the folder is removed however the gate ends
             warm_root = _warm_root(settings)
-            warm.update(_populate(cases, sides, settings, sampler, warm_root, on_note))
+            folders, calls = _populate(cases, sides, settings, sampler, warm_root, on_note)
+            warm.update(folders)
+            # recorded in both files before any sample: which cases start warm, which cold, and what was seen
+            settings = replace(settings, measured_cold={c: call.words for c, call in calls.items() if not call.warm},
+                               warm_evidence={c: call.words for c, call in calls.items() if call.warm})
+            for writer in writers.values():
+                writer.results.gate.settings = settings.to_json()
+                writer.save()
         context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
                                     _count_sampler(sides, writers, settings, sampler, warm), selected=settings.tiers,
                                     repeat=settings.count_repeat, min_effect=settings.min_effect,

@@ -154,9 +154,11 @@ class GateSettings:
     #: ``--cache-dir``: where each side's persistent caches go with a warm cache (a folder of its own per gate,
     #: side and case, removed afterwards); None: the system's temporary folder.
     cache_dir: str | None = None
-    #: Cases measured cold although the cache is warm (their backend has no persistent cache), with why;
+    #: Cases measured cold although the cache is warm (their populating processes looked no persistent cache up), why;
     #: filled by the gate's loop, recorded in the results files and gate.json (never silently cold).
     measured_cold: dict[str, str] = field(default_factory=dict)
+    #: Cases measured warm, with what their populating processes showed of the caches (``warm_evidence.decide``).
+    warm_evidence: dict[str, str] = field(default_factory=dict)
     #: Structural counters a change of any size settles (:func:`strict_counters`); None: the registry's
     #: discrete ones. Any other counter that grew by less than ``min_effect`` is evidence, not a verdict.
     strict_counters: tuple[str, ...] | None = None
@@ -218,7 +220,7 @@ class GateSettings:
         data = asdict(self)
         data["run"] = self.run.to_json()
         data["run"].pop("source", None)  # each side has its own; see the results files
-        for key, default in (("cache", "cold"), ("cache_dir", None), ("measured_cold", {})):
+        for key, default in (("cache", "cold"), ("cache_dir", None), ("measured_cold", {}), ("warm_evidence", {})):
             if data[key] == default:  # a cold gate's files stay as they were before warm gates existed
                 del data[key]
         return data

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..results.format import differing
 from ..results.gate_document import GateDocument, MergedShards, ShardRow
-from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, CaseOutcome, GateOutcome
+from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, CaseOutcome, GateOutcome, SettingsData
 from ..results.machines import check_machines
 from ..results.merge import MergeError, merge_results, shard_problems
 from ..results.model import Fingerprint, Results, ShardSection
@@ -134,11 +134,26 @@ def _revision_key(doc: GateDocument, role: str) -> str:
     return getattr(doc.outcome, role).commit
 
 
+#: Settings of a warm gate kept per case (``GateSettings.measured_cold``, ``warm_evidence``): each shard holds its own
+#: cases', so they differ between shards by design; the merged gate holds every shard's.
+PER_CASE_SETTINGS = ("measured_cold", "warm_evidence")
+
+
 def _settings(doc: GateDocument) -> dict:
-    settings = dict(doc.outcome.settings.data)
+    settings = {k: v for k, v in doc.outcome.settings.data.items() if k not in PER_CASE_SETTINGS}
     run = dict(settings.pop("run", None) or {})
     run.pop("python", None)
     return {**settings, "run": run}
+
+
+def _per_case_settings(settings: dict, docs: list[GateDocument]) -> dict:
+    """``settings`` with every shard's per-case settings (:data:`PER_CASE_SETTINGS`) merged; empty ones left out."""
+    out = {k: v for k, v in settings.items() if k not in PER_CASE_SETTINGS}
+    for key in PER_CASE_SETTINGS:
+        merged = {case: words for doc in docs for case, words in (doc.outcome.settings.data.get(key) or {}).items()}
+        if merged:
+            out[key] = merged
+    return out
 
 
 def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
@@ -212,12 +227,16 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
     if not incomplete and all(set(s.sides) == set(SIDES) for s in shards):
         for role in SIDES:
             merged_sides[role], _ = merge_results([s.sides[role] for s in shards], force)
+            if merged_sides[role].gate is not None and finished:
+                merged_sides[role].gate.settings = _per_case_settings(merged_sides[role].gate.settings,
+                                                                      [s.doc for s in finished])
     elif not incomplete:
         notes.append("base.json/head.json were not merged: a shard's folder lacks them (only gate.json was given)")
     outcome = None
     if finished:
         first = finished[0].doc.outcome
-        outcome = GateOutcome(first.base, first.head, first.settings, cases, skipped,
+        settings = SettingsData(_per_case_settings(first.settings.data, [s.doc for s in finished]))
+        outcome = GateOutcome(first.base, first.head, settings, cases, skipped,
                               max((e.elapsed_s or 0.0 for e in table), default=0.0), {},
                               fingerprint=None if any(n.startswith("--force") for n in notes) else first.fingerprint,
                               acceptances=merged_acceptances([s.doc for s in finished]))

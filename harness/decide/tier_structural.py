@@ -9,7 +9,8 @@ change, settle nothing: a smaller graph is not yet a faster first gradient. The 
 wall-time tier's first pair as well, so it costs nothing extra when that tier runs.
 
 In a warm gate the same pair's persistent-cache misses are compared too (:func:`cache_step`),
-read through the counters the case's backend declares for its caches.
+read through the counters of the caches the case's backend declares, then of jax's and Inductor's,
+which the probe reads in every process whatever the backend (``measure/cache_watch.py``).
 """
 
 from __future__ import annotations
@@ -138,8 +139,9 @@ def cache_step(base: "Sample | None", head: "Sample | None",
     where the base hits computes a different cache key in every process (a constant that
     changes between processes, an object's id in a traced function): every warm start is a
     cold one. That settles the case as regressed at once. ``caches`` are those the case's
-    backend declares (``Backend.persistent_caches``): the first whose counters both samples
-    report is compared. None for cold samples, or when the backend counts no cache lookups.
+    backend declares (``Backend.persistent_caches``), then the frameworks' (``engines.probe_caches``):
+    the first whose counters both samples report is compared. None for cold samples, or when no cache
+    lookups were counted.
     """
     found = {role: _cache_counts(s, caches) for role, s in (("base", base), ("head", head))}
     if found["base"] is None or found["head"] is None:
@@ -182,7 +184,9 @@ class StructuralTier:
                 continue
             pair = ctx.take_pair(case)
             yield case, structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect, ctx.strict)
-            cached = cache_step(pair.get("base"), pair.get("head"), engines.facts(case.backend).caches)
+            declared = engines.facts(case.backend).caches  # a plugin's own first, then every framework's the probe reads
+            cached = cache_step(pair.get("base"), pair.get("head"),
+                                declared + tuple(c for c in engines.probe_caches() if c not in declared))
             if cached is not None:
                 yield case, cached
 

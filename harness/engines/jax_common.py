@@ -52,6 +52,9 @@ COMPILE_EVENTS = {
 CACHE_EVENTS = {
     "/jax/compilation_cache/cache_hits": "persistent_cache_hits",
     "/jax/compilation_cache/cache_misses": "persistent_cache_misses",
+    # Recorded at every lookup (a miss records ``cache_misses`` only when it writes an entry); read by the probe's
+    # ``measure/cache_watch.py``, never a backend's counter.
+    "/jax/compilation_cache/compile_requests_use_cache": "persistent_cache_lookups",
 }
 
 

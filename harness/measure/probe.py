@@ -7,7 +7,8 @@ stdout: frameworks print). The object is::
 
     {"ok": true, "import_s", "build_s", "first_grad_s", "first_grad_cpu_s", "trace_s", "lower_s",
      "compile_s", "execute_s", "second_grad_s", "loss", "counters": {...},
-     "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes"}            (timing)
+     "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes",
+     "cache_lookups": {"jax_lookups", ...}}                                       (timing)
     {"ok": true, "alloc_count", "alloc_bytes", "alloc_peak_bytes", "alloc_tool",
      "python_allocators"}                                                        (allocations)
     {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy  # noqa: F401  (imported before any clock starts, so never billed to a phase)
 
 from .. import engines, metrics
+from .cache_watch import CacheWatch
 from .cases import Case
 from ..engines.base import GRADIENT_PHASES
 
@@ -54,6 +56,8 @@ def timing(case: Case, out: dict) -> dict:
     impl = engines.get(case.backend)()
     impl.import_framework()
     t1 = clock()
+    caches = CacheWatch()  # the frameworks' cache counters, read here whatever the backend reports
+    caches.listen()
     spec = case.spec  # the spec and its weights are NumPy data, made outside every phase
     weights, x = spec.init(0), spec.example_input(0)
     out["phase"] = "build"
@@ -61,6 +65,7 @@ def timing(case: Case, out: dict) -> dict:
     engine = impl.build(spec, weights, x, case.variant_dict)
     t2 = clock()
     out["phase"] = "first_gradient"
+    caches.start()
     cpu2 = time.process_time()
     result, phases = engine.first_gradient()
     t3 = clock()
@@ -71,7 +76,8 @@ def timing(case: Case, out: dict) -> dict:
     t4 = clock()
     out["phase"] = "counters"
     loss, _ = engine.to_numpy(result)
-    counters = engine.counters()
+    counters = caches.window(engine.counters())
+    out["cache_lookups"] = caches.lookups()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     first = t3 - t2
     split = {p: phases.get(p) for p in GRADIENT_PHASES}

@@ -198,7 +198,8 @@ def timing_fields(data: dict, spawned: float, usage: resource.struct_rusage, cac
     fields["process_ttfg_s"] = data["first_grad_end_monotonic"] - spawned
     fields["cpu_s"] = usage.ru_utime + usage.ru_stime  # the probe and every child it reaped
     fields["peak_rss_bytes"] = int(max(usage.ru_maxrss * 1024, data.get("self_peak_rss_bytes") or 0))
-    fields["cold_evidence"] = ColdEvidence.observe(data.get("counters") or {}, cache, entries_before)
+    fields["cold_evidence"] = ColdEvidence.observe(data.get("counters") or {}, cache, entries_before,
+                                                  data.get("cache_lookups"))
     return fields
 
 

@@ -28,11 +28,16 @@ class ColdEvidence:
     persistent_cache_hits: int | None = None
     fxgraph_cache_misses: int | None = None
     fxgraph_cache_hits: int | None = None
+    #: The persistent-cache lookups and hits the whole process showed, read by the probe from the frameworks it had
+    #: loaded whatever its backend (``measure/cache_watch.py``): ``jax_lookups``, ``jax_hits``, ``inductor_lookups``,
+    #: ``inductor_hits``, a framework's keys only when it was loaded; None from a probe that did not read them.
+    lookups: dict[str, int] | None = None
 
     @classmethod
-    def observe(cls, counters: dict, cache: str, files_at_start: int) -> "ColdEvidence":
-        """The evidence from a probe's counters and the cache folder's file count at start."""
-        ev = cls(cache, files_at_start)
+    def observe(cls, counters: dict, cache: str, files_at_start: int,
+                lookups: dict[str, int] | None = None) -> "ColdEvidence":
+        """The evidence from a probe's counters, the cache folder's file count at start and the process's lookups."""
+        ev = cls(cache, files_at_start, lookups=dict(lookups) if lookups is not None else None)
         if "backend_compiles" in counters:
             ev.backend_compiles = counters["backend_compiles"]
             ev.persistent_cache_hits = counters.get("persistent_cache_hits", 0)
@@ -71,7 +76,10 @@ class ColdEvidence:
                    as_int("fxhits"))
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if out["lookups"] is None:  # a probe that did not read them: the file stays as it was before they existed
+            del out["lookups"]
+        return out
 
 
 @dataclass

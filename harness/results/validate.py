@@ -136,7 +136,7 @@ class _Reader:
             return None
         raw = self.obj(value, where)
         known = {"cache", "files_at_start", "backend_compiles", "persistent_cache_hits", "fxgraph_cache_misses",
-                 "fxgraph_cache_hits"}
+                 "fxgraph_cache_hits", "lookups"}
         extra = sorted(set(raw) - known)
         if extra:
             raise self.fail(f"{where}.{extra[0]}", "not a field of the cold evidence")
@@ -145,7 +145,8 @@ class _Reader:
                                        "count", optional=False),
                             *(self.value(raw.get(k), f"{where}.{k}", "count") for k in
                               ("backend_compiles", "persistent_cache_hits", "fxgraph_cache_misses",
-                               "fxgraph_cache_hits")))
+                               "fxgraph_cache_hits")),
+                            lookups=self.phase_counts(raw.get("lookups"), f"{where}.lookups"))
 
     def sample(self, raw: Any, where: str) -> Sample:
         raw = self.obj(raw, where)
