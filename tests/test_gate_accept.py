@@ -46,11 +46,11 @@ def test_an_accepted_regression_passes_and_says_who_and_why(gate_with):
     assert doc["exit_code"] == 0 and doc["cases"][0]["accepted"]["author"] == "Ada <a@b>"
     assert doc["acceptances"][1]["used_by"] == []
     words = passing_means(outcome)
-    assert "Accepted, so not failing: " in words and "by Ada <a@b> in c0ffeec0ff: a new check" in words
+    assert "Accepted, so not failing: " in words and f"by trailer '{case.case} instructions' of Ada <a@b> in c0ffeec0ff: a new check" in words
     assert "Unused Ttfg-Accept trailer(s): 'torch.* hlo_ops not this one' by Bob <b@c>" in words
     assert verdict_rows(outcome.cases)[0].label.endswith(", accepted by Ada <a@b>")
     summary = gate_markdown(outcome)
-    assert summary.splitlines()[1] == "## ttfg gate: no regression shown (1 accepted regression(s), see below)" and "accepted by Ada" in summary and "Unused Ttfg-Accept" in summary
+    assert summary.splitlines()[1] == "## ttfg gate: passed with 1 accepted regression(s), see below" and "accepted by Ada" in summary and "Unused Ttfg-Accept" in summary
 
 
 def test_a_trailer_for_another_metric_accepts_nothing(gate_with):

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Callable
 from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
+from . import unmeasured
 from . import tiers
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
 from ..measure.cases import Case, Skipped
@@ -448,12 +449,17 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
                                                     st.first_error)
         if held is not None:
             verdict, stop = held, HEAD_FAILING
-        if verdict.method == "fisher-failures" or held is not None:
+        good, failed_any, errors = unmeasured.good_counts({r: w.results for r, w in writers.items()}, st.case.id)
+        errors = {**errors, **st.first_error}
+        never = unmeasured.held_verdict(verdict, stop, good, failed_any, errors)  # whatever the tiers and budget
+        if never is not None:
+            verdict, stop = never
+        if verdict.method in ("fisher-failures", "failure") or held is not None:
             figure = None
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
                                     sum(st.pair_wall_s), stop, summarize(b), summarize(h), list(changes), failures,
-                                    tier=tier, trail=list(trail.steps), first_error=dict(st.first_error),
-                                    figure=figure, context=context, guards=guards))
+                                    tier=tier, trail=list(trail.steps), first_error=errors,
+                                    figure=figure, context=context, guards=guards, good=good))
     return outcomes
 
 
