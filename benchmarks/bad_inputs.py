@@ -709,6 +709,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_facts import rows as fact_rows
 
     rows += fact_rows(d, m, out, tiny)
+    from bad_inputs_outcomes import rows as outcome_rows  # issue 46.1 and 43.2: outcomes that never pass
+
+    rows += outcome_rows(d, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

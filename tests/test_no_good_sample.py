@@ -250,6 +250,7 @@ def test_a_plugin_with_a_syntax_error_on_both_sides_exits_2_with_structural_tier
     from .conftest import GitRepo, git
     from .user_project import make_mylab
 
+    (tmp_path / "user").mkdir()
     mylab = make_mylab(tmp_path / "user")
     repo = mylab["repo"]
     git(repo, "checkout", "-q", "-b", "syntax", mylab["first"])
