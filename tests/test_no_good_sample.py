@@ -126,6 +126,16 @@ def test_the_gate_never_passes_a_side_with_no_good_sample(sides, tmp_path, count
         assert trailer.refused == {case.case: "head cannot run (no good sample)"} and not trailer.used_by
 
 
+def test_no_stacks_are_sampled_for_a_head_that_cannot_run(sides, tmp_path):
+    """Sampled stacks explain a regression between two running sides; a head that cannot run has none."""
+    fake = FakeSampler(sides, {"base": Side_(), "head": Side_()})
+    sampler = Failing(fake, "head", lambda run: fake.role[str(run.target.source)])
+    cases, skipped = _cases()
+    outcome = run_gate(cases, skipped, sides["base"], sides["head"], GateSettings(tiers=("structural",), profiles=2),
+                       tmp_path / "out", sampler=sampler, clock=fake.monotonic)
+    assert outcome.cases[0].stop == HEAD_BROKEN and [k for _, _, k in fake.calls] == ["timing"]
+
+
 @pytest.mark.parametrize("failing", SIDES)
 @pytest.mark.parametrize("tier_set", [("structural",), tiers.DEFAULT_TIERS], ids=",".join)
 def test_the_gate_command_exits_2_or_1_and_never_says_passed(tmp_path, countable, tier_set, failing):

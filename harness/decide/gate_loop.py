@@ -475,7 +475,8 @@ def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], s
     by_id = {st.case.id: st for st in states}
     for outcome in outcomes:
         st = by_id[outcome.case]
-        if not outcome.regressed_anything() or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+        if not outcome.regressed_anything() or BASE_BROKEN in (st.stop, outcome.stop) \
+                or HEAD_BROKEN in (st.stop, outcome.stop):  # a side that cannot run has no stacks to compare
             continue
         for i in range(settings.profiles):
             for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
