@@ -65,6 +65,8 @@ class Row:
     limit: Callable[[], None] | None = None
     #: The folder it runs in (a scratch project, for ``ttfg config``); None: the repository's root.
     cwd: Path | None = None
+    #: Seconds it may run (a row that counts jax's instructions under callgrind needs more than most).
+    timeout: int = 300
 
 
 # --------------------------------------------------------------------------- files the rows read
@@ -760,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
             print("| bad input | exit (expected) | message |\n| --- | --- | --- |")
             for row in rows:
                 proc = subprocess.run([sys.executable, "-m", "ttfg", *row.argv], capture_output=True, text=True,
-                                      cwd=row.cwd or ROOT, timeout=300, env={**os.environ, "COLUMNS": "200", **row.env},
+                                      cwd=row.cwd or ROOT, timeout=row.timeout, env={**os.environ, "COLUMNS": "200", **row.env},
                                       preexec_fn=row.limit)
                 text = proc.stderr + proc.stdout
                 why = row.check(proc) if row.check else None

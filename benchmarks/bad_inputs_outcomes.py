@@ -96,5 +96,5 @@ def rows(d: Path, out) -> list:
         Row("outcomes 43.2: gate, the docs' example trailer on a jax.jit head with more instructions", expect=0,
             argv=[*gate, "--repo", str(m["grown"]), "--backend", "jax.jit", "--tiers", "instructions",
                   "--out-dir", out("outcomes-docs-example")],
-            check=_all(last_line("gate passed with 1 accepted regression(s)"), lacks("unused"))),
+            check=_all(last_line("gate passed with 1 accepted regression(s)"), lacks("unused")), timeout=1200),
     ]

@@ -5,10 +5,11 @@ failed CI with no way to say "this is intended". PyTorch updates its expectation
 the pull request; CodSpeed lets a person acknowledge a regression. Here a commit of the pull
 request carries a trailer::
 
-    Ttfg-Accept: resnet15/jax.jit/* instructions* the new check costs 2 % of the compile
+    Ttfg-Accept: resnet15*/jax.jit/* instructions* the new check costs 2 % of the compile
 
 ``<case-glob> <metric-glob> <reason>``: a case id is ``model/backend/variant`` (``ttfg list``
-shows them), so ``resnet15/jax.jit/*`` names every variant of resnet15 under jax.jit, and
+shows them; a model's parameters are part of its name, ``resnet15:blocks=2``), so ``resnet15*/jax.jit/*``
+names every variant of resnet15, at every size, under jax.jit, and
 ``instructions*`` the window's instruction count and each phase's (the metric that grew most
 decides a regression, often a phase: ``instructions_trace``). A regressed
 case whose id and deciding metric (``instructions``, ``counters.hlo_ops`` or ``hlo_ops``,

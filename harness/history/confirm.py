@@ -355,7 +355,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
                 continue
             side = side_of(c)
             if side is not None:  # no good sample on a side: neither confirmed nor "not reproduced"
-                done.append(_entry(r, UNCONFIRMED, f"not re-measured: {side} cannot run: {c.verdict.reason}",
+                done.append(_entry(r, UNCONFIRMED, f"not re-measured: {c.verdict.reason}",
                                    files=dict(outcome.files)))
                 continue
             verdict, how = c.verdict, f"paired re-run, {c.pairs} pair(s)"
