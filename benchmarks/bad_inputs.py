@@ -65,6 +65,8 @@ class Row:
     limit: Callable[[], None] | None = None
     #: The folder it runs in (a scratch project, for ``ttfg config``); None: the repository's root.
     cwd: Path | None = None
+    #: Seconds it may run (a row that counts jax's instructions under callgrind needs more than most).
+    timeout: int = 300
 
 
 # --------------------------------------------------------------------------- files the rows read
@@ -715,6 +717,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_bisect import rows as bisect_rows
 
     rows += bisect_rows(d, m, out, tiny)
+    from bad_inputs_outcomes import rows as outcome_rows  # issue 46.1 and 43.2: outcomes that never pass
+
+    rows += outcome_rows(d, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.
@@ -763,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
             print("| bad input | exit (expected) | message |\n| --- | --- | --- |")
             for row in rows:
                 proc = subprocess.run([sys.executable, "-m", "ttfg", *row.argv], capture_output=True, text=True,
-                                      cwd=row.cwd or ROOT, timeout=300, env={**os.environ, "COLUMNS": "200", **row.env},
+                                      cwd=row.cwd or ROOT, timeout=row.timeout, env={**os.environ, "COLUMNS": "200", **row.env},
                                       preexec_fn=row.limit)
                 text = proc.stderr + proc.stdout
                 why = row.check(proc) if row.check else None

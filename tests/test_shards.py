@@ -678,7 +678,7 @@ def test_an_accepted_regression_stays_accepted_when_the_shards_merge(sharded_gat
     assert [(a["reason"], a["used_by"]) for a in doc["acceptances"]] == [
         ("the model grew on purpose", [slow]), ("matches nothing", [])]
     summary = (tmp_path / "merged" / "summary.md").read_text()
-    assert "(1 accepted regression(s), see below)" in summary.splitlines()[1]
+    assert "passed with 1 accepted regression(s), see below" in summary.splitlines()[1]
     assert "Accepted, so not failing:" in doc["passing_means"] and "Ada" in summary
     assert "Unused Ttfg-Accept trailer(s): 'nothing/* * matches nothing'" in doc["passing_means"]
     assert summary.count("Unused Ttfg-Accept trailer(s)") == 1

@@ -254,8 +254,13 @@ def _case_record(c, metric: str) -> dict:
 
 
 def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, list[dict]]:
-    records = [_case_record(c, outcome.settings.metric) for c in outcome.cases if step_cases is None or c.case in step_cases]
-    verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE else r["verdict"] for r in records]
+    from ..decide.unmeasured import side_of
+
+    chosen = [c for c in outcome.cases if step_cases is None or c.case in step_cases]
+    records = [_case_record(c, outcome.settings.metric) for c in chosen]
+    # A side with no good sample (``decide/unmeasured.py``) is never "unchanged": the commit is untestable.
+    verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE or side_of(c) else r["verdict"]
+                for r, c in zip(records, chosen)]
     return search.combined(verdicts), records
 
 

@@ -338,7 +338,13 @@ def _accept(outcome: GateOutcome, repo: Path, base: str, head: str, events: Gate
     accept.apply(outcome.cases, found)
     outcome.acceptances = [a.to_json() for a in found]
     for a in found:
-        if not a.used_by:
+        for case, why in a.refused.items():
+            events.warning(f"{accept.TRAILER} '{a.case} {a.metric} {a.reason}' ({a.commit[:10]}) does not accept "
+                           f"{case}: {why}; a trailer accepts a measured change, never a failure")
+        if a.also_matched:
+            events.note(f"{accept.TRAILER} '{a.case} {a.metric} {a.reason}' ({a.commit[:10]}) also matched "
+                        f"{', '.join(a.also_matched)} (accepted by an earlier trailer)")
+        if not (a.used_by or a.also_matched or a.refused):
             events.warning(f"{accept.TRAILER} '{a.case} {a.metric} {a.reason}' ({a.commit[:10]}) is unused: "
                            + (a.problem or "it matched no regression"))
 

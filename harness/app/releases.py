@@ -191,6 +191,25 @@ def check_gradient(side: Side, case, run) -> dict:
     return {"status": status, "detail": detail[-500:]}
 
 
+def pair_decision(decided, instructions: dict | None) -> tuple[str, str, bool]:
+    """A pair's verdict, the tier that decided it, and whether a side could not run, from the gate's case
+    (``gate_outcome.CaseOutcome``) and the releases' instruction counts (``_instruction_json``).
+
+    As the gate's tiers decide, a count beyond its margin settles the pair before wall time; but a side with
+    no good sample in the pair's gate (``decide/unmeasured.py``) keeps the gate's verdict (head cannot run:
+    regressed; base cannot run: inconclusive), whatever a count says: it is never "unchanged" or "improved".
+    """
+    from ..decide.unmeasured import side_of
+    from ..results.gate_outcome import BASE_BROKEN, HEAD_BROKEN
+
+    unmeasured = side_of(decided)
+    counted = (instructions or {}).get("instructions")
+    broken = decided.stop in (BASE_BROKEN, HEAD_BROKEN) or unmeasured is not None
+    if unmeasured is None and counted and counted["verdict"] in ("regressed", "improved"):
+        return counted["verdict"], "instructions", broken
+    return decided.verdict.verdict, decided.tier, broken
+
+
 def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOpener | None = None) -> dict:
     """Build every release's environment, count instructions once per release, gate each adjacent pair.
 
@@ -353,13 +372,10 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
                                                      settings.min_effect, case.id,
                                                      count_margins.for_sides(case, {"base": base, "head": head},
                                                                              settings.run, margin_store))
-            counted = (pair["instructions"] or {}).get("instructions")
-            if counted and counted["verdict"] in ("regressed", "improved"):
-                # As the gate's tiers decide: a count beyond its margin settles the pair before wall time.
-                pair["verdict"], pair["tier"] = counted["verdict"], "instructions"
+            pair["verdict"], pair["tier"], cannot_run = pair_decision(decided, pair["instructions"])
             doc["pairs"].append(pair)
             regression |= pair["verdict"] == "regressed"
-            broken |= decided.stop in ("base cannot run", "head cannot run")
+            broken |= cannot_run
             for version in (a, b):
                 entry = next(e for e in doc["releases"] if e["version"] == version)
                 entry["cells"].setdefault(case.id, {}).update(_cell_from_samples(samples[(version, case.id)]))
@@ -376,4 +392,4 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
     return doc
 
 
-__all__ = ["FORMAT", "SweepEvents", "SweepRequest", "run"]
+__all__ = ["FORMAT", "SweepEvents", "SweepRequest", "pair_decision", "run"]

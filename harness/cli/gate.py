@@ -230,6 +230,7 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     from ..present.gate_views import case_lines, verdict_rows, wrapped
     from ..present.gate_views import gate_detail_table, gate_table
     from ..results.gate_outcome import COUNT_BROKEN, HEAD_FAILING
+    from ..present.verdicts import accepted_decision
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
     width = console.width
@@ -295,6 +296,9 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
         console.print("gate passed: no case to compare, only new or removed ones (said above)", highlight=False)
     elif code == 0 and off_path:
         console.print("gate passed, but the measurement could not see the change (said above)", highlight=False)
+    elif code == 0 and outcome.accepted():
+        console.print(f"gate {accepted_decision(len(outcome.accepted()))} (which trailer accepted what is said above)",
+                      highlight=False)
     elif code == 0:
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
 

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Callable
 from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
+from . import unmeasured
 from . import tiers
 from . import warm_evidence
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
@@ -462,12 +463,17 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
                                                     st.first_error)
         if held is not None:
             verdict, stop = held, HEAD_FAILING
-        if verdict.method == "fisher-failures" or held is not None:
+        good, failed_any, errors = unmeasured.good_counts({r: w.results for r, w in writers.items()}, st.case.id)
+        errors = {**errors, **st.first_error}
+        never = unmeasured.held_verdict(verdict, stop, good, failed_any, errors)  # whatever the tiers and budget
+        if never is not None:
+            verdict, stop = never
+        if verdict.method in ("fisher-failures", "failure") or held is not None:
             figure = None
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
                                     sum(st.pair_wall_s), stop, summarize(b), summarize(h), list(changes), failures,
-                                    tier=tier, trail=list(trail.steps), first_error=dict(st.first_error),
-                                    figure=figure, context=context, guards=guards))
+                                    tier=tier, trail=list(trail.steps), first_error=errors,
+                                    figure=figure, context=context, guards=guards, good=good))
     return outcomes
 
 
@@ -483,7 +489,8 @@ def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], s
     by_id = {st.case.id: st for st in states}
     for outcome in outcomes:
         st = by_id[outcome.case]
-        if not outcome.regressed_anything() or st.stop in (BASE_BROKEN, HEAD_BROKEN):
+        if not outcome.regressed_anything() or BASE_BROKEN in (st.stop, outcome.stop) \
+                or HEAD_BROKEN in (st.stop, outcome.stop):  # a side that cannot run has no stacks to compare
             continue
         for i in range(settings.profiles):
             for role in ("base", "head") if i % 2 == 0 else ("head", "base"):

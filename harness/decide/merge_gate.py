@@ -256,8 +256,14 @@ def merged_acceptances(docs: list[GateDocument]) -> list[dict]:
     for doc in docs:
         for a in doc.outcome.acceptances:
             key = (a.get("commit"), a.get("case"), a.get("metric"), a.get("reason"), a.get("author"))
-            entry = merged.setdefault(key, {**a, "used_by": []})
+            entry = merged.setdefault(key, {**a, "used_by": [], "also_matched": [], "refused": {}})
             entry["used_by"] += [c for c in a.get("used_by") or [] if c not in entry["used_by"]]
+            entry["also_matched"] += [c for c in a.get("also_matched") or [] if c not in entry["also_matched"]]
+            entry["refused"].update(a.get("refused") or {})
+    for entry in merged.values():  # written only when there is one, as a shard writes them
+        for k in ("also_matched", "refused"):
+            if not entry[k]:
+                del entry[k]
     return list(merged.values())
 
 
@@ -271,11 +277,15 @@ def merged_exit_code(shards: list[ShardRow], cases: list[CaseOutcome]) -> int:
     Worst means 2 over 1 over 0 (see the module docstring). A regression a ``Ttfg-Accept`` trailer accepted
     fails the merged gate no more than it failed its shard.
     """
+    from .unmeasured import side_of
+
     codes = [2 if e.exit_code is None else e.exit_code for e in shards]
+    unmeasured = {c.case: side_of(c) for c in cases}  # a side with no good sample: never passed, whatever a shard said
     if any(c.verdict.verdict == "regressed" and not c.accepted for c in cases) or any(e.expectation_failures
-                                                                                     for e in shards):
+                                                                                     for e in shards) \
+            or "head" in unmeasured.values():
         codes.append(1)
-    if not cases or any(c.stop == BASE_BROKEN for c in cases):
+    if not cases or any(c.stop == BASE_BROKEN for c in cases) or "base" in unmeasured.values():
         codes.append(2)
     return max(codes, default=2)
 

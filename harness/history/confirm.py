@@ -279,6 +279,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     from ..decide.gate_settings import GateSettings
     from .. import metrics
     from ..decide.stats import compare_paired
+    from ..decide.unmeasured import side_of
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
     from ..measure.sides import SideOpener
@@ -351,6 +352,11 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
             c = by_case.get(gate_id[r.case])
             if c is None:
                 done.append(_entry(r, UNCONFIRMED, "not re-measured: the gate ran no such case"))
+                continue
+            side = side_of(c)
+            if side is not None:  # no good sample on a side: neither confirmed nor "not reproduced"
+                done.append(_entry(r, UNCONFIRMED, f"not re-measured: {c.verdict.reason}",
+                                   files=dict(outcome.files)))
                 continue
             verdict, how = c.verdict, f"paired re-run, {c.pairs} pair(s)"
             if r.metric != p.metric:  # the same processes, read for this step's metric

@@ -270,14 +270,16 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
     from .markdown import ORDER, expectations_markdown
     from .markdown_table import cell, table, verdict
     from .untrusted import md, md_code
-    from .verdicts import failures_note, passing_means
+    from .verdicts import accepted_decision, failures_note, passing_means
 
     code = outcome.exit_code()
     if check is not None and check.failures() and code == 0:
         code = 1
     decision = DECISIONS[code]
     if outcome.accepted():
-        decision += f" ({len(outcome.accepted())} accepted regression(s), see below)"
+        n = len(outcome.accepted())
+        decision = f"{accepted_decision(n)}, see below" if code == 0 else \
+            f"{decision} ({n} accepted regression(s), see below)"
     s = outcome.settings
     shard = getattr(outcome, "shard", None)
     where = f" (shard {shard.label}, {len(shard.cases)} case(s); `ttfg merge gate` joins the shards)" if shard else ""

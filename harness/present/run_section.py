@@ -111,6 +111,8 @@ def gate_section(doc: GateDocument | None) -> dict:
     """The gate's decision for the page's header and first section, from its ``gate.json``."""
     if not doc:
         return {"shown": False}
+    from .verdicts import accepted_decision
+
     code, outcome = doc.exit_code, doc.outcome
     rows = gate_rows(doc)
     regressed = [r["case"] for r in rows if r["verdict"] == "regressed"]
@@ -119,6 +121,8 @@ def gate_section(doc: GateDocument | None) -> dict:
         decision += f" in {fmt.plural(len(regressed), 'case')} of {len(rows)}"
     elif code == 1:
         decision = "failed: a violated expectation"
+    elif code == 0 and outcome.accepted():
+        decision = f"{accepted_decision(len(outcome.accepted()))} ({fmt.plural(len(rows), 'case')})"
     elif code == 0:
         decision += f" ({fmt.plural(len(rows), 'case')})"
     counts: dict[str, int] = {}

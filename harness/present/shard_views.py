@@ -45,14 +45,15 @@ def merged_gate_markdown(doc: GateDocument) -> str:
     from .gate_views import DECISIONS, GATE_MARKER, verdict_rows
     from .noise_views import headline
     from .untrusted import md, md_code
-    from .verdicts import failures_note
+    from .verdicts import accepted_decision, failures_note
 
     outcome, merged = doc.outcome, doc.merged
     cases = outcome.cases if outcome is not None else []
     decision = DECISIONS[doc.exit_code]
     accepted = [c for c in cases if c.verdict.verdict == "regressed" and c.accepted]
     if accepted:
-        decision += f" ({len(accepted)} accepted regression(s), see below)"
+        decision = f"{accepted_decision(len(accepted))}, see below" if doc.exit_code == 0 else \
+            f"{decision} ({len(accepted)} accepted regression(s), see below)"
     settings = outcome.settings.data if outcome is not None else {}
     metric = settings.get("metric", "first_grad_s")
     shards = merged.shards

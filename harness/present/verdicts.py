@@ -95,17 +95,35 @@ def passing_means(outcome, check=None) -> str:
     return " ".join([sentence, *notes])
 
 
+def accepted_decision(n: int) -> str:
+    """What a gate that passed only because trailers accepted ``n`` regressions is called, in every output's verdict
+    line (terminal, ``summary.md``, the report page): never "no regression shown"."""
+    return f"passed with {n} accepted regression(s)"
+
+
 def acceptance_note(cases, acceptances) -> str:
-    """``Accepted, so not failing: case (instructions +3.0 %) by A <a@b> in 1234567890: reason. Unused Ttfg-Accept
-    trailer(s): ...``: every regression a commit trailer accepted, with who and why, and every trailer that
-    accepted nothing or cannot be read. Empty when the head's commits carry none."""
+    """``Accepted, so not failing: case (instructions +3.0 %) by trailer 'glob metric' of A <a@b> in 1234567890:
+    reason. ...``: every regression a commit trailer accepted, naming the trailer, who and why; every trailer that
+    also matched an accepted one, that matched only failures (never accepted), or that matched nothing or cannot be
+    read. Empty when the head's commits carry none."""
     parts = []
     accepted = [c for c in cases if c.verdict.verdict == "regressed" and c.accepted]
     if accepted:
         parts.append("Accepted, so not failing: " + "; ".join(
-            f"{c.case} ({c.metric or 'failures'} {fmt.factor(c.verdict.ratio)}) by {c.accepted['author']} in "
+            f"{c.case} ({c.metric or 'failures'} {fmt.factor(c.verdict.ratio)}) by trailer "
+            f"'{c.accepted['case']} {c.accepted['metric']}' of {c.accepted['author']} in "
             f"{str(c.accepted['commit'])[:10]}: {c.accepted['reason']}" for c in accepted) + ".")
-    unused = [a for a in acceptances or [] if not a.get("used_by")]
+    found = acceptances or []
+    also = [a for a in found if a.get("also_matched")]
+    if also:
+        parts.append("Also matched (accepted by an earlier trailer): " + "; ".join(
+            f"'{a['case']} {a['metric']}' matched {', '.join(a['also_matched'])}" for a in also) + ".")
+    refused = [a for a in found if a.get("refused")]
+    if refused:
+        parts.append("Not accepted, a failure is not a performance change: " + "; ".join(
+            f"'{a['case']} {a['metric']}' matched " + ", ".join(f"{c} ({why})" for c, why in a["refused"].items())
+            for a in refused) + ".")
+    unused = [a for a in found if not (a.get("used_by") or a.get("also_matched") or a.get("refused"))]
     if unused:
         parts.append("Unused Ttfg-Accept trailer(s): " + "; ".join(
             f"'{a['case']} {a['metric']} {a['reason']}' by {a['author']} in {str(a['commit'])[:10]} "

@@ -121,6 +121,11 @@ class _GateReader(_Reader):
             failed = self.obj(failed, f"{where}.failed")
             for side in ("base", "head"):
                 self.value(failed.get(side), f"{where}.failed.{side}", "count")
+        good = raw.get("good")
+        if good is not None:
+            good = self.obj(good, f"{where}.good")
+            for side in ("base", "head"):
+                self.value(good.get(side), f"{where}.good.{side}", "count", optional=False)
         errors = raw.get("first_error")
         if errors is not None:
             for k, v in self.obj(errors, f"{where}.first_error").items():

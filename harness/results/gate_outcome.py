@@ -253,6 +253,9 @@ class CaseOutcome:
     #: A regression a ``Ttfg-Accept`` commit trailer accepted (``decide/accept.py``): pattern, metric, reason,
     #: author, commit; None when not accepted. An accepted case does not fail the gate.
     accepted: dict | None = None
+    #: Good samples of every kind per side (``base``, ``head``); None in a document written before it was kept
+    #: (``decide/unmeasured.py`` then estimates it). A side with none is never "unchanged" or "passed".
+    good: dict[str, int] | None = None
 
     @property
     def metric(self) -> str | None:
@@ -274,6 +277,7 @@ class CaseOutcome:
                 "first_error": self.first_error,
                 "attribution": None if self.attribution is None else self.attribution.to_json(),
                 **({"accepted": self.accepted} if self.accepted else {}),
+                **({"good": dict(self.good)} if self.good is not None else {}),
                 **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
@@ -291,7 +295,8 @@ class CaseOutcome:
                    [TierStep.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
-                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"))
+                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"),
+                   None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()})
 
 
 @dataclass
