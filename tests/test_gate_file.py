@@ -119,6 +119,19 @@ def test_a_gate_json_from_before_figures_and_tiers_is_migrated_by_its_reader(gat
     assert row.word == "regressed" and row.statistic == "median" and row.decided_by == "time: first gradient"
 
 
+def test_a_case_nothing_settled_is_not_said_decided_by_failures(gate_with, tmp_path):
+    """An inconclusive case with no metric and no failed sample: the row says nothing settled it, where it said
+    "structural: failures" (a structural-only gate of a case whose counters could not decide)."""
+    from dataclasses import replace
+
+    outcome, _ = gate_with(noisy(1.0), noisy(1.0, shift=3), max_pairs=20)
+    case = replace(outcome.cases[0], figure=None, failed={"base": 0, "head": 0})
+    (row,) = verdict_rows([case])
+    assert row.metric == "nothing settled" and "failures" not in row.decided_by
+    (row,) = verdict_rows([replace(case, failed={"base": 0, "head": 2})])
+    assert row.metric == "failures"
+
+
 def test_the_version_1_fixture_reads_through_the_one_reader_into_todays_shape():
     """``tests/data/gate_v1``: a real gate of a ttfg before tiers and figures; the reader migrates it."""
     raw = json.loads((V1 / "gate.json").read_text())

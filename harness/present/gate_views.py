@@ -129,8 +129,10 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
     for c in cases:
         fig = c.figure
         label = verdict_label(c.verdict) + (f", accepted by {c.accepted.get('author')}" if c.accepted else "")
+        # No metric and no failed sample: nothing decided it, and "failures" would blame what did not happen.
+        settled_by = metric_label(c.metric) if c.metric or any(c.failed.values()) else "nothing settled"
         rows.append(VerdictRow(c.case, c.verdict.verdict, label, c.tier or "time",
-                               metric_label(c.metric), fig.statistic or "" if fig else "",
+                               settled_by, fig.statistic or "" if fig else "",
                                *figure_cells(fig), [context_text(f) for f in c.context], c.verdict.reason or ""))
     return rows
 
