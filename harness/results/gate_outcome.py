@@ -65,6 +65,9 @@ class TierStep:
     #: A count landed at the edge of its margin (``count_margins.judge``): one more count a side may settle it.
     #: In memory only: the tiers' loop acts on it, and ``gate.json`` does not keep it.
     edge: bool = False
+    #: Sample kinds whose count moved beyond an uncalibrated margin on one base count (``decide/steadiness.py``): a
+    #: second base count shows whether it repeats. In memory only, like ``edge``.
+    recount_base: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
