@@ -19,7 +19,8 @@ from ttfg.engines import Facts
 from ttfg.measure.cases import select
 from ttfg.results.model import Sample
 from ttfg.results.runtimes import Runtimes
-from tests.test_gate_tiers import count
+from tests.test_gate_tiers import count, gate_with  # noqa: F401  (a fixture)
+from tests.test_gate_policy import sides  # noqa: F401  (the fixture gate_with uses)
 
 UNCALIBRATED = Margin(0.025, why="this case is not calibrated")
 CALIBRATED = Margin(0.01, "2026-12-05T00:00:00+00:00", 10, False, 1e9)
@@ -144,3 +145,17 @@ class _Pool:
                 return self.value
 
         return Done(fn(*args))
+
+
+def test_the_summary_says_which_counts_decided_and_why_the_others_did_not(gate_with):
+    """Allocations +40 % beyond the default margin: a second base count repeats the first, so the count decides, and
+    the summary names each count and why it could decide."""
+    from ttfg.present.gate_views import gate_markdown
+    from tests.test_gate_tiers import Side_
+
+    outcome, fake, _ = gate_with(Side_(), Side_(allocs=7_000))
+    text = gate_markdown(outcome)
+    assert "counts: decided: allocations (2 base counts agree within the margin" in text  # the fake base repeats
+    assert "instructions (base and head agree within the margin)" in text
+    assert len([c for c in fake.calls if c[1:] == ("base", "allocations")]) == 2
+    assert outcome.cases[0].verdict.verdict == "regressed"

@@ -86,7 +86,8 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
         verdict = compare_counter(values["base"], values["head"], threshold=margin.value)
         short = (metric.startswith("instructions_")
                  and max(max(values["base"]), max(values["head"])) < count_margins.PHASE_FLOOR)
-        stand = (steadiness.Standing(True, "a short phase: evidence by the phase floor") if short else
+        floor = f"a phase under {count_margins.PHASE_FLOOR // 10**6} M instructions: evidence unless unchanged"
+        stand = (steadiness.Standing(True, floor) if short else
                  steadiness.standing(metric, margin, values["base"], values["head"], multithreaded,
                                      (unsteady or {}).get(metric)))
         found = metric_evidence(metric, verdict, margin.value, values["base"], values["head"], not stand.decides)

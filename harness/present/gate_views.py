@@ -188,6 +188,20 @@ GATE_MARKER = "<!-- ttfg-perf-gate -->"
 VISIBLE_ROWS = 8
 
 
+def which_counts_decided(step) -> str | None:
+    """The count tier's account of its counts (``decide/steadiness.py``): which decided and why each other did not,
+    e.g. ``decided: instructions (base and head agree within the margin); evidence only: allocations (its process
+    ran a multithreaded runtime ...)``; None for a step without that account (another tier, an older gate.json)."""
+    found = [e for e in step.evidence if e.get("steadiness")]
+    if not found:
+        return None
+    label = lambda e: metrics.get(e["metric"]).brief if e["metric"] in metrics.METRICS else e["metric"]  # noqa: E731
+    decided = [f"{label(e)} ({e['steadiness']})" for e in found if not e.get("evidence_only")]
+    other = [f"{label(e)} ({e['steadiness']})" for e in found if e.get("evidence_only")]
+    return "; ".join(filter(None, [f"decided: {', '.join(decided)}" if decided else "",
+                                   f"evidence only: {', '.join(other)}" if other else ""]))
+
+
 def where_it_went(a) -> str:
     """One visible line for a regressed case: its largest phase change and the functions of the user's and the
     framework's code whose own cost grew most (the full attribution is in the details)."""
@@ -318,6 +332,7 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         lines += [f"  - context, not decided on: {cell(md(text))}" for text in r.context]
         lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {cell(md(t.reason))}"
                   for t in c.trail if not t.settled]
+        lines += [f"  - counts: {cell(md(text))}" for t in c.trail if (text := which_counts_decided(t))]
         if c.changes:
             lines.append(f"  - counters changed: {counter_changes(c.changes)}")
     lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
