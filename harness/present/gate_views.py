@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
-from ..results.attribution_record import Attribution, FunctionDelta
+from ..results.attribution_record import MIN_PAIRS, Attribution, FunctionDelta, not_a_cause
 from ..results.gate_document import document
 from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome
 
@@ -208,7 +208,9 @@ def where_it_went(a) -> str:
     from .markdown_table import cell
     from .untrusted import md, md_code
 
-    parts = phase_lines(a, top=1)
+    parts = phase_lines(a, top=1, findings=True)
+    if not parts and any(p.delta for p in a.phases):
+        parts = [f"no phase change from {MIN_PAIRS} or more pairs or from counts, so none is shown as a finding"]
     for title, found in function_lines(a, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
     return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
@@ -385,7 +387,8 @@ def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FU
     """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
     mine = [f for f in functions if f.unit == unit and _grew(f) > 0
-            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)))]
+            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)
+                                   or not_a_cause(f.fn)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
@@ -394,10 +397,11 @@ def _signed(metric_unit: str, v) -> str:
     return f"+{text}" if v is not None and v > 0 else text
 
 
-def phase_lines(attribution: Attribution, top: int = TOP_PHASES) -> list[str]:
+def phase_lines(attribution: Attribution, top: int = TOP_PHASES, findings: bool = False) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
-    phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``."""
-    phases = [p for p in attribution.phases if p.delta is not None]
+    phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``.
+    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``)."""
+    phases = [p for p in attribution.phases if p.delta is not None and (p.finding or not findings)]
     if any(p.instructions_delta for p in phases):
         phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:
