@@ -159,3 +159,18 @@ def test_the_summary_says_which_counts_decided_and_why_the_others_did_not(gate_w
     assert "instructions (base and head agree within the margin)" in text
     assert len([c for c in fake.calls if c[1:] == ("base", "allocations")]) == 2
     assert outcome.cases[0].verdict.verdict == "regressed"
+
+
+def test_gate_json_says_what_each_case_cost_by_tier(gate_with, tmp_path):
+    """Processes and their seconds per tier, over both sides: the count tier's four processes (two kinds a side), the
+    structural tier's first pair, the time tier's screen."""
+    import json
+
+    from tests.test_gate_tiers import Side_
+    from ttfg.results.gate_outcome import CaseOutcome
+
+    outcome, fake, _ = gate_with(Side_(), Side_())
+    cost = outcome.cases[0].cost
+    assert cost["instructions"]["processes"] == 4 and cost["structural"]["processes"] == 2
+    assert sum(e["processes"] for e in cost.values()) == len(fake.calls)
+    assert CaseOutcome.from_json(json.loads(json.dumps(outcome.cases[0].to_json()))).cost == cost

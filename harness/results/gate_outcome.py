@@ -253,6 +253,10 @@ class CaseOutcome:
     guards: list[Guard] = field(default_factory=list)
     #: The shard that measured the case (a merged gate's cases only).
     shard: str | None = None
+    #: What the case cost, by tier: ``{tier: {"processes": N, "seconds": S}}`` over both sides (``seconds``: the
+    #: processes' own wall time summed; base and head count at the same time, so a tier's wall time is less). The
+    #: structural tier's processes are the first timing pair, which the time tier goes on from. None in older files.
+    cost: dict | None = None
     #: A regression a ``Ttfg-Accept`` commit trailer accepted (``decide/accept.py``): pattern, metric, reason,
     #: author, commit; None when not accepted. An accepted case does not fail the gate.
     accepted: dict | None = None
@@ -277,6 +281,7 @@ class CaseOutcome:
                 "first_error": self.first_error,
                 "attribution": None if self.attribution is None else self.attribution.to_json(),
                 **({"accepted": self.accepted} if self.accepted else {}),
+                **({"cost": self.cost} if self.cost is not None else {}),
                 **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
@@ -294,7 +299,8 @@ class CaseOutcome:
                    [TierStep.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
-                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"))
+                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"),
+                   cost=data.get("cost") if isinstance(data.get("cost"), dict) else None, accepted=data.get("accepted"))
 
 
 @dataclass
