@@ -102,11 +102,16 @@ def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothin
     assert two  # the steps whose commit was compared with both ends
     for p in two:
         second = p["evidence"][1]
-        assert second["counts"] == {"base": {"taken": 0, "reused": 2, "from": [second["counts"]["base"]["from"][0]]},
+        # The head's count beyond an uncalibrated margin: one more base count shows it repeats (decide/steadiness.py),
+        # a process no comparison took before; every other count is reused.
+        assert second["counts"]["base"]["taken"] <= 1
+        assert second["counts"] == {"base": {"taken": second["counts"]["base"]["taken"], "reused": 2,
+                                             "from": [second["counts"]["base"]["from"][0]]},
                                     "head": {"taken": 0, "reused": 2, "from": [second["counts"]["head"]["from"][0]]}}
         assert second["counts"]["base"]["from"][0].startswith("step ")  # the tested commit: from its first comparison
     ends = doc["ends"]["counts"]
-    assert ends == {"base": {"taken": 2, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
+    # Two kinds a side, and the base counted once more where the head's count moved beyond the default margin.
+    assert ends == {"base": {"taken": 3, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
     everything = [e for e in comparisons(doc) if e is not None]
     assert fake.timings() == 2 * len(everything)  # one structural pair each: wall time never reused
     line = use_case._summary(doc)

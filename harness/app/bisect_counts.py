@@ -73,6 +73,18 @@ def reusable(backend: str, kind: str) -> bool:
                    if metrics.get(m).sample == kind)
 
 
+def steady_record(sample: "Sample") -> bool:
+    """Whether what ``sample``'s process was measured to run (``Sample.runtimes``) leaves its counts repeatable: no
+    count metric of its kind the registry calls unsteady on those runtimes, and no allocation count of a multithreaded
+    runtime. True without a record (the declared modules decided, :func:`reusable`)."""
+    record = sample.runtimes
+    if record is None:
+        return True
+    names = [m for m in tiers.tier_metrics(tiers.INSTRUCTIONS) if metrics.get(m).sample == sample.kind]
+    return not (any(metrics.get(m).unsteady_for(record.names) for m in names)
+                or (sample.kind == "allocations" and record.multithreaded))
+
+
 def conditions(side: "Side", case: "Case", run: "RunSettings") -> FactKey:
     """Everything besides the commit, the kind and the index that makes a count sample of ``side`` what it is: the
     one key of every stored fact (``measure/fact_keys.py``), for a count."""
@@ -201,6 +213,8 @@ class ComparisonSampler:
             what = conditions(side, case, run)
             key = (side.revision.commit, case.id, kind, cache, index, what.digest)
             stored = self.store.find(key)
+            if stored is not None and not steady_record(stored.sample):  # measured on a runtime whose counts vary
+                stored = None
             if stored is None and (why := self.store.why_not(key, what)):
                 self.note(f"stored counts of {side.revision.commit[:10]} ({case.id}) were taken under other "
                           f"conditions ({why}): counted anew")
@@ -217,7 +231,7 @@ class ComparisonSampler:
             self.taken[side.role] += 1
             if key is not None and sample.ok:
                 self.own.add(key)
-        if key is not None and sample.ok:
+        if key is not None and sample.ok and steady_record(sample):
             self.store.add(StoredCount(*key, self.origin, sample), what)
         return sample
 

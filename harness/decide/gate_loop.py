@@ -473,8 +473,30 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
         outcomes.append(CaseOutcome(st.case.id, verdict, len(b), st.attempted, dict(st.failed),
                                     sum(st.pair_wall_s), stop, summarize(b), summarize(h), list(changes), failures,
                                     tier=tier, trail=list(trail.steps), first_error=errors,
-                                    figure=figure, context=context, guards=guards, good=good))
+                                    figure=figure, context=context, guards=guards, good=good,
+                                    cost=case_cost(st.case.id, writers)))
     return outcomes
+
+
+#: The tier each sample kind's processes are spent for (timing: the first pair is the structural tier's).
+COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "profile": "attribution",
+              "coverage": "coverage"}
+
+
+def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
+    """What one case cost, by tier, over both sides' samples: processes and their own wall time summed
+    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted."""
+    cost: dict[str, dict] = {}
+    for writer in writers.values():
+        case = next((c for c in writer.results.cases if c.id == case_id), None)
+        timed = [s.pair for s in (case.samples if case else []) if s.kind == "timing" and s.pair is not None]
+        first = min(timed, default=None)
+        for sample in case.samples if case else []:
+            tier = COST_TIERS.get(sample.kind) or (tiers.STRUCTURAL if sample.pair == first else tiers.TIME)
+            entry = cost.setdefault(tier, {"processes": 0, "seconds": 0.0})
+            entry["processes"] += 1
+            entry["seconds"] += sample.process_wall_s or 0.0
+    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3)} for t, e in cost.items()}
 
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],

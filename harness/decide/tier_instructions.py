@@ -25,13 +25,14 @@ if TYPE_CHECKING:
     from ..measure.cases import Case
     from ..results.model import Sample
     from .count_margins import Margin
+    from ..results.runtimes import Runtimes
 
 INSTRUCTIONS = "instructions"
 
 
 def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]], uncounted: str | None,
                unavailable: str | None = None, unsteady: dict[str, str] | None = None,
-               margins: "dict[str, Margin] | None" = None) -> TierStep:
+               margins: "dict[str, Margin] | None" = None, multithreaded: str | None = None) -> TierStep:
     """Tier (b): instruction and allocation counts against each case's margins.
 
     Parameters
@@ -52,11 +53,19 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
         which says so. A change at the edge of its margin (``count_margins.judge``) settles nothing: the step
         is marked ``edge`` and the gate counts once more or hands the case to the time tier. A phase of fewer
         than ``count_margins.PHASE_FLOOR`` instructions is evidence only.
+    multithreaded : str or None
+        Why the case's count processes ran a multithreaded native runtime (measured: ``Runtimes.multithreaded``).
+
+    A count decides only when shown steady (``steadiness.standing``): calibrated, or base and head within the
+    margin, or two base counts that agree; else it is evidence, said in the reason, and a step whose only
+    obstacle is a missing second base count names the kinds to count again (``TierStep.recount_base``).
     """
     from . import count_margins
     from .stats import compare_counter
 
-    evidence, regressed, improved, unchanged, missing, aside, edge = [], [], [], [], [], [], []
+    from . import steadiness
+
+    evidence, regressed, improved, unchanged, missing, aside, edge, recount = [], [], [], [], [], [], [], []
     broken = next((s.error for side in (base, head) for samples in side.values() for s in samples
                    if not s.ok and s.error), None)
     if unavailable:
@@ -75,18 +84,27 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
             continue  # not measured, or not split into phases by this backend
         margin = (margins or {}).get(metric) or count_margins.default_margin(metric)
         verdict = compare_counter(values["base"], values["head"], threshold=margin.value)
-        found = metric_evidence(metric, verdict, margin.value, values["base"], values["head"],
-                                bool(unsteady and metric in unsteady))
+        short = (metric.startswith("instructions_")
+                 and max(max(values["base"]), max(values["head"])) < count_margins.PHASE_FLOOR)
+        floor = f"a phase under {count_margins.PHASE_FLOOR // 10**6} M instructions: evidence unless unchanged"
+        stand = (steadiness.Standing(True, floor) if short else
+                 steadiness.standing(metric, margin, values["base"], values["head"], multithreaded,
+                                     (unsteady or {}).get(metric)))
+        found = metric_evidence(metric, verdict, margin.value, values["base"], values["head"], not stand.decides)
         found["margin_source"] = margin.source()
+        found["steadiness"] = stand.why
         evidence.append(found)
-        if unsteady and metric in unsteady:
-            aside.append(f"{metric}: not repeatable for this backend ({unsteady[metric]})")
+        if not stand.decides:
+            found["evidence_only"] = True
+            if stand.recount_base:
+                recount.append(info.sample)
+            (aside if stand.noise else missing).append(
+                f"{metric}: {stand.why}" if stand.why.startswith("not repeatable") else
+                f"{info.brief} {fmt.change(verdict.ratio - 1)} is evidence, not a verdict: {stand.why}")
             continue
         spread = [v for v in (verdict.ci_low, verdict.ci_high) if math.isfinite(v)]
         label = f"{info.brief} {fmt.change(verdict.ratio - 1)} ({margin.describe()})"
         judged = count_margins.judge(verdict.ratio, margin, min(len(values["base"]), len(values["head"])))
-        short = (metric.startswith("instructions_")
-                 and max(found["base"] or 0, found["head"] or 0) < count_margins.PHASE_FLOOR)
         if len(spread) == 2 and spread[1] - spread[0] > 2 * margin.value:
             missing.append(f"{metric}: the samples spread over ratios {spread[0]:.4f}-{spread[1]:.4f}, wider than "
                            "its margin allows")
@@ -104,6 +122,13 @@ def count_step(base: dict[str, list["Sample"]], head: dict[str, list["Sample"]],
         else:
             found["verdict"] = "unchanged"
             unchanged.append(label)
+    step = _step(evidence, regressed, improved, unchanged, missing, aside, edge, uncounted, broken)
+    step.recount_base = tuple(dict.fromkeys(recount))
+    return step
+
+
+def _step(evidence, regressed, improved, unchanged, missing, aside, edge, uncounted, broken) -> TierStep:
+    """The tier's step from each metric's judgement (:func:`count_step`)."""
     gaps = f"; not used: {'; '.join(missing + aside)}" if missing or aside else ""
     if regressed:
         others = improved + unchanged + edge
@@ -141,14 +166,23 @@ def count_kinds() -> tuple[str, ...]:
     return tuple(dict.fromkeys(metrics.get(m).sample for m in tier_metrics(INSTRUCTIONS)))
 
 
-def unsteady_counts(backend: str) -> dict[str, str]:
-    """The count-tier metrics ``backend``'s processes do not repeat (registry ``Metric.unsteady``, by what the backend
-    runs on: ``engines.facts``)."""
+def unsteady_counts(backend: str, measured: "Runtimes | None" = None) -> dict[str, str]:
+    """The count-tier metrics ``backend``'s processes do not repeat (registry ``Metric.unsteady``), by what they ran:
+    the runtimes the probes measured (``measured``, ``results/runtimes.py``), else what the backend declares
+    (``engines.facts``: for samples of files written before the probes measured it)."""
     from .. import engines
+    from ..results.runtimes import runs_on
 
-    runs_on = engines.runs_on(backend)  # empty for a plugin that cannot load: nothing known about it
-    found = {m: metrics.get(m).unsteady_for(runs_on) for m in tier_metrics(INSTRUCTIONS)}
+    on = runs_on(measured, engines.runs_on(backend))  # declared: empty for a plugin that cannot load
+    found = {m: metrics.get(m).unsteady_for(on) for m in tier_metrics(INSTRUCTIONS)}
     return {m: why for m, why in found.items() if why}
+
+
+def measured_runtimes(*sides: dict[str, list["Sample"]]) -> "Runtimes | None":
+    """What the count processes of a case ran, over every side and kind (``runtimes.merged``); None: no record."""
+    from ..results.runtimes import merged
+
+    return merged(s.runtimes for side in sides for samples in side.values() for s in samples if s.ok)
 
 
 class InstructionsTier:
@@ -201,11 +235,22 @@ def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: T
                     got[role].setdefault(kind, []).append(fut.result())
 
     def step_now() -> TierStep:
-        return count_step(got["base"], got["head"], facts.uncounted, unavailable, unsteady_counts(case.backend),
-                          margins)
+        from ..results.runtimes import runs_on
+
+        measured = measured_runtimes(got["base"], got["head"])
+        on = runs_on(measured, facts.runs_on)
+        # An uncalibrated margin's floor is that of what the processes ran (jaxlib's wider one), not what was declared.
+        judged = {m: e if e.calibrated else count_margins.default_margin(m, on, e.why) for m, e in margins.items()}
+        return count_step(got["base"], got["head"], facts.uncounted, unavailable,
+                          unsteady_counts(case.backend, measured), judged,
+                          measured.multithreaded if measured else None)
 
     rounds(0, ctx.repeat)
     step = step_now()
+    if step.recount_base:  # a count beyond an uncalibrated margin: does the base repeat it? (one more process)
+        for kind in step.recount_base:
+            got["base"][kind].append(ctx.take_sample(case, kind, len(got["base"][kind]), "base"))
+        step = step_now()
     extra = 0
     while step.edge and extra < ctx.recount:
         rounds(ctx.repeat + extra, ctx.repeat + extra + 1)
@@ -218,4 +263,4 @@ def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: T
     return step
 
 
-__all__ = ["INSTRUCTIONS", "InstructionsTier", "count_kinds", "count_step", "unsteady_counts"]
+__all__ = ["INSTRUCTIONS", "InstructionsTier", "count_kinds", "count_step", "measured_runtimes", "unsteady_counts"]

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from typing import Any, Mapping
 
-from . import caches
+from . import caches, phase_time
 from .base import Backend, Engine
 from .declared import Cost
 
@@ -42,6 +42,46 @@ def timer_totals() -> dict[str, float]:
         except ValueError:
             continue
     return out
+
+
+class TimerIntervals:
+    """Dynamo's timed calls as intervals (seconds since the epoch) by timer name, while in the ``with`` block.
+
+    ``dynamo_timed`` tells its chromium event logger each timed call's start and end; the logger's two methods are
+    wrapped on its one instance and put back on leaving. A timer renamed by a ``phase_name`` (call_user_compiler is
+    ``backend_compile``) is filed under its key, which the start's metadata names. Empty where this torch has no such
+    logger (the caller then reads the timers' totals)."""
+
+    def __init__(self) -> None:
+        self.intervals: dict[str, list[tuple[float, float]]] = {}
+        self._logger = None
+
+    def __enter__(self) -> "TimerIntervals":
+        try:
+            from torch._dynamo.utils import get_chromium_event_logger
+
+            logger = get_chromium_event_logger()
+            start, end = logger.log_event_start, logger.log_event_end
+        except (ImportError, AttributeError):
+            return self
+        keys: dict[tuple[str, int], str] = {}
+
+        def log_start(event_name, time_ns, metadata, *args, **kwargs):
+            keys[event_name, time_ns] = (metadata or {}).get("fn_name") or event_name
+            return start(event_name, time_ns, metadata, *args, **kwargs)
+
+        def log_end(event_name, time_ns, metadata, start_time_ns, *args, **kwargs):
+            key = keys.pop((event_name, start_time_ns), event_name)
+            self.intervals.setdefault(key, []).append((start_time_ns / 1e9, time_ns / 1e9))
+            return end(event_name, time_ns, metadata, start_time_ns, *args, **kwargs)
+
+        logger.log_event_start, logger.log_event_end = log_start, log_end
+        self._logger = logger
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._logger is not None:
+            del self._logger.log_event_start, self._logger.log_event_end  # the class's methods again
 
 
 class CompileStats:
@@ -120,20 +160,26 @@ class TorchCompileEngine(Engine):
 
     def first_gradient(self):
         before = timer_totals()
-        start = time.perf_counter()
-        result = self.gradient()
-        total = time.perf_counter() - start
-        after = timer_totals()
+        with TimerIntervals() as timed:
+            start_ns = time.time_ns()
+            start = time.perf_counter()
+            result = self.gradient()
+            total = time.perf_counter() - start
+            end_ns = time.time_ns()
+        if timed.intervals:
+            # Each second once: call_user_compiler, bw_compiler and compile_inner nest (phase_time.py).
+            phases = phase_time.phases_from_intervals(timed.intervals, (start_ns / 1e9, end_ns / 1e9), (TRACE_TIMER,),
+                                                      (BACKEND_TIMER, *BACKWARD_TIMERS))
+            phases = phase_time.capped(phases, total)  # the two clocks differ by microseconds
+        else:  # a torch whose timers cannot be followed: their totals, fitted into the first gradient
+            after = timer_totals()
 
-        def spent(name: str) -> float:
-            return after.get(name, 0.0) - before.get(name, 0.0)
+            def spent(name: str) -> float:
+                return after.get(name, 0.0) - before.get(name, 0.0)
 
-        backend = spent(BACKEND_TIMER)
-        phases = {
-            "trace": max(spent(TRACE_TIMER) - backend, 0.0),
-            "compile": backend + sum(spent(n) for n in BACKWARD_TIMERS),
-        }
-        phases["execute"] = max(total - sum(phases.values()), 0.0)
+            backend = spent(BACKEND_TIMER)
+            phases = phase_time.capped({"trace": max(spent(TRACE_TIMER) - backend, 0.0),
+                                        "compile": backend + sum(spent(n) for n in BACKWARD_TIMERS)}, total)
         self.first_counters = self._dynamo_counters()
         return result, phases
 

@@ -7,11 +7,15 @@ stdout: frameworks print). The object is::
 
     {"ok": true, "import_s", "build_s", "first_grad_s", "first_grad_cpu_s", "trace_s", "lower_s",
      "compile_s", "execute_s", "second_grad_s", "loss", "counters": {...},
-     "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes",
+     "first_grad_end_monotonic", "self_cpu_s", "self_peak_rss_bytes", "runtimes",
      "cache_lookups": {"jax_lookups", ...}}                                       (timing)
     {"ok": true, "alloc_count", "alloc_bytes", "alloc_peak_bytes", "alloc_tool",
-     "python_allocators"}                                                        (allocations)
-    {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss"}       (instructions)
+     "python_allocators", "runtimes"}                                            (allocations)
+    {"ok": true, "phases": [...], "window_wall_s", "window_cpu_s", "loss",
+     "runtimes"}                                                                 (instructions)
+
+``runtimes`` is what the process had loaded after its first gradient, read from the process
+(``measure/runtimes.py``: ``{"modules", "libraries", "threads"}``).
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
     {"ok": true, "files": [...]}      (coverage: the source files that ran, import to first gradient)
@@ -37,6 +41,7 @@ from pathlib import Path
 import numpy  # noqa: F401  (imported before any clock starts, so never billed to a phase)
 
 from .. import engines, metrics
+from . import runtimes
 from .cache_watch import CacheWatch
 from .cases import Case
 from ..engines.base import GRADIENT_PHASES
@@ -74,6 +79,7 @@ def timing(case: Case, out: dict) -> dict:
     out["phase"] = "second_gradient"
     engine.gradient()
     t4 = clock()
+    out["runtimes"] = runtimes.observe().to_json()  # after the clocks: reading /proc is no phase's time
     out["phase"] = "counters"
     loss, _ = engine.to_numpy(result)
     counters = caches.window(engine.counters())
@@ -152,6 +158,7 @@ def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -
 
         tracemalloc.start()
         engine.first_gradient()
+        out["runtimes"] = runtimes.observe().to_json()
         snapshot = tracemalloc.take_snapshot()
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -163,6 +170,7 @@ def allocations(case: Case, workdir: Path, python_allocators: bool, out: dict) -
     capture = workdir / "first_gradient.memray"
     with memray.Tracker(capture, native_traces=False, trace_python_allocators=python_allocators):
         engine.first_gradient()
+    out["runtimes"] = runtimes.observe().to_json()  # the tracker stopped: its own threads are gone
     out["phase"] = "read_allocations"
     frees = {memray.AllocatorType.FREE, memray.AllocatorType.MUNMAP, memray.AllocatorType.PYMALLOC_FREE}
     count = size = 0
@@ -199,7 +207,7 @@ def instructions(case: Case, out: dict) -> dict:
     result, phases = engine.first_gradient()
     window.stop("execute" if len(window.phases) > built else WHOLE)
     out.update(window_wall_s=time.perf_counter() - wall0, window_cpu_s=time.process_time() - cpu0,
-               phases=list(window.phases))
+               phases=list(window.phases), runtimes=runtimes.observe().to_json())
     out["phase"] = "counters"
     loss, _ = engine.to_numpy(result)
     if not math.isfinite(loss):

@@ -31,6 +31,7 @@ from .schedule import Step, schedule
 from ..provision.target import ProbeTarget, child_environ
 from ..results.format import COMMON_FIELDS, PHASES, SAMPLE_FIELDS, now_iso
 from ..results.model import CaseResult, ColdEvidence, Results, Sample
+from ..results.runtimes import Runtimes
 from ..results.validate import sample_problem
 from ..results.writer import ResultsWriter
 
@@ -63,7 +64,10 @@ def tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
 def run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
                cache_dir: Path | None = None) -> Sample:
     """Spawn one probe process and turn its report into a :class:`Sample`."""
-    return Sample(**_run_sample(case, kind, cache, index, settings, cache_dir))
+    fields = _run_sample(case, kind, cache, index, settings, cache_dir)
+    if isinstance(fields.get("runtimes"), dict):
+        fields["runtimes"] = Runtimes.from_json(fields["runtimes"])
+    return Sample(**fields)
 
 
 def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSettings,
@@ -219,7 +223,7 @@ def instruction_fields(workdir: Path, data: dict, usage: resource.struct_rusage)
             "instructions_phases": phases or None,
             "instructions_top": [f.to_json() for f in window.top],
             "instructions_note": instructions.NOT_COUNTED,
-            "instructions_window_s": data.get("window_wall_s"),
+            "instructions_window_s": data.get("window_wall_s"), "runtimes": data.get("runtimes"),
             "instructions_cpu_s": usage.ru_utime + usage.ru_stime}
 
 

@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
-from ..results.attribution_record import Attribution, FunctionDelta
+from ..results.attribution_record import MIN_PAIRS, Attribution, FunctionDelta, not_a_cause
 from ..results.gate_document import document
 from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome
 
@@ -190,13 +190,29 @@ GATE_MARKER = "<!-- ttfg-perf-gate -->"
 VISIBLE_ROWS = 8
 
 
+def which_counts_decided(step) -> str | None:
+    """The count tier's account of its counts (``decide/steadiness.py``): which decided and why each other did not,
+    e.g. ``decided: instructions (base and head agree within the margin); evidence only: allocations (its process
+    ran a multithreaded runtime ...)``; None for a step without that account (another tier, an older gate.json)."""
+    found = [e for e in step.evidence if e.get("steadiness")]
+    if not found:
+        return None
+    label = lambda e: metrics.get(e["metric"]).brief if e["metric"] in metrics.METRICS else e["metric"]  # noqa: E731
+    decided = [f"{label(e)} ({e['steadiness']})" for e in found if not e.get("evidence_only")]
+    other = [f"{label(e)} ({e['steadiness']})" for e in found if e.get("evidence_only")]
+    return "; ".join(filter(None, [f"decided: {', '.join(decided)}" if decided else "",
+                                   f"evidence only: {', '.join(other)}" if other else ""]))
+
+
 def where_it_went(a) -> str:
     """One visible line for a regressed case: its largest phase change and the functions of the user's and the
     framework's code whose own cost grew most (the full attribution is in the details)."""
     from .markdown_table import cell
     from .untrusted import md, md_code
 
-    parts = phase_lines(a, top=1)
+    parts = phase_lines(a, top=1, findings=True)
+    if not parts and any(p.delta for p in a.phases):
+        parts = [f"no phase change from {MIN_PAIRS} or more pairs or from counts, so none is shown as a finding"]
     for title, found in function_lines(a, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
     return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
@@ -322,6 +338,7 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         lines += [f"  - context, not decided on: {cell(md(text))}" for text in r.context]
         lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {cell(md(t.reason))}"
                   for t in c.trail if not t.settled]
+        lines += [f"  - counts: {cell(md(text))}" for t in c.trail if (text := which_counts_decided(t))]
         if c.changes:
             lines.append(f"  - counters changed: {counter_changes(c.changes)}")
     lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]
@@ -374,7 +391,8 @@ def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FU
     """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
     mine = [f for f in functions if f.unit == unit and _grew(f) > 0
-            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)))]
+            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)
+                                   or not_a_cause(f.fn)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
@@ -383,10 +401,11 @@ def _signed(metric_unit: str, v) -> str:
     return f"+{text}" if v is not None and v > 0 else text
 
 
-def phase_lines(attribution: Attribution, top: int = TOP_PHASES) -> list[str]:
+def phase_lines(attribution: Attribution, top: int = TOP_PHASES, findings: bool = False) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
-    phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``."""
-    phases = [p for p in attribution.phases if p.delta is not None]
+    phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``.
+    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``)."""
+    phases = [p for p in attribution.phases if p.delta is not None and (p.finding or not findings)]
     if any(p.instructions_delta for p in phases):
         phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:

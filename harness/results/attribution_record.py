@@ -11,6 +11,7 @@ writes it and :meth:`Attribution.from_json` reads it back (what ``to_json`` deri
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 
 from .. import metrics
@@ -18,7 +19,8 @@ from ..engines.base import GRADIENT_PHASES
 from .format import strict_json
 from .verdict import Record
 
-__all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "PHASES", "PhaseDelta"]
+__all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
+           "PhaseDelta", "not_a_cause"]
 
 #: The phases attributed, in process order (the registry's).
 PHASES = metrics.PROCESS_PHASES
@@ -27,6 +29,21 @@ FUNCTION_SOURCES = (("instructions_top", "instructions", "callgrind instruction 
                     ("profile_top", "s", "sampled Python stacks (pyinstrument)"))
 #: |t| of a self change at which it counts as clear of the samples' noise.
 CLEAR_T = 3.0
+#: A timed phase change from fewer pairs than this is no finding (``PhaseDelta.finding``).
+MIN_PAIRS = 3
+#: Functions that run whatever work is handed to them: a native runtime's thread pool (XLA's Eigen pool, its
+#: workers' loops, thread start) and the interpreter's dispatch (the eval loop, call slots). Their cost grows with any
+#: change, so they name no cause and are never the headline function (an XLA pool frame and CPython's
+#: ``_PyEval_EvalFrameDefault`` were listed as where a comment-only pull request's time went).
+_NOT_A_CAUSE = re.compile(
+    r"ThreadPool|WorkerLoop|EigenEnvironment|tsl::thread|tsl::Env|std::thread|start_thread|thread_start|^clone3?$"
+    r"|_PyEval_EvalFrame|PyEval_EvalCode|PyObject_Vectorcall|_PyObject_(Make)?Call|_PyObject_VectorcallTstate"
+    r"|slot_tp_call|cfunction_call|cfunction_vectorcall|method_vectorcall|_PyFunction_Vectorcall|^PyObject_Call")
+
+
+def not_a_cause(fn: str) -> bool:
+    """Whether ``fn`` is a runtime's thread-pool or the interpreter's dispatch function (:data:`_NOT_A_CAUSE`)."""
+    return bool(_NOT_A_CAUSE.search(fn or ""))
 
 
 @dataclass
@@ -55,6 +72,12 @@ class PhaseDelta(Record):
         if self.base_instructions is None or self.head_instructions is None:
             return None
         return self.head_instructions - self.base_instructions
+
+    @property
+    def finding(self) -> bool:
+        """Whether this phase's change may be shown as where a change went: counted (instructions are deterministic),
+        or timed over at least :data:`MIN_PAIRS` pairs. One pair's "build 181 ms -> 79.3 ms (0.439×)" was noise."""
+        return bool(self.instructions_delta) or self.n >= MIN_PAIRS
 
     def to_json(self) -> dict:
         out = {k: strict_json(v) for k, v in asdict(self).items()}
@@ -161,7 +184,8 @@ class Attribution:
         counted = [p for p in self.phases if p.instructions_delta and p.phase in inside]
         if counted:
             return max(counted, key=lambda p: abs(p.instructions_delta))
-        known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside]
+        # A timed phase from fewer than MIN_PAIRS pairs is noise, never where it went (PhaseDelta.finding).
+        known = [p for p in self.phases if p.delta is not None and p.delta != 0 and p.phase in inside and p.finding]
         if self.total is not None and self.total.delta:
             same = [p for p in known if (p.delta > 0) == (self.total.delta > 0)]
             known = same or known
@@ -184,7 +208,7 @@ class Attribution:
         units = self.units()
         if not units:
             return None
-        mine = self.functions_in(unit or units[0])
+        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn)]
         known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
         clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
         if clear or known:

@@ -40,13 +40,16 @@ def _measured(kind: str) -> dict[str, str]:
 
 
 SAMPLE_FIELDS = {
-    "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence"},
-    "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool"},
+    # ``runtimes``: what the process had loaded after its first gradient (``results/runtimes.py``); optional.
+    "timing": {**_measured("timing"), "loss": "number", "counters": "counters", "cold_evidence": "cold_evidence",
+               "runtimes": "runtimes"},
+    "allocations": {**_measured("allocations"), "alloc_tool": "text", "python_allocators": "bool",
+                    "runtimes": "runtimes"},
     "instructions": {**_measured("instructions"), "instructions_tool": "text", "instructions_scope": "text",
                      # The first-gradient window, where the tool splits it: per phase, and its top functions
                      # (``{"fn", "file", "line", "incl", "self"}``); a note on what was not counted.
                      "instructions_phases": "phase_counts", "instructions_top": "functions",
-                     "instructions_note": "text"},
+                     "instructions_note": "text", "runtimes": "runtimes"},
     # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
     "profile": {"profile_top": "functions_s", "profile_tool": "text"},
 }

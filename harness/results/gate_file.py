@@ -114,6 +114,11 @@ class _GateReader(_Reader):
         self.value(raw.get("wall_s"), f"{where}.wall_s", "nonneg")
         self.text(raw.get("tier"), f"{where}.tier", optional=True)
         self.text(raw.get("shard"), f"{where}.shard", optional=True)
+        if raw.get("cost") is not None:  # per tier, processes and their seconds (gates since 2026-12-06)
+            for tier, spent in self.obj(raw["cost"], f"{where}.cost").items():
+                spent = self.obj(spent, f"{where}.cost.{tier}")
+                self.value(spent.get("processes"), f"{where}.cost.{tier}.processes", "count")
+                self.value(spent.get("seconds"), f"{where}.cost.{tier}.seconds", "nonneg")
         for side in ("base", "head"):
             self.summary(self.key(raw, side, f"{where}."), f"{where}.{side}")
         failed = raw.get("failed")

@@ -65,6 +65,9 @@ class TierStep:
     #: A count landed at the edge of its margin (``count_margins.judge``): one more count a side may settle it.
     #: In memory only: the tiers' loop acts on it, and ``gate.json`` does not keep it.
     edge: bool = False
+    #: Sample kinds whose count moved beyond an uncalibrated margin on one base count (``decide/steadiness.py``): a
+    #: second base count shows whether it repeats. In memory only, like ``edge``.
+    recount_base: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "settled": self.settled, "verdict": self.verdict, "reason": self.reason,
@@ -250,6 +253,10 @@ class CaseOutcome:
     guards: list[Guard] = field(default_factory=list)
     #: The shard that measured the case (a merged gate's cases only).
     shard: str | None = None
+    #: What the case cost, by tier: ``{tier: {"processes": N, "seconds": S}}`` over both sides (``seconds``: the
+    #: processes' own wall time summed; base and head count at the same time, so a tier's wall time is less). The
+    #: structural tier's processes are the first timing pair, which the time tier goes on from. None in older files.
+    cost: dict | None = None
     #: A regression a ``Ttfg-Accept`` commit trailer accepted (``decide/accept.py``): pattern, metric, reason,
     #: author, commit; None when not accepted. An accepted case does not fail the gate.
     accepted: dict | None = None
@@ -278,6 +285,7 @@ class CaseOutcome:
                 "attribution": None if self.attribution is None else self.attribution.to_json(),
                 **({"accepted": self.accepted} if self.accepted else {}),
                 **({"good": dict(self.good)} if self.good is not None else {}),
+                **({"cost": self.cost} if self.cost is not None else {}),
                 **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
@@ -295,8 +303,9 @@ class CaseOutcome:
                    [TierStep.from_json(t) for t in data.get("tiers") or []], dict(data.get("first_error") or {}),
                    None if fig is None else Figure.from_json(fig),
                    [Figure.from_json(f) for f in data.get("context") or []],
-                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"), data.get("accepted"),
-                   None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()})
+                   [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"),
+                   cost=data.get("cost") if isinstance(data.get("cost"), dict) else None, accepted=data.get("accepted"),
+                   good=None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()})
 
 
 @dataclass

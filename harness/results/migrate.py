@@ -2,6 +2,12 @@
 
 Format history (``"format": "ttfg-results"``):
 
+* version 2, addition of 2026-12-06 (optional; earlier files read with it null): timing,
+  allocation and instruction samples carry ``runtimes``, what the probe's process had
+  loaded after its first gradient, read from the process (``{"modules", "libraries",
+  "threads"}``, ``results/runtimes.py``). Steadiness rules read it; a sample without it is
+  judged by what its backend declares, as before.
+
 * version 2, change of 2026-12-04: every route records the environments its probes ran
   in the same way, ``environment.envs`` (name -> interpreter, key, requested lines,
   versions, packages, read inside the environment). A gate side's files wrote

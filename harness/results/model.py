@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
+from .runtimes import Runtimes
 from .format import (COMMON_FIELDS, FORMAT, MEMORY_TOLERANCE, SAMPLE_FIELDS, TIMING_FIELDS, VERSION, differing,
                      is_number, now_iso)
 
@@ -113,6 +114,8 @@ class Sample:
     loss: float | None = None
     counters: dict[str, int | float] | None = None
     cold_evidence: ColdEvidence | None = None
+    #: What the process had loaded after its first gradient (timing, allocations, instructions); None in older files.
+    runtimes: Runtimes | None = None
     # allocations
     alloc_count: int | None = None
     alloc_bytes: int | None = None
@@ -156,13 +159,15 @@ class Sample:
         out.update({k: getattr(self, k) for k in SAMPLE_FIELDS.get(self.kind, {})})
         if isinstance(out.get("cold_evidence"), ColdEvidence):
             out["cold_evidence"] = out["cold_evidence"].text
+        if isinstance(out.get("runtimes"), Runtimes):
+            out["runtimes"] = out["runtimes"].to_json()
         return out
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in COMMON_FIELDS}
         for k in SAMPLE_FIELDS.get(self.kind, {}):
             v = getattr(self, k)
-            out[k] = v.to_json() if isinstance(v, ColdEvidence) else v
+            out[k] = v.to_json() if isinstance(v, (ColdEvidence, Runtimes)) else v
         return out
 
 

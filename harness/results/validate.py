@@ -15,6 +15,7 @@ from typing import Any
 
 from .format import (COMMON_FIELDS, FINGERPRINT_FIELDS, FORMAT, KINDS, REQUIRED_WHEN_OK, SAMPLE_FIELDS,
                      STUDY_KINDS, VERSION, ZERO_ALLOWED, ResultsError, describe, is_number)
+from .runtimes import Runtimes
 from .model import (MAX_SHARDS, NOISE_SOURCES, CaseResult, ColdEvidence, DepthEntry, EffectEntry, Fingerprint, Fit, GateSection,
                     NoiseEntry, NoiseFloor, Results, Sample, ShardSection, StudySection)
 
@@ -148,6 +149,24 @@ class _Reader:
                                "fxgraph_cache_hits")),
                             lookups=self.phase_counts(raw.get("lookups"), f"{where}.lookups"))
 
+    def runtimes(self, value: Any, where: str) -> Runtimes | None:
+        """``{"modules": [text], "libraries": [text], "threads": count >= 1, "threads_at_start": count or null}``
+        (``results/runtimes.py``), or null."""
+        if value is None:
+            return None
+        raw = self.obj(value, where)
+        extra = sorted(set(raw) - {"modules", "libraries", "threads", "threads_at_start"})
+        if extra:
+            raise self.fail(f"{where}.{extra[0]}", "not a field of the runtimes record")
+        names = {k: tuple(self.text(x, f"{where}.{k}[{i}]") for i, x in
+                          enumerate(self.seq(self.key(raw, k, f"{where}."), f"{where}.{k}")))
+                 for k in ("modules", "libraries")}
+        threads = self.value(self.key(raw, "threads", f"{where}."), f"{where}.threads", "count", optional=False)
+        if threads < 1:
+            raise self.fail(f"{where}.threads", f"a process has at least one thread, got {threads}")
+        return Runtimes(names["modules"], names["libraries"], threads,
+                        self.value(raw.get("threads_at_start"), f"{where}.threads_at_start", "count"))
+
     def sample(self, raw: Any, where: str) -> Sample:
         raw = self.obj(raw, where)
         at = lambda name: f"{where}.{name}" if where else name  # noqa: E731
@@ -169,6 +188,8 @@ class _Reader:
                 values[name] = self.counters(v, at(name))
             elif ftype == "cold_evidence":
                 values[name] = self.cold_evidence(v, at(name))
+            elif ftype == "runtimes":
+                values[name] = self.runtimes(v, at(name))
             elif ftype == "phase_counts":
                 values[name] = self.phase_counts(v, at(name))
             elif ftype in ("functions", "functions_s"):
@@ -384,7 +405,7 @@ def sample_problem(raw: dict) -> str | None:
     The runner asks this of every probe report, so a sample is refused by the same rule
     that a results file is.
     """
-    raw = {k: v.to_json() if isinstance(v, ColdEvidence) else v for k, v in raw.items()}
+    raw = {k: v.to_json() if isinstance(v, (ColdEvidence, Runtimes)) else v for k, v in raw.items()}
     try:
         _Reader("").sample(raw, "")
     except ResultsError as exc:
