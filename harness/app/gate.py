@@ -296,8 +296,6 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
     """Which of the change's code files ran on the measured path: every case traced once on the head side,
     in a process of its own (``measure/coverage.py``); None when base and head are one commit (an upgrade
     gate) or a side has no install (a test's fake sides)."""
-    from pathlib import PurePosixPath
-
     from ..measure import coverage
     from ..provision.worktrees import git
 
@@ -307,7 +305,7 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
     folder = request.project_dir.strip("/") or "."
     changed = git(request.repo, "diff", "--name-only", "--no-renames", base.commit, head.commit, "--",
                   folder).stdout.split()
-    if not any(PurePosixPath(c).suffix in coverage.CODE_SUFFIXES for c in changed):
+    if not any(coverage.is_code(c) for c in changed):
         return coverage.check(changed, set())
     events.note(f"measured path: tracing each case once on the head side ({len(request.cases)} process(es))")
     ran, failed = set(), {}

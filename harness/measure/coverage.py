@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 CODE_SUFFIXES = (".py", ".pyx", ".pyi")
 
 
+def is_code(path: str) -> bool:
+    """Whether a changed repository file is code a case can run: a source file that is not a dependency
+    declaration (``setup.py`` declares; a bump of its ``install_requires`` is measured by the environments)."""
+    from ..provision.dependencies import is_declaration
+
+    return PurePosixPath(path).suffix in CODE_SUFFIXES and not is_declaration(path)
+
+
 @dataclass
 class PathCheck:
     """Which changed code files of the project ran on the measured path, and which did not."""
@@ -112,7 +120,7 @@ def check(changed: Iterable[str], ran_relative: set[str], failed: dict[str, str]
     ``ran_relative`` are the files that ran, relative to the install folder (``mylab/layers.py``);
     a changed ``src/mylab/layers.py`` ran when it ends with one of them.
     """
-    code = sorted(c for c in changed if PurePosixPath(c).suffix in CODE_SUFFIXES)
+    code = sorted(c for c in changed if is_code(c))
     ran = [c for c in code if any(_same_file(c, r) for r in ran_relative)]
     return PathCheck(code, ran, dict(failed or {}))
 
