@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 
 def cases_for(models: list[str], backends: list[str] | None, variants: list[str] | None, *,
-              check_availability: bool = True):
-    """``(cases, skipped)`` of a selection (``measure.cases.select``)."""
+              check_availability: bool = True, pending_models: bool = False):
+    """``(cases, skipped)`` of a selection (``measure.cases.select``; ``pending_models``: a model unknown here is
+    kept for the revisions' installs to resolve)."""
     from ..measure.cases import select
 
-    return select(models, backends, variants, check_availability=check_availability)
+    return select(models, backends, variants, check_availability=check_availability, pending_models=pending_models)
 
 
 def normalized_model(text: str) -> str:

@@ -200,7 +200,9 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
     keys = sorted(from_file & {"models", "backends", "variants"})
     where = ", ".join(cfg.where(k) for k in keys)
     try:
-        cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant)
+        # The gate resolves a model it does not know here from the revisions' installs (a head that adds one).
+        cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant,
+                                   pending_models=getattr(args, "command", None) == "gate")
     except UsageError as exc:
         raise project_config.ConfigError(f"{where}: {exc}") from None
     if not cases and not skipped:

@@ -170,6 +170,7 @@ def cmd_gate(args) -> int:
                                  recount=args.recount)
     if args.backend is None:
         args.backend = ["jax.jit"]
+    args.pending_models = True  # a model the head adds is resolved from the head's install (app/gate.py)
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
