@@ -139,17 +139,23 @@ def declaration(layout: str) -> str:
 
 def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after: str = "autograd==1.9.1") -> dict:
     """``lablib`` in ``layout`` under ``root/repo``: commit ``first`` pins ``before``, ``bump`` only changes the pin
-    to ``after`` (in the layout's declaration file); installed editable into a layered venv. Names and paths."""
+    to ``after`` (in the layout's declaration file), ``code`` (from ``first``) makes the model twice as deep;
+    installed editable into a layered venv. Names and paths (``plugin``: the plugin module's repository path)."""
     repo = root / "repo"
     history = GitRepo.init(repo)
     first = history.commit("first", _files(layout, before))
     name = declaration(layout)
     bump = history.commit(f"bump {before} to {after}", {name: _files(layout, after)[name]}, stage="files")
+    # A code change from ``first``: the model twice as deep (its structural counters grow).
+    history.git("checkout", "-q", "-b", "code", first)
+    plugin = next(p for p in _files(layout, before) if p.endswith("ttfg_plugin.py"))
+    code = history.commit("a deeper model", {plugin: _files(layout, before, depth=4)[plugin]}, stage="files")
+    history.git("checkout", "-q", "main")
     python = layered_venv(root / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
                    timeout=300)
-    return {"repo": repo, "python": python, "first": first, "bump": bump}
+    return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin}
 
 
 __all__ = ["LAYOUTS", "declaration", "make_layout"]

@@ -21,10 +21,10 @@ from .layout_projects import declaration, make_layout
 CASE = "lablib_mlp/lablib.autograd/params=args,chain=unrolled"
 
 
-def gate(project, out, *args):
+def gate(project, out, *args, head: str = "bump"):
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
     return subprocess.run([str(project["python"]), "-m", "ttfg", "gate", "--base", project["first"], "--head",
-                           project["bump"], "--model", "lablib_mlp", "--backend", "lablib.autograd", "--tiers",
+                           project[head], "--model", "lablib_mlp", "--backend", "lablib.autograd", "--tiers",
                            "structural", "--out-dir", str(out), *args], cwd=project["repo"], env=env,
                           capture_output=True, text=True, timeout=900)
 
@@ -45,6 +45,13 @@ def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
         side = json.loads((tmp_path / "out" / f"{role}.json").read_text())["environment"]["side"]
         origin = side["imports"]["modules"]["lablib"]
         assert origin.startswith(side["install"]["root"]) and not origin.startswith(str(project["repo"]))
+    # A code change in the same layout: measured (the deeper model's counters grew), and the changed file is
+    # proven to have run under its own repository path.
+    out = gate(project, tmp_path / "code", head="code")
+    assert out.returncode == 1, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "code" / "gate.json").read_text())
+    assert doc["cases"][0]["verdict"]["verdict"] == "regressed"
+    assert doc["measured_path"]["ran"] == [project["plugin"]] and not doc["measured_path"]["off_path"]
 
 
 @pytest.mark.slow
