@@ -12,7 +12,7 @@ written by ``tests/layout_projects.py``, with branches made here from its first 
 - ``layouts 40.3``: ``ttfg config`` shows ``install-path`` with the file as its origin;
 - ``layouts 40.7`` / ``43.3``: a head that adds a module no case imports passes saying so (exit 0), and exits 2
   with ``--off-path fail``; a head that changes only ``tests/__init__.py`` is not "run" because
-  ``lablib/__init__.py`` was.
+  ``lablib/__init__.py`` was; a head that deletes a module the base imported is on the path (the base's trace).
 
 The rows see lablib's entry points through ``PYTHONPATH`` (its first commit installed into a folder here), as a
 user's environment has the library installed.
@@ -55,6 +55,13 @@ def files(d: Path) -> dict:
     commit("a command line no case imports", {"lablib/cli.py": "def main():\n    return sum(range(10))\n"})
     git("checkout", "-q", "-b", "tests-init", "main")
     commit("the tests' package marker", {"tests/__init__.py": "# the tests\n"})
+    git("checkout", "-q", "-b", "with-extra", "main")
+    plugin_text = (repo / "lablib" / "ttfg_plugin.py").read_text()
+    commit("an extra module the plugin imports", {"lablib/extra.py": "EXTRA = 1\n",
+                                                  "lablib/ttfg_plugin.py": plugin_text.replace(
+                                                      "from . import ops\n", "from . import extra, ops\n")})
+    git("rm", "-q", "lablib/extra.py")
+    commit("the extra module deleted", {"lablib/ttfg_plugin.py": plugin_text})
     git("checkout", "-q", "-b", "deep", "main")
     pyproject = (repo / "pyproject.toml").read_text().replace(
         'lablib_mlp = "lablib.ttfg_plugin:build_mlp"',
@@ -125,6 +132,11 @@ def rows(d: Path, m: dict, out) -> list:
             check=gate_json("layouts-tests", lambda doc: None if doc["measured_path"]["not_ran"]
                             == ["tests/__init__.py"] and not doc["measured_path"]["ran"]
                             else f"measured_path: {doc['measured_path']}")),
+        Row("layouts 43.3: gate, the head deletes a module the base imported (on the path: the base ran it)",
+            expect=0, argv=["gate", "--repo", str(m["lablib"]), "--base", "with-extra~1", "--head", "with-extra",
+                            *lab, "--out-dir", out("layouts-deleted")], env=env,
+            check=gate_json("layouts-deleted", lambda doc: None if "lablib/extra.py" in doc["measured_path"]["ran"]
+                            and not doc["measured_path"]["off_path"] else f"measured_path: {doc['measured_path']}")),
     ]
 
 

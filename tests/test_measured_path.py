@@ -95,3 +95,23 @@ def test_the_proof_in_gate_json_carries_its_sentence():
     found = coverage.check(["src/mylab/cli.py"], {"src/mylab/ops.py"})
     data = found.to_json()
     assert data["off_path"] and data["not_ran"] == ["src/mylab/cli.py"] and "cannot see this change" in data["said"]
+
+
+def test_a_build_folder_left_in_the_checkout_is_not_the_source(tmp_path):
+    """A fresh install's setuptools build leaves ``build/lib/lablib/*.py`` in the checkout, byte for byte the
+    package's files: untracked, they are not the repository's files (every file was ambiguous, and a gate said
+    that none of the changed files ran)."""
+    from .conftest import GitRepo
+
+    repo = GitRepo.init(tmp_path / "repo")
+    repo.commit("first", {"lablib/__init__.py": "", "lablib/ops.py": "X = 1\n", "tests/__init__.py": ""})
+    (tmp_path / "repo" / "build" / "lib" / "lablib").mkdir(parents=True)
+    (tmp_path / "repo" / "build" / "lib" / "lablib" / "ops.py").write_text("X = 1\n")
+    (tmp_path / "repo" / "build" / "lib" / "lablib" / "__init__.py").write_text("")
+    tree = coverage.tree_digests(tmp_path / "repo", ".", {"ops.py", "__init__.py"})
+    assert set(tree) == {"lablib/__init__.py", "lablib/ops.py", "tests/__init__.py"}
+    mapped, _ = coverage.source_paths({"lablib/ops.py": digest("X = 1\n"), "lablib/__init__.py": digest("")}, tree)
+    assert mapped == {"lablib/ops.py": "lablib/ops.py", "lablib/__init__.py": "lablib/__init__.py"}
+    # Even where such copies are tracked, the file at the installed path itself is the source.
+    both = {**tree, "build/lib/lablib/ops.py": digest("X = 1\n")}
+    assert coverage.source_paths({"lablib/ops.py": digest("X = 1\n")}, both)[0] == {"lablib/ops.py": "lablib/ops.py"}

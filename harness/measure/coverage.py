@@ -169,12 +169,18 @@ def digests(root: Path, paths: Iterable[str]) -> dict[str, str]:
 
 
 def tree_digests(tree: Path, folder: str, names: set[str]) -> dict[str, str]:
-    """The digests of the files under ``tree/folder`` named one of ``names``, keyed by their path in ``tree``
-    (the repository's path: ``tree`` is a checkout of the whole repository)."""
-    base = tree / folder.strip("/") if folder.strip("/") not in ("", ".") else tree
-    found = [p.relative_to(tree).as_posix() for p in base.rglob("*")
-             if p.name in names and ".git" not in p.relative_to(tree).parts and p.is_file()]
-    return digests(tree, found)
+    """The digests of the files git tracks under ``tree/folder`` named one of ``names``, keyed by their path in
+    ``tree`` (the repository's path: ``tree`` is a checkout of the whole repository).
+
+    Tracked files only: a change is made of them, and the install's own build leaves copies in the checkout
+    (setuptools' ``build/lib/lablib/ops.py``) that made every file ambiguous, so nothing was found to have run."""
+    from ..provision.worktrees import git
+
+    where = folder.strip("/") or "."
+    out = git(tree, "ls-files", "-z", "--", where, check=False)
+    tracked = [p for p in out.stdout.split("\0") if p and PurePosixPath(p).name in names] if out.returncode == 0 \
+        else []
+    return digests(tree, tracked)
 
 
 def source_paths(ran: Mapping[str, str], tree: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -204,7 +210,7 @@ def source_paths(ran: Mapping[str, str], tree: Mapping[str, str]) -> tuple[dict[
     for installed, found in ambiguous:
         folder = folders.get(str(PurePosixPath(installed).parent))
         pick = [f for f in found if str(PurePosixPath(f).parent) == folder] if folder is not None else []
-        pick = pick or [f for f in found if f == installed or f.endswith("/" + installed)]
+        pick = pick or [f for f in found if f == installed] or [f for f in found if f.endswith("/" + installed)]
         if len(pick) == 1:
             mapped[installed] = pick[0]
             folders.setdefault(str(PurePosixPath(installed).parent), str(PurePosixPath(pick[0]).parent))
