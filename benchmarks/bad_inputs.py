@@ -25,7 +25,8 @@ real process, then issue 29's, then issue 32's ``ttfg bisect`` refusals (and its
 that cannot be fetched, a snapshot over its limit, a project declaring two frameworks). Class 4 (a head that times
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
-(issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``. The whole
+(issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``; the rows ``layouts N``
+(issue 40's layouts, cases and config, issue 43's measured path) in ``bad_inputs_layouts.py``. The whole
 table (108 rows) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
 engineers' work (each row is a fresh interpreter; five rows run probes).
 """
@@ -225,6 +226,9 @@ def _files(d: Path) -> dict:
     from bad_inputs_bisect import files as bisect_files  # issue 40's bisect state rows, beside this script
 
     made.update(bisect_files(d, TINY))
+    from bad_inputs_layouts import files as layout_files  # issues 40 and 43's layouts and measured path
+
+    made.update(layout_files(d))
     made["bad-sample"] = _history(d, "history-bad-sample", _bad_sample)
     made["twin"] = _history(d, "history-twin", _twin)
     made["confirm-history"] = _history(d, "history-confirm", lambda folder: None)
@@ -720,6 +724,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_outcomes import rows as outcome_rows  # issue 46.1 and 43.2: outcomes that never pass
 
     rows += outcome_rows(d, out)
+    from bad_inputs_layouts import rows as layout_rows
+
+    rows += layout_rows(d, m, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

@@ -200,12 +200,19 @@ def test_which_of_a_librarys_files_ran_on_the_measured_path(plugins):
     from ttfg.measure.runner import RunSettings
 
     case = select(["test_mlp"], ["test.autograd"], None)[0][0]
-    ran = coverage.package_paths(coverage.executed(case, RunSettings(repeat=1, timeout_s=120)), plugins)
-    assert {"ttfg_test_backends/models.py", "ttfg_test_backends/backends.py"} <= ran
-    assert "ttfg_test_backends/slow_import.py" not in ran  # another model's module: never imported here
-    on = coverage.check(["src/ttfg_test_backends/models.py", "README.md"], ran)
-    assert on.changed == ["src/ttfg_test_backends/models.py"] and on.ran == on.changed and not on.off_path
-    off = coverage.check(["src/ttfg_test_backends/slow_import.py", "docs/x.md"], ran)
-    assert off.off_path and off.not_ran == ["src/ttfg_test_backends/slow_import.py"]
+    installed = coverage.package_paths(coverage.executed(case, RunSettings(repeat=1, timeout_s=120)), plugins)
+    assert {"ttfg_test_backends/models.py", "ttfg_test_backends/backends.py"} <= installed
+    assert "ttfg_test_backends/slow_import.py" not in installed  # another model's module: never imported here
+    # Mapped back to the repository's files they were installed from (the plugin's source tree here).
+    folder = "tests/plugins/ttfg_test_backends"
+    python = {p for p in installed if p.endswith(".py")}
+    mapped, _ = coverage.source_paths(coverage.digests(plugins, python),
+                                      coverage.tree_digests(ROOT, folder, {p.rsplit("/", 1)[-1] for p in python}))
+    ran = set(mapped.values())
+    models = f"{folder}/ttfg_test_backends/models.py"
+    on = coverage.check([models, "README.md"], ran)
+    assert on.changed == [models] and on.ran == on.changed and not on.off_path
+    off = coverage.check([f"{folder}/ttfg_test_backends/slow_import.py", "docs/x.md"], ran)
+    assert off.off_path and off.not_ran == [f"{folder}/ttfg_test_backends/slow_import.py"]
     assert "cannot see this change" in off.describe()
     assert not coverage.check(["README.md"], ran).off_path  # no code changed: nothing to prove

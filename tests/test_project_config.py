@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -52,6 +53,34 @@ def test_config_shows_each_settings_origin_and_flags_win(project, capsys):
     assert f"{project / 'pyproject.toml'}:tool.ttfg.models" in out.replace(" ", "") or "tool.ttfg.models" in out
     assert "flag --budget" in out and "30s" in out
     assert "1 case(s) to measure here" in out
+
+
+#: A valid value, not the default, for every key of the config: a key added without a row here fails the test below.
+EVERY_KEY = {"models": ('["resnet15:blocks=2"]', "resnet15:blocks=2"), "backends": ('["autograd"]', "autograd"),
+             "variants": ('["all"]', "all"), "budget": ('"2m"', "2m"), "min-effect": ("0.2", "0.2"),
+             "cache": ('"warm"', "warm"), "output": ('"elsewhere"', "elsewhere"), "install-path": ('"py"', "py"),
+             "commit-url": ('"https://example.com/c/{sha}"', "https://example.com/c/{sha}"),
+             "ttfg-requirement": ('"ttfg==9.9"', "ttfg==9.9"), "strict-counters": ('["graphs"]', "graphs"),
+             "off-path": ('"fail"', "fail")}
+
+
+def test_config_shows_every_key_with_its_value_and_the_file_as_origin(project, capsys):
+    """``ttfg config`` with every key set in ttfg.toml: each row holds the file's value and names the file and key
+    (install-path was printed as "the config's folder ... default" while ttfg.toml set it)."""
+    from ttfg.project.config import KEYS
+
+    assert set(EVERY_KEY) == set(KEYS), "a config key without a row in EVERY_KEY"
+    (project / "py").mkdir()
+    (project / "py" / "setup.py").write_text("from setuptools import setup\nsetup(name='py')\n")
+    config_table(project, "".join(f"{k} = {text}\n" for k, (text, _) in EVERY_KEY.items()), "ttfg.toml")
+    assert main(["config"]) == 0
+    # The narrow terminal's form of the table: "- KEY: value VALUE, from ORIGIN" (wrapped; joined here).
+    printed = " ".join(capsys.readouterr().out.split())
+    for key, (_, shown) in EVERY_KEY.items():
+        found = re.search(rf"- {re.escape(key)}: value (.*?), from (\S+)", printed)
+        assert found, (key, printed)
+        assert found.group(1).endswith(shown), (key, found.group(0))
+        assert found.group(2).endswith(f"ttfg.toml:{key}"), (key, found.group(0))
 
 
 @pytest.mark.parametrize("text, words", [

@@ -82,9 +82,9 @@ class GateRequest:
     envs: str = "auto"
     #: The project's folder inside the repository (the config's ``install-path``), "" for its root.
     project_dir: str = ""
-    #: When the change touches project code that never runs on the measured path: "fail" (exit 2, the
-    #: default: the gate cannot see the change) or "warn" (every output says so; the verdict stands).
-    off_path: str = "fail"
+    #: When the change touches project code that never runs on the measured path: "pass" (the default: the
+    #: verdict stands and every output says the measurement could not see the change) or "fail" (exit 2).
+    off_path: str = "pass"
 
 
 class GateEvents:
@@ -263,11 +263,16 @@ def _split_cases(cases: "list[Case]", sides: dict[str, Side], events: GateEvents
     """``(common, new, removed)``: the cases both revisions provide, those only the head provides (a pull
     request that adds a backend or a model) and those only the base does. A new case made the base's
     probes fail ("base cannot run ... unknown backend", exit 2); it is a new case, measured and shown."""
+    from ..errors import UsageError
+    from ..measure.cases import known_model
     from ..measure.sides import provides
 
     common, new, removed = [], [], []
     for case in cases:
         in_base, in_head = provides(sides["base"], case), provides(sides["head"], case)
+        if not (in_base or in_head) and not known_model(case.model):  # kept for the installs to resolve: none does
+            raise UsageError(f"unknown model {case.model.split(':')[0]!r}: neither this interpreter nor the base's "
+                             "or the head's install provides it (ttfg list shows the models known here)")
         (common if in_base == in_head else new if in_head else removed).append(case)
     for case in new:
         events.note(f"new case {case.id}: the head adds it (the base provides no {case.backend} or "
@@ -295,36 +300,37 @@ def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateE
 
 def measured_path(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],
                   events: GateEvents) -> "PathCheck | None":
-    """Which of the change's code files ran on the measured path: every case traced once on the head side,
-    in a process of its own (``measure/coverage.py``); None when base and head are one commit (an upgrade
-    gate) or a side has no install (a test's fake sides)."""
-    from pathlib import PurePosixPath
-
+    """Which of the change's code files ran on the measured path: every case traced once on each side that
+    provides it, in a process of its own (``measure/coverage.py``; both sides, so a module the head deletes that
+    the base ran counts); None when base and head are one commit (an upgrade gate) or a side has no install (a
+    test's fake sides)."""
     from ..measure import coverage
+    from ..measure.sides import provides
     from ..provision.worktrees import git
 
-    side = sides["head"]
-    if base.commit == head.commit or side.installed is None:
+    if base.commit == head.commit or any(s.installed is None for s in sides.values()):
         return None
     folder = request.project_dir.strip("/") or "."
     changed = git(request.repo, "diff", "--name-only", "--no-renames", base.commit, head.commit, "--",
                   folder).stdout.split()
-    if not any(PurePosixPath(c).suffix in coverage.CODE_SUFFIXES for c in changed):
-        return coverage.check(changed, set())
-    events.note(f"measured path: tracing each case once on the head side ({len(request.cases)} process(es))")
-    ran, failed = set(), {}
-    for case in request.cases:
-        try:
-            files = coverage.executed(case, side.run_settings(request.settings.run))
-        except RuntimeError as exc:
-            failed[case.id] = str(exc)
-            continue
-        ran |= coverage.package_paths(files, side.installed.root)
-    found = coverage.check(changed, ran, failed)
+    if not any(coverage.kind(c) in ("python", "extension") for c in changed):
+        found = coverage.check(changed, set())
+        if found.stubs or found.unseen:
+            events.note(f"measured path: {found.describe()}")
+        return found
+    sources = {c for c in changed if coverage.kind(c) == "extension"}
+    ran, extensions, failed = set(), set(), {}
+    for role in ("base", "head"):
+        cases = [c for c in request.cases if provides(sides[role], c)]
+        events.note(f"measured path: tracing each case once on the {role} side ({len(cases)} process(es))")
+        r, e, f = coverage.side_ran(sides[role], cases, request.settings.run, folder, sources)
+        ran, extensions = ran | r, extensions | e
+        failed.update({f"{case} ({role})": why for case, why in f.items()})
+    found = coverage.check(changed, ran, failed, extensions)
     if found.off_path:
         events.warning(f"measured path: {found.describe()}"
-                       + (" (exit 2; --off-path warn reports it and keeps the verdict)"
-                          if request.off_path == "fail" else ""))
+                       + (" (exit 2: --off-path fail)" if request.off_path == "fail"
+                          else " (the verdict stands; --off-path fail makes this exit 2)"))
     else:
         events.note(f"measured path: {found.describe()}")
     return found
@@ -430,6 +436,8 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
         notes.append(f"**Dependencies:** {md(report.plan.same_packages)}")
     if report.path is not None and report.path.off_path:
         notes.insert(0, f"**Not on the measured path:** {md(report.path.describe())}")
+    elif report.path is not None and (report.path.unseen or report.path.stubs):
+        notes.append(f"**Measured path:** {md(report.path.describe())}")
     for new in report.new_cases:
         notes.append(f"**New case** {md_code(new['case'])}: " + (
             f"first gradient {fmt.seconds(new['first_grad_s'])} on the head (median of {new['samples']}; "

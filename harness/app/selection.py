@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 
 def cases_for(models: list[str], backends: list[str] | None, variants: list[str] | None, *,
-              check_availability: bool = True):
-    """``(cases, skipped)`` of a selection (``measure.cases.select``)."""
+              check_availability: bool = True, pending_models: bool = False):
+    """``(cases, skipped)`` of a selection (``measure.cases.select``; ``pending_models``: a model unknown here is
+    kept for the revisions' installs to resolve)."""
     from ..measure.cases import select
 
-    return select(models, backends, variants, check_availability=check_availability)
+    return select(models, backends, variants, check_availability=check_availability, pending_models=pending_models)
 
 
 def normalized_model(text: str) -> str:
@@ -33,11 +34,11 @@ def parse_shard(text: str):
 
 
 def universe(models: list[str], backends: list[str] | None, variants: list[str] | None,
-             costs: str | None) -> tuple[list[str], dict | None]:
+             costs: str | None, pending_models: bool = False) -> tuple[list[str], dict | None]:
     """``(case ids, costs)``: every case of the selection, available here or not, and ``--costs``."""
     from ..history.shard_costs import load_costs
 
-    everything, _ = cases_for(models, backends, variants, check_availability=False)
+    everything, _ = cases_for(models, backends, variants, check_availability=False, pending_models=pending_models)
     return [c.id for c in everything], load_costs(costs)
 
 
@@ -55,12 +56,13 @@ class ShardCut:
     digest: str
 
 
-def cut_shard(models, backends, variants, costs: str | None, spec, cases: list, skipped: list) -> ShardCut:
+def cut_shard(models, backends, variants, costs: str | None, spec, cases: list, skipped: list,
+              pending_models: bool = False) -> ShardCut:
     """The part of ``cases`` (and ``skipped``) that shard ``spec`` measures."""
     from ..measure.shard import select_shard
     from ..results.model import ShardSection
 
-    ids, cost_table = universe(models, backends, variants, costs)
+    ids, cost_table = universe(models, backends, variants, costs, pending_models)
     mine, mine_skipped, plan = select_shard(ids, cases, skipped, spec, cost_table)
     section = ShardSection(spec.index, spec.count, plan.shard(spec).cases, plan.digest, ids)
     return ShardCut(mine, mine_skipped, section, len(ids), plan.shard(spec).cost_s, plan.makespan_s, plan.digest)

@@ -42,12 +42,13 @@ TARGETS: dict[str, dict[str, str]] = {
                "releases": "out_dir", "report": "out", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
     "strict-counters": {"gate": "strict_counters"},
+    "off-path": {"gate": "off_path"},
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
          "min_effect": "--min-effect", "out": "--out", "out_dir": "--out-dir", "confirm_dir": "--confirm-dir",
          "commit_url": "--commit-url", "output": "--output", "cache": "--cache",
-         "strict_counters": "--strict-counters"}
+         "strict_counters": "--strict-counters", "off_path": "--off-path"}
 
 
 class Default:
@@ -157,8 +158,8 @@ def apply(args) -> list[Setting]:
     args.project_config = cfg
     settings = []
     from_file = set()
-    for key, targets in TARGETS.items():
-        dest = targets.get(command)
+    for key in project_config.KEYS:  # every key, one a command takes as an option or not (install-path)
+        dest = TARGETS.get(key, {}).get(command)
         if dest is None:
             if key in cfg:
                 settings.append(Setting(key, cfg.get(key), cfg.where(key)))
@@ -200,7 +201,9 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
     keys = sorted(from_file & {"models", "backends", "variants"})
     where = ", ".join(cfg.where(k) for k in keys)
     try:
-        cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant)
+        # The gate resolves a model it does not know here from the revisions' installs (a head that adds one).
+        cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant,
+                                   pending_models=getattr(args, "command", None) == "gate")
     except UsageError as exc:
         raise project_config.ConfigError(f"{where}: {exc}") from None
     if not cases and not skipped:

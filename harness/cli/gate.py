@@ -175,6 +175,7 @@ def cmd_gate(args) -> int:
                                  recount=args.recount)
     if args.backend is None:
         args.backend = ["jax.jit"]
+    args.pending_models = True  # a model the head adds is resolved from the head's install (app/gate.py)
     cases, skipped = runnable_selection(args, console, "gate")
     if not cases:
         return 2
@@ -265,6 +266,8 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     off_path = report.path is not None and report.path.off_path
     if off_path:
         say(f"not on the measured path: {report.path.describe()}")
+    elif report.path is not None and (report.path.unseen or report.path.stubs):
+        say(f"measured path: {report.path.describe()}")
     for new in report.new_cases:
         say(f"new case {new['case']}: " + (f"first gradient {fmt.seconds(new['first_grad_s'])} on the head (median "
                                            f"of {new['samples']}; nothing to compare it with)" if not new["error"]
@@ -284,8 +287,8 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     elif code == 2 and off_path and outcome.exit_code() == 0:
         console.print(Text.assemble(("gate could not see the change", "red"),
                                     ": none of its code ran on the measured path (say which case runs it: --model/"
-                                    "--backend, or a library backend; --off-path warn keeps the "
-                                    "verdict)"), highlight=False)
+                                    "--backend, or a library backend; --off-path fail asked for exit 2)"),
+                      highlight=False)
     elif code == 2 and not outcome.base_broken():
         stuck = [f"{c.case} ({c.stop})" for c in outcome.cases if c.stop in (COUNT_BROKEN, HEAD_FAILING)]
         console.print(Text.assemble(("gate could not compare", "red"), f": {', '.join(stuck) or 'no case'}"),
@@ -295,12 +298,24 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     elif code == 0 and not outcome.cases and (report.new_cases or report.removed_cases):
         console.print("gate passed: no case to compare, only new or removed ones (said above)", highlight=False)
     elif code == 0 and off_path:
-        console.print("gate passed, but the measurement could not see the change (said above)", highlight=False)
+        console.print("gate passed: none of the changed code ran on the measured path, so the measurement could not "
+                      "see the change (said above; --off-path fail makes this exit 2)", highlight=False)
     elif code == 0 and outcome.accepted():
         console.print(f"gate {accepted_decision(len(outcome.accepted()))} (which trailer accepted what is said above)",
                       highlight=False)
     elif code == 0:
         console.print("gate passed: no regression shown (what that rules out is said above)", highlight=False)
+
+
+def _off_path(text: str) -> str:
+    """``--off-path``: pass or fail; ``warn``, its older spelling, is pass."""
+    import argparse
+
+    if text == "warn":
+        return "pass"
+    if text not in ("pass", "fail"):
+        raise argparse.ArgumentTypeError(f"expected pass or fail, got {text!r}")
+    return text
 
 
 def add_gate_commands(sub) -> None:
@@ -328,10 +343,11 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--head", default="HEAD", metavar="REV", help="head revision (default: HEAD, the committed one)")
     add_revisions(p)
     add_environments(p, sides=True)
-    p.add_argument("--off-path", choices=("fail", "warn"), default="fail",
-                   help="when the change touches project code that no selected case runs (traced once on the head "
-                        "side): 'fail' exits 2, the gate could not see it (default); 'warn' keeps the verdict and "
-                        "every output says so")
+    p.add_argument("--off-path", type=_off_path, default="pass", metavar="{pass,fail}",
+                   help="when none of the change's code files ran on the measured path (each case traced once on "
+                        "each side): 'pass' keeps the verdict and every output says the measurement could not see "
+                        "the change (default: a pull request that touches code no case runs cannot move what is "
+                        "measured); 'fail' exits 2. Config key: off-path")
     add_selection(p, default_model="resnet15", backend_help=COMPARED_BACKEND)
     add_decision(p)
     p.add_argument("--allocations", action="store_true",

@@ -13,8 +13,10 @@ def selection(args):
     from ..app.selection import cases_for
 
     # With --env, a backend's framework is looked for in each environment, not in this interpreter.
+    # A command that installs each revision (the gate) lets the head's install resolve a model it adds.
     return cases_for(args.model or [args.default_model], args.backend, args.variant,
-                  check_availability=not getattr(args, "env", None))
+                     check_availability=not getattr(args, "env", None),
+                     pending_models=getattr(args, "pending_models", False))
 
 
 def runnable_selection(args, console, what: str):

@@ -32,7 +32,8 @@ def shard_selection(args, cases, skipped, console=None):
     from .. import fmt
     from ..app.selection import cut_shard
 
-    cut = cut_shard(args.model or [args.default_model], args.backend, args.variant, args.costs, spec, cases, skipped)
+    cut = cut_shard(args.model or [args.default_model], args.backend, args.variant, args.costs, spec, cases, skipped,
+                    getattr(args, "pending_models", False))
     if console is not None:
         console.print(f"shard {spec.label}: {len(cut.section.cases)} of {cut.total} case(s), expected "
                       f"{fmt.seconds(cut.cost_s)} per round of processes (busiest shard "

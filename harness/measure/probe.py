@@ -18,7 +18,8 @@ stdout: frameworks print). The object is::
 (``measure/runtimes.py``: ``{"modules", "libraries", "threads"}``).
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
-    {"ok": true, "files": [...]}      (coverage: the source files that ran, import to first gradient)
+    {"ok": true, "files": [...], "extensions": [...]}  (coverage: the source files that ran, import to first
+                                      gradient, and the extension modules loaded)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
 
 ``first_grad_end_monotonic`` is ``time.monotonic()`` when the first gradient returned;
@@ -306,6 +307,11 @@ def coverage(case: Case, out: dict) -> dict:
         sys.settrace(None)
         threading.settrace(None)
     out["files"] = sorted(f for f in seen if not f.startswith("<"))
+    # Extension modules run no Python frame: the files of those loaded say which compiled code could have run.
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    out["extensions"] = sorted({f for m in list(sys.modules.values())
+                                if isinstance(f := getattr(m, "__file__", None), str) and f.endswith(tuple(EXTENSION_SUFFIXES))})
     return out
 
 

@@ -136,6 +136,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("strict-counters", "strings", "structural counters a change of any size fails the gate on, as "
         "--strict-counters (['none'] for none); any other counter that grew by less than the minimum effect is "
         "evidence, not a verdict", "backend_compiles, graphs, graph_breaks, recompiles", _strict_counters),
+    Key("off-path", "string", "when none of the change's code files ran on the measured path, as the gate's "
+        "--off-path: pass (the verdict stands, every output says so) or fail (exit 2)", "pass",
+        lambda v: None if v in ("pass", "fail") else f"expected pass or fail, got {v!r}"),
 )}
 
 _TYPE_WORDS = {"strings": "a list of strings", "string": "a string", "number-or-string": "a number or a string",

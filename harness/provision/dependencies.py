@@ -228,6 +228,10 @@ def resolve(folder: Path, python: str | None = None, what: str = "the declaratio
         inputs.append("pyproject.toml")
         dynamic = dynamic_files((folder / "pyproject.toml").read_text(errors="replace"))
         read += ["pyproject.toml"] + (dynamic if dynamic is not None else ["its build backend's metadata"])
+    legacy = _legacy_metadata(folder)
+    if legacy:
+        inputs.append(legacy)
+        read.append(legacy)
     if not inputs:
         return Resolution()
     return Resolution(_compile(inputs, folder, python, f"{what} ({' + '.join(read)})"), tuple(read))
@@ -281,6 +285,26 @@ def _has_dependencies(pyproject: Path) -> bool:
     except tomllib.TOMLDecodeError:
         return True  # uv says what is wrong with it
     return bool(project.get("dependencies")) or "dependencies" in (project.get("dynamic") or [])
+
+
+def _legacy_metadata(folder: Path) -> str | None:
+    """``setup.py`` (or ``setup.cfg``) when it, not ``pyproject.toml``'s ``[project]`` table, declares the project's
+    metadata: its ``install_requires`` are the dependencies, read by uv through setuptools. Before, a
+    ``setup.py``-only project declared "nothing", and a bump of its ``install_requires`` was measured in
+    one environment for both sides."""
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            if "project" in tomllib.loads(pyproject.read_text(errors="replace")):
+                return None
+        except tomllib.TOMLDecodeError:
+            return None  # uv says what is wrong with it
+    if (folder / "setup.py").is_file():
+        return "setup.py"
+    cfg = folder / "setup.cfg"
+    if cfg.is_file() and "install_requires" in cfg.read_text(errors="replace"):  # not a linter's config alone
+        return "setup.cfg"
+    return None
 
 
 def _requirement_lines(text: str, folder: Path) -> tuple[str, ...]:

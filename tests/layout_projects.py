@@ -1,0 +1,161 @@
+"""A small library in each common layout, as a new user's repository has it, for gating a dependency bump.
+
+Each layout is the same library, ``lablib``: a model and a backend plugged in through entry
+points, its backend declaring ``modules = ("autograd", "lablib")`` as ``ttfg init``'s starter
+does (the project's own package among the modules a case runs). Only where the package and
+its dependency declarations live differ:
+
+- ``flat``: ``lablib/`` at the repository's root, setuptools, ``requirements.txt`` holding
+  ``-r requirements/base.txt`` (the pin lives in ``requirements/base.txt``);
+- ``src``: ``src/lablib/``, setuptools, ``requirements.txt``;
+- ``setup.py``: no ``pyproject.toml`` at all, ``install_requires`` in ``setup.py``.
+
+The environment the user runs ttfg from is a layered venv (``user_project.layered_venv``) with the
+library installed editable, as a user would have it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .conftest import GitRepo
+from .user_project import layered_venv
+
+LAYOUTS = ("flat", "src", "setup.py")
+
+PLUGIN = '''\
+"""lablib's model and backend for ttfg."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ttfg.engines.autograd_numpy import AutogradBackend, AutogradEngine
+from ttfg.models.spec import GELU, Chain, Dense, ModelSpec
+
+from . import ops
+
+
+def build_mlp(depth: int = {depth}) -> ModelSpec:
+    """lablib's MLP: DEPTH hidden GELU layers of width 8, input 1x4 (option: depth=N)."""
+    layers = [("inp", Dense(4, 8)), ("act0", GELU())]
+    for i in range(depth):
+        layers += [(f"h{{i}}", Dense(8, 8)), (f"act{{i + 1}}", GELU())]
+    layers.append(("out", Dense(8, 2)))
+    return ModelSpec("lablib_mlp", Chain(tuple(layers)), (1, 4), {{"depth": depth}})
+
+
+class LabEngine(AutogradEngine):
+    def __init__(self, spec, weights, x, dtype=np.float32):
+        import autograd
+
+        super().__init__(spec, weights, x, dtype)
+        inner = self.loss
+
+        def loss(params, x):
+            return ops.scale(inner(params, x))
+
+        self.loss = loss
+        self.fn = autograd.value_and_grad(loss)
+
+
+class LabAutograd(AutogradBackend):
+    name = "lablib.autograd"
+    description = "HIPS autograd with lablib's loss scaling"
+    modules = ("autograd", "lablib")  # as ttfg init's starter declares: the framework and the project
+
+    def build(self, spec, weights, x, variant):
+        return LabEngine(spec, weights, x)
+'''
+
+OPS = '''\
+"""lablib's operations."""
+
+
+def scale(x):
+    return x * 1.0
+'''
+
+ENTRY_POINTS = '''
+[project.entry-points."ttfg.models"]
+lablib_mlp = "lablib.ttfg_plugin:build_mlp"
+
+[project.entry-points."ttfg.backends"]
+"lablib.autograd" = "lablib.ttfg_plugin:LabAutograd"
+'''
+
+SETUPTOOLS = '''\
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "lablib"
+version = "0.1.0"
+requires-python = ">=3.11"
+
+[tool.setuptools.packages.find]
+{find}
+''' + ENTRY_POINTS
+
+SETUP_PY = '''\
+from setuptools import find_packages, setup
+
+setup(
+    name="lablib",
+    version="0.1.0",
+    packages=find_packages(include=["lablib*"]),
+    install_requires=[{pins}],
+    entry_points={{
+        "ttfg.models": ["lablib_mlp = lablib.ttfg_plugin:build_mlp"],
+        "ttfg.backends": ["lablib.autograd = lablib.ttfg_plugin:LabAutograd"],
+    }},
+)
+'''
+
+
+def _files(layout: str, pin: str, depth: int = 2) -> dict[str, str]:
+    package = "src/lablib" if layout == "src" else "lablib"
+    files = {f"{package}/__init__.py": '"""lablib."""\n', f"{package}/ops.py": OPS,
+             f"{package}/ttfg_plugin.py": PLUGIN.format(depth=depth),
+             "tests/__init__.py": "", "tests/test_ops.py": "def test_scale():\n    assert True\n"}
+    if layout == "flat":
+        files["pyproject.toml"] = SETUPTOOLS.format(find='include = ["lablib*"]')
+        files["requirements.txt"] = "-r requirements/base.txt\n"
+        files["requirements/base.txt"] = f"{pin}\nscipy\n"
+    elif layout == "src":
+        files["pyproject.toml"] = SETUPTOOLS.format(find='where = ["src"]')
+        files["requirements.txt"] = f"{pin}\nscipy\n"
+    else:
+        files["setup.py"] = SETUP_PY.format(pins=f'"{pin}", "scipy"')
+    return files
+
+
+def declaration(layout: str) -> str:
+    """The file a dependency bump of ``layout`` changes."""
+    return {"flat": "requirements/base.txt", "src": "requirements.txt", "setup.py": "setup.py"}[layout]
+
+
+def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after: str = "autograd==1.9.1") -> dict:
+    """``lablib`` in ``layout`` under ``root/repo``: commit ``first`` pins ``before``, ``bump`` only changes the pin
+    to ``after`` (in the layout's declaration file), ``code`` (from ``first``) makes the model twice as deep;
+    installed editable into a layered venv. Names and paths (``plugin``: the plugin module's repository path)."""
+    repo = root / "repo"
+    history = GitRepo.init(repo)
+    first = history.commit("first", _files(layout, before))
+    name = declaration(layout)
+    bump = history.commit(f"bump {before} to {after}", {name: _files(layout, after)[name]}, stage="files")
+    # A code change from ``first``: the model twice as deep (its structural counters grow).
+    history.git("checkout", "-q", "-b", "code", first)
+    plugin = next(p for p in _files(layout, before) if p.endswith("ttfg_plugin.py"))
+    code = history.commit("a deeper model", {plugin: _files(layout, before, depth=4)[plugin]}, stage="files")
+    history.git("checkout", "-q", "main")
+    python = layered_venv(root / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
+                   timeout=300)
+    return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin}
+
+
+__all__ = ["LAYOUTS", "declaration", "make_layout"]
