@@ -155,6 +155,9 @@ def apply(args) -> list[Setting]:
     args.typed = typed
     cfg = project_config.load(_start(args), getattr(args, "ttfg_config", None))
     args.project_config = cfg
+    from ..app.selection import declare_functions
+
+    declare_functions(cfg)
     settings = []
     from_file = set()
     for key, targets in TARGETS.items():
