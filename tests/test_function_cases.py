@@ -197,6 +197,45 @@ def test_a_probe_times_a_function_in_the_usual_phases_and_counts_jaxpr_and_hlo(t
     assert not failed["ok"] and failed["phase"] == "build" and "must return (fn, args)" in failed["error"]
 
 
+TORCHLAB = '''\
+"""torchlab: its own training step, torch.compile'd as its users write it."""
+
+import torch
+
+
+def step(w, x):
+    loss = ((x @ w).tanh() ** 2).sum()
+    {branch}
+    loss.backward()
+    return loss.detach(), w.grad
+
+
+def case():
+    w = torch.randn(4, 4, requires_grad=True, generator=torch.Generator().manual_seed(0))
+    return torch.compile(step, backend="aot_eager"), (w, torch.ones(2, 4))
+
+
+def eager():
+    w = torch.randn(4, 4, requires_grad=True, generator=torch.Generator().manual_seed(0))
+    return (lambda w, x: ((x @ w).tanh() ** 2).sum()), (w, torch.ones(2, 4))
+'''
+
+
+@pytest.mark.slow
+def test_a_compiled_torch_step_reports_dynamo_graphs_and_breaks_and_an_eager_one_its_autograd_nodes(tmp_path):
+    pytest.importorskip("torch")
+    counts = {}
+    for name, branch in (("plain", "pass"), ("broken", "print('', end='')  # a graph break")):
+        src = tmp_path / name
+        (src / f"torchlab_{name}.py").parent.mkdir()
+        (src / f"torchlab_{name}.py").write_text(TORCHLAB.format(branch=branch))
+        counts[name] = _probe(tmp_path, f"t_{name}", f"torchlab_{name}:case", src)["counters"]
+    assert counts["plain"]["graphs"] >= 1 and counts["plain"]["captured_ops"] > 0
+    assert counts["broken"]["graph_breaks"] > counts["plain"]["graph_breaks"]
+    eager = _probe(tmp_path, "t_eager", "torchlab_plain:eager", tmp_path / "plain")["counters"]
+    assert eager["autograd_nodes"] > 0 and "graphs" not in eager
+
+
 def test_list_shows_function_cases_without_importing_a_framework(tmp_path):
     (tmp_path / "ttfg.toml").write_text(CONFIG)
     code = ("import sys; from ttfg.cli import main; main(['list']); "

@@ -175,6 +175,41 @@ def jax_counters(fn, args) -> dict[str, int]:
     return out
 
 
+def _uses_torch(args) -> bool:
+    if "torch" not in sys.modules:
+        return False
+    import torch
+
+    return any(isinstance(leaf, torch.Tensor) for leaf in _leaves(args))
+
+
+def torch_counters(result) -> dict[str, int]:
+    """What torch shows of ``fn``'s first call: Dynamo's own counters when it compiled anything, else the
+    autograd graph behind the result's first tensor that has one (an eager step).
+
+    Dynamo's counters are the process's, read after the first call (``FunctionEngine.first_done``):
+    ``graphs`` (its unique graphs), ``graph_breaks``, ``recompiles`` (guard failures) and
+    ``captured_ops`` (the calls it captured into its FX graphs, ``counters["stats"]["calls_captured"]``:
+    not ``fx_nodes``, which the torch.compile backend counts from its own graphs' nodes). A function
+    that is not ``torch.compile``'d leaves them at zero and is counted as eager.
+    """
+    from collections import Counter
+
+    utils = sys.modules.get("torch._dynamo.utils")
+    stats = utils.counters.get("stats", {}) if utils is not None else {}
+    if stats.get("unique_graphs"):
+        return {"graphs": int(stats["unique_graphs"]),
+                "graph_breaks": int(sum(utils.counters.get("graph_break", Counter()).values())),
+                "recompiles": int(sum(len(v) for v in utils.guard_failures.values())),
+                "captured_ops": int(stats.get("calls_captured", 0))}
+    from . import torch_common
+
+    for leaf in _leaves(result):
+        if getattr(leaf, "grad_fn", None) is not None:
+            return {"autograd_nodes": torch_common.autograd_nodes(leaf)}
+    return {}
+
+
 def framework_counters(fn, args) -> dict[str, int]:
     """The structural counters of the framework ``fn`` runs on; ``{}`` when none applies or they cannot be read.
 
@@ -195,15 +230,25 @@ class FunctionEngine(Engine):
 
     def __init__(self, fn, args: tuple):
         self.fn, self.args = fn, args
+        self.first: dict[str, int] = {}
 
     def gradient(self) -> Any:
         return ready(self.fn(*self.args))
+
+    def first_done(self, result) -> None:
+        """Called by the probe after the first call's clock: what must be read before a second call changes it
+        (torch's process-wide Dynamo counters, the result's autograd graph)."""
+        if _uses_torch(self.args):
+            try:
+                self.first = torch_counters(result)
+            except Exception:  # noqa: BLE001 (a torch without these counters: none, rather than a wrong one)
+                self.first = {}
 
     def to_numpy(self, result):
         return first_scalar(result), {}
 
     def counters(self) -> dict[str, Any]:
-        return framework_counters(self.fn, self.args)
+        return {**framework_counters(self.fn, self.args), **self.first}
 
 
 class FunctionBackend(Backend):
