@@ -126,8 +126,28 @@ def test_a_declared_function_is_one_case_whatever_backends_are_selected(declared
     # "all" models take every declared function too; a function never pairs with a backend.
     everything, _ = select(["all"], ["autograd"], ["default"], check_availability=False)
     assert [c.id for c in everything if c.is_function] == ["jaxlab_loss/function/default"]
+    # --backend function: the functions, never a model run by the function backend.
+    assert [c.id for c in select(None, ["function"], None)[0]] == ["jaxlab_loss/function/default"]
+    assert [c.id for c in select(["resnet15"], ["function"], None)[0]] == []
     with pytest.raises(UsageError, match="variant is 'default'"):
         Case.from_id("jaxlab_loss/function/params=args")
+
+
+def test_an_installed_entry_point_declares_a_function_and_the_config_wins_over_it(declared, tmp_path, monkeypatch):
+    info = tmp_path / "fnlab-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fnlab\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ttfg.functions]\nfn_ep = fnlab.cases:case\nfn_both = fnlab.cases:ep\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    declared.refresh()
+    try:
+        assert declared.entry("fn_ep").target == "fnlab.cases:case" and declared.entry("fn_ep").origin == "fnlab 0.1"
+        declared.declare({"fn_both": "mine:case"}, "ttfg.toml:functions")
+        assert declared.entry("fn_both").target == "mine:case"
+        assert [c.id for c in select(["fn_ep"], None, None)[0]] == ["fn_ep/function/default"]
+    finally:
+        monkeypatch.undo()
+        declared.refresh()
 
 
 def test_an_unknown_name_is_still_an_unknown_model(declared):

@@ -114,6 +114,9 @@ def catalog() -> Catalog:
     function_rows = []
     for name in function.names():
         found = function.entry(name)
+        if name in models.names():  # a model of that name wins the selection: the function is never measured
+            broken.append(f"function {name!r} ({found.origin}): the name of a model; rename it to measure it")
+            continue
         function_rows.append(FunctionRow(name, Case(name, function.NAME, ()).id, found.target, found.origin))
     return Catalog(model_rows, backend_rows, dict(variants.AXES), described, notes, broken, function_rows)
 

@@ -42,6 +42,7 @@ TARGETS: dict[str, dict[str, str]] = {
                "releases": "out_dir", "report": "out", "config": "output"},
     "commit-url": {"report": "commit_url", "config": "commit_url"},
     "strict-counters": {"gate": "strict_counters"},
+    "functions": {},  # no option: declared to the function registry by apply(), shown by ``ttfg config``
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",

@@ -205,6 +205,10 @@ def select(
                  for m in (function.names() if sel == "all" else [sel] if _is_function(sel) else [])]
     model_texts = [m for m in model_texts if m not in functions]
     backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
+    if function.NAME in backend_names:  # ``--backend function``: the functions, never a model run by one
+        backend_names = [b for b in backend_names if b != function.NAME]
+        if model_sel is None:
+            functions, model_texts = function.names(), []
     broken_models: dict[str, str | None] = {}
     for text in model_texts:
         problem = model_problem(text)
