@@ -26,7 +26,7 @@ that cannot be fetched, a snapshot over its limit, a project declaring two frame
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``. The whole
-table (108 rows) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
+table (108 rows before issue 47's four `fn N` rows, in `bad_inputs_functions.py`) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
 engineers' work (each row is a fresh interpreter; five rows run probes).
 """
 
@@ -720,6 +720,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_outcomes import rows as outcome_rows  # issue 46.1 and 43.2: outcomes that never pass
 
     rows += outcome_rows(d, out)
+    from bad_inputs_functions import rows as function_rows  # issue 47: a library's own function as a case
+
+    rows += function_rows(d, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

@@ -185,7 +185,7 @@ def test_check_runs_a_function_and_says_its_gradient_was_not_compared(declared):
 def _probe(tmp_path: Path, name: str, target: str, src: Path) -> dict:
     """One real timing probe of a function case, as the runner spawns it."""
     report = tmp_path / f"{name}.json"
-    env = {**os.environ, function.ENV: json.dumps({name: target}),
+    env = {**os.environ, function.ENV: json.dumps({name: {"target": target, "from": "test"}}),
            "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "ttfg.measure.probe", "--case",
                            json.dumps(Case(name, function.NAME, ()).to_json()), "--report", str(report)],
@@ -208,7 +208,7 @@ def test_a_probe_times_a_function_in_the_usual_phases_and_counts_jaxpr_and_hlo(t
     assert eight["counters"]["jaxpr_eqns"] > four["counters"]["jaxpr_eqns"] > 0
     assert eight["counters"]["hlo_ops"] > four["counters"]["hlo_ops"] > 0
     broken = tmp_path / "broken.json"
-    env = {**os.environ, function.ENV: json.dumps({"x": "jaxlab.cases:not_a_pair"}),
+    env = {**os.environ, function.ENV: json.dumps({"x": {"target": "jaxlab.cases:not_a_pair", "from": "test"}}),
            "PYTHONPATH": str(src)}
     subprocess.run([sys.executable, "-m", "ttfg.measure.probe", "--case",
                     json.dumps(Case("x", function.NAME, ()).to_json()), "--report", str(broken)],

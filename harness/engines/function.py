@@ -36,6 +36,8 @@ NAME = "function"
 GROUP = "ttfg.functions"
 #: The probe's copy of the declared table (``{name: "module:callable"}``, JSON).
 ENV = "TTFG_FUNCTIONS"
+#: The group of a function declared in a config (``Entry.describe``: "'NAME' (config entry point of FILE:functions)").
+CONFIG = "config"
 #: A function case's variant label: it has no variant axes.
 VARIANT = "default"
 
@@ -46,12 +48,12 @@ _declared: dict[str, Entry] = {}
 def declare(table: dict[str, str], origin: str) -> None:
     """Register the ``[functions]`` table of a config (``origin`` names the file and key)."""
     for name, target in table.items():
-        _declared[name] = Entry(name, target, origin, "[functions]")
+        _declared[name] = Entry(name, target, origin, CONFIG)
 
 
-def declared_table() -> dict[str, str]:
-    """``{name: target}`` of the declared functions, for a probe's ``TTFG_FUNCTIONS``."""
-    return {name: e.target for name, e in sorted(_declared.items())}
+def declared_table() -> dict[str, dict[str, str]]:
+    """``{name: {"target", "from"}}`` of the declared functions, for a probe's ``TTFG_FUNCTIONS``."""
+    return {name: {"target": e.target, "from": e.origin} for name, e in sorted(_declared.items())}
 
 
 def _from_environment() -> dict[str, Entry]:
@@ -62,7 +64,10 @@ def _from_environment() -> dict[str, Entry]:
         table = json.loads(text)
     except ValueError:
         return {}
-    return {n: Entry(n, t, "ttfg.toml", "[functions]") for n, t in table.items() if isinstance(t, str)}
+    if not isinstance(table, dict):
+        return {}
+    return {n: Entry(n, str(e.get("target")), str(e.get("from")), CONFIG) for n, e in table.items()
+            if isinstance(e, dict)}
 
 
 def _entries() -> dict[str, Entry]:
