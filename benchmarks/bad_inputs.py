@@ -26,8 +26,8 @@ that cannot be fetched, a snapshot over its limit, a project declaring two frame
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``. The whole
-table (108 rows before issue 47's four `fn N` rows, in `bad_inputs_functions.py`) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
-engineers' work (each row is a fresh interpreter; five rows run probes).
+table (108 rows, before issue 47's four ``fn N`` rows of ``bad_inputs_functions.py``) took 1 min 52 s on the
+2-core VM at load average 2.0-3.5, the cores shared with other engineers' work (each row is a fresh interpreter; five rows run probes).
 """
 
 from __future__ import annotations
