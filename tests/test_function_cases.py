@@ -54,6 +54,7 @@ loss_and_grad = jax.jit(jax.value_and_grad(mse_loss))
 CASES = '''\
 """jaxlab's function cases for ttfg: its own loss_and_grad, as users call it."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -69,6 +70,11 @@ def case(blocks=4, width=16):
 
 def deeper():
     return case(blocks=8)
+
+
+def numpy_inputs():
+    fn, (params, x, y) = case()
+    return fn, (jax.tree_util.tree_map(np.asarray, params), np.asarray(x), np.asarray(y))
 
 
 def not_a_pair():
@@ -207,6 +213,9 @@ def test_a_probe_times_a_function_in_the_usual_phases_and_counts_jaxpr_and_hlo(t
     # Four more blocks: more equations and more ops, counted from the library's own jitted call.
     assert eight["counters"]["jaxpr_eqns"] > four["counters"]["jaxpr_eqns"] > 0
     assert eight["counters"]["hlo_ops"] > four["counters"]["hlo_ops"] > 0
+    # NumPy arguments: the same call, the same counts (jax is told by the arrays the call gives back).
+    numpy = _probe(tmp_path, "jaxlab_numpy", "jaxlab.cases:numpy_inputs", src)
+    assert numpy["counters"]["hlo_ops"] == four["counters"]["hlo_ops"]
     broken = tmp_path / "broken.json"
     env = {**os.environ, function.ENV: json.dumps({"x": {"target": "jaxlab.cases:not_a_pair", "from": "test"}}),
            "PYTHONPATH": str(src)}

@@ -154,12 +154,14 @@ def first_scalar(value) -> float | None:
     return None
 
 
-def _uses_jax(args) -> bool:
+def _uses_jax(value) -> bool:
+    """Whether ``value`` (the arguments and the first result) holds a jax array: NumPy arguments to a jitted
+    function still give jax arrays back."""
     if "jax" not in sys.modules:
         return False
     import jax
 
-    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(args))
+    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
 
 
 def jax_counters(fn, args) -> dict[str, int]:
@@ -215,14 +217,14 @@ def torch_counters(result) -> dict[str, int]:
     return {}
 
 
-def framework_counters(fn, args) -> dict[str, int]:
+def framework_counters(fn, args, result=None) -> dict[str, int]:
     """The structural counters of the framework ``fn`` runs on; ``{}`` when none applies or they cannot be read.
 
     A function jax cannot trace again (side effects, a host callback it refuses) keeps its
     timings; it has no structural counters, so the gate's structural tier leaves it to the
     instruction and time tiers rather than deciding on a partial count.
     """
-    if _uses_jax(args):
+    if _uses_jax((args, result)):
         try:
             return jax_counters(fn, args)
         except Exception:  # noqa: BLE001 (the user's function, traced outside the measured call)
@@ -236,6 +238,7 @@ class FunctionEngine(Engine):
     def __init__(self, fn, args: tuple):
         self.fn, self.args = fn, args
         self.first: dict[str, int] = {}
+        self.result = None
 
     def gradient(self) -> Any:
         return ready(self.fn(*self.args))
@@ -243,7 +246,8 @@ class FunctionEngine(Engine):
     def first_done(self, result) -> None:
         """Called by the probe after the first call's clock: what must be read before a second call changes it
         (torch's process-wide Dynamo counters, the result's autograd graph)."""
-        if _uses_torch(self.args):
+        self.result = result
+        if _uses_torch((self.args, result)):
             try:
                 self.first = torch_counters(result)
             except Exception:  # noqa: BLE001 (a torch without these counters: none, rather than a wrong one)
@@ -253,7 +257,7 @@ class FunctionEngine(Engine):
         return first_scalar(result), {}
 
     def counters(self) -> dict[str, Any]:
-        return {**framework_counters(self.fn, self.args), **self.first}
+        return {**framework_counters(self.fn, self.args, self.result), **self.first}
 
 
 class FunctionBackend(Backend):
