@@ -26,9 +26,10 @@ that cannot be fetched, a snapshot over its limit, a project declaring two frame
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``; the rows ``layouts N``
-(issue 40's layouts, cases and config, issue 43's measured path) in ``bad_inputs_layouts.py``. The whole
-table (108 rows) took 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other
-engineers' work (each row is a fresh interpreter; five rows run probes).
+(issue 40's layouts, cases and config, issue 43's measured path) in ``bad_inputs_layouts.py``; issue 47's ``fn N``
+rows in ``bad_inputs_functions.py``. The whole table (108 rows, before the rows of issues 40, 43, 46 and 47) took
+1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other engineers' work (each row is a
+fresh interpreter; five rows run probes).
 """
 
 from __future__ import annotations
@@ -727,6 +728,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_layouts import rows as layout_rows
 
     rows += layout_rows(d, m, out)
+    from bad_inputs_functions import rows as function_rows  # issue 47: a library's own function as a case
+
+    rows += function_rows(d, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

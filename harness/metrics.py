@@ -267,6 +267,7 @@ _ENTRIES = (
     _counter("counters.graph_breaks", "graph breaks", strict=True),
     _counter("counters.recompiles", "recompiles", strict=True),
     _counter("counters.fx_nodes", "FX nodes"),
+    _counter("counters.captured_ops", "ops Dynamo captured", "captured ops", asv=False),
     _counter("counters.autograd_nodes", "autograd nodes"),
     _counter("counters.autograd_primitives", "autograd primitives"),
 )

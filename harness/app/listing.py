@@ -34,6 +34,16 @@ class BackendRow:
 
 
 @dataclass
+class FunctionRow:
+    """A library's own function (``engines/function.py``), listed from its declaration: nothing is imported."""
+
+    name: str
+    case: str
+    target: str
+    origin: str
+
+
+@dataclass
 class Catalog:
     models: list[ModelRow]
     backends: list[BackendRow]
@@ -45,6 +55,8 @@ class Catalog:
     notes: list[str]
     #: Why each unusable plugin cannot be used (too long for a cell).
     broken: list[str]
+    #: The functions measured as cases (``ttfg.functions`` entry points, the config's ``[functions]``).
+    functions: list[FunctionRow] = field(default_factory=list)
 
 
 def catalog() -> Catalog:
@@ -96,7 +108,17 @@ def catalog() -> Catalog:
     for entry in engines.shadowed():
         backend_rows.append(BackendRow(entry.name, entry.origin, broken="no: ignored plugin"))
         broken.append(f"{entry.describe()}: {entry.problem}")
-    return Catalog(model_rows, backend_rows, dict(variants.AXES), described, notes, broken)
+    from ..engines import function
+    from ..measure.cases import Case
+
+    function_rows = []
+    for name in function.names():
+        found = function.entry(name)
+        if name in models.names():  # a model of that name wins the selection: the function is never measured
+            broken.append(f"function {name!r} ({found.origin}): the name of a model; rename it to measure it")
+            continue
+        function_rows.append(FunctionRow(name, Case(name, function.NAME, ()).id, found.target, found.origin))
+    return Catalog(model_rows, backend_rows, dict(variants.AXES), described, notes, broken, function_rows)
 
 
-__all__ = ["BackendRow", "Catalog", "ModelRow", "catalog"]
+__all__ = ["BackendRow", "Catalog", "FunctionRow", "ModelRow", "catalog"]

@@ -19,6 +19,15 @@ def cases_for(models: list[str], backends: list[str] | None, variants: list[str]
     return select(models, backends, variants, check_availability=check_availability, pending_models=pending_models)
 
 
+def declare_functions(cfg) -> None:
+    """Register the config's ``[functions]`` (``engines.function.declare``): cases by name in this process, and
+    handed to every probe it spawns."""
+    from ..engines import function
+
+    if "functions" in cfg:
+        function.declare(dict(cfg.get("functions")), cfg.where("functions"))
+
+
 def normalized_model(text: str) -> str:
     """A model with its options in one spelling (``measure.cases.normalize_model``)."""
     from ..measure.cases import normalize_model

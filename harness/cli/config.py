@@ -43,6 +43,7 @@ TARGETS: dict[str, dict[str, str]] = {
     "commit-url": {"report": "commit_url", "config": "commit_url"},
     "strict-counters": {"gate": "strict_counters"},
     "off-path": {"gate": "off_path"},
+    "functions": {},  # no option: declared to the function registry by apply(), shown by ``ttfg config``
 }
 #: The flag that sets each dest, for "where it came from".
 FLAGS = {"model": "--model", "backend": "--backend", "variant": "--variant", "budget": "--budget",
@@ -156,6 +157,9 @@ def apply(args) -> list[Setting]:
     args.typed = typed
     cfg = project_config.load(_start(args), getattr(args, "ttfg_config", None))
     args.project_config = cfg
+    from ..app.selection import declare_functions
+
+    declare_functions(cfg)
     settings = []
     from_file = set()
     for key in project_config.KEYS:  # every key, one a command takes as an option or not (install-path)

@@ -30,6 +30,12 @@ def cmd_list(args) -> int:
         else:
             bt.add_row(b.name, b.available, *b.axes, b.origin)
     console.print(bt)
+    if found.functions:
+        ft = fitted("functions (a library's own case() -> (fn, args), measured as it is)",
+                    [(col, "left") for col in ("function", "case", "target", "from")], boxed=True)
+        for f in found.functions:
+            ft.add_row(f.name, f.case, f.target, f.origin)
+        console.print(ft)
     console.print("what each backend does:")
     for line in found.described:
         console.print(line, highlight=False)

@@ -96,6 +96,10 @@ def get(name: str) -> type[Backend]:
     Raises :class:`UsageError` for an unknown name and :class:`BrokenPlugin` for a
     plugin that cannot be loaded or does not implement the contract.
     """
+    if name == "function":  # every function case's backend (``engines/function.py``): not a listed backend
+        from .function import FunctionBackend
+
+        return FunctionBackend
     found = entry(name)
     try:
         cls = plugins.load(found)

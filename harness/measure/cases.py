@@ -16,7 +16,7 @@ from ttfg import models
 
 from .. import engines
 
-from ..engines import variants
+from ..engines import function, variants
 from ..errors import BrokenPlugin, Unsupported, UsageError
 
 if TYPE_CHECKING:
@@ -134,7 +134,19 @@ class Case:
     @property
     def plain_id(self) -> str:
         """The id without the environment: what two environments' cases have in common."""
-        return f"{self.model}/{self.backend}/{variants.label(self.variant_dict)}"
+        return f"{self.model}/{self.backend}/{self.variant_label}"
+
+    @property
+    def variant_label(self) -> str:
+        """The variant's text; ``default`` for a function case, which has no variant axes."""
+        if self.is_function:
+            return function.VARIANT
+        return variants.label(self.variant_dict)
+
+    @property
+    def is_function(self) -> bool:
+        """A library's own function (``engines/function.py``), not a model interpreted by a backend."""
+        return self.backend == function.NAME
 
     def in_env(self, env: str | None) -> "Case":
         """The same case, run in environment ``env``."""
@@ -160,6 +172,10 @@ class Case:
         parts = text.split("/")
         if len(parts) not in (3, 4):
             raise UsageError(f"case id {text!r} is not model/backend/variant[/env]")
+        if parts[1] == function.NAME:
+            if parts[2] != function.VARIANT:
+                raise UsageError(f"case id {text!r}: a function case's variant is {function.VARIANT!r}")
+            return cls(parts[0], parts[1], (), parts[3] if len(parts) == 4 else None)
         return cls(parts[0], parts[1], tuple(variants.parse(parts[2]).items()), parts[3] if len(parts) == 4 else None)
 
 
@@ -198,7 +214,16 @@ def select(
     neither revision provides it (``app/gate.py``). Before, it was "unknown model" until the user reinstalled.
     """
     model_texts = [m for sel in (model_sel or ["all"]) for m in _expand(sel, models.names())]
+    # A library's own function is a model and a backend at once: named as a model, it is its one case,
+    # whatever backends are selected (``all`` models take every function too, after the models).
+    functions = [m for sel in (model_sel or ["all"])
+                 for m in (function.names() if sel == "all" else [sel] if _is_function(sel) else [])]
+    model_texts = [m for m in model_texts if m not in functions]
     backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
+    if function.NAME in backend_names:  # ``--backend function``: the functions, never a model run by one
+        backend_names = [b for b in backend_names if b != function.NAME]
+        if model_sel is None:
+            functions, model_texts = function.names(), []
     broken_models: dict[str, str | None] = {}
     for text in model_texts:
         if pending_models and not known_model(text):
@@ -256,7 +281,21 @@ def select(
                         skipped.append(Skipped(model, name, variants.label(resolved), f"{name}: {unavailable}"))
                     else:
                         cases.append(case)
+    for name in dict.fromkeys(functions):
+        case = Case(name, function.NAME, ())
+        if case.id not in seen:
+            seen.add(case.id)
+            cases.append(case)
     return cases, skipped
+
+
+def _is_function(name: str) -> bool:
+    """A registered function that is not a model's name (a model of the same name wins)."""
+    try:
+        models.entry(name)
+        return False
+    except KeyError:
+        return function.is_function(name)
 
 
 def plugin_entry_points(cases: list["Case"]) -> dict[str, list[str]]:

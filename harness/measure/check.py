@@ -22,13 +22,39 @@ DEFAULT_TOLERANCE = 1e-4
 @dataclass
 class CheckResult:
     case_id: str
-    status: str  # "ok", "mismatch", "error", "skipped"
+    status: str  # "ok", "mismatch", "error", "skipped", "unchecked" (a function: ran, no reference)
     loss: float | None = None
     loss_error: float | None = None
     worst_error: float | None = None
     worst_tensor: str = ""
     seconds: float | None = None
     detail: str = ""
+
+
+#: Why a function case's gradient is not compared: ``case()`` returns a call, not a model with weights.
+NO_REFERENCE = "ran; not compared: a function case has no float64 reference"
+
+
+def check_function(case: Case) -> CheckResult:
+    """Run a library's own function once (import, ``case()``, ``fn(*args)``): it must run and give a finite loss.
+
+    Status ``unchecked``, never ``ok``: nothing says its gradient is right. A crash or a
+    non-finite loss is an ``error``, as for a model's case.
+    """
+    import math
+
+    from ..engines import function
+
+    start = time.perf_counter()
+    try:
+        engine = function.build(case.model, function.load(case.model))
+        loss, _ = engine.to_numpy(engine.gradient())
+    except Exception as exc:  # the library's code: its failure is a result
+        return CheckResult(case.id, "error", detail=traceback.format_exception_only(type(exc), exc)[-1].strip())
+    seconds = time.perf_counter() - start
+    if loss is not None and not math.isfinite(loss):
+        return CheckResult(case.id, "error", loss=loss, seconds=seconds, detail=f"the loss is {loss}")
+    return CheckResult(case.id, "unchecked", loss=loss, seconds=seconds, detail=NO_REFERENCE)
 
 
 def check_case(case: Case, reference, tolerance: float) -> CheckResult:
@@ -63,6 +89,11 @@ def run_check(
     results = [CheckResult(s.id, "skipped", detail=s.reason) for s in skipped]
     references: dict[str, tuple] = {}
     for case in cases:
+        if case.is_function:
+            results.append(check_function(case))
+            if on_result:
+                on_result(results[-1])
+            continue
         if case.model not in references:
             spec = case.spec
             references[case.model] = reference_gradient(spec, spec.init(0), spec.example_input(0))

@@ -53,6 +53,8 @@ COMPILE_PHASES = ("trace", "lower", "compile")
 def timing(case: Case, out: dict) -> dict:
     """Fill ``out`` as the phases pass (``out["phase"]`` names the one running)."""
     clock = time.perf_counter
+    if case.is_function:
+        return _function_timing(case, out)
     out["phase"] = "import"
     t0 = clock()
     # Imports are measured where they happen: a plugin's model and backend live in the library's own
@@ -85,14 +87,19 @@ def timing(case: Case, out: dict) -> dict:
     loss, _ = engine.to_numpy(result)
     counters = caches.window(engine.counters())
     out["cache_lookups"] = caches.lookups()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
     first = t3 - t2
     split = {p: phases.get(p) for p in GRADIENT_PHASES}
     if not phases:
         split["execute"] = first
+    return _timed(out, t1 - t0, t2 - t1b, first, first_cpu, t4 - t3, split, loss, counters)
+
+
+def _timed(out: dict, import_s, build_s, first, first_cpu, second, split, loss, counters) -> dict:
+    """The timing report's fields, once the clocks have stopped (every case's, functions' too)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     out.update({
-        "import_s": t1 - t0, "build_s": t2 - t1b, "first_grad_s": first, "first_grad_cpu_s": first_cpu,
-        "second_grad_s": t4 - t3,
+        "import_s": import_s, "build_s": build_s, "first_grad_s": first, "first_grad_cpu_s": first_cpu,
+        "second_grad_s": second,
         **{f"{p}_s": split[p] for p in GRADIENT_PHASES},
     })
     out.update({
@@ -101,9 +108,53 @@ def timing(case: Case, out: dict) -> dict:
         "self_cpu_s": usage.ru_utime + usage.ru_stime,
         "self_peak_rss_bytes": usage.ru_maxrss * 1024,
     })
-    if not math.isfinite(loss):
+    if loss is None:  # a function whose result has no scalar: nothing to check, nothing recorded
+        out.pop("loss")
+    elif not math.isfinite(loss):
         raise FloatingPointError(f"first gradient's loss is {loss}")
     return out
+
+
+def _function_timing(case: Case, out: dict) -> dict:
+    """A library's own function (``engines/function.py``): the same phases, clocks and cache watch as a model's.
+
+    ``import`` imports the function's module (and whatever it imports: the framework), ``build``
+    calls ``case()``, the first gradient is the first ``fn(*args)`` with its result ready
+    (one ``execute`` phase); the framework's counters are read after the clocks.
+    """
+    from ..engines import function
+
+    clock = time.perf_counter
+    out["phase"] = "import"
+    t0 = clock()
+    make = function.load(case.model)
+    t1 = clock()
+    caches = CacheWatch()
+    caches.listen()
+    out["phase"] = "build"
+    engine = function.build(case.model, make)
+    t2 = clock()
+    caches.listen()  # a case() that imported jax itself: listen before the first call
+    out["phase"] = "first_gradient"
+    caches.start()
+    cpu2 = time.process_time()
+    result = engine.gradient()
+    t3 = clock()
+    first_cpu = time.process_time() - cpu2
+    out["first_grad_end_monotonic"] = time.monotonic()
+    engine.first_done(result)  # torch's counters of the first call, before a second can add to them
+    out["phase"] = "second_gradient"
+    t3b = clock()  # the counters just read are no call's time
+    engine.gradient()
+    second = clock() - t3b
+    out["runtimes"] = runtimes.observe().to_json()
+    out["phase"] = "counters"
+    loss, _ = engine.to_numpy(result)
+    counters = caches.window(engine.counters())
+    out["cache_lookups"] = caches.lookups()
+    split = {p: None for p in GRADIENT_PHASES}
+    split["execute"] = t3 - t2
+    return _timed(out, t1 - t0, t2 - t1, t3 - t2, first_cpu, second, split, loss, counters)
 
 
 def _import_plugins(case: Case) -> None:
@@ -116,6 +167,8 @@ def _import_plugins(case: Case) -> None:
 
     from .cases import parse_model
 
+    if case.is_function:  # its module is imported by _built_engine, in its import phase
+        return
     try:
         models.builder(parse_model(case.model)[0])
     except Exception:  # the spec, loaded next, raises the user-facing error (unknown model, broken plugin)
@@ -130,18 +183,26 @@ def _built_engine(case: Case, out: dict, window=None):
     timing probe times import and build itself. ``window`` (the instruction probe's, or the
     profile's): switched on for the build and told its end, so the build is counted too.
     """
-    spec = case.spec
-    weights, x = spec.init(0), spec.example_input(0)
-    impl = engines.get(case.backend)()
-    out["phase"] = "import"
-    impl.import_framework()
+    if case.is_function:
+        from ..engines import function
+
+        out["phase"] = "import"
+        make = function.load(case.model)
+        build = lambda: function.build(case.model, make)  # noqa: E731
+    else:
+        spec = case.spec
+        weights, x = spec.init(0), spec.example_input(0)
+        impl = engines.get(case.backend)()
+        out["phase"] = "import"
+        impl.import_framework()
+        build = lambda: impl.build(spec, weights, x, case.variant_dict)  # noqa: E731
     out["phase"] = "build"
     if window is None:
-        return impl.build(spec, weights, x, case.variant_dict)
+        return build()
     from .instructions import BUILD
 
     window.start()
-    engine = impl.build(spec, weights, x, case.variant_dict)
+    engine = build()
     window.phase_end(BUILD)
     return engine
 
@@ -211,9 +272,10 @@ def instructions(case: Case, out: dict) -> dict:
                phases=list(window.phases), runtimes=runtimes.observe().to_json())
     out["phase"] = "counters"
     loss, _ = engine.to_numpy(result)
-    if not math.isfinite(loss):
+    if loss is not None and not math.isfinite(loss):
         raise FloatingPointError(f"first gradient's loss is {loss}")
-    out["loss"] = loss
+    if loss is not None:
+        out["loss"] = loss
     return out
 
 

@@ -251,10 +251,18 @@ def _modules_of(cases: list["Case"]) -> tuple[list[str], list[str], dict[str, li
     a built-in's is fixed (``ttfg.engines.autograd_numpy``).
     """
     from .. import engines
+    from ..engines import function
     from ttfg import models
 
     modules, frameworks, eps = set(), set(), {BACKEND_GROUP: set(), MODEL_GROUP: set()}
     for case in cases:
+        if case.is_function:  # its module, or its entry point, is the side's own (a library's, at its revision)
+            found = function.entry(case.model)
+            if found.group == function.GROUP:
+                eps.setdefault(function.GROUP, set()).add(case.model)
+            else:
+                modules.add(found.target.split(":")[0])
+            continue
         for registry, group, name in ((engines, BACKEND_GROUP, case.backend),
                                       (models, MODEL_GROUP, case.model.split(":")[0])):
             try:

@@ -15,9 +15,13 @@ def check_table(results, tolerance: float) -> Table:
                    [(c, "left") for c in varying]
                    + [("status", "left"), ("loss", "right"), ("loss rel err", "right"), ("worst rel err", "right"),
                       ("worst tensor", "left"), ("time", "right")], label=len(varying))
-    style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim"}
+    style = {"ok": "green", "mismatch": "red", "error": "red", "skipped": "dim", "unchecked": "yellow"}
     for r in results:
         cells = case_cells(r.case_id, varying)
+        if r.status == "unchecked":  # a function case: it ran, with nothing to compare it with
+            table.add_row(*cells, Text(r.status, style=style[r.status]), fmt.number(r.loss, 6), "", "", r.detail,
+                          fmt.seconds(r.seconds))
+            continue
         if r.status == "skipped" or r.status == "error" and r.worst_error is None:
             table.add_row(*cells, Text(r.status, style=style[r.status]), "", "", "", r.detail, "")
             continue

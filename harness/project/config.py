@@ -111,6 +111,16 @@ def _strict_counters(value) -> str | None:
     return None
 
 
+def _functions(value) -> str | None:
+    for name, target in value.items():
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+            return f"{name!r} is not a case name (letters, digits, _ . -)"
+        module, colon, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
+        if not (colon and module.strip() and attr.strip()):
+            return f"{name} = {target!r}: expected \"module:callable\""
+    return None
+
+
 KEYS: dict[str, Key] = {k.name: k for k in (
     Key("models", "strings", "models to measure (NAME or NAME:k=v), as --model", "resnet15 (run, gate, shards), "
         "all (check)"),
@@ -133,6 +143,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("ttfg-requirement", "string", "the pip requirement CI installs ttfg with (`ttfg init` writes it into the "
         "workflows and asv.conf.json), e.g. 'ttfg @ git+https://github.com/OWNER/ttfg@COMMIT'",
         "where the running ttfg was installed from", _requirement),
+    Key("functions", "table", "a library's own functions measured as cases, name = \"module:case\" (case() returns "
+        "(fn, args)); each is the case NAME/function/default", "none", _functions),
     Key("strict-counters", "strings", "structural counters a change of any size fails the gate on, as "
         "--strict-counters (['none'] for none); any other counter that grew by less than the minimum effect is "
         "evidence, not a verdict", "backend_compiles, graphs, graph_breaks, recompiles", _strict_counters),

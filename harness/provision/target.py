@@ -28,6 +28,7 @@ backend's, a built environment's), plus what the caller adds.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -202,6 +203,10 @@ def child_environ(target: ProbeTarget, threads: int, cache_dir: Path, cache: str
         # inert, because every stored results file's fingerprint carries this exact string, and files
         # that differ in it are refused as measured on different machines; nothing may follow it.
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    from ..engines import function
+
+    if function.declared_table():  # the config's [functions]: a probe runs in a scratch folder and reads none
+        env[function.ENV] = json.dumps(function.declared_table())
     for found in engines.probe_caches(backend):
         env.update(found.variables(cache, cache_dir))
     return env

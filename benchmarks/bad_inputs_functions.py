@@ -1,0 +1,52 @@
+"""``bad_inputs.py``'s rows for function cases (issue 47: a library's own ``case() -> (fn, args)``), and their files.
+
+Each row is a real ``ttfg`` process, its functions declared in a scratch config named with ``--config``:
+
+- ``fn 1``: a ``[functions]`` target that is not ``module:callable`` is refused naming the file and key;
+- ``fn 2``: a function whose module cannot be imported is a failed sample in its import phase, and a run that
+  measured nothing exits 2;
+- ``fn 3``: a ``case`` that does not return ``(fn, args)`` fails in its build phase, saying what it must return;
+- ``fn 4``: ``check`` on a function that runs says it was not compared (no float64 reference), and exits 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CASES = '''\
+"""Scratch function cases for bad_inputs_functions.py."""
+
+
+def not_a_pair():
+    return "a string"
+
+
+def sums():
+    return (lambda x: (sum(v * v for v in x), [2 * v for v in x])), ([1.0, 2.0],)
+'''
+
+
+def rows(d: Path, out) -> list:
+    """The rows (``bad_inputs.Row``)."""
+    from bad_inputs import Row, _all, _contains
+
+    folder = d / "functions"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "fnbad_cases.py").write_text(CASES)
+    (folder / "bad.toml").write_text('[functions]\nbad = "fnbad_cases.not_a_pair"\n')
+    (folder / "fn.toml").write_text('[functions]\nmissing = "fnbad_not_a_module:case"\n'
+                                    'notpair = "fnbad_cases:not_a_pair"\nsums = "fnbad_cases:sums"\n')
+    env = {"PYTHONPATH": str(folder)}
+    config = ["--config", str(folder / "fn.toml")]
+    return [
+        Row("fn 1: [functions] target without module:callable", ["--config", str(folder / "bad.toml"), "list"],
+            check=_contains('expected "module:callable"')),
+        Row("fn 2: run, a function whose module cannot be imported",
+            [*config, "run", "--model", "missing", "--repeat", "1", "--out", out("fn2.json")], env=env,
+            check=_all(_contains("No module named 'fnbad_not_a_module'"), _contains("in phase import"))),
+        Row("fn 3: run, a case() that returns no (fn, args)",
+            [*config, "run", "--model", "notpair", "--repeat", "1", "--out", out("fn3.json")], env=env,
+            check=_all(_contains("must return (fn, args)"), _contains("in phase build"))),
+        Row("fn 4: check, a function that runs (not compared: no reference)", [*config, "check", "--model", "sums"],
+            expect=0, env=env, check=_contains("unchecked")),
+    ]

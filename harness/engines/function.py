@@ -1,0 +1,274 @@
+"""A library's own function as a case: ``def case(): return fn, args``, measured as users call it.
+
+Why: a backend built from ttfg's layer spec measures ttfg's interpreter (or a library made to
+fit it), never the library's own ``loss_and_grad``. A function case is the library's call as it
+stands: ``case()`` returns ``(fn, args)``, ``fn`` being whatever the library's users call (jitted
+or not); the probe times importing its module (``import``), calling ``case()`` (``build``) and
+the first ``fn(*args)`` with its result ready (``execute``: jax's asynchronous arrays are waited
+for), cold, as for every other case; then, outside every phase, reads the framework's counters of
+``fn`` (:func:`framework_counters`: jaxpr equations and HLO ops for jax, with the same counting
+functions as the jax backends).
+
+Functions are registered by name, from two places (the names are case ids' first part,
+``NAME/function/default``; a case id's backend is always ``function``):
+
+- the ``ttfg.functions`` entry-point group of an installed package (``name = "module:case"``);
+- the ``[functions]`` table of the project's ``ttfg.toml`` (``[tool.ttfg.functions]``), declared
+  here by the command line (:func:`declare`) and handed to probes in the ``TTFG_FUNCTIONS``
+  variable (``provision/target.py``), since a probe runs in a scratch folder and reads no config.
+
+A declared name wins over an entry point of the same name. Listing names imports nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from ttfg.models import plugins
+from ttfg.models.plugins import Entry, PluginError
+
+from .base import Backend, Engine
+
+NAME = "function"
+GROUP = "ttfg.functions"
+#: The probe's copy of the declared table (``{name: "module:callable"}``, JSON).
+ENV = "TTFG_FUNCTIONS"
+#: The group of a function declared in a config (``Entry.describe``: "'NAME' (config entry point of FILE:functions)").
+CONFIG = "config"
+#: A function case's variant label: it has no variant axes.
+VARIANT = "default"
+
+_REGISTRY = plugins.Registry(GROUP, {}, "function")
+_declared: dict[str, Entry] = {}
+
+
+def declare(table: dict[str, str], origin: str) -> None:
+    """Register the ``[functions]`` table of a config (``origin`` names the file and key)."""
+    for name, target in table.items():
+        _declared[name] = Entry(name, target, origin, CONFIG)
+
+
+def declared_table() -> dict[str, dict[str, str]]:
+    """``{name: {"target", "from"}}`` of the declared functions, for a probe's ``TTFG_FUNCTIONS``."""
+    return {name: {"target": e.target, "from": e.origin} for name, e in sorted(_declared.items())}
+
+
+def _from_environment() -> dict[str, Entry]:
+    text = os.environ.get(ENV)
+    if not text:
+        return {}
+    try:
+        table = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(table, dict):
+        return {}
+    return {n: Entry(n, str(e.get("target")), str(e.get("from")), CONFIG) for n, e in table.items()
+            if isinstance(e, dict)}
+
+
+def _entries() -> dict[str, Entry]:
+    found = {n: _REGISTRY.entry(n) for n in _REGISTRY.names()}  # scanned once per process
+    return {**found, **_from_environment(), **_declared}
+
+
+def refresh() -> None:
+    """Read the installed entry points again (tests)."""
+    _REGISTRY.refresh()
+
+
+def names() -> list[str]:
+    """Every registered function's name: declared ones first, then entry points."""
+    return list(dict.fromkeys([*_declared, *_from_environment(), *sorted(_entries())]))
+
+
+def entry(name: str) -> Entry:
+    """Where function ``name`` comes from; ``KeyError`` naming the known ones."""
+    found = _entries()
+    if name not in found:
+        raise KeyError(f"unknown function {name!r}; known functions: {', '.join(names()) or 'none'}")
+    return found[name]
+
+
+def is_function(name: str) -> bool:
+    """Whether ``name`` is a registered function (reads metadata and the declared table, imports nothing)."""
+    return name in _entries()
+
+
+def load(name: str):
+    """The ``case`` callable of function ``name``; importing its module is the import phase's work.
+
+    Raises :class:`PluginError` naming the entry when it cannot be imported or is not callable.
+    """
+    found = entry(name)
+    target = plugins.load(found)
+    if not callable(target):
+        raise PluginError(f"{found.describe()}: {found.target} is a {type(target).__name__}, not a callable "
+                          "returning (fn, args)")
+    return target
+
+
+def build(name: str, case) -> "FunctionEngine":
+    """Call ``case()`` (the build phase) and check that it returned ``(fn, args)``."""
+    made = case()
+    if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])
+            and isinstance(made[1], (tuple, list))):
+        raise PluginError(f"{entry(name).describe()}: {entry(name).target}() must return (fn, args) with fn "
+                          f"callable and args a tuple, got {type(made).__name__}")
+    return FunctionEngine(made[0], tuple(made[1]))
+
+
+def _leaves(value) -> list:
+    if "jax" in sys.modules:
+        import jax
+
+        return jax.tree_util.tree_leaves(value)
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def ready(value):
+    """``value`` with every asynchronous array in it computed (jax's dispatch returns before the work ends)."""
+    for leaf in _leaves(value):
+        wait = getattr(leaf, "block_until_ready", None)
+        if callable(wait):
+            wait()
+    return value
+
+
+def first_scalar(value) -> float | None:
+    """The result's first one-element leaf as a float (the loss, for a loss-and-gradient call), else None."""
+    for leaf in _leaves(value):
+        try:
+            if getattr(leaf, "size", 1) == 1 and not isinstance(leaf, (str, bytes)):
+                item = getattr(leaf, "item", None)
+                return float(item() if callable(item) else leaf)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _uses_jax(value) -> bool:
+    """Whether ``value`` (the arguments and the first result) holds a jax array: NumPy arguments to a jitted
+    function still give jax arrays back."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
+
+
+def jax_counters(fn, args) -> dict[str, int]:
+    """jaxpr equations (sub-jaxprs included) and StableHLO ops of ``fn(*args)``, traced again outside the phases.
+
+    The counting functions are the jax backends' (``jax_common``), so a function case's counts and
+    jax.jit's mean the same. A jitted ``fn`` is lowered by its own ``lower``; anything else through
+    ``jax.jit(fn)``.
+    """
+    import jax
+
+    from . import jax_common
+
+    out = {"jaxpr_eqns": jax_common.jaxpr_equations(jax.make_jaxpr(fn)(*args))}
+    lower = getattr(fn, "lower", None)
+    lowered = lower(*args) if callable(lower) else jax.jit(fn).lower(*args)
+    out["hlo_ops"] = jax_common.hlo_ops(lowered.as_text())
+    return out
+
+
+def _uses_torch(args) -> bool:
+    if "torch" not in sys.modules:
+        return False
+    import torch
+
+    return any(isinstance(leaf, torch.Tensor) for leaf in _leaves(args))
+
+
+def torch_counters(result) -> dict[str, int]:
+    """What torch shows of ``fn``'s first call: Dynamo's own counters when it compiled anything, else the
+    autograd graph behind the result's first tensor that has one (an eager step).
+
+    Dynamo's counters are the process's, read after the first call (``FunctionEngine.first_done``):
+    ``graphs`` (its unique graphs), ``graph_breaks``, ``recompiles`` (guard failures) and
+    ``captured_ops`` (the calls it captured into its FX graphs, ``counters["stats"]["calls_captured"]``:
+    not ``fx_nodes``, which the torch.compile backend counts from its own graphs' nodes). A function
+    that is not ``torch.compile``'d leaves them at zero and is counted as eager.
+    """
+    from collections import Counter
+
+    utils = sys.modules.get("torch._dynamo.utils")
+    stats = utils.counters.get("stats", {}) if utils is not None else {}
+    if stats.get("unique_graphs"):
+        return {"graphs": int(stats["unique_graphs"]),
+                "graph_breaks": int(sum(utils.counters.get("graph_break", Counter()).values())),
+                "recompiles": int(sum(len(v) for v in utils.guard_failures.values())),
+                "captured_ops": int(stats.get("calls_captured", 0))}
+    from . import torch_common
+
+    for leaf in _leaves(result):
+        if getattr(leaf, "grad_fn", None) is not None:
+            return {"autograd_nodes": torch_common.autograd_nodes(leaf)}
+    return {}
+
+
+def framework_counters(fn, args, result=None) -> dict[str, int]:
+    """The structural counters of the framework ``fn`` runs on; ``{}`` when none applies or they cannot be read.
+
+    A function jax cannot trace again (side effects, a host callback it refuses) keeps its
+    timings; it has no structural counters, so the gate's structural tier leaves it to the
+    instruction and time tiers rather than deciding on a partial count.
+    """
+    if _uses_jax((args, result)):
+        try:
+            return jax_counters(fn, args)
+        except Exception:  # noqa: BLE001 (the user's function, traced outside the measured call)
+            return {}
+    return {}
+
+
+class FunctionEngine(Engine):
+    """``fn(*args)``: its first call is the first gradient (one indivisible ``execute`` phase)."""
+
+    def __init__(self, fn, args: tuple):
+        self.fn, self.args = fn, args
+        self.first: dict[str, int] = {}
+        self.result = None
+
+    def gradient(self) -> Any:
+        return ready(self.fn(*self.args))
+
+    def first_done(self, result) -> None:
+        """Called by the probe after the first call's clock: what must be read before a second call changes it
+        (torch's process-wide Dynamo counters, the result's autograd graph)."""
+        self.result = result
+        if _uses_torch((self.args, result)):
+            try:
+                self.first = torch_counters(result)
+            except Exception:  # noqa: BLE001 (a torch without these counters: none, rather than a wrong one)
+                self.first = {}
+
+    def to_numpy(self, result):
+        return first_scalar(result), {}
+
+    def counters(self) -> dict[str, Any]:
+        return {**framework_counters(self.fn, self.args, self.result), **self.first}
+
+
+class FunctionBackend(Backend):
+    """The backend every function case names: it imports nothing itself (the function's module does)."""
+
+    name = NAME
+    framework = "python"
+    modules = ()
+    supports = {"params": ("args",), "chain": ("unrolled",)}
+    description = "a library's own function: case() -> (fn, args), first call of fn(*args)"
+
+
+__all__ = ["ENV", "GROUP", "NAME", "VARIANT", "FunctionBackend", "FunctionEngine", "build", "declare",
+           "declared_table", "entry", "framework_counters", "is_function", "load", "names", "ready"]
