@@ -19,7 +19,7 @@ from ..engines.base import GRADIENT_PHASES
 from .format import strict_json
 from .verdict import Record
 
-__all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
+__all__ = ["Attribution", "CLEAR_T", "CallDelta", "CODE_KINDS", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
            "PhaseDelta", "not_a_cause"]
 
 #: The phases attributed, in process order (the registry's).
@@ -148,6 +148,39 @@ class FunctionDelta(Record):
                 "clear": self.clear}
 
 
+#: Whose code a Python function is: the measured project's (its install of the revision) or anyone else's (the
+#: frameworks, ttfg when the project is not ttfg, the standard library), in the order they are listed.
+CODE_KINDS = ("project", "framework")
+
+
+@dataclass
+class CallDelta(Record):
+    """One Python function's call count in the first gradient on both sides (cProfile, one process a side).
+
+    ``file`` is the path inside the side's install (``mylab/ops.py``) for the project's code, and inside
+    ``site-packages`` or the standard library for the rest, so that one function matches across two sides that are
+    installed in two folders. Counts are exact: a function one side never called has a count of 0 there."""
+
+    fn: str
+    file: str
+    line: int | None
+    base: int
+    head: int
+    #: One of :data:`CODE_KINDS`.
+    code: str = "framework"
+
+    @property
+    def delta(self) -> int:
+        return self.head - self.base
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "delta": self.delta, "where": self.where}
+
+
 @dataclass
 class Attribution:
     """Where one case's change went."""
@@ -170,6 +203,15 @@ class Attribution:
     #: wrote ``gate.json``), kept so that the file is written back as it was read; None for one just computed, and
     #: then not written (the gate's presenter adds it).
     headline: str | None = None
+    #: Python functions whose call count in the first gradient changed (``decide/python_calls.py``): the project's
+    #: first, then the frameworks', each by the size of the change; empty where no calls process ran on both sides.
+    calls: list[CallDelta] = field(default_factory=list)
+    #: What the call counts came from, or why there are none (one line), where a calls process was asked for.
+    calls_note: str | None = None
+
+    def grown_calls(self, code: str = "project", top: int = 5) -> list[CallDelta]:
+        """The ``top`` functions of ``code`` (one of :data:`CODE_KINDS`) whose call count grew most."""
+        return sorted((c for c in self.calls if c.code == code and c.delta > 0), key=lambda c: -c.delta)[:top]
 
     def largest_phase(self) -> PhaseDelta | None:
         """The phase inside the metric that changed most: by its counted instructions when the phases were
@@ -247,7 +289,8 @@ class Attribution:
                 "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
-                "notes": list(self.notes), **({} if self.headline is None else {"headline": self.headline})}
+                "notes": list(self.notes), **({} if self.headline is None else {"headline": self.headline}),
+                "calls": [c.to_json() for c in self.calls], "calls_note": self.calls_note}
 
     @classmethod
     def from_json(cls, data: dict) -> "Attribution":
@@ -260,4 +303,8 @@ class Attribution:
                    [CounterDelta.from_json(c) for c in data.get("counters") or []],
                    [FunctionDelta.from_json(f) for f in data.get("functions") or []],
                    dict(data.get("function_samples") or {}), list(data.get("function_notes") or []),
-                   list(data.get("notes") or []), data.get("headline"))
+                   list(data.get("notes") or []), data.get("headline"),
+                   # A file written before call counts existed has neither key: no calls, as before.
+                   [CallDelta(c["fn"], c["file"], c.get("line"), int(c["base"]), int(c["head"]),
+                              c.get("code") or "framework") for c in data.get("calls") or []],
+                   data.get("calls_note"))

@@ -1,0 +1,102 @@
+"""Python call counts per function, base against head: the project's functions named first, with file:line.
+
+In-process: the gate runs with the fake sampler of test_gate_policy.py, whose calls processes say head calls the
+project's ``_scale_step`` (``mylab/ops.py:4``) 20,000 times and a framework's ``vspace`` 1,000 times more; the
+diff, gate.json (written and read back through its strict reader) and summary.md must all name them, in that order.
+One real gate (slow) does the same with real processes on a user's project.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ttfg.decide import python_calls
+from ttfg.present.gate_views import gate_markdown
+from ttfg.results import gate_file
+from ttfg.results.attribution_record import Attribution
+from ttfg.results.format import ResultsError
+from ttfg.results.gate_document import document
+
+from tests.test_gate_policy import calls_sample, gate_with, noisy, sides  # noqa: F401  (fixtures)
+
+
+def test_a_file_is_the_projects_under_its_install_and_a_frameworks_inside_site_packages_or_the_stdlib():
+    assert python_calls.locate("/installs/head/mylab/ops.py", ["/installs/head"]) == ("project", "mylab/ops.py")
+    assert python_calls.locate("/envs/x/lib/python3.11/site-packages/autograd/core.py", ["/installs/head"]) \
+        == ("framework", "autograd/core.py")
+    assert python_calls.locate("/usr/lib/python3.11/functools.py", []) == ("framework", "functools.py")
+    assert python_calls.roots(SimpleNamespace(installed=SimpleNamespace(root=Path("/installs/base")))) \
+        == ["/installs/base"]
+    assert python_calls.roots(SimpleNamespace(installed=None)) == []
+
+
+def test_the_diff_matches_functions_across_two_install_folders_and_lists_the_projects_first():
+    base, head = calls_sample("base", 0).calls_top, calls_sample("head", 0).calls_top
+    out = python_calls.diff(base, head, ["/installs/base"], ["/installs/head"])
+    assert [(c.code, c.fn, c.where, c.base, c.head) for c in out] == [
+        ("project", "_scale_step", "mylab/ops.py:4", 0, 20_000),
+        ("framework", "vspace", "autograd/core.py:288", 4780, 5780)]
+    # scale moved from line 4 to 9 and is called once on both sides: matched by name and file, not a change.
+    assert not any(c.fn == "scale" for c in out)
+    # Without the install folders nothing is the project's, and nothing is lost either.
+    assert {c.code for c in python_calls.diff(base, head, [], [])} == {"framework"}
+
+
+def test_two_functions_of_one_name_in_one_file_are_kept_apart_by_their_line():
+    base = [{"fn": "<lambda>", "file": "/i/b/m.py", "line": 3, "incl": 5, "self": 5},
+            {"fn": "<lambda>", "file": "/i/b/m.py", "line": 7, "incl": 2, "self": 2}]
+    head = [{"fn": "<lambda>", "file": "/i/h/m.py", "line": 3, "incl": 5, "self": 5},
+            {"fn": "<lambda>", "file": "/i/h/m.py", "line": 7, "incl": 9, "self": 9}]
+    (only,) = python_calls.diff(base, head, ["/i/b"], ["/i/h"])
+    assert (only.where, only.delta) == ("m.py:7", 7)
+
+
+def test_a_regressed_gate_counts_calls_once_a_side_and_summary_md_names_the_projects_function_first(
+        gate_with, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(python_calls, "roots", lambda side: [f"/installs/{side.role}"])
+    outcome, fake = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    (case,) = outcome.cases
+    assert case.verdict.verdict == "regressed"
+    assert sorted(fake.counted) == [(case.case, "base", 0), (case.case, "head", 0)]
+    a = outcome.attributions[case.case]
+    assert [(c.fn, c.where, c.delta) for c in a.grown_calls("project")] == [("_scale_step", "mylab/ops.py:4", 20_000)]
+    assert "one process a side" in a.calls_note
+    text = gate_markdown(outcome)
+    where = text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("**Where it went**")))
+    project, framework = text.splitlines()[where + 1: where + 3]
+    assert project == ("  - Python functions called more in your code: `_scale_step` (`mylab/ops.py:4`) +20,000")
+    assert framework.startswith("  - Python functions called more in the frameworks' code: `vspace` "
+                                "(`autograd/core.py:288`) +1,000")
+    # gate.json keeps the diff, and its one reader gives it back as the same records.
+    (tmp_path / "g").mkdir()
+    path = tmp_path / "g" / "gate.json"
+    path.write_text(gate_file.dumps(document(outcome)))
+    back = gate_file.load(path).outcome.attributions[case.case]
+    assert [(c.code, c.fn, c.where, c.base, c.head) for c in back.calls] == \
+        [(c.code, c.fn, c.where, c.base, c.head) for c in a.calls]
+    assert back.calls_note == a.calls_note
+
+
+def test_a_gate_json_without_call_counts_reads_as_before_and_a_broken_entry_is_refused(gate_with, tmp_path):  # noqa: F811
+    outcome, _ = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    raw = json.loads(gate_file.dumps(document(outcome)))
+    attribution = raw["cases"][0]["attribution"]
+    for key in ("calls", "calls_note"):
+        attribution.pop(key)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(raw))
+    back = gate_file.load(old).outcome.attributions[outcome.cases[0].case]
+    assert back.calls == [] and back.calls_note is None
+    assert Attribution.from_json({"case": "c"}).calls == []
+    attribution["calls"] = [{"fn": "f", "file": "m.py", "line": 3, "base": "many", "head": 2, "code": "project"}]
+    old.write_text(json.dumps(raw))
+    with pytest.raises(ResultsError, match=r"calls\[0\]\.base"):
+        gate_file.load(old)
+    attribution["calls"] = [{"fn": "f", "file": "m.py", "line": 3, "base": 1, "head": 2, "code": "theirs"}]
+    old.write_text(json.dumps(raw))
+    with pytest.raises(ResultsError, match=r"calls\[0\]\.code"):
+        gate_file.load(old)
