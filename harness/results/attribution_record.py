@@ -289,8 +289,9 @@ class Attribution:
                 "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
-                "notes": list(self.notes), **({} if self.headline is None else {"headline": self.headline}),
-                "calls": [c.to_json() for c in self.calls], "calls_note": self.calls_note}
+                "notes": list(self.notes), "calls": [c.to_json() for c in self.calls], "calls_note": self.calls_note,
+                # last: the presenter adds it to a just-computed attribution (gate_views.presented_document)
+                **({} if self.headline is None else {"headline": self.headline})}
 
     @classmethod
     def from_json(cls, data: dict) -> "Attribution":
