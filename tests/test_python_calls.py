@@ -100,3 +100,59 @@ def test_a_gate_json_without_call_counts_reads_as_before_and_a_broken_entry_is_r
     old.write_text(json.dumps(raw))
     with pytest.raises(ResultsError, match=r"calls\[0\]\.code"):
         gate_file.load(old)
+
+
+# ---------------------------------------------------------------------------- callgrind: folded frames, self <= incl
+
+
+def callgrind(user_self: int, helper_self: int, pool_self: int) -> str:
+    """A hand-made callgrind dump: ``main`` -> the eval loop <-> ``_PyFunction_Vectorcall`` (a recursion); the eval
+    loop -> ``user_work`` and ``shrinking`` -> ``helper_big``; ``PyCell_New``; XLA's pool on a thread of its own,
+    started by ``start_thread`` -> ``clone``."""
+    return "\n".join([
+        "# callgrind format", "version: 1", "creator: callgrind-3.19.0", "pid: 7", "cmd: python", "part: 1", "",
+        "desc: Trigger: Client Request: ttfg:first_gradient", "positions: line", "events: Ir", "",
+        "ob=python", "fl=x.c", "fn=main", "1 10",
+        "cfl=Python/ceval.c", "cfn=_PyEval_EvalFrameDefault", "calls=1 1", f"1 {250 + user_self + 5 + helper_self}",
+        "", "fl=Python/ceval.c", "fn=_PyEval_EvalFrameDefault", "100 100",
+        "cfl=Objects/call.c", "cfn=_PyFunction_Vectorcall", "calls=3 1", "100 120",
+        "cfl=mylib.c", "cfn=user_work", "calls=1 1", f"101 {user_self}",
+        "cfl=mylib.c", "cfn=shrinking", "calls=1 1", f"102 {5 + helper_self}", "",
+        "fl=Objects/call.c", "fn=_PyFunction_Vectorcall", "5 20",
+        "cfl=Python/ceval.c", "cfn=_PyEval_EvalFrameDefault", "calls=3 1", "6 100", "",
+        "fl=Objects/cellobject.c", "fn=PyCell_New", "9 30", "",
+        "fl=mylib.c", "fn=user_work", f"20 {user_self}", "",
+        "fn=shrinking", "40 5", "cfn=helper_big", "calls=1 1", f"41 {helper_self}", "",
+        "fn=helper_big", f"60 {helper_self}", "",
+        "fl=tsl/platform/threadpool.cc", "fn=tsl::thread::EigenEnvironment::CreateThread()::{lambda()#1}::operator()",
+        f"70 {pool_self}", "",
+        "fl=???", "fn=start_thread", "0 3", "cfn=clone", "calls=1 0", "0 4", "fn=clone", "0 4", ""])
+
+
+def test_callgrind_lists_fold_dispatch_and_pool_frames_and_never_show_a_self_change_above_the_inclusive(tmp_path):
+    """Base: ``user_work`` 50, ``shrinking`` 5 calling ``helper_big`` 295; head: ``user_work`` 500, ``helper_big`` 95.
+    Each side keeps its 5 largest functions, so ``shrinking`` is in base's list only: the old bound made its self
+    change "<= +495" against an inclusive "<= +200" and named it as what grew."""
+    from ttfg.decide.attribution import function_deltas
+    from ttfg.measure import instructions
+
+    lists = {}
+    for role, args in (("base", (50, 295, 900)), ("head", (500, 95, 1000))):
+        path = tmp_path / f"callgrind.out.{role}"
+        path.write_text(callgrind(*args))
+        prof = instructions.parse_file(path)
+        for c in prof.functions.values():
+            assert c.self <= c.incl, (role, c)
+        # The recursion through the eval loop and vectorcall is counted once: its members' selves and calls out.
+        loop = prof.functions[("_PyEval_EvalFrameDefault", "Python/ceval.c")]
+        assert loop.incl == 100 + 20 + args[0] + 5 + args[1] and loop.incl <= prof.total
+        lists[role] = [c.to_json() for c in instructions.merge([prof], top=5).top]
+    rows = function_deltas([lists["base"]], [lists["head"]])
+    assert {r.fn for r in rows} == {"main", "user_work", "shrinking"}  # dispatch, cells, pool, threads folded
+    for r in rows:
+        assert r.delta_self is None or r.delta_self <= r.delta_incl, r
+    shrinking = next(r for r in rows if r.fn == "shrinking")
+    assert shrinking.presence == "base only" and shrinking.delta_self is None
+    a = Attribution("c", "first_grad_s", False, None, functions=rows)
+    top = a.top_function("instructions")
+    assert (top.fn, top.where, top.delta_self) == ("user_work", "mylib.c:20", 200)

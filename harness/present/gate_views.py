@@ -400,7 +400,7 @@ def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FU
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
     mine = [f for f in functions if f.unit == unit and _grew(f) > 0
             and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)
-                                   or not_a_cause(f.fn)))]
+                                   or not_a_cause(f.fn, f.file)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 

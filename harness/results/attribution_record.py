@@ -32,18 +32,25 @@ CLEAR_T = 3.0
 #: A timed phase change from fewer pairs than this is no finding (``PhaseDelta.finding``).
 MIN_PAIRS = 3
 #: Functions that run whatever work is handed to them: a native runtime's thread pool (XLA's Eigen pool, its
-#: workers' loops, thread start) and the interpreter's dispatch (the eval loop, call slots). Their cost grows with any
-#: change, so they name no cause and are never the headline function (an XLA pool frame and CPython's
-#: ``_PyEval_EvalFrameDefault`` were listed as where a comment-only pull request's time went).
+#: workers' loops, thread start) and the interpreter's dispatch (the eval loop, call slots, vectorcall, frames and
+#: cells, reference counting, generators resumed). Their cost grows with any change, so they name no cause and are
+#: never the headline function (an XLA pool frame and CPython's ``_PyEval_EvalFrameDefault`` were listed as where a
+#: comment-only pull request's time went; ``_PyFunction_Vectorcall``, ``PyCell_New`` and ``gen_iternext`` as where a
+#: pure-Python change to autograd's first gradient went).
 _NOT_A_CAUSE = re.compile(
     r"ThreadPool|WorkerLoop|EigenEnvironment|tsl::thread|tsl::Env|std::thread|start_thread|thread_start|^clone3?$"
-    r"|_PyEval_EvalFrame|PyEval_EvalCode|PyObject_Vectorcall|_PyObject_(Make)?Call|_PyObject_VectorcallTstate"
-    r"|slot_tp_call|cfunction_call|cfunction_vectorcall|method_vectorcall|_PyFunction_Vectorcall|^PyObject_Call")
+    r"|^_Py|^Py\w*_(Call|Vectorcall)|^PyEval_|^PyCell_|^PyFrame_|^PyObject_Vectorcall|^PyObject_Call"
+    r"|slot_tp_call|cfunction_call|cfunction_vectorcall|method_vectorcall|vectorcall|^gen_(iternext|send_ex)"
+    r"|^frame_dealloc|^func_dealloc|^cell_dealloc|^call_function|^do_call_core")
+#: The interpreter's dispatch by source file (callgrind names CPython's C files by their path in its build tree).
+_DISPATCH_FILES = re.compile(r"(^|/)Python/ceval[^/]*\.[ch]$|(^|/)Objects/(call|frameobject|cellobject)\.c$"
+                             r"|(^|/)Include/(internal/)?pycore_(ceval|call|frame|pystate)\.h$")
 
 
-def not_a_cause(fn: str) -> bool:
-    """Whether ``fn`` is a runtime's thread-pool or the interpreter's dispatch function (:data:`_NOT_A_CAUSE`)."""
-    return bool(_NOT_A_CAUSE.search(fn or ""))
+def not_a_cause(fn: str, file: str = "") -> bool:
+    """Whether ``fn`` (in ``file``) is a runtime's thread-pool or the interpreter's dispatch (:data:`_NOT_A_CAUSE`):
+    folded, never listed as the function that grew."""
+    return bool(_NOT_A_CAUSE.search(fn or "") or _DISPATCH_FILES.search(file or ""))
 
 
 @dataclass
@@ -250,7 +257,7 @@ class Attribution:
         units = self.units()
         if not units:
             return None
-        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn)]
+        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn, f.file)]
         known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
         clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
         if clear or known:
