@@ -21,6 +21,7 @@ from ttfg.results.attribution_record import Attribution
 from ttfg.results.format import ResultsError
 from ttfg.results.gate_document import document
 
+from tests.conftest import GitRepo
 from tests.test_gate_policy import calls_sample, gate_with, noisy, sides  # noqa: F401  (fixtures)
 
 
@@ -156,3 +157,53 @@ def test_callgrind_lists_fold_dispatch_and_pool_frames_and_never_show_a_self_cha
     a = Attribution("c", "first_grad_s", False, None, functions=rows)
     top = a.top_function("instructions")
     assert (top.fn, top.where, top.delta_self) == ("user_work", "mylib.c:20", 200)
+
+
+# ---------------------------------------------------------------------------- one real gate
+
+#: mylab's scale calling a helper of its own 20,000 times: pure-Python work in the first gradient, on line 4.
+CALLS_OPS = '''"""The lab's own operations, called in every forward pass."""
+
+
+def _mylab_scale_step(i: int) -> int:
+    """One step of a needless checksum."""
+    return (i * 31) % 1_000_003
+
+
+def scale(x):
+    """The lab's output scaling, after a needless checksum."""
+    total = 0
+    for i in range(20_000):
+        total += _mylab_scale_step(i)
+    return x * 1.0
+'''
+
+
+@pytest.mark.slow
+def test_a_real_gate_names_the_projects_function_called_more_first_with_its_file_and_line(tmp_path):
+    """mylab (tests/user_project.py) at a head that is deeper (the structural tier flags it) and whose ``scale``
+    calls ``_mylab_scale_step`` 20,000 times: the gate's calls processes (one a side) name that function and
+    ``mylab/ops.py:4`` first under summary.md's "where it went", before any framework's function."""
+    from tests.test_user_project import gate
+    from tests.user_project import make_mylab, write_project
+
+    lab = make_mylab(tmp_path)
+    history = GitRepo(lab["repo"])
+    history.git("checkout", "-q", "-b", "calls", lab["first"])
+    write_project(lab["repo"], depth=8)
+    (lab["repo"] / "src" / "mylab" / "ops.py").write_text(CALLS_OPS)
+    head = history.commit("deeper, and a scale that calls a helper 20,000 times", stage="tracked")
+    history.git("checkout", "-q", "main")
+    out = gate(lab, "--base", lab["first"], "--head", head, "--model", "mylab_mlp", "--backend", "mylab.autograd",
+               "--tiers", "structural", "--profiles", "1", "--out-dir", str(tmp_path / "out"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    where = next(i for i, line in enumerate(lines) if line.startswith("**Where it went**"))
+    assert lines[where + 1].startswith("  - Python functions called more in your code: `_mylab_scale_step` "
+                                       "(`mylab/ops.py:4`) +20,000"), lines[where:where + 3]
+    assert lines[where + 2].startswith("  - Python functions called more in the frameworks' code: ")
+    doc = gate_file.load(tmp_path / "out" / "gate.json")
+    (a,) = doc.outcome.attributions.values()
+    first = a.calls[0]
+    assert (first.code, first.fn, first.where, first.base, first.head) == \
+        ("project", "_mylab_scale_step", "mylab/ops.py:4", 0, 20_000)
