@@ -207,3 +207,15 @@ def test_a_real_gate_names_the_projects_function_called_more_first_with_its_file
     first = a.calls[0]
     assert (first.code, first.fn, first.where, first.base, first.head) == \
         ("project", "_mylab_scale_step", "mylab/ops.py:4", 0, 20_000)
+    # ttfg explain on the gate's folder: the same function first in its call-count table.
+    import os
+    import re
+    import subprocess
+
+    shown = subprocess.run([str(lab["python"]), "-m", "ttfg", "explain", str(tmp_path / "out")], capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "COLUMNS": "120"}, cwd=lab["repo"])
+    lines = shown.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if "calls head" in line)  # the call-count table's header
+    rows = lines[header + 2:]
+    assert re.match(r"_mylab_scale_step\s+your code\s+\+20,000\s+20,000$", rows[0].strip()), shown.stdout[-2000:]
+    assert rows[1].strip() == "mylab/ops.py:4"

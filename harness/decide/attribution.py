@@ -382,9 +382,20 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     chosen = common if case is None else [c for c in common if c == case or fnmatch.fnmatchcase(c, case)]
     if not chosen:
         raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
+    from .python_calls import attribute_calls, recorded_roots
+
     held = held or {}
-    return [a for c in chosen
-            if (a := held.get(c) or attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
+    out = []
+    for c in chosen:
+        a = held.get(c)
+        if a is None and (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None:
+            # The gate's calls samples, where the files hold them (a gate's base.json and head.json).
+            calls, note = attribute_calls(base.case(c), head.case(c), recorded_roots(base), recorded_roots(head))
+            if calls or any(s.kind == "calls" for s in base.case(c).samples + head.case(c).samples):
+                a.calls, a.calls_note = calls, note
+        if a is not None:
+            out.append(a)
+    return out
 
 
 __all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",

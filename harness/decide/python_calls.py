@@ -128,4 +128,12 @@ def roots(side) -> list[str]:
     return [str(installed.root)] if installed is not None and getattr(installed, "root", None) else []
 
 
-__all__ = ["KEEP", "SHOWN", "attribute_calls", "diff", "locate", "roots", "take_calls"]
+def recorded_roots(results) -> list[str]:
+    """The folder a results file's side ran its project from, as the gate recorded it
+    (``environment.side.install.root``); none for a file without a side (``ttfg run``'s)."""
+    side = (getattr(results, "environment", None) or {}).get("side") or {}
+    root = (side.get("install") or {}).get("root") if isinstance(side, dict) else None
+    return [root] if isinstance(root, str) and root else []
+
+
+__all__ = ["KEEP", "SHOWN", "attribute_calls", "diff", "locate", "recorded_roots", "roots", "take_calls"]
