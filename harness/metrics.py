@@ -38,7 +38,7 @@ COUNTER_PREFIX = "counters."
 #: The instruction sample's field holding instructions per phase (``{phase: count}``).
 INSTRUCTION_PHASES = "instructions_phases"
 #: Sample kinds of the results format, in the order their metrics are listed.
-SAMPLE_KINDS = ("timing", "allocations", "instructions", "profile")
+SAMPLE_KINDS = ("timing", "allocations", "instructions", "profile", "calls")
 #: Units, how asv calls them, and the Python type of a stored value.
 UNITS = ("s", "bytes", "count", "ratio")
 _ASV_UNIT = {"s": "seconds", "bytes": "bytes", "count": "count", "ratio": "ratio"}
@@ -284,6 +284,7 @@ REQUIRED_WHEN_OK = {
     "allocations": ("alloc_count", "alloc_bytes"),
     "instructions": ("instructions",),
     "profile": ("profile_top",),  # sampled stacks: no metric, the attribution's function list
+    "calls": ("calls_top",),  # Python call counts: no metric, the attribution's Python-level diff
 }
 #: Measurements that may legitimately be zero: a phase the backend skipped, a tiny build.
 ZERO_ALLOWED = frozenset({"trace_s", "lower_s", "compile_s", "execute_s", "build_s", "second_grad_s"})

@@ -48,6 +48,23 @@ def profile_sample(role: str, index: int) -> Sample:
                   process_wall_s=1.0, profile_top=top, profile_tool="pyinstrument (fake)")
 
 
+def calls_sample(role: str, index: int) -> Sample:
+    """Python call counts in which head calls the project's ``_scale_step`` 20,000 times (base: never) and a
+    framework's ``vspace`` 1,000 times more; paths are under each side's own folder, as installs are."""
+    root, site = f"/installs/{role}", f"/envs/{role}/lib/python3.11/site-packages"
+    extra = 1 if role == "head" else 0
+    top = [{"fn": "vspace", "file": f"{site}/autograd/core.py", "line": 288, "incl": 4780 + 1000 * extra,
+            "self": 4780 + 1000 * extra},
+           {"fn": "MylabEngine.__init__.<locals>.loss", "file": f"{root}/mylab/ttfg_plugin.py", "line": 33, "incl": 1,
+            "self": 1},
+           {"fn": "scale", "file": f"{root}/mylab/ops.py", "line": 9 if extra else 4, "incl": 1, "self": 1}]
+    if extra:
+        top.insert(0, {"fn": "_scale_step", "file": f"{root}/mylab/ops.py", "line": 4, "incl": 20_000,
+                       "self": 20_000})
+    return Sample(kind="calls", ok=True, index=index, cache="cold", started_at="2026-12-02T00:00:00+00:00",
+                  process_wall_s=1.0, calls_top=top, calls_tool="cProfile call counts (fake)")
+
+
 def failed(index: int, error: str) -> Sample:
     return Sample(kind="timing", ok=False, index=index, cache="cold", error=error, stderr_tail="",
                   started_at="2026-12-02T00:00:00+00:00", process_wall_s=1.0)
@@ -69,6 +86,8 @@ class FakeSampler:
         self.calls: list[tuple[str, str, int]] = []
         self.profiles: list[tuple[str, str, int]] = []
         self.profile = profile_sample
+        self.counted: list[tuple[str, str, int]] = []
+        self.call_counts = calls_sample
 
     def monotonic(self) -> float:
         return self.now
@@ -80,6 +99,9 @@ class FakeSampler:
         if kind == "profile":  # sampled stacks, after the decision: outside the clock and the pair calls
             self.profiles.append((case.id, role, index))
             return self.profile(role, index)
+        if kind == "calls":  # Python call counts, after the decision, with the stacks
+            self.counted.append((case.id, role, index))
+            return self.call_counts(role, index)
         self.calls.append((case.id, role, index))
         self.now += self.wall_s
         answer = self.script[role](index)

@@ -123,7 +123,8 @@ def add_decision(parser: argparse.ArgumentParser) -> None:
                              "(default: 1)")
     parser.add_argument("--profiles", type=options.count(0, options.MAX_REPEAT, "--profiles"), default=3, metavar="N",
                         help="for each regressed case, N processes per side with sampled Python stacks (pyinstrument), "
-                             "for the function-level attribution; 0: none (default: 3)")
+                             "and one counting Python calls (cProfile), for the function-level attribution; 0: none "
+                             "(default: 3)")
 
 
 def add_snapshot_limit(parser: argparse.ArgumentParser) -> None:

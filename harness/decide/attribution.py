@@ -37,7 +37,7 @@ from .. import metrics
 from ..errors import UsageError
 # The attribution's records (one type for the gate that computes them and every reader of gate.json).
 from ..results.attribution_record import (FUNCTION_SOURCES, PHASES, Attribution, CounterDelta, FunctionDelta,
-                                          PhaseDelta)
+                                          PhaseDelta, not_a_cause)
 from ..results.format import is_number
 from ..results.model import CaseResult, Results, Sample
 
@@ -187,10 +187,12 @@ def _side_functions(lists: list[list[dict]]) -> tuple[dict[tuple, dict], float |
                                         "file": str(e.get("file") or "?")})
             slot["incl"].append(float(e["incl"]))
             if _number(e.get("self")) is not None:
-                slot["self"].append(float(e["self"]))
+                slot["self"].append(min(float(e["self"]), float(e["incl"])))
     n = len(lists)
+    # Self never exceeds inclusive (a list's entry whose self does is clamped: its own cost is inside the inclusive).
     out = {key: {"fn": v["fn"], "file": v["file"], "line": v["line"] if isinstance(v["line"], int) else None,
-                 "incl": _median(v["incl"]), "self": _median(v["self"]),
+                 "incl": _median(v["incl"]),
+                 "self": None if not v["self"] else min(_median(v["self"]), _median(v["incl"])),
                  # One self value per list, 0 where the list lacks the function (it was below the list's end).
                  "self_values": v["self"] + [0.0] * (n - len(v["self"]))} for key, v in per.items()}
     return out, (max(floors) if floors else None)
@@ -210,6 +212,21 @@ def _self_t(base_values: list[float], head_values: list[float], unit: str) -> fl
     vh = statistics.variance(head_values) if nh > 1 else 0.0
     se = math.sqrt(vb / nb + vh / nh + RESOLUTION.get(unit, 0.0) ** 2 / min(nb, nh))
     return (mh - mb) / se if se > 0 else math.nan
+
+
+def fold(lists: list[list[dict]]) -> list[list[dict]]:
+    """Each list without the interpreter's dispatch and the runtimes' worker-thread frames (``not_a_cause``).
+
+    Why: their cost is the cost of whatever ran through them (the eval loop holds every Python function; XLA's
+    pool every compile task), so their inclusive counts repeat the change and their self counts are the
+    interpreter's overhead of it; listed, they were named as "the function that grew". The Python function that
+    called into them is named by the call counts and sampled stacks of the same attribution."""
+    out = []
+    for entries in lists:
+        kept = [e for e in entries if not not_a_cause(e["fn"], str(e.get("file") or ""))]
+        if kept:
+            out.append(kept)
+    return out
 
 
 def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], top: int = TOP,
@@ -234,6 +251,9 @@ def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], 
     """
     if not base_lists or not head_lists:
         return []
+    base_lists, head_lists = fold(base_lists), fold(head_lists)
+    if not base_lists or not head_lists:
+        return []
     base, base_floor = _side_functions(base_lists)
     head, head_floor = _side_functions(head_lists)
     out = []
@@ -248,16 +268,21 @@ def function_deltas(base_lists: list[list[dict]], head_lists: list[list[dict]], 
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], h["incl"], b["self"], h["self"],
                                      h["incl"] - b["incl"], d_self, unit=unit, self_t=t))
         elif h:
-            # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew
-            # by at least this much.
+            # Not in base's lists: its base counts (self <= inclusive) are below base's floor, so it grew by at
+            # least this much (self's bound is never above inclusive's: h.self <= h.incl).
             floor = base_floor or 0.0
             out.append(FunctionDelta(ref["fn"], ref["file"], line, None, h["incl"], None, h["self"],
                                      h["incl"] - floor, None if h["self"] is None else h["self"] - floor,
                                      "head only", unit, t))
         else:
+            # Not in head's lists: its head inclusive count is below head's floor, so it shrank by at least
+            # ``b.incl - floor`` when that is positive. Its head self count is unknown below that floor: the
+            # old bound ``floor - b.self`` read "self <= +500,170,986 (+1,282,489,708 %), inclusive <= +287,110,442"
+            # and was taken for the function that grew most.
             floor = head_floor or 0.0
+            d_self = None if b["self"] is None else floor - b["self"]
             out.append(FunctionDelta(ref["fn"], ref["file"], line, b["incl"], None, b["self"], None,
-                                     floor - b["incl"], None if b["self"] is None else floor - b["self"],
+                                     floor - b["incl"], d_self if d_self is not None and d_self < 0 else None,
                                      "base only", unit, t))
     out = [f for f in out if f.delta_incl != 0 or f.presence != "both"]
     out.sort(key=lambda f: (-abs(f.delta_incl), -abs(f.delta_self or 0.0)))
@@ -312,6 +337,12 @@ def attribute(base: CaseResult | None, head: CaseResult | None, metric: str = "f
         out.function_notes += [n for n in dict.fromkeys(b_notes + h_notes) if n not in out.function_notes]
         if b_lists and h_lists:
             out.functions += function_deltas(b_lists, h_lists, top, unit)
+            folded = {e["fn"] for entries in b_lists + h_lists for e in entries
+                      if not_a_cause(e["fn"], str(e.get("file") or ""))}
+            if folded:
+                out.notes.append(f"{what}: {len(folded)} interpreter-dispatch and worker-thread functions folded "
+                                 f"(never listed as what grew; their cost is their callers' work), such as "
+                                 + ", ".join(sorted(folded)[:3]))
         else:
             out.notes.append(f"{what} on {'head' if h_lists else 'base'} only: no function-level diff from them")
     if not out.functions:
@@ -351,9 +382,20 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     chosen = common if case is None else [c for c in common if c == case or fnmatch.fnmatchcase(c, case)]
     if not chosen:
         raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
+    from .python_calls import attribute_calls, recorded_roots
+
     held = held or {}
-    return [a for c in chosen
-            if (a := held.get(c) or attribute(base.case(c), head.case(c), metric, cache, top)) is not None]
+    out = []
+    for c in chosen:
+        a = held.get(c)
+        if a is None and (a := attribute(base.case(c), head.case(c), metric, cache, top)) is not None:
+            # The gate's calls samples, where the files hold them (a gate's base.json and head.json).
+            calls, note = attribute_calls(base.case(c), head.case(c), recorded_roots(base), recorded_roots(head))
+            if calls or any(s.kind == "calls" for s in base.case(c).samples + head.case(c).samples):
+                a.calls, a.calls_note = calls, note
+        if a is not None:
+            out.append(a)
+    return out
 
 
 __all__ = ["ALPHA", "Attribution", "FUNCTION_SOURCES", "CounterDelta", "FunctionDelta", "PHASES", "PhaseDelta", "TOP", "attribute",

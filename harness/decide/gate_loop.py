@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Callable
 from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
+from . import python_calls
 from . import unmeasured
 from . import tiers
 from . import warm_evidence
@@ -400,6 +401,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         outcomes = _outcomes(states, writers, settings, trails)
         if settings.profiles:
             _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
+            _count_calls(outcomes, states, sides, writers, settings, sampler, on_note, warm)
         finished = True
     finally:
         for writer in writers.values():
@@ -412,6 +414,10 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         if outcome.regressed_anything():
             outcome.attribution = attribute(results["base"].case(outcome.case), results["head"].case(outcome.case),
                                             metric=settings.metric, cache=_measured_cache(settings, outcome.case))
+            if outcome.attribution is not None:
+                outcome.attribution.calls, outcome.attribution.calls_note = python_calls.attribute_calls(
+                    results["base"].case(outcome.case), results["head"].case(outcome.case),
+                    python_calls.roots(base), python_calls.roots(head))
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
@@ -479,7 +485,7 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
 
 
 #: The tier each sample kind's processes are spent for (timing: the first pair is the structural tier's).
-COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "profile": "attribution",
+COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "profile": "attribution", "calls": "attribution",
               "coverage": "coverage"}
 
 
@@ -522,3 +528,19 @@ def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], s
                 if on_note:
                     on_note(f"profile {role} {st.case.id}: "
                             + (f"{len(sample.profile_top or [])} functions" if sample.ok else f"failed: {sample.error}"))
+
+
+def _count_calls(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
+                 writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
+                 on_note: Callable[[str], None] | None, warm: WarmDirs) -> None:
+    """One calls process per side of every regressed case (``decide/python_calls.py``): counts repeat exactly, so
+    one a side names the Python functions that grew. After the decision and outside the budget, like the stacks,
+    and turned off with them (``--profiles 0``); a side that cannot run has nothing to count."""
+    by_id = {st.case.id: st for st in states}
+    for outcome in outcomes:
+        st = by_id[outcome.case]
+        if not outcome.regressed_anything() or {BASE_BROKEN, HEAD_BROKEN} & {st.stop, outcome.stop}:
+            continue
+        python_calls.take_calls(st.case, sides, lambda role, s: writers[role].append(st.case.id, s),
+                                lambda role: _sample(sampler, st.case, "calls", 0, sides[role].run_settings(settings.run),
+                                                     warm.get((role, st.case.id))), on_note)

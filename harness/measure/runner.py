@@ -126,7 +126,7 @@ def _run_sample(case: Case, kind: str, cache: str, index: int, settings: RunSett
             return sample
         if kind == "timing":
             sample.update(timing_fields(data, spawned, usage, cache, entries_before))
-        elif kind in ("allocations", "profile"):
+        elif kind in ("allocations", "profile", "calls"):
             sample.update({k: data.get(k) for k in SAMPLE_FIELDS[kind]})
         else:
             try:

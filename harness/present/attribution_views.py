@@ -67,6 +67,30 @@ def function_name(f: FunctionDelta) -> str:
     return f"{f.fn} ({f.where})"
 
 
+#: Whose code each kind of call-count row is, as a reader is told.
+CODE_WORDS = {"project": "your code", "framework": "the frameworks' code"}
+
+
+def calls_lines(a: Attribution, top: int = 5) -> list[tuple[str, list[str]]]:
+    """Per kind of code (the project's first, then the frameworks'): a title and the ``top`` Python functions whose
+    call count in the first gradient grew most, one ``+N calls  fn (file:line)`` line each; kinds with none left out."""
+    out = []
+    for code, words in CODE_WORDS.items():
+        grown = a.grown_calls(code, top)
+        if grown:
+            out.append((f"Python functions called more in {words}",
+                        [f"{count_delta(c.delta)} calls  {c.fn} ({c.where})" for c in grown]))
+    return out
+
+
+CALLS_HEADER = ["function", "file:line", "code", "calls base", "calls head", "change"]
+
+
+def calls_rows(a: Attribution) -> list[list[str]]:
+    return [[c.fn, c.where, CODE_WORDS.get(c.code, c.code), fmt.count(c.base), fmt.count(c.head),
+             count_delta(c.delta)] for c in a.calls]
+
+
 def headline(a: Attribution) -> str:
     """One sentence: the total change, the phase that carried it, counters, the function to look at."""
     parts = []
@@ -182,7 +206,11 @@ def print_attribution(console, a: Attribution) -> None:
         rows = [[f"{r[0]}\n  {r[1]}", r[4], r[5], r[3]] for r in function_rows(a, unit)]
         console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
                                   ["function", "incl. change", "self change", "incl. head"], rows))
-    for note in a.function_notes + a.notes:
+    if a.calls:
+        rows = [[f"{r[0]}\n  {r[1]}", r[2], r[5], r[4]] for r in calls_rows(a)]
+        console.print(_rich_table(f"{a.case}: Python call counts of the first gradient, your code first",
+                                  ["function", "code", "change", "calls head"], rows))
+    for note in a.function_notes + a.notes + ([a.calls_note] if a.calls_note else []):
         console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
@@ -206,7 +234,10 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
         title = function_title(a, unit)
         lines += [f"{title[0].upper()}{title[1:]}:", ""]
         lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in function_rows(a, unit)]) + [""]
-    lines += [f"> {md(note)}" for note in a.function_notes + a.notes]
+    if a.calls:
+        lines += ["Python call counts of the first gradient (one process a side), your code first:", ""]
+        lines += table(CALLS_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in calls_rows(a)]) + [""]
+    lines += [f"> {md(note)}" for note in a.function_notes + a.notes + ([a.calls_note] if a.calls_note else [])]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
@@ -226,5 +257,6 @@ def attribution_context(a: Attribution) -> dict:
             "notes": a.function_notes + a.notes}
 
 
-__all__ = ["attribution_context", "attribution_markdown", "count_delta", "function_name", "headline",
+__all__ = ["CALLS_HEADER", "CODE_WORDS", "attribution_context", "attribution_markdown", "calls_lines", "calls_rows",
+           "count_delta", "function_name", "headline",
            "print_attribution", "seconds_delta"]

@@ -206,7 +206,8 @@ def which_counts_decided(step) -> str | None:
 
 def where_it_went(a) -> str:
     """One visible line for a regressed case: its largest phase change and the functions of the user's and the
-    framework's code whose own cost grew most (the full attribution is in the details)."""
+    framework's code whose own cost grew most, then, under it, the Python functions called more (the project's five,
+    the frameworks' three, each with its file:line); the full attribution is in the details."""
     from .markdown_table import cell
     from .untrusted import md, md_code
 
@@ -215,7 +216,14 @@ def where_it_went(a) -> str:
         parts = [f"no phase change from {MIN_PAIRS} or more pairs or from counts, so none is shown as a finding"]
     for title, found in function_lines(a, top=3)[:1]:
         parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
-    return f"**Where it went**, {md_code(a.case)}: " + cell(md("; ".join(parts)) or "no phase or function data")
+    from .attribution_views import CODE_WORDS, count_delta
+
+    # Deterministic Python call counts (one process a side): the project's functions first, with file:line.
+    calls = [f"  - Python functions called more in {CODE_WORDS[code]}: "
+             + ", ".join(f"{md_code(c.fn)} ({md_code(c.where)}) {count_delta(c.delta)}" for c in grown)
+             for code, n in (("project", 5), ("framework", 3)) if (grown := a.grown_calls(code, n))]
+    return "\n".join([f"**Where it went**, {md_code(a.case)}: "
+                      + cell(md("; ".join(parts)) or "no phase or function data"), *calls])
 
 
 def gate_footer(outcome: GateOutcome) -> str:
@@ -392,7 +400,7 @@ def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FU
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
     mine = [f for f in functions if f.unit == unit and _grew(f) > 0
             and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)
-                                   or not_a_cause(f.fn)))]
+                                   or not_a_cause(f.fn, f.file)))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
@@ -472,7 +480,9 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
         lines.append(f"  largest phase changes ({how}):")
         for text in phases:
             lines += wrapped(text, width, "    ")
-    for title, found in function_lines(a, internals=internals)[:1]:
+    from .attribution_views import calls_lines
+
+    for title, found in function_lines(a, internals=internals)[:1] + calls_lines(a):
         lines.append(f"  {title}:")
         for text in found:
             lines += wrapped(text, width, "    ")

@@ -19,7 +19,7 @@ from ..engines.base import GRADIENT_PHASES
 from .format import strict_json
 from .verdict import Record
 
-__all__ = ["Attribution", "CLEAR_T", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
+__all__ = ["Attribution", "CLEAR_T", "CallDelta", "CODE_KINDS", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
            "PhaseDelta", "not_a_cause"]
 
 #: The phases attributed, in process order (the registry's).
@@ -32,18 +32,25 @@ CLEAR_T = 3.0
 #: A timed phase change from fewer pairs than this is no finding (``PhaseDelta.finding``).
 MIN_PAIRS = 3
 #: Functions that run whatever work is handed to them: a native runtime's thread pool (XLA's Eigen pool, its
-#: workers' loops, thread start) and the interpreter's dispatch (the eval loop, call slots). Their cost grows with any
-#: change, so they name no cause and are never the headline function (an XLA pool frame and CPython's
-#: ``_PyEval_EvalFrameDefault`` were listed as where a comment-only pull request's time went).
+#: workers' loops, thread start) and the interpreter's dispatch (the eval loop, call slots, vectorcall, frames and
+#: cells, reference counting, generators resumed). Their cost grows with any change, so they name no cause and are
+#: never the headline function (an XLA pool frame and CPython's ``_PyEval_EvalFrameDefault`` were listed as where a
+#: comment-only pull request's time went; ``_PyFunction_Vectorcall``, ``PyCell_New`` and ``gen_iternext`` as where a
+#: pure-Python change to autograd's first gradient went).
 _NOT_A_CAUSE = re.compile(
     r"ThreadPool|WorkerLoop|EigenEnvironment|tsl::thread|tsl::Env|std::thread|start_thread|thread_start|^clone3?$"
-    r"|_PyEval_EvalFrame|PyEval_EvalCode|PyObject_Vectorcall|_PyObject_(Make)?Call|_PyObject_VectorcallTstate"
-    r"|slot_tp_call|cfunction_call|cfunction_vectorcall|method_vectorcall|_PyFunction_Vectorcall|^PyObject_Call")
+    r"|^_Py|^Py\w*_(Call|Vectorcall)|^PyEval_|^PyCell_|^PyFrame_|^PyObject_Vectorcall|^PyObject_Call"
+    r"|slot_tp_call|cfunction_call|cfunction_vectorcall|method_vectorcall|vectorcall|^gen_(iternext|send_ex)"
+    r"|^frame_dealloc|^func_dealloc|^cell_dealloc|^call_function|^do_call_core")
+#: The interpreter's dispatch by source file (callgrind names CPython's C files by their path in its build tree).
+_DISPATCH_FILES = re.compile(r"(^|/)Python/ceval[^/]*\.[ch]$|(^|/)Objects/(call|frameobject|cellobject)\.c$"
+                             r"|(^|/)Include/(internal/)?pycore_(ceval|call|frame|pystate)\.h$")
 
 
-def not_a_cause(fn: str) -> bool:
-    """Whether ``fn`` is a runtime's thread-pool or the interpreter's dispatch function (:data:`_NOT_A_CAUSE`)."""
-    return bool(_NOT_A_CAUSE.search(fn or ""))
+def not_a_cause(fn: str, file: str = "") -> bool:
+    """Whether ``fn`` (in ``file``) is a runtime's thread-pool or the interpreter's dispatch (:data:`_NOT_A_CAUSE`):
+    folded, never listed as the function that grew."""
+    return bool(_NOT_A_CAUSE.search(fn or "") or _DISPATCH_FILES.search(file or ""))
 
 
 @dataclass
@@ -148,6 +155,39 @@ class FunctionDelta(Record):
                 "clear": self.clear}
 
 
+#: Whose code a Python function is: the measured project's (its install of the revision) or anyone else's (the
+#: frameworks, ttfg when the project is not ttfg, the standard library), in the order they are listed.
+CODE_KINDS = ("project", "framework")
+
+
+@dataclass
+class CallDelta(Record):
+    """One Python function's call count in the first gradient on both sides (cProfile, one process a side).
+
+    ``file`` is the path inside the side's install (``mylab/ops.py``) for the project's code, and inside
+    ``site-packages`` or the standard library for the rest, so that one function matches across two sides that are
+    installed in two folders. Counts are exact: a function one side never called has a count of 0 there."""
+
+    fn: str
+    file: str
+    line: int | None
+    base: int
+    head: int
+    #: One of :data:`CODE_KINDS`.
+    code: str = "framework"
+
+    @property
+    def delta(self) -> int:
+        return self.head - self.base
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "delta": self.delta, "where": self.where}
+
+
 @dataclass
 class Attribution:
     """Where one case's change went."""
@@ -170,6 +210,15 @@ class Attribution:
     #: wrote ``gate.json``), kept so that the file is written back as it was read; None for one just computed, and
     #: then not written (the gate's presenter adds it).
     headline: str | None = None
+    #: Python functions whose call count in the first gradient changed (``decide/python_calls.py``): the project's
+    #: first, then the frameworks', each by the size of the change; empty where no calls process ran on both sides.
+    calls: list[CallDelta] = field(default_factory=list)
+    #: What the call counts came from, or why there are none (one line), where a calls process was asked for.
+    calls_note: str | None = None
+
+    def grown_calls(self, code: str = "project", top: int = 5) -> list[CallDelta]:
+        """The ``top`` functions of ``code`` (one of :data:`CODE_KINDS`) whose call count grew most."""
+        return sorted((c for c in self.calls if c.code == code and c.delta > 0), key=lambda c: -c.delta)[:top]
 
     def largest_phase(self) -> PhaseDelta | None:
         """The phase inside the metric that changed most: by its counted instructions when the phases were
@@ -208,7 +257,7 @@ class Attribution:
         units = self.units()
         if not units:
             return None
-        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn)]
+        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn, f.file)]
         known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
         clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
         if clear or known:
@@ -247,7 +296,9 @@ class Attribution:
                 "top_functions": {u: {"fn": t.fn, "where": t.where, "delta_self": strict_json(t.delta_self)}
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
-                "notes": list(self.notes), **({} if self.headline is None else {"headline": self.headline})}
+                "notes": list(self.notes), "calls": [c.to_json() for c in self.calls], "calls_note": self.calls_note,
+                # last: the presenter adds it to a just-computed attribution (gate_views.presented_document)
+                **({} if self.headline is None else {"headline": self.headline})}
 
     @classmethod
     def from_json(cls, data: dict) -> "Attribution":
@@ -260,4 +311,8 @@ class Attribution:
                    [CounterDelta.from_json(c) for c in data.get("counters") or []],
                    [FunctionDelta.from_json(f) for f in data.get("functions") or []],
                    dict(data.get("function_samples") or {}), list(data.get("function_notes") or []),
-                   list(data.get("notes") or []), data.get("headline"))
+                   list(data.get("notes") or []), data.get("headline"),
+                   # A file written before call counts existed has neither key: no calls, as before.
+                   [CallDelta(c["fn"], c["file"], c.get("line"), int(c["base"]), int(c["head"]),
+                              c.get("code") or "framework") for c in data.get("calls") or []],
+                   data.get("calls_note"))

@@ -52,6 +52,8 @@ SAMPLE_FIELDS = {
                      "instructions_note": "text", "runtimes": "runtimes"},
     # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
     "profile": {"profile_top": "functions_s", "profile_tool": "text"},
+    # Each Python function's call count in the first gradient (cProfile): ``incl`` and ``self`` both the count.
+    "calls": {"calls_top": "functions", "calls_tool": "text"},
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.

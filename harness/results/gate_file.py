@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonfile
+from .attribution_record import CODE_KINDS
 from .format import ResultsError, describe, strict_json
 from .gate_document import GateDocument
 from .gate_outcome import FORMAT, VERDICTS, VERSION
@@ -220,6 +221,17 @@ class _GateReader(_Reader):
         for k in ("function_notes", "notes"):
             for i, note in enumerate(self.seq(raw.get(k, []), f"{where}.{k}")):
                 self.text(note, f"{where}.{k}[{i}]")
+        self.text(raw.get("calls_note"), f"{where}.calls_note", optional=True)
+        for i, c in enumerate(self.seq(raw.get("calls") or [], f"{where}.calls")):  # absent before call counts
+            at = f"{where}.calls[{i}]"
+            c = self.obj(c, at)
+            for k in ("fn", "file"):
+                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
+            self.value(c.get("line"), f"{at}.line", "count")
+            for k in ("base", "head"):
+                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
+            if c.get("code") is not None and c["code"] not in CODE_KINDS:
+                raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
 
     def shards(self, data: dict) -> None:
         """A merged gate's own fields (``ttfg merge gate``)."""

@@ -137,6 +137,9 @@ class Sample:
     # profile
     profile_top: list[dict[str, Any]] | None = None
     profile_tool: str | None = None
+    # calls
+    calls_top: list[dict[str, Any]] | None = None
+    calls_tool: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""
