@@ -142,7 +142,7 @@ def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> No
         st.short = names
         _look_short(st)
     else:
-        counted = ", ".join(m for m in names if metrics.get(m).counted_by is not None)
+        counted = ", ".join(metrics.get(m).brief for m in names if metrics.get(m).counted_by is not None)
         st.screen = time_screen.full(names, 0, f"full screen from the start: a count could cover {counted} and "
                                                "did not decide it")
 
