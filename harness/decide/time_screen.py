@@ -45,7 +45,9 @@ SHORT_PAIRS = 2
 #: import is 1.2-2.2 s, docs/measurements.md): the threshold sits half way, so an A/A pair crosses it as
 #: rarely as a +20 % pair falls under it, and two pairs both have to fall under it to miss (the square of
 #: that). Relative, so a machine's speed cancels; its noise only moves how often a comment-only change
-#: escalates (it costs time, never a verdict).
+#: escalates (it costs time, never a verdict). Measured on the 2-core VM at load 7-9 (a Flax library whose
+#: import took 3-5 s there, 2026-12-06): 2 of 7 A/A pairs crossed it (import 1.52x and 1.66x, in one gate, which
+#: would have escalated to the 5 pairs it took before); the +0.4 s sleep crossed it in its first pair (1.17x).
 SLOWDOWN = 0.10
 
 
