@@ -131,17 +131,19 @@ def test_a_grown_structural_counter_settles_the_case_with_one_pair(gate_with):
 
 def test_counts_within_their_margins_settle_unchanged_and_time_screens_only_what_they_miss(gate_with):
     """Build and first gradient are counted; the import and the whole process are not, so the time
-    tier screens those two for gross regressions, in one look at --min-pairs pairs (the structural
-    pair is the first), and the case stays the instructions tier's."""
+    tier screens those two for gross slowdowns, short (decide/time_screen.py): two pairs, the structural
+    pair the first, and neither slow, so the case stays the instructions tier's."""
     outcome, fake, _ = gate_with(Side_(), Side_(instructions=10_050_000, allocs=5_010))  # +0.5 %, +0.2 %
     (case,) = outcome.cases
     assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
-    assert kinds(fake) == {"timing": 10, "instructions": 2, "allocations": 2}
+    assert kinds(fake) == {"timing": 4, "instructions": 2, "allocations": 2}
     assert [t.tier for t in case.trail] == ["structural", "instructions", "time"]
     assert case.trail[0].verdict == "unchanged" and not case.trail[0].settled
     screen = case.trail[2]
     assert not screen.settled and "import" in screen.reason and "process TTFG" in screen.reason
-    assert "build" not in screen.reason and [g.metric for g in case.guards] == ["process_ttfg_s", "import_s"]
+    assert "build" not in screen.reason and screen.reason.startswith("short screen, 2 pairs")
+    assert case.screen.metrics == ["process_ttfg_s", "import_s"] and case.screen.short
+    assert case.screen.pairs == 2 and not case.screen.escalated and case.guards == []
     assert case.metric == "instructions" and case.figure.ratio == pytest.approx(1.005)
     assert case.figure.base == 10_000_000 and case.figure.head == 10_050_000
     assert [f.metric for f in case.context] == ["first_grad_s"] and case.context[0].tier == "time"
@@ -340,7 +342,7 @@ def test_the_budget_goes_to_the_cases_the_counts_left(gate_with):
                                  max_pairs=60)
     settled = [c for c in outcome.cases if c.tier == "instructions"]
     timed = [c for c in outcome.cases if c.tier == "time"]
-    assert len(settled) == len(timed) == 1 and settled[0].attempted == 5 and timed[0].attempted > 5
+    assert len(settled) == len(timed) == 1 and settled[0].attempted == 2 and timed[0].attempted > 5  # a short screen
     pairs = [case for case, role, kind in fake.calls if kind == "timing" and role == "base"]
     assert pairs.count(timed[0].case) == timed[0].attempted
     assert timed[0].stop == gate_outcome.BUDGET
@@ -521,6 +523,8 @@ def test_a_short_build_that_moved_is_screened_by_the_time_tier(gate_with):
     assert case.tier == "instructions" and case.verdict.verdict == "unchanged"
     assert "build instructions +" in case.trail[1].reason and "evidence, not a verdict" in case.trail[1].reason
     assert [g.metric for g in case.guards] == ["process_ttfg_s", "import_s", "build_s"]
+    assert not case.screen.short and case.screen.pairs == case.attempted == 5  # a count could have covered the build
+    assert "a count could cover build and did not decide it" in case.screen.why
 
 
 class RatioTier:

@@ -47,7 +47,8 @@ window (callgrind) and allocation counts (memray), base and head at once, within
 margins derived from their measured repeatability; (c) wall time as above, spending
 the budget only on the cases (a) and (b) left. When (b) settles a case, the timings
 no count covers (the import, the whole process) are still screened by (c) for gross
-regressions, in one look at --min-pairs pairs. Without valgrind the instructions
+regressions: two pairs (the first is (a)'s), and only when a pair's head is more than
+10 % slower than its base, one look at --min-pairs pairs. Without valgrind the instructions
 tier says so once and wall time decides.
 
 Verdicts say what they rest on: "unchanged (within ±5 %)" when two one-sided tests

@@ -66,8 +66,10 @@ from . import head_failures
 from . import python_calls
 from . import unmeasured
 from . import tiers
+from . import time_screen
 from . import warm_evidence
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
+from .. import metrics
 from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.sides import Side, environments_differ
@@ -128,13 +130,33 @@ def _new_state(case: Case, settings: GateSettings) -> CaseState:
 
 def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
     """After the count tier settled the case: test only ``names`` (what the counts did not cover), in one look
-    at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken."""
+    at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken. When no count could
+    cover any of them (``time_screen.short_applies``), a short screen looks first and only escalates to this one
+    when a pair looks slow (:func:`_look_short`)."""
     st.tests = _new_tests(settings, names, max_pairs=settings.min_pairs)
     st.screened = True
     for m, test in st.tests.items():
         for b, h in zip(*st.complete(m)):
             if not test.done():
                 test.add(b, h)
+    if time_screen.short_applies(names):
+        st.short = names
+        _look_short(st)
+    else:
+        counted = ", ".join(metrics.get(m).brief for m in names if metrics.get(m).counted_by is not None)
+        st.screen = time_screen.full(names, 0, f"full screen from the start: a count could cover {counted} and "
+                                               "did not decide it")
+
+
+def _look_short(st: CaseState) -> None:
+    """The short screen's look, once its pairs are taken (``time_screen.judge``): nothing gross ends the case with
+    its count tier's verdict; a slow pair escalates to the full screen already set up (``st.tests``)."""
+    if not st.short or st.stop is not None or st.attempted < time_screen.SHORT_PAIRS:
+        return
+    st.screen = time_screen.judge({m: st.complete(m) for m in st.short}, st.attempted)
+    st.short = ()
+    if not st.screen.escalated:
+        st.stop = DECIDED
 
 
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
@@ -362,6 +384,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     st.stop = BUDGET
                     continue
                 take_pair(st)
+                _look_short(st)
 
     try:
         if settings.cache == "warm":  # inside: the folder is removed however the gate ends
@@ -480,8 +503,15 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
                                     sum(st.pair_wall_s), stop, summarize(b), summarize(h), list(changes), failures,
                                     tier=tier, trail=list(trail.steps), first_error=errors,
                                     figure=figure, context=context, guards=guards, good=good,
-                                    cost=case_cost(st.case.id, writers)))
+                                    cost=case_cost(st.case.id, writers), screen=_screen_record(st, len(b))))
     return outcomes
+
+
+def _screen_record(st: CaseState, pairs: int):
+    """What the screen did, for ``gate.json``: a full or escalated screen's pairs are those the case ended with."""
+    if st.screen is None or (st.screen.short and not st.screen.escalated):
+        return st.screen
+    return replace(st.screen, pairs=pairs)
 
 
 #: The tier each sample kind's processes are spent for (timing: the first pair is the structural tier's).

@@ -18,7 +18,8 @@ The rules, in the loop's order:
 * over the guard (:func:`leading`, :func:`combined_verdict`): a regression (the largest) leads, else
   the weakest inconclusive one, else an improvement, else the gated metric;
 * a count tier's settlement stands unless the screen of what counts do not cover found a regression
-  (:func:`settled_and_screened`);
+  (:func:`settled_and_screened`); a short screen (``time_screen.py``) that found nothing gross says so, one that
+  escalated is the full screen, and says why it escalated;
 * failures are evidence (:func:`failure_test`, :func:`with_failures`): a head failing significantly
   more often than its base (one-sided Fisher at 10 %) regressed, whatever its good samples' times say.
 """
@@ -32,7 +33,8 @@ from typing import TYPE_CHECKING
 from .. import fmt, metrics
 from . import tiers
 from .gate_settings import DEFAULT_INTERIM_SHARE, GateSettings
-from ..results.gate_outcome import BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard
+from ..results.gate_outcome import (BASE_BROKEN, BUDGET, DECIDED, FAILING, HEAD_BROKEN, MAX_PAIRS, NO_METRIC, Figure, Guard,
+                                    Screen)
 from ..measure.cases import Case
 from ..results.model import Sample
 
@@ -66,6 +68,10 @@ class CaseState:
     screened: bool = False
     #: Guarded timings the case's backend never reports (a phase it does not split), with why: not tested here.
     not_split: dict[str, str] = field(default_factory=dict)
+    #: The timings a short screen still has to look at (``time_screen``); empty once it looked, or when none runs.
+    short: tuple[str, ...] = ()
+    #: What the screen did (``time_screen.judge`` or ``time_screen.full``), for the trail and ``gate.json``.
+    screen: "Screen | None" = None
 
     @property
     def attempted(self) -> int:
@@ -274,16 +280,20 @@ def settled_and_screened(st: CaseState, settings: GateSettings, trail: "tiers.Ca
                                                 f"not run: {names} are not counted by the tiers before it, and the "
                                                 "time tier was not selected, so they were not guarded"))
         return verdict, tier, figure, context, []
+    if st.screen is not None and st.screen.short and not st.screen.escalated:  # ``time_screen.judge``: nothing gross
+        trail.steps.append(tiers.TierStep(tiers.TIME, False, "inconclusive", st.screen.why))
+        return verdict, tier, figure, context, []
     guards = guards_of(st, settings)
     lead, screened = combined_verdict(guards, settings.metric)
+    escalated = f"short screen {st.screen.why}; " if st.screen is not None and st.screen.escalated else ""
     if screened.verdict == "regressed":
         return screened, tiers.TIME, lead.figure(), [figure] if figure else [], guards
     names = ", ".join(brief(g.metric) for g in guards)
     found = "; ".join(f"{brief(g.metric)} {verdict_words(g.verdict)}" for g in guards)
     trail.steps.append(tiers.TierStep(
         tiers.TIME, False, screened.verdict,
-        f"screen of what the counts do not cover ({names}), {lead.pairs} pairs, one look for gross regressions: "
-        f"{found}"))
+        f"{escalated}screen of what the counts do not cover ({names}), {lead.pairs} pairs, one look for gross "
+        f"regressions: {found}"))
     return verdict, tier, figure, context, guards
 
 

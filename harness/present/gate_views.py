@@ -204,6 +204,25 @@ def which_counts_decided(step) -> str | None:
                                    f"evidence only: {', '.join(other)}" if other else ""]))
 
 
+def screen_and_cost(case: CaseOutcome) -> str:
+    """What the time tier's screen did (``decide/time_screen.py``) and what the case cost, in one line of the details:
+    ``screen of process TTFG, import: short, 2 pairs, not escalated (a pair escalates beyond +10 %); cost: structural
+    2 processes 19.6 s, instructions 4 processes 579 s, time 2 processes 15.9 s``."""
+    parts = []
+    sc = case.screen
+    if sc is not None:
+        kind = "short" if sc.short else "full"
+        limit = f" (a pair escalates beyond +{fmt.percent(sc.threshold)})" if sc.threshold is not None else ""
+        state = ("escalated to the full screen" if sc.escalated else "not escalated") if sc.short else sc.why
+        parts.append(f"screen of {', '.join(metric_label(m) for m in sc.metrics)}: {kind}, {sc.pairs} pairs, "
+                     f"{state}{limit}")
+    if case.cost:
+        spent = ", ".join(f"{tier} {e.get('processes', 0)} processes {fmt.seconds(e.get('seconds'))}"
+                          for tier, e in case.cost.items())
+        parts.append(f"cost: {spent}")
+    return "; ".join(parts)
+
+
 def where_it_went(a) -> str:
     """One visible line for a regressed case: its largest phase change and the functions of the user's and the
     framework's code whose own cost grew most, then, under it, the Python functions called more (the project's five,
@@ -347,6 +366,8 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         lines += [f"  - {t.tier} tier: {t.verdict}{' (settled)' if t.settled else ''}: {cell(md(t.reason))}"
                   for t in c.trail if not t.settled]
         lines += [f"  - counts: {cell(md(text))}" for t in c.trail if (text := which_counts_decided(t))]
+        if c.screen is not None or c.cost:
+            lines.append(f"  - {cell(md(screen_and_cost(c)))}")
         if c.changes:
             lines.append(f"  - counters changed: {counter_changes(c.changes)}")
     lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]

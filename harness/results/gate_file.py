@@ -120,6 +120,8 @@ class _GateReader(_Reader):
                 spent = self.obj(spent, f"{where}.cost.{tier}")
                 self.value(spent.get("processes"), f"{where}.cost.{tier}.processes", "count")
                 self.value(spent.get("seconds"), f"{where}.cost.{tier}.seconds", "nonneg")
+        if raw.get("screen") is not None:  # what the time tier's screen did (gates since 2026-12-06)
+            self.screen(raw["screen"], f"{where}.screen")
         for side in ("base", "head"):
             self.summary(self.key(raw, side, f"{where}."), f"{where}.{side}")
         failed = raw.get("failed")
@@ -158,6 +160,17 @@ class _GateReader(_Reader):
             self.attribution(raw["attribution"], f"{where}.attribution")
         if raw.get("accepted") is not None:
             self.obj(raw["accepted"], f"{where}.accepted")
+
+    def screen(self, raw: Any, where: str) -> None:
+        """A case's screen (``Screen``): what was screened, short or not, its pairs, escalated or not, and why."""
+        raw = self.obj(raw, where)
+        for i, name in enumerate(self.seq(self.key(raw, "metrics", f"{where}."), f"{where}.metrics")):
+            self.text(name, f"{where}.metrics[{i}]")
+        for k in ("short", "escalated"):
+            self.value(self.key(raw, k, f"{where}."), f"{where}.{k}", "bool", optional=False)
+        self.value(self.key(raw, "pairs", f"{where}."), f"{where}.pairs", "count", optional=False)
+        self.value(raw.get("threshold"), f"{where}.threshold", "nonneg")
+        self.text(self.key(raw, "why", f"{where}."), f"{where}.why")
 
     def each(self, raw: dict, key: str, where: str, check) -> None:
         """``check`` of every item of the list ``raw[key]`` (absent: none), each named ``where.key[i]``."""

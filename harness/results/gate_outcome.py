@@ -81,6 +81,37 @@ class TierStep:
                    data.get("reason") or "", list(data.get("evidence") or []), data.get("broken"))
 
 
+@dataclass
+class Screen:
+    """What the time tier's screen did for a case a count settled (``decide/time_screen.py``): the guarded timings no
+    count covers, screened short (a few pairs looking only for a gross slowdown) or in full (one look at
+    ``--min-pairs`` pairs), and why."""
+
+    #: The guarded timings screened (no count covers them: the import, the whole process; or a phase whose count
+    #: was evidence only).
+    metrics: list[str]
+    #: True when the short rule applied (every guarded timing a count can cover was covered).
+    short: bool
+    #: Complete pairs the screen looked at, the structural tier's first pair included.
+    pairs: int
+    #: True when a short screen's pair looked slow beyond ``threshold`` (or a pair was missing) and the full
+    #: screen decided.
+    escalated: bool
+    #: The slowdown of one pair's head over its base that escalates a short screen (0.10: +10 %); None when the
+    #: screen was full from the start.
+    threshold: float | None
+    why: str
+
+    def to_json(self) -> dict:
+        return {"metrics": list(self.metrics), "short": self.short, "pairs": self.pairs, "escalated": self.escalated,
+                "threshold": self.threshold, "why": self.why}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Screen":
+        return cls(list(data.get("metrics") or []), bool(data.get("short")), int(data.get("pairs") or 0),
+                   bool(data.get("escalated")), data.get("threshold"), data.get("why") or "")
+
+
 @dataclass(frozen=True)
 class RevisionData:
     """A side's revision as the gate recorded it (``provision.worktrees.Revision``'s fields and JSON)."""
@@ -263,6 +294,9 @@ class CaseOutcome:
     #: Good samples of every kind per side (``base``, ``head``); None in a document written before it was kept
     #: (``decide/unmeasured.py`` then estimates it). A side with none is never "unchanged" or "passed".
     good: dict[str, int] | None = None
+    #: What the time tier's screen did (short or full, its pairs, escalated or not, why); None when the case was
+    #: not screened (no count settled it, it regressed, the time tier was not selected) and in older files.
+    screen: Screen | None = None
 
     @property
     def metric(self) -> str | None:
@@ -286,6 +320,7 @@ class CaseOutcome:
                 **({"accepted": self.accepted} if self.accepted else {}),
                 **({"good": dict(self.good)} if self.good is not None else {}),
                 **({"cost": self.cost} if self.cost is not None else {}),
+                **({"screen": self.screen.to_json()} if self.screen is not None else {}),
                 **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
@@ -305,7 +340,8 @@ class CaseOutcome:
                    [Figure.from_json(f) for f in data.get("context") or []],
                    [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"),
                    cost=data.get("cost") if isinstance(data.get("cost"), dict) else None, accepted=data.get("accepted"),
-                   good=None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()})
+                   good=None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()},
+                   screen=Screen.from_json(data["screen"]) if isinstance(data.get("screen"), dict) else None)
 
 
 @dataclass
@@ -381,5 +417,5 @@ class GateOutcome:
 
 
 __all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "DECIDED", "FAILING", "FORMAT", "Figure", "GateOutcome",
-           "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "SettingsData",
+           "Guard", "HEAD_BROKEN", "HEAD_FAILING", "MAX_PAIRS", "NOT_SETTLED", "NO_METRIC", "RevisionData", "Screen", "SettingsData",
            "SkipData", "TierStep", "VERDICTS", "VERSION"]
