@@ -61,7 +61,7 @@ EVERY_KEY = {"models": ('["resnet15:blocks=2"]', "resnet15:blocks=2"), "backends
              "cache": ('"warm"', "warm"), "output": ('"elsewhere"', "elsewhere"), "install-path": ('"py"', "py"),
              "commit-url": ('"https://example.com/c/{sha}"', "https://example.com/c/{sha}"),
              "ttfg-requirement": ('"ttfg==9.9"', "ttfg==9.9"), "strict-counters": ('["graphs"]', "graphs"),
-             "off-path": ('"fail"', "fail")}
+             "off-path": ('"fail"', "fail"), "functions": ('{ mylab_step = "mylab_cases:case" }', "mylab_cases:case")}
 
 
 def test_config_shows_every_key_with_its_value_and_the_file_as_origin(project, capsys):

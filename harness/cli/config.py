@@ -241,6 +241,8 @@ def _shown(value: Any) -> str:
         return "(none)"
     if isinstance(value, list):
         return ", ".join(map(str, value))
+    if isinstance(value, dict):  # a table ([functions]): its entries as the file writes them
+        return ", ".join(f"{k} = {v}" for k, v in value.items())
     return str(value)
 
 
