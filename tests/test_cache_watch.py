@@ -31,7 +31,10 @@ def test_jaxs_counters_are_added_for_a_backend_that_reported_none_and_never_repl
     added = watch.window({"autograd_nodes": 4})
     assert added["autograd_nodes"] == 4 and added["backend_compiles"] >= 1 and added["persistent_cache_hits"] == 0
     own = watch.window({"backend_compiles": 99, "persistent_cache_hits": 7})  # jax.jit's own: kept, not counted twice
-    assert own == {"backend_compiles": 99, "persistent_cache_hits": 7}
+    # Inductor's counters join only where Dynamo compiled in this process (another test's, in a whole-suite worker).
+    inductor = {k: v for k, v in own.items() if k.startswith("fxgraph_")}
+    assert not inductor or "torch._dynamo.utils" in sys.modules
+    assert {k: v for k, v in own.items() if k not in inductor} == {"backend_compiles": 99, "persistent_cache_hits": 7}
     lookups = watch.lookups()
     assert {"jax_lookups", "jax_hits"} <= set(lookups) and lookups["jax_hits"] <= lookups["jax_lookups"]
     assert not any(k.startswith("inductor") for k in lookups) or "torch._dynamo.utils" in sys.modules

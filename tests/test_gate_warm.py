@@ -366,7 +366,9 @@ def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
     assert "warm set (persistent caches populated by each side's revision" in done.stderr
     summary = (out / "warm" / "summary.md").read_text()
     assert summary.count("Warm start: each side's persistent") == 1
-    assert "`: compile: " in summary  # where it went, from the warm samples: the compile the cache no longer saves
+    # One pair a side (--tiers structural): a timed phase change from fewer than 3 pairs is noise, not where it went
+    # (issue 39.4); the misses the structural tier compared exactly are the finding.
+    assert "`: compile: " not in summary and "no phase change from 3 or more pairs" in summary, summary
 
 
 def test_warm_shards_merge_with_every_shards_per_case_evidence(sides, tmp_path):
