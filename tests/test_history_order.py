@@ -193,6 +193,39 @@ def test_a_count_processes_do_not_repeat_is_not_called_on_one_process_per_commit
     assert exact.n_regressions() == 1 and list(exact.steps["status"]) == [DETERMINISTIC]
 
 
+def test_what_the_processes_loaded_decides_whether_a_count_repeats_not_the_backend_name():
+    """Issue 39 item 1 in the trends: a library backend on jax that declares only its own package (``mylib.jax``)
+    ran on jaxlib, as its results files recorded; its allocation counts are tested like a timing's. A backend
+    named like jax whose processes loaded no jaxlib repeats its counts."""
+    values = [2_191_746] * 6 + [2_367_086] * 6  # +8 %
+    declared = analyse(count_history("mylib.jax", values))
+    assert declared.n_regressions() == 1  # what it declares (no jaxlib) would call it a counted step
+    measured = analyse(count_history("mylib.jax", values), runs_on={"resnet15/mylib.jax": frozenset({"jaxlib"})})
+    assert measured.n_regressions() == 0 and set(measured.steps["status"]) <= {UNCONFIRMED}
+    assert all("not repeatable between mylib.jax processes (XLA" in e for e in measured.steps["evidence"])
+    plain = analyse(count_history("jax.jit", values), runs_on={"resnet15/jax.jit": frozenset()})
+    assert plain.n_regressions() == 1 and list(plain.steps["status"]) == [DETERMINISTIC]
+
+
+def test_a_count_whose_processes_of_one_commit_disagree_is_tested_like_a_timing():
+    """Steadiness shown in the series itself: two processes of one commit 6 % apart, and the registry's word
+    that the count repeats (autograd declares no runtime) gives way to what was measured."""
+    values = [1_000_000] * 6 + [1_080_000] * 6
+    commits = [f"{i:040x}" for i in range(1, 13)]
+    rows = [(c, pd.Timestamp("2026-12-01") + pd.Timedelta(hours=i), 0, float(v),
+             np.array([v, v * 1.06]) if i == 3 else np.array([v, v]))
+            for i, (c, v) in enumerate(zip(commits, values))]
+    pts = points._finish(pd.DataFrame(rows, columns=["commit", "date", "sid", "value", "samples"]),
+                         points._series_table([("resnet15", "autograd", "", "alloc_count")]))
+    got = analyse(pts)
+    assert got.n_regressions() == 0 and set(got.steps["status"]) <= {UNCONFIRMED}
+    assert all("processes of one commit differed by 6.0%" in e for e in got.steps["evidence"])
+    steady = [(c, d, sid, v, np.array([v, v]) if s is not None else None) for c, d, sid, v, s in rows]
+    assert analyse(points._finish(pd.DataFrame(steady, columns=["commit", "date", "sid", "value", "samples"]),
+                                  points._series_table([("resnet15", "autograd", "", "alloc_count")]))
+                   ).n_regressions() == 1
+
+
 def test_a_count_step_within_the_measured_spread_is_not_a_step():
     """alloc_count spreads 1.2 % between processes of the same code (metrics.ALLOC_COUNT_SPREAD):
     a 1.5 % step is within twice that, a 5 % one is not."""

@@ -119,6 +119,22 @@ def test_a_single_count_a_release_calls_a_step_only_beyond_the_minimum_effect():
     assert large["instructions"]["verdict"] == "regressed"
 
 
+def test_a_release_counts_floor_is_that_of_what_its_processes_loaded_not_what_the_backend_declares():
+    """Issue 39 item 1 in the release sweep: a plugin backend that declares only its own package ran on jaxlib
+    (its count processes' ``runtimes``); an uncalibrated margin takes jaxlib's wider floor (4.5 %), so +3 % from
+    one count a release is no regression. Without the record, what it declares decides (2.5 %)."""
+    from ttfg.app.releases import _instruction_json
+    from ttfg.decide.count_margins import XLA_DEFAULT_FLOOR
+
+    on_jax = {"modules": ["jaxlib"], "libraries": [], "threads": 17, "threads_at_start": 2}
+    base, head = {"instructions": 1_000_000_000}, {"instructions": 1_030_000_000}
+    declared = _instruction_json(base, head, 0.0, "resnet15/mylib.jax")["instructions"]
+    assert declared["margin"] == 0.025 and declared["verdict"] == "regressed"
+    measured = _instruction_json({**base, "runtimes": on_jax}, {**head, "runtimes": on_jax}, 0.0,
+                                 "resnet15/mylib.jax")["instructions"]
+    assert measured["margin"] == XLA_DEFAULT_FLOOR and measured["verdict"] != "regressed"
+
+
 def test_a_release_step_uses_the_cases_calibrated_margin_and_the_minimum_effect_as_its_floor():
     from ttfg.app.releases import _instruction_json
     from ttfg.decide.count_margins import Margin

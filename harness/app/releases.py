@@ -138,9 +138,16 @@ def _instruction_json(base: dict | None, head: dict | None, min_effect: float = 
         return None
     names = ("instructions", *(f"instructions_{p}" for p in PHASES))
     from .. import engines
+    from ..results.runtimes import Runtimes, merged, runs_on as measured_or_declared
 
-    runs_on = engines.runs_on(case_id.split("/")[1]) if case_id and case_id.count("/") >= 1 else frozenset()
-    margins = {n: (margins or {}).get(n) or count_margins.default_margin(n, runs_on) for n in names}
+    declared = engines.runs_on(case_id.split("/")[1]) if case_id and case_id.count("/") >= 1 else frozenset()
+    # What the two count processes loaded (their ``runtimes``), not what the backend declares, sets an uncalibrated
+    # margin's floor: a plugin on jax that declares only its own package still gets jaxlib's wider one.
+    measured = merged(Runtimes.from_json(side["runtimes"]) for side in (base, head)
+                      if isinstance(side.get("runtimes"), dict))
+    on = measured_or_declared(measured, frozenset(declared))
+    margins = {n: m if m is not None and m.calibrated else count_margins.default_margin(n, on, m.why if m else None)
+               for n in names for m in [(margins or {}).get(n)]}
     out = {}
     for name, b, h in [("instructions", base["instructions"], head["instructions"]),
                        *((f"instructions_{p}", (base.get("phases") or {}).get(p), (head.get("phases") or {}).get(p))
@@ -322,8 +329,9 @@ def run(request: SweepRequest, events: SweepEvents | None = None, opener: SideOp
         with ThreadPoolExecutor(max_workers=2) as pool:
             for (version, case), sample in pool.map(count, jobs):
                 counts[(version, case.id)] = ({"instructions": sample.instructions,
-                                               "phases": sample.instructions_phases} if sample.ok
-                                              else {"error": sample.error})
+                                               "phases": sample.instructions_phases,
+                                               **({"runtimes": sample.runtimes.to_json()} if sample.runtimes else {})}
+                                              if sample.ok else {"error": sample.error})
                 events.note(f"  {version} {case.id}: " + (f"{sample.instructions:,} instructions" if sample.ok
                                                            else f"failed: {sample.error}"))
         for entry in doc["releases"]:

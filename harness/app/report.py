@@ -83,6 +83,7 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
     """
     from ..history import confirm
     from ..history.points import ReportInputError, from_history, from_runs, keep_last
+    from ..history.steps import measured_runs_on
     from ..history.trends import analyse
     from ..present.report import Prepared
 
@@ -108,7 +109,8 @@ def prepare(history_df: pd.DataFrame | None = None, runs: Iterable = (), *, last
     if last is not None and last < 1:
         raise ReportInputError(f"--last must be >= 1, got {last}")
     points = keep_last(points, last)
-    trends = analyse(points, threshold)
+    # What the cases' processes loaded, as the results files recorded it: it tells which counts repeat.
+    trends = analyse(points, threshold, runs_on=measured_runs_on(runs))
     if confirmations:
         trends = confirm.apply(trends, confirmations)
     if trends.dismissed:

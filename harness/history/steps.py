@@ -319,16 +319,20 @@ def min_change_for(metric: str, default: float = DEFAULT_MIN_CHANGE) -> float:
     return default
 
 
-def unsteady(metric: str, backend: str) -> str | None:
+def unsteady(metric: str, backend: str, runs_on: "frozenset[str] | None" = None) -> str | None:
     """Why ``metric``, deterministic in the registry, does not repeat between processes of
     ``backend``'s framework (``Metric.unsteady``: jax's allocation counts), or None.
 
-    Such a count is no exact measurement: one process per commit may differ from the next
-    by more than any margin, so its steps are tested on the commits' values like a timing's.
+    ``runs_on``: the native runtimes the series' processes were measured to load (``results/runtimes.py``,
+    :func:`measured_runs_on`); only where no results file carries that record (asv history, older files) is it
+    what the backend declares. Such a count is no exact measurement: one process per commit may differ from the
+    next by more than any margin, so its steps are tested on the commits' values like a timing's.
     """
     info = metrics.get(metric) if metric in metrics.METRICS or metrics.is_counter(metric) else None
     if info is None or not info.deterministic or not info.unsteady:
         return None
+    if runs_on is not None:
+        return info.unsteady_for(runs_on)
     from .. import engines
 
     # A backend this installation does not know: its name starts with its framework (jax.jit -> jax -> jaxlib).
@@ -336,5 +340,53 @@ def unsteady(metric: str, backend: str) -> str | None:
     return info.unsteady_for(found)
 
 
+def shown_unsteady(metric: str, samples, min_change: float) -> str | None:
+    """Why a count that the registry calls deterministic did not repeat in this series, measured: the widest
+    relative spread between processes of one commit (``samples``: each commit's values, or None), when it exceeds
+    ``min_change``; None when no commit has two samples or every one repeats within it.
+
+    The registry's word that a count repeats is a prior; a commit whose processes disagree by more than a step
+    the series would report is evidence against it (a plugin whose framework's allocations vary, whatever it
+    declares), and its steps are then tested like a timing's.
+    """
+    info = metrics.get(metric) if metric in metrics.METRICS or metrics.is_counter(metric) else None
+    if info is None or not info.deterministic:
+        return None
+    widest = None
+    for i, values in enumerate(samples):
+        if values is None or len(values) < 2:
+            continue
+        vals = [float(v) for v in values if v == v]
+        if len(vals) < 2 or min(vals) <= 0:
+            continue
+        spread = max(vals) / min(vals) - 1
+        if widest is None or spread > widest[0]:
+            widest = (spread, i, len(vals))
+    if widest is None or widest[0] <= min_change:
+        return None
+    return (f"its {widest[2]} processes of one commit differed by {widest[0]:.1%}, more than the "
+            f"{min_change:.1%} a step needs")
+
+
+def measured_runs_on(runs) -> dict[str, frozenset[str]]:
+    """Case id -> the native runtimes its cold samples' processes loaded, over every results file in ``runs``
+    (``results/runtimes.py``); a case no sample of which carries the record is left out (its backend's
+    declared modules stand in, :func:`unsteady`)."""
+    from ..results.runtimes import merged
+
+    found: dict[str, list] = {}
+    for res in runs:
+        for case in res.cases:
+            records = [s.runtimes for s in case.samples if getattr(s, "runtimes", None) is not None]
+            if records:
+                found.setdefault(case.id, []).extend(records)
+    out = {}
+    for case_id, records in found.items():
+        record = merged(records)
+        if record is not None:
+            out[case_id] = record.names
+    return out
+
+
 __all__ = ["DEFAULT_MIN_CHANGE", "STEP_ALPHA", "Step", "detect_steps", "faster_half", "min_change_for", "test_steps",
-           "timing_levels", "unsteady"]
+           "measured_runs_on", "shown_unsteady", "timing_levels", "unsteady"]

@@ -30,7 +30,8 @@ import pandas as pd
 
 from .points import PRIMARY, commits
 from .points import metric as metric_info
-from .steps import DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, test_steps, timing_levels, unsteady
+from .steps import (DEFAULT_MIN_CHANGE, STEP_ALPHA, detect_steps, min_change_for, shown_unsteady, test_steps,
+                    timing_levels, unsteady)
 
 STEP_COLUMNS = ("key", "case", "model", "backend", "variant", "metric", "pos", "commit_before", "commit_after",
                 "label_before", "label_after", "date_after", "before", "after", "change", "kind", "deterministic",
@@ -104,11 +105,13 @@ class Trends:
         return sorted(seen, key=lambda c: (c[1], c[2], c[3]))
 
 
-def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: float = STEP_ALPHA) -> Trends:
+def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: float = STEP_ALPHA,
+            runs_on: "dict[str, frozenset[str]] | None" = None) -> Trends:
     """Split points into series and detect steps in each.
 
     ``threshold``: smallest relative step (deterministic metrics use their registry
-    margin when tighter); ``alpha``: significance level of a timing step's test on its samples.
+    margin when tighter); ``alpha``: significance level of a timing step's test on its samples;
+    ``runs_on``: case id -> the native runtimes its processes were measured to load (``steps.measured_runs_on``).
     """
     table = commits(points)
     labels = table["label"].astype(str).to_numpy() if len(table) else np.array([], dtype=str)
@@ -136,7 +139,11 @@ def analyse(points: pd.DataFrame, threshold: float = DEFAULT_MIN_CHANGE, alpha: 
                        str(first["metric"]), pos, values, samples=samples,
                        **{c: (arr[idx] if arr is not None else None) for c, arr in spread.items()})
             min_change = min_change_for(s.metric, threshold)
-            not_repeatable = unsteady(s.metric, s.backend)
+            # Whether a count repeats is read from what was measured: the runtimes the case's processes loaded
+            # (``runs_on``, from the results files) and the spread between one commit's processes; the backend's
+            # declared modules only where no file recorded what its processes ran.
+            not_repeatable = (unsteady(s.metric, s.backend, (runs_on or {}).get(s.case))
+                              or shown_unsteady(s.metric, samples, min_change))
             deterministic = metric_info(s.metric).deterministic and not_repeatable is None
             # A timing's steps are found and tested in each commit's faster half of samples; a count
             # that processes do not repeat, in its values as they are (interference is no slowdown there).
