@@ -168,6 +168,7 @@ def stored(result_file: Path, benchmark: str, combo) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_asv_history_for_two_commits_then_publish_and_load(tmp_path):
     clone = tmp_path / "clone"
     first, second = clone_with_two_commits(clone)

@@ -65,6 +65,7 @@ def bisect(history, *args, timeout=900):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_the_culprit_is_found_named_and_reproducible_and_a_rerun_reads_the_state(history, tmp_path):
     c = history["commits"]
     tiers = ["--tiers", "structural,time", "--budget", "60s"]  # each step: the counting tier first, then time

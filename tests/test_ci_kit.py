@@ -259,6 +259,7 @@ def test_every_venv_program_the_workflows_run_is_installed_by_the_project():
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_path, capsys):
     """What ``ttfg init`` writes works on a runner that is not this machine: the perf-gate workflow's
     install and settings steps, run as written in a fresh clone and a fresh virtualenv, install ttfg

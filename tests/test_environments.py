@@ -294,6 +294,7 @@ def test_a_case_names_its_environment_in_its_id():
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_run_over_two_environments_then_compare_only_when_asked(shared_cache, tmp_path):
     env = {"TTFG_CACHE_DIR": str(shared_cache)}
     selection = ("--model", "resnet15:blocks=2", "--backend", "autograd", "--repeat", "2")

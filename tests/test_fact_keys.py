@@ -119,6 +119,7 @@ def editable_sides(tmp_path, monkeypatch):
     return module, FolderSides(lambda rev: tmp_path / "trees" / rev.commit, env=lambda: environments.current(python))
 
 
+@pytest.mark.full  # a real bisect, resumed: make test-all and CI run it
 def test_a_resumed_bisect_counts_anew_after_an_editable_install_was_edited_and_says_why(repo, tmp_path,
                                                                                           editable_sides):
     root, shas = repo

@@ -251,6 +251,7 @@ def eager():
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_compiled_torch_step_reports_dynamo_graphs_and_breaks_and_an_eager_one_its_autograd_nodes(tmp_path):
     pytest.importorskip("torch")
     counts = {}
@@ -276,6 +277,7 @@ def test_list_shows_function_cases_without_importing_a_framework(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_gate_on_a_library_function_that_adds_ops_per_block_is_decided_by_hlo_ops(tmp_path):
     """The end-to-end path: a jax library's own loss_and_grad, declared in ttfg.toml, gated between two commits
     where the head adds six operations per block; one pair of cold processes decides, on the structural tier."""

@@ -7,8 +7,9 @@ run). The gate runs as a user would run it: a subprocess in that repository, who
 own ``harness`` runs the parent (cwd and PYTHONPATH) and, from the two worktrees it
 creates, the probes.
 
-``make test`` runs the real gate on autograd (about 1 s per process); the jax.jit
-regression and the long A/A gate are ``full`` (``make test-all``). The loop's policy is
+``make test`` runs the refusals, which stop before measuring; the real gates (autograd's
+and jax.jit's regression, Ctrl-C, a base that cannot run, the long A/A gate) are ``full``
+(``make test-all``, CI), and ``make test`` keeps one real gate in test_user_project.py. The loop's policy is
 tested in milliseconds with a fake sampler in test_gate_policy.py.
 """
 
@@ -117,6 +118,7 @@ def test_refusals_exit_2_before_measuring(repo):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_base_that_cannot_run_exits_2(repo, tmp_path):
     out = gate(repo, "--base", "broken", "--head", repo.first, "--backend", "autograd", "--budget", "60s",
                "--max-failures", "2", "--tiers", "time", "--out-dir", str(tmp_path / "out"))
@@ -128,6 +130,7 @@ def test_base_that_cannot_run_exits_2(repo, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     out_dir = tmp_path / "out"
     env = dict(os.environ)
@@ -157,6 +160,7 @@ def test_ctrl_c_removes_worktrees_and_keeps_finished_samples(repo, tmp_path):
     pytest.param("autograd", AUTOGRAD, "counters.autograd_primitives", "90s", id="autograd"),
     pytest.param("jax.jit", JIT, "counters.jaxpr_eqns", "3m", id="jax.jit", marks=pytest.mark.full),
 ])
+@pytest.mark.full  # a real gate of tens of seconds: make test-all and CI run it
 def test_gate_flags_a_deliberately_slower_head(repo, tmp_path, backend, case_id, counter, budget):
     """15 -> 30 blocks roughly doubles the first gradient: exit 1, regressed, ratio > 1.2.
 

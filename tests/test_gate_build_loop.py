@@ -30,6 +30,7 @@ def build_loop(repo, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_build_38_times_slower_fails_the_default_gate_naming_build(build_loop):
     out, doc = build_loop.out, build_loop.doc
     assert out.returncode == 1, out.stdout + out.stderr
@@ -42,6 +43,7 @@ def test_a_build_38_times_slower_fails_the_default_gate_naming_build(build_loop)
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_regressed_case_reads_in_ten_seconds(build_loop):
     """At most 25 lines at 80 columns from the verdict table on; no line wider; no CPython internals."""
     lines = build_loop.out.stdout.splitlines()
@@ -54,6 +56,7 @@ def test_a_regressed_case_reads_in_ten_seconds(build_loop):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_terminal_summary_and_report_page_agree_number_for_number(build_loop):
     import html as html_module
 

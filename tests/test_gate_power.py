@@ -110,6 +110,7 @@ def _patched(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.full  # real probes of each injection: make test-all and CI run it
 def test_injected_work_runs_once_per_forward_pass_and_extra_op_grows_the_tape_only(tmp_path):
     base = _run(_copy(tmp_path), _engine_code("autograd", """
 loss, grads = engine.to_numpy(engine.first_gradient()[0])
@@ -124,6 +125,7 @@ print(json.dumps({"loss": loss, "counters": engine.counters()}))
     assert head["with_op"]["grad"] == head["without_op"]["grad"]
 
 
+@pytest.mark.full  # real jax probes: make test-all and CI run it
 def test_jax_jit_extra_op_grows_the_jaxpr_and_compile_work_runs_after_compile(tmp_path):
     pytest.importorskip("jax")
     head = _run(_patched(tmp_path), _engine_code("jax.jit", """

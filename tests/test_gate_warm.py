@@ -303,6 +303,7 @@ def run_gate_cli(repo, out: Path, cache: str, backend: str = "jax.jit"):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_repo, tmp_path):
     cold = run_gate_cli(pid_repo, tmp_path / "cold", "cold")
     assert cold.returncode == 0, cold.stdout + cold.stderr
@@ -321,6 +322,7 @@ def test_a_per_process_constant_passes_the_cold_gate_and_fails_the_warm_one(pid_
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_plugin_on_jax_that_declares_no_cache_is_gated_warm_from_its_process(plugins, pid_repo, tmp_path):
     """The held-out experiment on a library's own backend: test.jax (the test plugin) runs jax.jit on ttfg's jax loss,
     declares no persistent cache and counts nothing. The probe reads jax's cache events in its processes, so the
@@ -348,7 +350,7 @@ def test_a_plugin_on_jax_that_declares_no_cache_is_gated_warm_from_its_process(p
         assert sample.cold_evidence.lookups["jax_lookups"] >= 1, sample.cold_evidence
 
 
-@pytest.mark.full  # two gates, cold and warm (about 28 s); the warm experiment above stays in make test
+@pytest.mark.full  # two gates, cold and warm (about 28 s)
 def test_cache_both_reports_the_cold_and_the_warm_set_apart(pid_repo, tmp_path):
     out = tmp_path / "both"
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}

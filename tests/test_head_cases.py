@@ -45,6 +45,7 @@ def lab(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate of two installs: make test-all and CI run it
 def test_a_model_the_head_adds_is_resolved_from_the_heads_install(lab, tmp_path):
     out = gate(lab, tmp_path / "g")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -64,6 +65,7 @@ def test_a_model_no_revision_provides_is_refused_naming_it(lab, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_model_the_head_removes_is_left_out_of_the_comparison_with_a_word(lab, tmp_path):
     """Reversed: the head is ``first`` (no mylab_deep), the base the revision that has it."""
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}

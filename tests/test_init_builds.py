@@ -62,7 +62,9 @@ def wheel_files(project: Path, out: Path) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend, layout", PROJECTS, ids=[f"{b}-{layout}" for b, layout in PROJECTS])
+@pytest.mark.parametrize("backend, layout", [  # make test builds one; each other build backend is make test-all's
+    pytest.param(b, layout, id=f"{b}-{layout}", marks=() if (b, layout) == ("setuptools", "flat") else pytest.mark.full)
+    for b, layout in PROJECTS])
 def test_the_project_builds_the_same_wheel_after_init(tmp_path, backend, layout):
     repo = jlib(tmp_path / "jlib", backend, layout)
     before = wheel_files(repo, tmp_path / "before")
@@ -113,6 +115,7 @@ def test_results_go_where_the_flat_layout_still_builds(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_after_init_the_flat_project_installs_editable_and_a_gate_measures_both_sides(tmp_path):
     """Issue 45's done-criterion: ``init`` on a flat-layout setuptools project with automatic discovery, then
     ``pip install -e .`` (which failed: "Multiple top-level packages"), then a real ``ttfg gate`` of a change to

@@ -254,6 +254,7 @@ def test_a_held_verdict_says_what_the_tiers_alone_said():
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_plugin_with_a_syntax_error_on_both_sides_exits_2_with_structural_tiers(tmp_path):
     """The issue's repro, in real processes: a user's project (``tests/user_project.py``) whose plugin has a
     SyntaxError on base and head, gated with ``--tiers structural``. It said "gate passed", exit 0."""

@@ -52,6 +52,7 @@ BUSY = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_torch_compiles_phases_add_up_under_cpu_contention():
     """Two busy processes beside a real torch.compile probe (the machine has about two CPUs): its phases, counted once
     each, fit in its first gradient."""

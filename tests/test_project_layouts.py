@@ -31,6 +31,7 @@ def gate(project, out, *args, head: str = "bump"):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["flat", "src", "setup.py"])
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
     project = make_layout(tmp_path, layout)
     out = gate(project, tmp_path / "out")

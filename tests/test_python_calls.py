@@ -180,6 +180,7 @@ def scale(x):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_real_gate_names_the_projects_function_called_more_first_with_its_file_and_line(tmp_path):
     """mylab (tests/user_project.py) at a head that is deeper (the structural tier flags it) and whose ``scale``
     calls ``_mylab_scale_step`` 20,000 times: the gate's calls processes (one a side) name that function and

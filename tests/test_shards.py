@@ -523,6 +523,7 @@ def test_asv_merge_reports_conflicts_and_other_commits(cli, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # three real runs and one unsharded: make test-all and CI run it
 def test_three_real_shards_merge_into_what_one_unsharded_run_measures(cli, tmp_path):
     """3 shards of `ttfg run` (autograd on three small resnets, one process per case) and
     one unsharded run: the merged case set equals the unsharded one, no case twice, none
@@ -637,6 +638,7 @@ def test_a_gate_of_one_shard_gates_only_its_cases_and_records_it(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_shards_of_a_run_over_environments_merge(tmp_path):
     """``--shard I/N --env``: each shard's section names its cases as measured, once per environment, so the
     merge finds every one (it said "lost 1 case")."""

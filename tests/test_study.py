@@ -28,6 +28,7 @@ def test_effect_arms_follow_backend_support():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("repeat", [1, pytest.param(2, marks=pytest.mark.full)])
+@pytest.mark.full  # every backend at three depths (about 25 s): make test-all and CI run it
 def test_depth_study_fits_every_backend_and_saves_samples(tmp_path, repeat):
     """Seven depths x ``repeat`` cold processes; one per depth in make test (the fit then
     bootstraps residuals), two in make test-all."""

@@ -108,6 +108,7 @@ def test_the_installed_revision_imports_its_vendored_code(lab):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_gate_whose_head_adds_a_submodule_measures_both_sides(lab, tmp_path):
     out = gate(lab, "--base", lab["first"], "--head", lab["vendored"], "--out-dir", str(tmp_path))
     assert out.returncode in (0, 1), out.stdout + out.stderr

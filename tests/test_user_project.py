@@ -57,6 +57,7 @@ def test_a_slower_revision_of_a_src_layout_editable_project_is_flagged_and_named
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_change_the_measured_path_never_runs_passes_saying_so(mylab, tmp_path):
     """The change is a module no case imports: the gate could not see it. By default a pass that says so in
     the terminal, summary.md and gate.json (a pull request touching code no case runs cannot move what is
@@ -81,6 +82,7 @@ def test_a_change_the_measured_path_never_runs_passes_saying_so(mylab, tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_comment_only_change_is_unchanged(mylab, tmp_path):
     out = gate(mylab, "--base", mylab["first"], "--head", mylab["comment"], "--model", "mylab_mlp",
                "--backend", "mylab.autograd", "--out-dir", str(tmp_path))
@@ -125,6 +127,7 @@ def test_a_revision_is_installed_once_and_then_taken_from_the_cache(mylab, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_plugin_that_cannot_be_imported_at_one_revision_shows_that_error(mylab, tmp_path):
     repo = mylab["repo"]
     git(repo, "checkout", "-q", "-b", "broken", mylab["first"])
