@@ -13,6 +13,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from ttfg.cli import main
 from ttfg.present import profile_files
 from ttfg.results.attribution_record import Attribution, CallDelta, FunctionDelta, LineDelta, PhaseDelta
@@ -134,3 +136,46 @@ def test_explain_profile_formats_refuse_bad_output_and_nothing_to_write(gate_wit
     out = tmp_path / "empty"
     assert main(["explain", base, head, "--format", "pprof", "--output", str(out)]) == 2
     assert "nothing to write as pprof" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.slow
+def test_the_icicles_draw_base_against_head_and_the_report_fits_390_px(gate_with, tmp_path, monkeypatch):  # noqa: F811
+    """A gate whose head calls ``_scale_step`` 20,000 times and traces 12 more equations at ``mylab/layers.py:42``:
+    the report's icicles hold those cells in red, under their code and under ``trace``; at a phone's 390 px the
+    page does not scroll sideways (headless Chromium, where installed)."""
+    from tests import test_gate_policy
+    from tests.test_report import CHROMIUM, selftest
+    from ttfg.app.report import build_report
+    from ttfg.present.icicle import icicles
+    from ttfg.results import record
+
+    plain = test_gate_policy.calls_sample
+
+    def calls(role, index):
+        s = plain(role, index)
+        s.source_lines = [{"kind": "jaxpr_eqns", "file": f"/installs/{role}/mylab/layers.py", "line": 42, "fn": "block",
+                           "n": 30 + (12 if role == "head" else 0)}]
+        return s
+
+    monkeypatch.setattr(test_gate_policy, "calls_sample", calls)
+    from ttfg.decide import python_calls
+
+    monkeypatch.setattr(python_calls, "roots", lambda side: [f"/installs/{side.role}"])
+    outcome, _ = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    a = outcome.attributions[outcome.cases[0].case]
+    phases, called = icicles(a)
+    trace = next(c for c in phases["rows"][1] if c["label"] == "trace")
+    (line,) = phases["rows"][2]
+    assert (line["left"], line["width"]) == (trace["left"], trace["width"])  # the model's lines sit under trace
+    assert line["title"] == "block (mylab/layers.py:42, jaxpr equations): base 30, head 42, +12"
+    assert line["color"].startswith("hsl(0,")  # red: it grew
+    step = next(c for c in called["rows"][1] if c["label"] == "_scale_step")
+    assert step["title"].endswith("base 0, head 20,000, +20,000") and step["color"] == "hsl(0, 75%, 50%)"
+    out = build_report(None, [record.load(outcome.files["base"]), record.load(outcome.files["head"])],
+                       tmp_path / "r.html")
+    html = out.read_text()
+    assert 'class="icicle"' in html and "base 0, head 20,000, +20,000" in html
+    if not CHROMIUM:
+        return
+    seen = selftest(out, 390, tmp_path)
+    assert seen["viewport"] == 390 and seen["width"] <= 390, seen

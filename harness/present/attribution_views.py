@@ -274,6 +274,8 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
 
 def attribution_context(a: Attribution) -> dict:
     """What ``report.html.j2`` draws for one attribution (plain strings; the template escapes)."""
+    from .icicle import icicles
+
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
@@ -281,7 +283,7 @@ def attribution_context(a: Attribution) -> dict:
             "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
             "function_header": FUNCTION_HEADER,
             "function_tables": [{"title": function_title(a, u), "rows": function_rows(a, u)} for u in a.units()],
-            "lines_header": LINES_HEADER, "lines_rows": lines_rows(a),
+            "lines_header": LINES_HEADER, "lines_rows": lines_rows(a), "icicles": icicles(a),
             "notes": a.function_notes + a.notes}
 
 
