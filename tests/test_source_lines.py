@@ -1,7 +1,7 @@
 """Compiled code per model line, base against head: the line that added jaxpr equations, and the graph break.
 
 In-process with the real compilers: a model module installed twice (base and head folders) whose head adds ops on
-one line (jax) or a graph break (torch.compile); the records of ``measure/source_lines.py`` are diffed
+one line (jax) or a graph break (torch.compile); the records of ``engines/source_lines.py`` are diffed
 (``decide/source_lines.py``), and summary.md's line, ``ttfg explain``'s Markdown and gate.json (read back through
 its strict reader) must name that file:line with its delta, and the break's reason. One real probe process (slow)
 records a built-in backend's lines, which must add up to its structural counter.
@@ -66,7 +66,7 @@ def jax_sides(tmp_path: Path) -> dict[str, list[dict]]:
     import jax
     import numpy as np
 
-    from ttfg.measure.source_lines import jaxpr_lines
+    from ttfg.engines.source_lines import jaxpr_lines
 
     w, x = np.ones((3, 3), np.float32), np.ones((2, 3), np.float32)
     out = {}
@@ -81,7 +81,7 @@ def torch_sides(tmp_path: Path) -> dict[str, list[dict]]:
     import torch
 
     from ttfg.engines.torch_compile import CompileStats
-    from ttfg.measure.source_lines import fx_lines
+    from ttfg.engines.source_lines import fx_lines
 
     out = {}
     for role, extra in (("base", ""), ("head", "\n    torch._dynamo.graph_break()")):

@@ -2,7 +2,7 @@
 
 Why: the structural tier says a head traces 120 more jaxpr equations or breaks Dynamo's graph once more; the
 person fixing it needs the line of their model that did it. The calls process of each regressed case records the
-compiled code per source line (``measure/source_lines.py``), one process a side (counts repeat exactly); this
+compiled code per source line (``engines/source_lines.py``), one process a side (counts repeat exactly); this
 diff names each line whose count changed, the graph breaks first (each with Dynamo's reason), then the project's
 lines, then the frameworks', each by the size of its change. Files are located as the call counts' are
 (``python_calls.locate``), so that two sides installed in two folders match.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..measure.source_lines import GRAPH_BREAK, KINDS
+from ..engines.source_lines import GRAPH_BREAK, KINDS
 from ..results.attribution_record import LineDelta
 from .python_calls import locate
 

@@ -55,7 +55,7 @@ class Engine:
         return {}
 
     def source_lines(self) -> list[dict[str, Any]]:
-        """The compiled code per model source line (``measure/source_lines.py``: jaxpr equations, FX nodes, graph
+        """The compiled code per model source line (``engines/source_lines.py``: jaxpr equations, FX nodes, graph
         breaks), read after the first gradient; none for a backend that compiles nothing."""
         return []
 

@@ -265,7 +265,7 @@ class FunctionEngine(Engine):
             return []
         import jax
 
-        from ..measure.source_lines import jaxpr_lines
+        from .source_lines import jaxpr_lines
 
         return jaxpr_lines(jax.make_jaxpr(self.fn)(*self.args))
 

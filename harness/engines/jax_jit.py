@@ -83,7 +83,7 @@ class JaxJitEngine(Engine):
 
 
     def source_lines(self) -> list[dict[str, Any]]:
-        from ..measure.source_lines import jaxpr_lines
+        from .source_lines import jaxpr_lines
 
         return jaxpr_lines((self.traced or self.fn.trace(*self.args)).jaxpr)
 

@@ -209,7 +209,7 @@ class TorchCompileEngine(Engine):
 
 
     def source_lines(self) -> list[dict[str, Any]]:
-        from ..measure.source_lines import fx_lines
+        from .source_lines import fx_lines
 
         return fx_lines(self.stats.modules)
 

@@ -21,7 +21,7 @@ stdout: frameworks print). The object is::
     {"ok": true, "calls_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "calls_tool", "source_lines": [{"kind", "file", "line", "fn", "n", "reason"?}, ...],
      "source_lines_note"?}                  (calls: each Python function's call count, first gradient, and the
-                                             compiled code per model line: measure/source_lines.py)
+                                             compiled code per model line: engines/source_lines.py)
     {"ok": true, "files": [...], "extensions": [...]}  (coverage: the source files that ran, import to first
                                       gradient, and the extension modules loaded)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)

@@ -190,7 +190,7 @@ class CallDelta(Record):
 
 @dataclass
 class LineDelta(Record):
-    """One model source line's compiled code on both sides (``measure/source_lines.py``: one process a side).
+    """One model source line's compiled code on both sides (``engines/source_lines.py``: one process a side).
 
     ``kind`` is ``jaxpr_eqns`` (jax's equations), ``fx_nodes`` (Dynamo's FX nodes) or ``graph_break`` (Dynamo cut
     its graph there, for ``reason``); ``file`` is located as a :class:`CallDelta`'s is. Lines are matched by file

@@ -246,7 +246,7 @@ class _GateReader(_Reader):
             if c.get("code") is not None and c["code"] not in CODE_KINDS:
                 raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
         self.text(raw.get("lines_note"), f"{where}.lines_note", optional=True)
-        from ..measure.source_lines import KINDS
+        from ..engines.source_lines import KINDS
 
         for i, c in enumerate(self.seq(raw.get("lines") or [], f"{where}.lines")):  # absent before line counts
             at = f"{where}.lines[{i}]"

@@ -135,7 +135,7 @@ class _Reader:
     def source_lines(self, value: Any, where: str) -> list | None:
         """A list of ``{"kind", "file", "line", "fn", "n"}`` (a graph break also ``"reason"``): a kind of
         ``measure/source_lines.KINDS``, text, a line or null, text, a count."""
-        from ..measure.source_lines import KINDS
+        from ..engines.source_lines import KINDS
 
         if value is None:
             return None
