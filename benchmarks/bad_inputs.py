@@ -27,7 +27,7 @@ out in 2 of 3 processes) needs a real gate of two revisions and is tested in pro
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``; the rows ``layouts N``
 (issue 40's layouts, cases and config, issue 43's measured path) in ``bad_inputs_layouts.py``; issue 47's ``fn N``
-rows in ``bad_inputs_functions.py``. The whole table (108 rows, before the rows of issues 40, 43, 46 and 47) took
+rows in ``bad_inputs_functions.py``; issue 41's ``profile N`` rows in ``bad_inputs_profile.py``. The whole table (108 rows, before the rows of issues 40, 43, 46 and 47) took
 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other engineers' work (each row is a
 fresh interpreter; five rows run probes).
 """
@@ -734,6 +734,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_functions import rows as function_rows  # issue 47: a library's own function as a case
 
     rows += function_rows(d, out)
+    from bad_inputs_profile import rows as profile_rows  # issue 41 item 4: explain's profile files
+
+    rows += profile_rows(d, m, out)
     # class 19's gate.json is made hostile here (after the shards were written valid).
     (d / "c19" / "g1" / "gate.json").write_text('{"format": "ttfg-gate", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # class 9: the NaN is written by json (allow_nan), as the gate wrote gate.json before the fix.

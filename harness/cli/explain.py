@@ -27,6 +27,10 @@ GATE [CASE]       a gate's output folder (runs/gate) or its gate.json: the
                   base.json and head.json beside it are read, and must be
                   the sides that gate measured
 
+--format pprof|speedscope --output DIR writes the attribution as profile
+files: <case>.base.pb.gz and <case>.head.pb.gz (pprof -diff_base BASE HEAD),
+or <case>.speedscope.json (one profile per kind and side).
+
 It decides nothing (ttfg compare and ttfg gate do): exit 0 when something was
 explained, 2 on bad input (a missing or invalid file, no common case).
 """
@@ -37,13 +41,26 @@ def cmd_explain(args) -> int:
     from ..files import atomic_write_text
     from ..present.attribution_views import attribution_markdown, headline, print_attribution
     from ..present.terminal import console as make_console
-    from .outputs import not_an_input, output_file
+    from .outputs import not_an_input, not_an_input_dir, output_dir, output_file
 
-    output_file(args.output, "--output")
+    profile_format = args.format in PROFILE_FORMATS
+    if profile_format:
+        from ..errors import UsageError
+
+        if not args.output:
+            raise UsageError(f"--format {args.format} writes files: give --output DIR (a folder)")
+        output_dir(args.output, "--output")
+    else:
+        output_file(args.output, "--output")
     base_path, head_path, case, gate_doc = resolve_inputs(args.paths)
-    not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
+    if profile_format:
+        not_an_input_dir(args.output, "--output", [base_path, head_path, *args.paths], ())
+    else:
+        not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
     metric = args.metric or (gate_doc.outcome.settings.metric if gate_doc is not None else "first_grad_s")
     found = explain(base_path, head_path, case, metric, args.cache, args.top).attributions
+    if profile_format:
+        return _write_profiles(args, found, base_path, head_path)
     if args.format == "json":
         doc = {"format": "ttfg-explain", "version": 1, "base": str(base_path), "head": str(head_path),
                "attributions": [{**a.to_json(), "headline": headline(a)} for a in found]}
@@ -65,6 +82,40 @@ def cmd_explain(args) -> int:
     return 0
 
 
+#: Formats written as profile files into the --output folder (``present/profile_files.py``).
+PROFILE_FORMATS = ("pprof", "speedscope")
+
+
+def _write_profiles(args, found, base_path, head_path) -> int:
+    """Write every case's profile files into ``--output`` (made when missing), all of them or none, and name them.
+
+    Refused (exit 2, nothing written) when no case has anything below its phases: a profile of phase times alone
+    is the table explain prints."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+    from ..files import replace_together
+    from ..present import profile_files
+
+    if not any(profile_files.has_rows(a) for a in found):
+        raise UsageError(f"nothing to write as {args.format}: no case of {base_path} and {head_path} has call "
+                         "counts, source lines or function lists (a gate records them for regressed cases, with "
+                         "--profiles 1 or more; ttfg run --profiles N samples stacks); nothing written")
+    try:
+        content = profile_files.files(found, args.format, str(base_path), str(head_path))
+    except ImportError as exc:
+        raise UsageError(f"--format {args.format} needs protobuf (pip install 'ttfg[profile]'): {exc}") from exc
+    folder = Path(args.output)
+    written = replace_together({folder / name: data for name, data in content.items()})
+    for path in written:
+        print(path)
+    if args.format == "pprof":
+        print(f"compare with: pprof -diff_base {folder}/<case>.base.pb.gz {folder}/<case>.head.pb.gz", file=sys.stderr)
+    else:
+        print("open in https://www.speedscope.app (one profile per kind and side)", file=sys.stderr)
+    return 0
+
+
 def add_explain_command(sub) -> None:
     """Register ``explain`` on the ``ttfg`` subparsers."""
     import argparse
@@ -82,8 +133,11 @@ def add_explain_command(sub) -> None:
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--top", type=options.count(1, 1000, "--top"), default=12,
                    help="functions to list (default: 12)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
-    p.add_argument("--output", metavar="FILE", help="write markdown/json here instead of stdout")
+    p.add_argument("--format", choices=("table", "markdown", "json", *PROFILE_FORMATS), default="table",
+                   help="table, markdown or json on stdout (or --output FILE); pprof (a base and a head .pb.gz per "
+                        "case, for pprof -diff_base) or speedscope (a .json per case) into --output DIR")
+    p.add_argument("--output", metavar="PATH", help="markdown/json: the file to write instead of stdout; "
+                                                    "pprof/speedscope: the folder to write into (made if missing)")
     p.set_defaults(func=cmd_explain)
 
 

@@ -383,6 +383,7 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
     if not chosen:
         raise UsageError(f"no case {case!r} in both files; cases in both: {', '.join(common)}")
     from .python_calls import attribute_calls, recorded_roots
+    from .source_lines import attribute_lines
 
     held = held or {}
     out = []
@@ -393,6 +394,8 @@ def attribute_results(base: Results, head: Results, case: str | None = None, met
             calls, note = attribute_calls(base.case(c), head.case(c), recorded_roots(base), recorded_roots(head))
             if calls or any(s.kind == "calls" for s in base.case(c).samples + head.case(c).samples):
                 a.calls, a.calls_note = calls, note
+            a.lines, a.lines_note = attribute_lines(base.case(c), head.case(c), recorded_roots(base),
+                                                    recorded_roots(head))
         if a is not None:
             out.append(a)
     return out

@@ -64,6 +64,7 @@ from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
 from . import python_calls
+from . import source_lines
 from . import unmeasured
 from . import tiers
 from . import time_screen
@@ -439,6 +440,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                             metric=settings.metric, cache=_measured_cache(settings, outcome.case))
             if outcome.attribution is not None:
                 outcome.attribution.calls, outcome.attribution.calls_note = python_calls.attribute_calls(
+                    results["base"].case(outcome.case), results["head"].case(outcome.case),
+                    python_calls.roots(base), python_calls.roots(head))
+                outcome.attribution.lines, outcome.attribution.lines_note = source_lines.attribute_lines(
                     results["base"].case(outcome.case), results["head"].case(outcome.case),
                     python_calls.roots(base), python_calls.roots(head))
     files = {role: str(w.out) for role, w in writers.items()}

@@ -54,6 +54,11 @@ class Engine:
         """Structural counters (graph sizes, compile events), measured after the timed calls."""
         return {}
 
+    def source_lines(self) -> list[dict[str, Any]]:
+        """The compiled code per model source line (``engines/source_lines.py``: jaxpr equations, FX nodes, graph
+        breaks), read after the first gradient; none for a backend that compiles nothing."""
+        return []
+
 
 class Backend:
     """One way to get a gradient. Class attributes describe it without importing anything.

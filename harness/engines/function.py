@@ -259,6 +259,16 @@ class FunctionEngine(Engine):
     def counters(self) -> dict[str, Any]:
         return {**framework_counters(self.fn, self.args, self.result), **self.first}
 
+    def source_lines(self) -> list[dict[str, Any]]:
+        """jaxpr equations per source line of ``fn``, traced again (a jax function); none for anything else."""
+        if not _uses_jax((self.args, self.result)):
+            return []
+        import jax
+
+        from .source_lines import jaxpr_lines
+
+        return jaxpr_lines(jax.make_jaxpr(self.fn)(*self.args))
+
 
 class FunctionBackend(Backend):
     """The backend every function case names: it imports nothing itself (the function's module does)."""

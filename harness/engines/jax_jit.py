@@ -82,6 +82,12 @@ class JaxJitEngine(Engine):
         }
 
 
+    def source_lines(self) -> list[dict[str, Any]]:
+        from .source_lines import jaxpr_lines
+
+        return jaxpr_lines((self.traced or self.fn.trace(*self.args)).jaxpr)
+
+
 class JaxJitBackend(Backend):
     name = "jax.jit"
     framework = "jax"

@@ -90,6 +90,8 @@ class CompileStats:
     def __init__(self) -> None:
         self.graphs = 0
         self.fx_nodes = 0
+        #: The graphs themselves, read after the first gradient for their nodes' source lines and graph breaks.
+        self.modules: list = []
 
     def compiler(self, backend_name: str):
         from torch._dynamo.backends.registry import lookup_backend
@@ -99,6 +101,7 @@ class CompileStats:
         def counting_backend(gm, example_inputs):
             self.graphs += 1
             self.fx_nodes += len(gm.graph.nodes)
+            self.modules.append(gm)
             return inner(gm, example_inputs)
 
         return counting_backend
@@ -203,6 +206,12 @@ class TorchCompileEngine(Engine):
 
     def counters(self) -> dict[str, Any]:
         return getattr(self, "first_counters", None) or self._dynamo_counters()
+
+
+    def source_lines(self) -> list[dict[str, Any]]:
+        from .source_lines import fx_lines
+
+        return fx_lines(self.stats.modules)
 
 
 class TorchCompileBackend(Backend):

@@ -19,7 +19,9 @@ stdout: frameworks print). The object is::
     {"ok": true, "profile_top": [{"fn", "file", "line", "incl", "self"}, ...],
      "profile_tool"}                                                             (profile)
     {"ok": true, "calls_top": [{"fn", "file", "line", "incl", "self"}, ...],
-     "calls_tool"}                          (calls: each Python function's call count, first gradient)
+     "calls_tool", "source_lines": [{"kind", "file", "line", "fn", "n", "reason"?}, ...],
+     "source_lines_note"?}                  (calls: each Python function's call count, first gradient, and the
+                                             compiled code per model line: engines/source_lines.py)
     {"ok": true, "files": [...], "extensions": [...]}  (coverage: the source files that ran, import to first
                                       gradient, and the extension modules loaded)
     {"ok": false, "error": "Type: message", "phase": "build"}                    (any failure)
@@ -379,6 +381,13 @@ def calls(case: Case, out: dict) -> dict:
                               for (fn, file, line), n in keep],
                 "calls_tool": f"cProfile call counts (Python {sys.version.split()[0]}), first gradient, "
                               f"{len(counts)} Python functions"})
+    # The compiled code per model line (jaxpr equations, FX nodes, graph breaks), read after the profile: a
+    # compiler that cannot say leaves the call counts standing, and says why.
+    out["phase"] = "read_source_lines"
+    try:
+        out["source_lines"] = engine.source_lines()
+    except Exception as exc:  # noqa: BLE001 (the measured code, traced again outside the window)
+        out["source_lines_note"] = f"no source lines: {type(exc).__name__}: {exc}"[:500]
     return out
 
 

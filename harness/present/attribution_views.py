@@ -83,6 +83,26 @@ def calls_lines(a: Attribution, top: int = 5) -> list[tuple[str, list[str]]]:
     return out
 
 
+def source_line_lines(a: Attribution, top: int = 5) -> list[tuple[str, list[str]]]:
+    """The compiled code that grew, by model line: every new graph break (line and reason), then the ``top``
+    lines whose jaxpr equations or FX nodes grew most, the project's first; one title, none when nothing grew."""
+    from ..decide.source_lines import grown, line_text
+
+    found = grown(a.lines, top)
+    return [("Compiled code that grew, by model line", [line_text(c) for c in found])] if found else []
+
+
+LINES_HEADER = ["kind", "file:line", "function", "code", "base", "head", "change"]
+
+
+def lines_rows(a: Attribution) -> list[list[str]]:
+    from ..decide.source_lines import KIND_WORDS
+
+    return [[KIND_WORDS.get(c.kind, c.kind) + (f": {c.reason}" if c.reason else ""), c.where, c.fn,
+             CODE_WORDS.get(c.code, c.code), fmt.count(c.base), fmt.count(c.head), count_delta(c.delta)]
+            for c in a.lines]
+
+
 CALLS_HEADER = ["function", "file:line", "code", "calls base", "calls head", "change"]
 
 
@@ -210,7 +230,11 @@ def print_attribution(console, a: Attribution) -> None:
         rows = [[f"{r[0]}\n  {r[1]}", r[2], r[5], r[4]] for r in calls_rows(a)]
         console.print(_rich_table(f"{a.case}: Python call counts of the first gradient, your code first",
                                   ["function", "code", "change", "calls head"], rows))
-    for note in a.function_notes + a.notes + ([a.calls_note] if a.calls_note else []):
+    if a.lines:
+        rows = [[f"{r[0]}\n  {r[1]} ({r[2]})", r[3], r[6], r[5]] for r in lines_rows(a)]
+        console.print(_rich_table(f"{a.case}: compiled code per model line, graph breaks first",
+                                  ["line", "code", "change", "head"], rows))
+    for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]:
         console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
@@ -237,7 +261,10 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
     if a.calls:
         lines += ["Python call counts of the first gradient (one process a side), your code first:", ""]
         lines += table(CALLS_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in calls_rows(a)]) + [""]
-    lines += [f"> {md(note)}" for note in a.function_notes + a.notes + ([a.calls_note] if a.calls_note else [])]
+    if a.lines:
+        lines += ["Compiled code per model line (one process a side), graph breaks first:", ""]
+        lines += table(LINES_HEADER, [[md(r[0]), md_code(r[1]), md_code(r[2]), *r[3:]] for r in lines_rows(a)]) + [""]
+    lines += [f"> {md(note)}" for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
@@ -247,6 +274,8 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
 
 def attribution_context(a: Attribution) -> dict:
     """What ``report.html.j2`` draws for one attribution (plain strings; the template escapes)."""
+    from .icicle import icicles
+
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
@@ -254,9 +283,10 @@ def attribution_context(a: Attribution) -> dict:
             "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
             "function_header": FUNCTION_HEADER,
             "function_tables": [{"title": function_title(a, u), "rows": function_rows(a, u)} for u in a.units()],
+            "lines_header": LINES_HEADER, "lines_rows": lines_rows(a), "icicles": icicles(a),
             "notes": a.function_notes + a.notes}
 
 
-__all__ = ["CALLS_HEADER", "CODE_WORDS", "attribution_context", "attribution_markdown", "calls_lines", "calls_rows",
+__all__ = ["LINES_HEADER", "lines_rows", "source_line_lines", "CALLS_HEADER", "CODE_WORDS", "attribution_context", "attribution_markdown", "calls_lines", "calls_rows",
            "count_delta", "function_name", "headline",
            "print_attribution", "seconds_delta"]

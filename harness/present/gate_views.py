@@ -241,6 +241,12 @@ def where_it_went(a) -> str:
     calls = [f"  - Python functions called more in {CODE_WORDS[code]}: "
              + ", ".join(f"{md_code(c.fn)} ({md_code(c.where)}) {count_delta(c.delta)}" for c in grown)
              for code, n in (("project", 5), ("framework", 3)) if (grown := a.grown_calls(code, n))]
+    from ..decide.source_lines import grown as grown_lines, line_text
+
+    # Compiled code per model line (jaxpr equations, FX nodes, graph breaks with their reason).
+    found = grown_lines(a.lines)
+    if found:
+        calls.append("  - Compiled code that grew, by model line: " + "; ".join(line_text(c, md_code, md) for c in found))
     return "\n".join([f"**Where it went**, {md_code(a.case)}: "
                       + cell(md("; ".join(parts)) or "no phase or function data"), *calls])
 
@@ -503,7 +509,9 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
             lines += wrapped(text, width, "    ")
     from .attribution_views import calls_lines
 
-    for title, found in function_lines(a, internals=internals)[:1] + calls_lines(a):
+    from .attribution_views import source_line_lines
+
+    for title, found in function_lines(a, internals=internals)[:1] + calls_lines(a) + source_line_lines(a):
         lines.append(f"  {title}:")
         for text in found:
             lines += wrapped(text, width, "    ")

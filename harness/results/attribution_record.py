@@ -19,7 +19,7 @@ from ..engines.base import GRADIENT_PHASES
 from .format import strict_json
 from .verdict import Record
 
-__all__ = ["Attribution", "CLEAR_T", "CallDelta", "CODE_KINDS", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "MIN_PAIRS", "PHASES",
+__all__ = ["Attribution", "CLEAR_T", "CallDelta", "CODE_KINDS", "CounterDelta", "FUNCTION_SOURCES", "FunctionDelta", "LineDelta", "MIN_PAIRS", "PHASES",
            "PhaseDelta", "not_a_cause"]
 
 #: The phases attributed, in process order (the registry's).
@@ -189,6 +189,40 @@ class CallDelta(Record):
 
 
 @dataclass
+class LineDelta(Record):
+    """One model source line's compiled code on both sides (``engines/source_lines.py``: one process a side).
+
+    ``kind`` is ``jaxpr_eqns`` (jax's equations), ``fx_nodes`` (Dynamo's FX nodes) or ``graph_break`` (Dynamo cut
+    its graph there, for ``reason``); ``file`` is located as a :class:`CallDelta`'s is. Lines are matched by file
+    and line number: an edit above a line moves it, and then it shows as one line gone and one new."""
+
+    kind: str
+    file: str
+    line: int | None
+    fn: str
+    base: int
+    head: int
+    code: str = "framework"
+    reason: str | None = None
+
+    @property
+    def delta(self) -> int:
+        return self.head - self.base
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "delta": self.delta, "where": self.where}
+
+    @classmethod
+    def from_json(cls, c: dict) -> "LineDelta":
+        return cls(c["kind"], c["file"], c.get("line"), c.get("fn") or "?", int(c["base"]), int(c["head"]),
+                   c.get("code") or "framework", c.get("reason"))
+
+
+@dataclass
 class Attribution:
     """Where one case's change went."""
 
@@ -215,6 +249,11 @@ class Attribution:
     calls: list[CallDelta] = field(default_factory=list)
     #: What the call counts came from, or why there are none (one line), where a calls process was asked for.
     calls_note: str | None = None
+    #: Compiled code per model line whose count changed (``decide/source_lines.py``): graph breaks first, then
+    #: the project's lines, then the frameworks'; empty where no calls process recorded lines on both sides.
+    lines: list[LineDelta] = field(default_factory=list)
+    #: What the line counts came from, or why there are none.
+    lines_note: str | None = None
 
     def grown_calls(self, code: str = "project", top: int = 5) -> list[CallDelta]:
         """The ``top`` functions of ``code`` (one of :data:`CODE_KINDS`) whose call count grew most."""
@@ -297,6 +336,7 @@ class Attribution:
                                   for u, t in tops.items() if t is not None},
                 "function_samples": dict(self.function_samples), "function_notes": list(self.function_notes),
                 "notes": list(self.notes), "calls": [c.to_json() for c in self.calls], "calls_note": self.calls_note,
+                "lines": [c.to_json() for c in self.lines], "lines_note": self.lines_note,
                 # last: the presenter adds it to a just-computed attribution (gate_views.presented_document)
                 **({} if self.headline is None else {"headline": self.headline})}
 
@@ -315,4 +355,6 @@ class Attribution:
                    # A file written before call counts existed has neither key: no calls, as before.
                    [CallDelta(c["fn"], c["file"], c.get("line"), int(c["base"]), int(c["head"]),
                               c.get("code") or "framework") for c in data.get("calls") or []],
-                   data.get("calls_note"))
+                   data.get("calls_note"),
+                   # A file written before line counts existed has neither key: none, as before.
+                   [LineDelta.from_json(c) for c in data.get("lines") or []], data.get("lines_note"))

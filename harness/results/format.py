@@ -53,7 +53,9 @@ SAMPLE_FIELDS = {
     # Sampled Python stacks of the first gradient: per function, inclusive and self seconds.
     "profile": {"profile_top": "functions_s", "profile_tool": "text"},
     # Each Python function's call count in the first gradient (cProfile): ``incl`` and ``self`` both the count.
-    "calls": {"calls_top": "functions", "calls_tool": "text"},
+    # The compiled code per model source line (``engines/source_lines.py``), and why there is none.
+    "calls": {"calls_top": "functions", "calls_tool": "text", "source_lines": "source_lines",
+              "source_lines_note": "text"},
 }
 KINDS = tuple(SAMPLE_FIELDS)
 #: The studies whose analysis a results file's ``study`` section may hold.

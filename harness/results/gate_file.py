@@ -245,6 +245,22 @@ class _GateReader(_Reader):
                 self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
             if c.get("code") is not None and c["code"] not in CODE_KINDS:
                 raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
+        self.text(raw.get("lines_note"), f"{where}.lines_note", optional=True)
+        from ..engines.source_lines import KINDS
+
+        for i, c in enumerate(self.seq(raw.get("lines") or [], f"{where}.lines")):  # absent before line counts
+            at = f"{where}.lines[{i}]"
+            c = self.obj(c, at)
+            for k in ("kind", "file", "fn"):
+                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
+            if c["kind"] not in KINDS:
+                raise self.expect(f"{at}.kind", "one of " + ", ".join(KINDS), c["kind"])
+            self.value(c.get("line"), f"{at}.line", "count")
+            for k in ("base", "head"):
+                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
+            self.text(c.get("reason"), f"{at}.reason", optional=True)
+            if c.get("code") is not None and c["code"] not in CODE_KINDS:
+                raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
 
     def shards(self, data: dict) -> None:
         """A merged gate's own fields (``ttfg merge gate``)."""

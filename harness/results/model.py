@@ -140,6 +140,9 @@ class Sample:
     # calls
     calls_top: list[dict[str, Any]] | None = None
     calls_tool: str | None = None
+    #: Compiled code per model line: ``{"kind", "file", "line", "fn", "n"}`` (+ ``"reason"`` for a graph break).
+    source_lines: list[dict[str, Any]] | None = None
+    source_lines_note: str | None = None
 
     def value(self, metric: str) -> float | None:
         """A finite number for ``metric`` (a field or ``counters.NAME``), else None."""

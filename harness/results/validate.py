@@ -132,6 +132,32 @@ class _Reader:
                         "self": self.value(self.key(raw, "self", f"{at}."), f"{at}.self", unit, optional=False)})
         return out
 
+    def source_lines(self, value: Any, where: str) -> list | None:
+        """A list of ``{"kind", "file", "line", "fn", "n"}`` (a graph break also ``"reason"``): a kind of
+        ``measure/source_lines.KINDS``, text, a line or null, text, a count."""
+        from ..engines.source_lines import KINDS
+
+        if value is None:
+            return None
+        out = []
+        for i, raw in enumerate(self.seq(value, where)):
+            at = f"{where}[{i}]"
+            raw = self.obj(raw, at)
+            extra = sorted(set(raw) - {"kind", "file", "line", "fn", "n", "reason"})
+            if extra:
+                raise self.fail(f"{at}.{extra[0]}", "not a field of a source-line entry")
+            kind = self.text(self.key(raw, "kind", f"{at}."), f"{at}.kind")
+            if kind not in KINDS:
+                raise self.expect(f"{at}.kind", "one of " + ", ".join(KINDS), kind)
+            entry = {"kind": kind, "file": self.text(self.key(raw, "file", f"{at}."), f"{at}.file"),
+                     "line": self.value(raw.get("line"), f"{at}.line", "count"),
+                     "fn": self.text(self.key(raw, "fn", f"{at}."), f"{at}.fn"),
+                     "n": self.value(self.key(raw, "n", f"{at}."), f"{at}.n", "count", optional=False)}
+            if "reason" in raw:
+                entry["reason"] = self.text(raw["reason"], f"{at}.reason")
+            out.append(entry)
+        return out
+
     def cold_evidence(self, value: Any, where: str) -> ColdEvidence | None:
         if value is None:
             return None
@@ -192,6 +218,8 @@ class _Reader:
                 values[name] = self.runtimes(v, at(name))
             elif ftype == "phase_counts":
                 values[name] = self.phase_counts(v, at(name))
+            elif ftype == "source_lines":
+                values[name] = self.source_lines(v, at(name))
             elif ftype in ("functions", "functions_s"):
                 values[name] = self.functions(v, at(name), "count" if ftype == "functions" else "seconds0")
             else:
