@@ -208,12 +208,12 @@ def test_a_bad_cap_is_refused_naming_the_variable(monkeypatch, raw):
 def test_the_folder_and_cap_come_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(cs.ENV_DIR, str(tmp_path / "elsewhere"))
     monkeypatch.setenv(cs.ENV_MAX_MB, "0.5")
-    store = cs.CountStore.default()
+    store = cs.CountStore.default(tmp_path / "cache")
     assert store.root == tmp_path / "elsewhere" and store.limit == 512 * 1024
     monkeypatch.delenv(cs.ENV_DIR)
     monkeypatch.delenv(cs.ENV_MAX_MB)
     monkeypatch.setenv("TTFG_CACHE_DIR", str(tmp_path / "cache"))
-    assert cs.folder() == tmp_path / "cache" / "counts" and cs.max_bytes() == 128 * 1024 * 1024
+    assert cs.folder(tmp_path / "cache") == tmp_path / "cache" / "counts" and cs.max_bytes() == 128 * 1024 * 1024
 
 
 @pytest.mark.slow

@@ -98,19 +98,17 @@ def cmd_env_prune(args) -> int:
 def _prune_counts(args, older_s: float | None) -> int:
     """``env prune --counts``: the count store's entries (and those set aside as corrupt), all or the older ones."""
     from .. import fmt
+    from ..app import environments
     from ..errors import UsageError
-    from ..results.count_store import CountStore
 
     if args.names or args.all or args.sources:
         raise UsageError("--counts removes the stored count samples, all or --older-than; it takes no names, "
                          "--all or --sources")
-    store = CountStore.default()
-    before = store.size()
-    gone = store.prune(older_s)
-    if gone:
-        print(f"removed {len(gone)} stored count(s) from {store.root} ({fmt.bytes_(before - store.size())})")
+    root, removed, freed = environments.prune_counts(older_s)
+    if removed:
+        print(f"removed {removed} stored count(s) from {root} ({fmt.bytes_(freed)})")
     else:
-        print(f"nothing matched: no stored count removed ({store.root})")
+        print(f"nothing matched: no stored count removed ({root})")
     return 0
 
 

@@ -78,6 +78,7 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from .stored_baseline import Baseline
     from ..engines import PersistentCache
     from .stats import Verdict
 
@@ -248,12 +249,16 @@ def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsW
 
 
 def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
-                   sampler: Sampler, warm: WarmDirs) -> "tiers.TakeSample":
-    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
+                   sampler: Sampler, warm: WarmDirs, baseline: "Baseline | None" = None) -> "tiers.TakeSample":
+    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file (and a cold base count
+    kept in the count store, ``baseline``, for the next gate of this base)."""
 
     def take(case: Case, kind: str, index: int, role: str) -> Sample:
-        sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), warm.get((role, case.id)))
+        folder = warm.get((role, case.id))
+        sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), folder)
         writers[role].append(case.id, sample)
+        if baseline is not None and role == "base" and folder is None:
+            baseline.keep(case, kind, index, sample)
         return sample
 
     return take
@@ -272,7 +277,8 @@ def _margins(sides: dict[str, Side], settings: GateSettings):
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
-             shard: ShardSection | None = None, clock: Clock = time.monotonic) -> GateOutcome:
+             shard: ShardSection | None = None, clock: Clock = time.monotonic,
+             baseline: "Baseline | None" = None) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -297,6 +303,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         With ``--shard I/N``: recorded in both results files and the outcome, for ``ttfg merge gate``.
     clock : Clock
         Reads the time for the budget, the pairs' wall time and the progress lines (``time.monotonic``).
+    baseline : stored_baseline.Baseline or None
+        The stored base counts (``app/gate_baseline.py``): looked up by the count tier, verified by the head's
+        fresh counts, the base's fresh counts kept; each case's ``baseline`` record in the outcome. None: none.
 
     Returns
     -------
@@ -323,6 +332,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         for writer in writers.values():
             writer.close()
         raise
+    if baseline is not None:  # stored samples used go into the base's file like the counts taken
+        baseline.append = writers["base"].append
     for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
         (out_dir / stale).unlink(missing_ok=True)
     states = [_new_state(case, settings) for case in cases]
@@ -398,11 +409,12 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 writer.results.gate.settings = settings.to_json()
                 writer.save()
         context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
-                                    _count_sampler(sides, writers, settings, sampler, warm), selected=settings.tiers,
+                                    _count_sampler(sides, writers, settings, sampler, warm, baseline),
+                                    selected=settings.tiers,
                                     repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
-                                    timed=timed, margins=_margins(sides, settings))
+                                    timed=timed, margins=_margins(sides, settings), baseline=baseline)
         trails = tiers.run_tiers(cases, context)
         for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
             if st.stop is None:
@@ -422,6 +434,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                             on_note(f"allocations {role} {st.case.id}: "
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
         outcomes = _outcomes(states, writers, settings, trails)
+        for outcome in outcomes if baseline is not None else ():
+            outcome.baseline = baseline.record(outcome.case)
         if settings.profiles:
             _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
             _count_calls(outcomes, states, sides, writers, settings, sampler, on_note, warm)

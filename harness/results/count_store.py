@@ -135,14 +135,13 @@ def stripped(sample: Sample) -> Sample:
     return replace(sample, **{name: None for name in TIME_FIELDS}, pair=None, pair_position=None)
 
 
-def folder() -> Path:
-    """``$TTFG_COUNT_STORE_DIR``, else ``counts`` in the cache folder (not made here)."""
+def folder(cache_root: Path) -> Path:
+    """``$TTFG_COUNT_STORE_DIR``, else ``counts`` in the cache folder ``cache_root`` (``provision.cache.root()``; not
+    made here)."""
     override = os.environ.get(ENV_DIR)
     if override:
         return Path(override)
-    from ..provision import cache
-
-    return cache.root() / "counts"
+    return Path(cache_root) / "counts"
 
 
 def max_bytes() -> int:
@@ -231,9 +230,9 @@ class CountStore:
         self.limit = limit if limit is not None else max_bytes()
 
     @classmethod
-    def default(cls) -> "CountStore":
+    def default(cls, cache_root: Path) -> "CountStore":
         """The store in :func:`folder`, capped by :func:`max_bytes` (raises ``UsageError`` for a bad cap)."""
-        return cls(folder(), max_bytes())
+        return cls(folder(cache_root), max_bytes())
 
     @property
     def entries(self) -> Path:
