@@ -63,6 +63,7 @@ def test_a_second_gate_of_one_base_counts_the_head_alone_and_says_where_the_base
     assert case.verdict.verdict == first.cases[0].verdict.verdict == "unchanged" and second.exit_code() == 0
     assert case.baseline["status"] == "stored" and case.baseline["kinds"] == ["allocations", "instructions"]
     assert case.baseline["from"].startswith("the gate of bbbbbbbbbb at ")
+    assert case.cost["instructions"]["processes"] == 2 and case.cost["instructions"]["stored"] == 2
     assert case.baseline["verified"].endswith("within half the margin of the stored base: allocations ±0 %, "
                                               "instructions +0.2 %, build instructions ±0 %")
     assert any("base counts (allocations, instructions) stored by the gate" in n for n in notes)

@@ -535,7 +535,8 @@ COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "pr
 
 def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
     """What one case cost, by tier, over both sides' samples: processes and their own wall time summed
-    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted."""
+    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted; a count sample taken
+    from the count store (no wall time: the store never keeps it) is no process of this gate, counted as ``stored``."""
     cost: dict[str, dict] = {}
     for writer in writers.values():
         case = next((c for c in writer.results.cases if c.id == case_id), None)
@@ -544,9 +545,13 @@ def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
         for sample in case.samples if case else []:
             tier = COST_TIERS.get(sample.kind) or (tiers.STRUCTURAL if sample.pair == first else tiers.TIME)
             entry = cost.setdefault(tier, {"processes": 0, "seconds": 0.0})
+            if sample.ok and sample.process_wall_s is None and sample.kind in tiers.count_kinds():
+                entry["stored"] = entry.get("stored", 0) + 1  # from the count store: no process of this gate
+                continue
             entry["processes"] += 1
             entry["seconds"] += sample.process_wall_s or 0.0
-    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3)} for t, e in cost.items()}
+    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3),
+                **({"stored": e["stored"]} if e.get("stored") else {})} for t, e in cost.items()}
 
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],

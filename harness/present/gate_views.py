@@ -236,7 +236,7 @@ def screen_and_cost(case: CaseOutcome) -> str:
                      f"{state}{limit}")
     if case.cost:
         spent = ", ".join(f"{tier} {e.get('processes', 0)} processes {fmt.seconds(e.get('seconds'))}"
-                          for tier, e in case.cost.items())
+                          + (f" (+{e['stored']} stored)" if e.get("stored") else "") for tier, e in case.cost.items())
         parts.append(f"cost: {spent}")
     return "; ".join(parts)
 

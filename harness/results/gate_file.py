@@ -120,6 +120,7 @@ class _GateReader(_Reader):
                 spent = self.obj(spent, f"{where}.cost.{tier}")
                 self.value(spent.get("processes"), f"{where}.cost.{tier}.processes", "count")
                 self.value(spent.get("seconds"), f"{where}.cost.{tier}.seconds", "nonneg")
+                self.value(spent.get("stored"), f"{where}.cost.{tier}.stored", "count")
         if raw.get("screen") is not None:  # what the time tier's screen did (gates since 2026-12-06)
             self.screen(raw["screen"], f"{where}.screen")
         if raw.get("baseline") is not None:  # where the base's counts came from (gates since 2026-12-06)
