@@ -219,3 +219,29 @@ def test_a_bad_store_cap_is_refused_before_any_checkout(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="TTFG_COUNT_STORE_MAX_MB='lots'"):
         use_case.run(use_case.GateRequest(tmp_path, "HEAD~1", cases, settings, tmp_path / "out"), opener=opener)
     assert opener.opened == [] and not (tmp_path / "out").exists()
+
+
+def test_the_heads_counts_are_kept_for_the_gate_whose_base_it_becomes(sides, tmp_path, monkeypatch):  # noqa: F811
+    """A merged head is the next gate's base: its counts, kept under its tree (here its commit), are found."""
+    from ttfg.measure.sides import Side
+
+    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+    store = cs.CountStore(tmp_path / "counts")
+    cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
+    settings = GateSettings(tiers=tiers.DEFAULT_TIERS, profiles=0)
+
+    def gate(base, head, out):
+        fake = FakeSampler({"base": base, "head": head}, {"base": Side_(), "head": Side_()})
+        baseline = GateBaseline(store, base, settings.run, head.revision.commit, head=head)
+        outcome = run_gate(cases, skipped, base, head, settings, tmp_path / out, sampler=fake, clock=fake.monotonic,
+                           baseline=baseline)
+        return outcome, [(role, kind) for _, role, kind in fake.calls if kind != "timing"]
+
+    gate(sides["base"], sides["head"], "one")
+    merged = Side("base", sides["head"].revision, sides["head"].tree)
+    (tmp_path / "next").mkdir()
+    following = Side("head", sides["head"].revision.__class__("next", "c" * 40, "next"), tmp_path / "next")
+    outcome, counted = gate(merged, following, "two")
+    assert sorted(counted) == [("head", "allocations"), ("head", "instructions")]
+    assert outcome.cases[0].baseline["status"] == "stored"
+    assert outcome.cases[0].baseline["from"].startswith("the gate of bbbbbbbbbb")

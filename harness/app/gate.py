@@ -237,7 +237,8 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
             if store is not None:
                 from .gate_baseline import GateBaseline
 
-                baseline = GateBaseline(store, sides["base"], settings.run, head_rev.commit, note=events.note)
+                baseline = GateBaseline(store, sides["base"], settings.run, head_rev.commit, note=events.note,
+                                        head=sides["head"])
             outcome = run_gate(cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, sampler=sampler,
                                shard=request.shard, baseline=baseline)

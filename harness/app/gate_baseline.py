@@ -6,7 +6,9 @@ base again; two pull requests off one base counted the same commit twice. The co
 the exact key (the base's git tree, the case, the kind, the cache mode, the index, and the conditions of
 ``bisect_counts.conditions``: environment digest, interpreter, probe and valgrind settings, ttfg source, CPU) and
 uses it only once the head's fresh count agrees with it (``decide/stored_baseline.py`` says why that check is
-enough). Never a fallback: an entry of another commit, environment or machine is not looked for, and one that fails
+enough). The head's fresh counts are kept too, under the head's tree: a head is measured from its commit, and once
+merged (a merge commit or a squash of an unmoved base has the same tree) it is the next pull request's base. Never a
+fallback: an entry of another commit, environment or machine is not looked for, and one that fails
 its checks is set aside and said.
 
 What each case's ``baseline`` record says (``gate.json``, ``summary.md``, the terminal): ``stored`` (from which run,
@@ -50,13 +52,20 @@ class GateBaseline:
     """One gate's stored baseline (``decide.stored_baseline.Baseline``): looks up and keeps the base's counts."""
 
     def __init__(self, store: CountStore, base: "Side", run: "RunSettings", head_commit: str,
-                 append: Callable[[str, "Sample"], None] | None = None, note: Callable[[str], None] | None = None):
+                 append: Callable[[str, "Sample"], None] | None = None, note: Callable[[str], None] | None = None,
+                 head: "Side | None" = None):
         self.store, self.base, self.run = store, base, base.run_settings(run)
+        #: Each side kept: its run settings and sources (the head's counts are kept too: a head is measured from
+        #: its commit, and once merged its tree is the next pull request's base).
+        self.sides = {"base": (base, self.run)}
+        if head is not None:
+            self.sides["head"] = (head, head.run_settings(run))
         self.append = append or (lambda case_id, sample: None)
         self.note = note or (lambda text: None)
         self.origin = {"run": "gate", "commit": head_commit,
                        "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         self.sources = sources(base)
+        self.side_sources = {role: sources(side) for role, (side, _) in self.sides.items()}
         self.records: dict[str, dict] = {}
         self.found_from: dict[str, str] = {}
         self.aside: dict[str, list[str]] = {}
@@ -65,10 +74,12 @@ class GateBaseline:
         from ..measure import fact_keys
 
         self.unreusable = fact_keys.unreusable(base.env) if base.env is not None else None
+        self.head_unreusable = fact_keys.unreusable(head.env) if head is not None and head.env is not None else None
 
-    def _key(self, case: "Case", kind: str, index: int):
-        what = conditions(self.base, case, self.run)
-        return EntryKey(self.sources, case.id, kind, "cold", index, what.digest), what
+    def _key(self, case: "Case", kind: str, index: int, role: str = "base"):
+        side, run = self.sides[role]
+        what = conditions(side, case, run)
+        return EntryKey(self.side_sources[role], case.id, kind, "cold", index, what.digest), what
 
     def lookup(self, case: "Case", kinds: list[str], repeat: int) -> "dict[str, list[Sample]]":
         found: dict[str, list] = {}
@@ -120,20 +131,23 @@ class GateBaseline:
         with self.lock:
             self.records[case.id] = {"status": COUNTED, "why": why}
 
-    def keep(self, case: "Case", kind: str, index: int, sample: "Sample") -> None:
-        """Keep a fresh base count for the next gate (a good, steady count of a kind this backend repeats); a store
-        that cannot be written is said once, never an error."""
-        if self.unreusable or not sample.ok or not reusable(case.backend, kind) or not steady_record(sample):
+    def keep(self, case: "Case", kind: str, index: int, sample: "Sample", role: str = "base") -> None:
+        """Keep a fresh count of a side for the next gate (a good, steady count of a kind this backend repeats); a
+        store that cannot be written is said, never an error."""
+        unreusable = self.unreusable if role == "base" else self.head_unreusable
+        if role not in self.sides or unreusable or not sample.ok or not reusable(case.backend, kind) \
+                or not steady_record(sample):
             return
-        key, what = self._key(case, kind, index)
+        key, what = self._key(case, kind, index, role)
         try:
             self.store.put(Entry(key, what, sample, dict(self.origin)))
         except OSError as exc:
             self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): base counts "
                       "not kept")
             return
-        with self.lock:
-            self.kept[case.id] = self.kept.get(case.id, 0) + 1
+        if role == "base":
+            with self.lock:
+                self.kept[case.id] = self.kept.get(case.id, 0) + 1
 
     def record(self, case_id: str) -> dict:
         """``gate.json``'s ``baseline`` of one case (see the module's docstring)."""

@@ -257,8 +257,8 @@ def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], se
         folder = warm.get((role, case.id))
         sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), folder)
         writers[role].append(case.id, sample)
-        if baseline is not None and role == "base" and folder is None:
-            baseline.keep(case, kind, index, sample)
+        if baseline is not None and folder is None:
+            baseline.keep(case, kind, index, sample, role)
         return sample
 
     return take

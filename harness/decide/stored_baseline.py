@@ -54,8 +54,8 @@ class Baseline(Protocol):
     def counted(self, case: "Case", why: str) -> None:
         """The base was counted afresh, and why."""
 
-    def keep(self, case: "Case", kind: str, index: int, sample: "Sample") -> None:
-        """A fresh cold base count, to keep for the next gate of this base."""
+    def keep(self, case: "Case", kind: str, index: int, sample: "Sample", role: str) -> None:
+        """A fresh cold count of the ``role`` side, to keep for the next gate whose base it is."""
 
     def record(self, case_id: str) -> dict:
         """``gate.json``'s ``baseline`` of one case."""
