@@ -227,6 +227,9 @@ def _files(d: Path) -> dict:
     from bad_inputs_bisect import files as bisect_files  # issue 40's bisect state rows, beside this script
 
     made.update(bisect_files(d, TINY))
+    from bad_inputs_count_store import files as store_files  # issue 42's count store
+
+    made.update(store_files(d))
     from bad_inputs_layouts import files as layout_files  # issues 40 and 43's layouts and measured path
 
     made.update(layout_files(d))
@@ -731,6 +734,9 @@ def _cases(d: Path, m: dict) -> list[Row]:
     from bad_inputs_layouts import rows as layout_rows
 
     rows += layout_rows(d, m, out)
+    from bad_inputs_count_store import rows as store_rows  # issue 42's count store
+
+    rows += store_rows(d, m, out, tiny)
     from bad_inputs_functions import rows as function_rows  # issue 47: a library's own function as a case
 
     rows += function_rows(d, out)

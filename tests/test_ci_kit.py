@@ -239,11 +239,12 @@ def test_no_workflow_adds_a_new_comment_per_push():
 
 
 def test_every_action_is_pinned_to_a_release():
+    """Actions in a subfolder of their repository (``actions/cache/restore@v4``) are pinned the same way."""
     for path in WORKFLOWS:
         for job in load(path)["jobs"].values():
             for step in job["steps"]:
                 if "uses" in step:
-                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+)*|[0-9a-f]{40})", step["uses"]), \
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)*@(v\d+(\.\d+)*|[0-9a-f]{40})", step["uses"]), \
                         f"{path.name}: {step['uses']} is not pinned to a release tag or commit"
 
 
@@ -314,3 +315,20 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
     assert str(tmp_path / "venv") in installed, installed  # the ttfg the workflow installed, not this checkout
     extra = subprocess.run([str(python), "-m", "pip", "show", "pytest-codspeed"], env=env, capture_output=True)
     assert extra.returncode == 0  # the instructions extra's package is there
+
+
+def test_the_gate_workflows_restore_and_save_the_count_store_keyed_by_the_base_commit():
+    """The pull-request gates restore the count store under the base commit's key and point the gate at it; the
+    trend workflow on the default branch fills it under its own commit (the base of the next pull requests)."""
+    for name in ("perf-gate.yml", "perf-gate-sharded.yml"):
+        steps = [s for job in load(ROOT / "ci" / "workflows" / name)["jobs"].values() for s in job["steps"]]
+        restore = next(s for s in steps if s.get("uses") == "actions/cache/restore@v4")
+        assert "steps.base.outputs.sha" in restore["with"]["key"] and restore["with"]["path"] == ".ttfg-counts"
+        gate = next(s for s in steps if "ttfg gate" in s.get("run", ""))
+        assert gate["env"]["TTFG_COUNT_STORE_DIR"].endswith("/.ttfg-counts")
+        assert any(s.get("uses") == "actions/cache/save@v4" for s in steps)
+    steps = [s for job in load(ROOT / "ci" / "workflows" / "trend.yml")["jobs"].values() for s in job["steps"]]
+    save = next(s for s in steps if s.get("uses") == "actions/cache/save@v4")
+    assert "github.sha" in save["with"]["key"]
+    fill = next(s for s in steps if "gate --base HEAD~1 --head HEAD" in s.get("run", ""))
+    assert fill["continue-on-error"] is True and fill["env"]["TTFG_COUNT_STORE_DIR"].endswith("/.ttfg-counts")

@@ -95,6 +95,30 @@ def test_the_gate_calls_a_comment_only_change_unchanged(flaxlab, tmp_path):
     assert case["verdict"]["verdict"] == "unchanged", case
 
 
+def test_a_second_gate_of_the_base_uses_its_stored_counts_and_still_catches_the_slowdown(flaxlab, tmp_path):
+    """Issue 42: a comment-only gate counts and keeps the base; a second gate of the same base counts the head alone,
+    uses the stored base once the head agrees, and says so; with that store present, the slowdown still fails."""
+    first = ttfg(flaxlab, "gate", "--base", flaxlab["first"], "--head", flaxlab["comment"], "--profiles", "0",
+                 "--out-dir", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    record = json.loads((tmp_path / "one" / "gate.json").read_text())["cases"][0]["baseline"]
+    assert record["status"] == "counted" and record["kept"] >= 1, record
+    again = ttfg(flaxlab, "gate", "--base", flaxlab["first"], "--head", flaxlab["comment"], "--profiles", "0",
+                 "--out-dir", str(tmp_path / "two"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    case = json.loads((tmp_path / "two" / "gate.json").read_text())["cases"][0]
+    assert case["baseline"]["status"] == "stored" and case["verdict"]["verdict"] == "unchanged", case["baseline"]
+    assert f"baseline {CASE}: stored, verified" in " ".join(again.stdout.split())
+    assert "base counts: stored, verified" in (tmp_path / "two" / "summary.md").read_text()
+    slow = ttfg(flaxlab, "gate", "--base", flaxlab["first"], "--head", flaxlab["slow"], "--profiles", "0",
+                "--out-dir", str(tmp_path / "slow"))
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    case = json.loads((tmp_path / "slow" / "gate.json").read_text())["cases"][0]
+    # settled by a structural counter before any count ("none"), or by counts of a base counted afresh
+    assert case["verdict"]["verdict"] == "regressed" and case["baseline"]["status"] in ("none", "counted"), \
+        case["baseline"]
+
+
 def test_asv_history_shows_the_step(flaxlab, tmp_path):
     """`ttfg asv record` runs `asv run` per commit, each with that commit's flaxlab installed; the
     report and `ttfg regressions` then find the step in the structural counter (four commits:

@@ -113,4 +113,22 @@ def prune_sources(older_than_s: float | None, on_note: Callable[[str], None] | N
     return [(key, describe_age(age)) for key, age in env_cache.prune_sources(older_than_s, on_note)]
 
 
-__all__ = ["Listing", "build_all", "build_one", "listing", "prune", "prune_sources"]
+def prune_counts(older_than_s: float | None) -> tuple[Path, int, int]:
+    """``ttfg env prune --counts``: the count store's files removed (all, or those older than ``older_than_s``),
+    as ``(its folder, files removed, bytes freed)``.
+
+    Raises
+    ------
+    UsageError
+        A ``TTFG_COUNT_STORE_MAX_MB`` that is no positive number.
+    """
+    from ..provision import cache
+    from ..results.count_store import CountStore
+
+    store = CountStore.default(cache.root())
+    before = store.size()
+    gone = store.prune(older_than_s)
+    return store.root, len(gone), before - store.size()
+
+
+__all__ = ["Listing", "build_all", "build_one", "listing", "prune", "prune_counts", "prune_sources"]

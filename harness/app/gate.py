@@ -85,6 +85,8 @@ class GateRequest:
     #: When the change touches project code that never runs on the measured path: "pass" (the default: the
     #: verdict stands and every output says the measurement could not see the change) or "fail" (exit 2).
     off_path: str = "pass"
+    #: Read and fill the count store (``app/gate_baseline.py``); False: ``--no-count-store``, every base counted.
+    count_store: bool = True
 
 
 class GateEvents:
@@ -202,6 +204,7 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
     if request.settings.cache == "both":
         return _run_both(request, events, opener, sampler)
     expectations = expect.load(request.expectations) if request.expectations else None  # before minutes of sampling
+    store, store_off = _count_store(request)  # a bad TTFG_COUNT_STORE_MAX_MB is refused before any checkout
     repo = repo_root(request.repo)
     base_rev, head_rev = revisions(repo, request.base or request.head, request.head, request.allow_dirty)
     if (pruned := pruned_note(repo)) is not None:  # an earlier gate or bisect killed outright left its worktrees
@@ -230,9 +233,20 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
             path = measured_path(request, base_rev, head_rev, sides, events)
             cases, new, removed = _split_cases(request.cases, sides, events)
             new_cases = [_measure_new(case, sides["head"], settings, events, sampler) for case in new]
+            baseline = None
+            if store is not None:
+                from .gate_baseline import GateBaseline
+
+                baseline = GateBaseline(store, sides["base"], settings.run, head_rev.commit, note=events.note,
+                                        head=sides["head"])
             outcome = run_gate(cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, sampler=sampler,
-                               shard=request.shard)
+                               shard=request.shard, baseline=baseline)
+            if baseline is None:
+                from .gate_baseline import off
+
+                for case in outcome.cases:
+                    case.baseline = off(store_off)
     except KeyboardInterrupt:
         return GateReport(2, INTERRUPTED, base_rev, head_rev, plan, budget_warnings=budget_warnings)
     _accept(outcome, repo, base_rev.commit, head_rev.commit, events)
@@ -253,6 +267,28 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
                         new_cases=new_cases, removed_cases=[c.id for c in removed])
     _write_outputs(report, request, events)
     return report
+
+
+def _count_store(request: GateRequest):
+    """``(store, None)`` when this gate reads and fills the count store, else ``(None, why not)``.
+
+    Raises
+    ------
+    UsageError
+        A ``TTFG_COUNT_STORE_MAX_MB`` that is no positive number.
+    """
+    from ..decide.tiers import INSTRUCTIONS
+    from ..results.count_store import CountStore
+
+    if not request.count_store:
+        return None, "--no-count-store"
+    if request.settings.cache != "cold":
+        return None, "a warm gate's counts are neither stored nor reused"
+    if INSTRUCTIONS not in request.settings.tiers:
+        return None, "the instructions tier is not selected"
+    from ..provision import cache
+
+    return CountStore.default(cache.root()), None
 
 
 #: Cold processes that measure a new case on the head alone (a first look, not a verdict).

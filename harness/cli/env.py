@@ -70,6 +70,8 @@ def cmd_env_prune(args) -> int:
     from ..app import environments
 
     older_s = args.older_than.seconds if args.older_than is not None else None
+    if args.counts:  # the count store: every kept count sample, all or --older-than
+        return _prune_counts(args, older_s)
     if args.sources:  # the installed revisions the gate keeps by commit and project folder
         if args.names:
             from ..errors import UsageError
@@ -90,6 +92,23 @@ def cmd_env_prune(args) -> int:
         print(f"removed {e.name} ({e.key}, {age} old)")
     if not removed:
         print("nothing matched: no environment removed")
+    return 0
+
+
+def _prune_counts(args, older_s: float | None) -> int:
+    """``env prune --counts``: the count store's entries (and those set aside as corrupt), all or the older ones."""
+    from .. import fmt
+    from ..app import environments
+    from ..errors import UsageError
+
+    if args.names or args.all or args.sources:
+        raise UsageError("--counts removes the stored count samples, all or --older-than; it takes no names, "
+                         "--all or --sources")
+    root, removed, freed = environments.prune_counts(older_s)
+    if removed:
+        print(f"removed {removed} stored count(s) from {root} ({fmt.bytes_(freed)})")
+    else:
+        print(f"nothing matched: no stored count removed ({root})")
     return 0
 
 
@@ -119,4 +138,7 @@ def add_env_commands(sub) -> None:
     c.add_argument("--sources", action="store_true",
                    help="remove the installed revisions instead (the gate's cache of each commit's project, keyed "
                         "by commit and install-path): all, or with --older-than")
+    c.add_argument("--counts", action="store_true",
+                   help="remove the stored count samples instead (the count store the gate and bisect reuse, "
+                        "$TTFG_COUNT_STORE_DIR or counts/ in the cache folder): all, or with --older-than")
     c.set_defaults(func=cmd_env_prune)

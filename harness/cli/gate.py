@@ -192,7 +192,8 @@ def cmd_gate(args) -> int:
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, shard=shard, expectations=args.expectations,
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
         base_env=args.base_env, head_env=args.head_env, envs=args.envs,
-        project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path)
+        project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path,
+        count_store=not args.no_count_store)
     report = gate.run(request, _PrintedEvents(console, args.verbose))
     if report.status == gate.SAME_COMMIT:
         said = (f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
@@ -233,6 +234,7 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
     from ..present.gate_views import gate_detail_table, gate_table
     from ..results.gate_outcome import COUNT_BROKEN, HEAD_FAILING
     from ..present.verdicts import accepted_decision
+    from ..present.gate_views import baseline_words
 
     outcome, check, code, shard = report.outcome, report.check, report.code, report.outcome.shard
     width = console.width
@@ -250,6 +252,9 @@ def _print_gate(console, report, write_suggested, verbose: bool = False) -> None
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
     for s in outcome.skipped:
         say(f"skipped {s.id}: {s.reason}")
+    for c in outcome.cases:  # where each case's base counts came from: stored and verified, or counted now
+        if c.baseline is not None and (verbose or c.baseline.get("status") != "off"):
+            say(f"baseline {c.case}: {baseline_words(c.baseline)}")
     if verbose:
         console.print(gate_detail_table(outcome))
         for c in outcome.cases:
@@ -372,6 +377,10 @@ def add_gate_commands(sub) -> None:
     p.add_argument("--recount", type=options.count(0, 5, "--recount"), default=1, metavar="N",
                    help="more counts a side, one at a time, for a case whose count lands at the edge of its margin, "
                         "before the time tier decides it (default: 1)")
+    p.add_argument("--no-count-store", action="store_true",
+                   help="count the base afresh: neither read nor fill the count store (by default a stored base "
+                        "count of the exact key is used once the head's fresh count agrees with it, and the base "
+                        "counts taken are kept; $TTFG_COUNT_STORE_DIR, else counts/ in the cache folder)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")

@@ -79,6 +79,7 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from .stored_baseline import Baseline
     from ..engines import PersistentCache
     from .stats import Verdict
 
@@ -249,12 +250,16 @@ def _run_pair(st: CaseState, sides: dict[str, Side], writers: dict[str, ResultsW
 
 
 def _count_sampler(sides: dict[str, Side], writers: dict[str, ResultsWriter], settings: GateSettings,
-                   sampler: Sampler, warm: WarmDirs) -> "tiers.TakeSample":
-    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file."""
+                   sampler: Sampler, warm: WarmDirs, baseline: "Baseline | None" = None) -> "tiers.TakeSample":
+    """The count tier's sampler: one sample of a kind on a side, recorded in that side's file (and a cold base count
+    kept in the count store, ``baseline``, for the next gate of this base)."""
 
     def take(case: Case, kind: str, index: int, role: str) -> Sample:
-        sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), warm.get((role, case.id)))
+        folder = warm.get((role, case.id))
+        sample = _sample(sampler, case, kind, index, sides[role].run_settings(settings.run), folder)
         writers[role].append(case.id, sample)
+        if baseline is not None and folder is None:
+            baseline.keep(case, kind, index, sample, role)
         return sample
 
     return take
@@ -273,7 +278,8 @@ def _margins(sides: dict[str, Side], settings: GateSettings):
 def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, settings: GateSettings,
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
-             shard: ShardSection | None = None, clock: Clock = time.monotonic) -> GateOutcome:
+             shard: ShardSection | None = None, clock: Clock = time.monotonic,
+             baseline: "Baseline | None" = None) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -298,6 +304,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         With ``--shard I/N``: recorded in both results files and the outcome, for ``ttfg merge gate``.
     clock : Clock
         Reads the time for the budget, the pairs' wall time and the progress lines (``time.monotonic``).
+    baseline : stored_baseline.Baseline or None
+        The stored base counts (``app/gate_baseline.py``): looked up by the count tier, verified by the head's
+        fresh counts, the base's fresh counts kept; each case's ``baseline`` record in the outcome. None: none.
 
     Returns
     -------
@@ -324,6 +333,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         for writer in writers.values():
             writer.close()
         raise
+    if baseline is not None:  # stored samples used go into the base's file like the counts taken
+        baseline.append = writers["base"].append
     for stale in GATE_OUTPUTS:  # now this gate's: a previous verdict must not sit beside new, unfinished files
         (out_dir / stale).unlink(missing_ok=True)
     states = [_new_state(case, settings) for case in cases]
@@ -399,11 +410,12 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 writer.results.gate.settings = settings.to_json()
                 writer.save()
         context = tiers.TierContext(lambda case: take_pair(by_id[case.id]),
-                                    _count_sampler(sides, writers, settings, sampler, warm), selected=settings.tiers,
+                                    _count_sampler(sides, writers, settings, sampler, warm, baseline),
+                                    selected=settings.tiers,
                                     repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
-                                    timed=timed, margins=_margins(sides, settings))
+                                    timed=timed, margins=_margins(sides, settings), baseline=baseline)
         trails = tiers.run_tiers(cases, context)
         for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
             if st.stop is None:
@@ -423,6 +435,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                             on_note(f"allocations {role} {st.case.id}: "
                                     + (f"{sample.alloc_count:,} allocations" if sample.ok else state))
         outcomes = _outcomes(states, writers, settings, trails)
+        for outcome in outcomes if baseline is not None else ():
+            outcome.baseline = baseline.record(outcome.case)
         if settings.profiles:
             _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
             _count_calls(outcomes, states, sides, writers, settings, sampler, on_note, warm)
@@ -525,7 +539,8 @@ COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "pr
 
 def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
     """What one case cost, by tier, over both sides' samples: processes and their own wall time summed
-    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted."""
+    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted; a count sample taken
+    from the count store (no wall time: the store never keeps it) is no process of this gate, counted as ``stored``."""
     cost: dict[str, dict] = {}
     for writer in writers.values():
         case = next((c for c in writer.results.cases if c.id == case_id), None)
@@ -534,9 +549,13 @@ def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
         for sample in case.samples if case else []:
             tier = COST_TIERS.get(sample.kind) or (tiers.STRUCTURAL if sample.pair == first else tiers.TIME)
             entry = cost.setdefault(tier, {"processes": 0, "seconds": 0.0})
+            if sample.ok and sample.process_wall_s is None and sample.kind in tiers.count_kinds():
+                entry["stored"] = entry.get("stored", 0) + 1  # from the count store: no process of this gate
+                continue
             entry["processes"] += 1
             entry["seconds"] += sample.process_wall_s or 0.0
-    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3)} for t, e in cost.items()}
+    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3),
+                **({"stored": e["stored"]} if e.get("stored") else {})} for t, e in cost.items()}
 
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],

@@ -245,7 +245,11 @@ def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: T
                           unsteady_counts(case.backend, measured), judged,
                           measured.multithreaded if measured else None)
 
-    rounds(0, ctx.repeat)
+    stored = ctx.baseline.lookup(case, kinds, ctx.repeat) if ctx.baseline is not None else {}
+    if stored:
+        _with_stored_base(case, kinds, stored, got, pool, ctx, margins, facts.runs_on)
+    else:
+        rounds(0, ctx.repeat)
     step = step_now()
     if step.recount_base:  # a count beyond an uncalibrated margin: does the base repeat it? (one more process)
         for kind in step.recount_base:
@@ -261,6 +265,38 @@ def _count_case(case: "Case", kinds: list[str], pool: ThreadPoolExecutor, ctx: T
         step.reason += (f"; {took}: the time tier decides" if TIME in ctx.selected else
                         f"; {took}, and the time tier is not selected")
     return step
+
+
+def _with_stored_base(case: "Case", kinds: list[str], stored: "dict[str, list[Sample]]",
+                      got: "dict[str, dict[str, list[Sample]]]", pool: ThreadPoolExecutor, ctx: TierContext,
+                      margins: "dict[str, Margin]", declared) -> None:
+    """The first round with a stored base (``stored_baseline.py``): the head's counts and the base's of the kinds not
+    stored, at the same time; the stored base is then used only when the head's fresh counts agree with it within
+    half of every margin, else the base is counted afresh, as without a store, and the reason is kept."""
+    from . import count_margins
+    from .stored_baseline import agreement
+    from ..results.runtimes import runs_on
+
+    for i in range(ctx.repeat):
+        futures = [(role, kind, pool.submit(ctx.take_sample, case, kind, i, role)) for kind in kinds
+                   for role in ("base", "head") if role == "head" or kind not in stored]
+        for role, kind, fut in futures:
+            got[role].setdefault(kind, []).append(fut.result())
+    measured = measured_runtimes(got["head"], stored)
+    on = runs_on(measured, declared)
+    judged = {m: e if e.calibrated else count_margins.default_margin(m, on, e.why) for m, e in margins.items()}
+    agreed, words = agreement(stored, got["head"], judged)
+    if agreed:
+        for kind, samples in stored.items():
+            got["base"][kind] = list(samples)
+        ctx.baseline.used(case, stored, words)
+        return
+    ctx.baseline.counted(case, f"stored base counted afresh: {words}")
+    ctx.note(f"{case.id}: stored base counts not used ({words}): counting the base afresh")
+    for i in range(ctx.repeat):
+        futures = [(kind, pool.submit(ctx.take_sample, case, kind, i, "base")) for kind in stored]
+        for kind, fut in futures:
+            got["base"].setdefault(kind, []).append(fut.result())
 
 
 __all__ = ["INSTRUCTIONS", "InstructionsTier", "count_kinds", "count_step", "measured_runtimes", "unsteady_counts"]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .count_margins import Margin
     from ..results.model import Sample
     from .stats import Verdict
+    from .stored_baseline import Baseline
 
 
 def tier_metrics(tier: str) -> tuple[str, ...]:
@@ -135,6 +136,8 @@ class TierContext:
     #: Case -> its count margins under both sides' keys (``count_margins.for_sides``); None: every case takes the
     #: default, saying the sides' conditions are unknown.
     margins: "Callable[[Case], dict[str, Margin]] | None" = None
+    #: The stored base counts (``stored_baseline.Baseline``); None: every base count is taken afresh.
+    baseline: "Baseline | None" = None
 
 
 class Tier(Protocol):

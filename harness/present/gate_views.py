@@ -204,6 +204,24 @@ def which_counts_decided(step) -> str | None:
                                    f"evidence only: {', '.join(other)}" if other else ""]))
 
 
+def baseline_words(record: dict | None) -> str:
+    """A case's baseline in one line for the summary and the terminal."""
+    if not record:
+        return ""
+    status = record.get("status")
+    if status == "stored":
+        text = f"stored, verified: from {record.get('from')}; {record.get('verified')}"
+        if record.get("counted_now"):
+            text += f" (counted now: {'; '.join(record['counted_now'])})"
+        return text
+    kept = f"; kept {record['kept']} count(s) for the next gate" if record.get("kept") else ""
+    if status == "counted":
+        return f"counted now: {record.get('why')}{kept}"
+    if status == "off":
+        return f"counted now, the store off ({record.get('why')})"
+    return f"{record.get('why') or 'none'}{kept}"
+
+
 def screen_and_cost(case: CaseOutcome) -> str:
     """What the time tier's screen did (``decide/time_screen.py``) and what the case cost, in one line of the details:
     ``screen of process TTFG, import: short, 2 pairs, not escalated (a pair escalates beyond +10 %); cost: structural
@@ -218,7 +236,7 @@ def screen_and_cost(case: CaseOutcome) -> str:
                      f"{state}{limit}")
     if case.cost:
         spent = ", ".join(f"{tier} {e.get('processes', 0)} processes {fmt.seconds(e.get('seconds'))}"
-                          for tier, e in case.cost.items())
+                          + (f" (+{e['stored']} stored)" if e.get("stored") else "") for tier, e in case.cost.items())
         parts.append(f"cost: {spent}")
     return "; ".join(parts)
 
@@ -374,6 +392,8 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         lines += [f"  - counts: {cell(md(text))}" for t in c.trail if (text := which_counts_decided(t))]
         if c.screen is not None or c.cost:
             lines.append(f"  - {cell(md(screen_and_cost(c)))}")
+        if c.baseline is not None:
+            lines.append(f"  - base counts: {cell(md(baseline_words(c.baseline)))}")
         if c.changes:
             lines.append(f"  - counters changed: {counter_changes(c.changes)}")
     lines += [f"- skipped {md_code(sk.id)}: {md(sk.reason)}" for sk in outcome.skipped]

@@ -120,8 +120,17 @@ class _GateReader(_Reader):
                 spent = self.obj(spent, f"{where}.cost.{tier}")
                 self.value(spent.get("processes"), f"{where}.cost.{tier}.processes", "count")
                 self.value(spent.get("seconds"), f"{where}.cost.{tier}.seconds", "nonneg")
+                self.value(spent.get("stored"), f"{where}.cost.{tier}.stored", "count")
         if raw.get("screen") is not None:  # what the time tier's screen did (gates since 2026-12-06)
             self.screen(raw["screen"], f"{where}.screen")
+        if raw.get("baseline") is not None:  # where the base's counts came from (gates since 2026-12-06)
+            baseline = self.obj(raw["baseline"], f"{where}.baseline")
+            if baseline.get("status") not in ("stored", "counted", "off", "none"):
+                raise self.fail(f"{where}.baseline.status", "expected stored, counted, off or none, got "
+                                f"{baseline.get('status')!r}")
+            for k in ("from", "verified", "why"):
+                self.text(baseline.get(k), f"{where}.baseline.{k}", optional=True)
+            self.value(baseline.get("kept"), f"{where}.baseline.kept", "count")
         for side in ("base", "head"):
             self.summary(self.key(raw, side, f"{where}."), f"{where}.{side}")
         failed = raw.get("failed")

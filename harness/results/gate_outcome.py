@@ -297,6 +297,10 @@ class CaseOutcome:
     #: What the time tier's screen did (short or full, its pairs, escalated or not, why); None when the case was
     #: not screened (no count settled it, it regressed, the time tier was not selected) and in older files.
     screen: Screen | None = None
+    #: Where the base's counts came from (``app/gate_baseline.py``): ``{"status": "stored", "from", "kinds",
+    #: "verified"}``, ``{"status": "counted" | "off" | "none", "why"}``, with ``kept`` (counts written to the count
+    #: store); None in older files.
+    baseline: dict | None = None
 
     @property
     def metric(self) -> str | None:
@@ -321,6 +325,7 @@ class CaseOutcome:
                 **({"good": dict(self.good)} if self.good is not None else {}),
                 **({"cost": self.cost} if self.cost is not None else {}),
                 **({"screen": self.screen.to_json()} if self.screen is not None else {}),
+                **({"baseline": dict(self.baseline)} if self.baseline is not None else {}),
                 **({"shard": self.shard} if self.shard is not None else {})}
 
     @classmethod
@@ -341,7 +346,8 @@ class CaseOutcome:
                    [Guard.from_json(g) for g in data.get("guards") or []], data.get("shard"),
                    cost=data.get("cost") if isinstance(data.get("cost"), dict) else None, accepted=data.get("accepted"),
                    good=None if data.get("good") is None else {k: int(v) for k, v in data["good"].items()},
-                   screen=Screen.from_json(data["screen"]) if isinstance(data.get("screen"), dict) else None)
+                   screen=Screen.from_json(data["screen"]) if isinstance(data.get("screen"), dict) else None,
+                   baseline=dict(data["baseline"]) if isinstance(data.get("baseline"), dict) else None)
 
 
 @dataclass

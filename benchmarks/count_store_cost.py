@@ -1,0 +1,145 @@
+"""What the count store saves: two comment-only pull requests off one base, gated one after the other.
+
+Why: ``ttfg gate`` keeps the base counts it takes (``results/count_store.py``), and a second gate of the same base
+uses them once the head's fresh count agrees (``decide/stored_baseline.py``). This script measures what that is
+worth and checks it costs nothing in power: it clones this repository (``git clone --local``, at the current
+commit) into a temporary folder, commits two comment-only changes to ``harness/engines/jax_jit.py`` off the same
+base, and gates them one after the other with an empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a
+fresh ``python -m ttfg gate`` process, as CI would. With ``--regression 5`` it then gates the held-out Python-work
+trace regression of ``gate_injections.py`` sized to 5 % of the base's first gradient, with the store present, and
+reports whether it is still caught; ``--no-store-too`` first gates the second pull request without the store
+(``--no-count-store``), for the cost at the same load.
+
+    python benchmarks/count_store_cost.py                        # jax.jit resnet15, default tiers
+    python benchmarks/count_store_cost.py --regression 5 --out runs/count_store.json
+
+Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record from gate.json,
+and the store's size after it. Exit codes: 0 done (both comment-only gates passed, a regression asked for was
+caught), 1 otherwise, 2 bad input or a broken run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import gate_injections as injections  # noqa: E402
+import gate_power as power  # noqa: E402
+
+EDITED = "harness/engines/jax_jit.py"
+
+
+def _comment_commit(clone: Path, base: str, n: int) -> str:
+    power._git(clone, "checkout", "--quiet", "--force", "--detach", base)
+    with (clone / EDITED).open("a", encoding="utf-8") as fh:
+        fh.write(f"\n# a comment-only change ({n}): the count store's measurement\n")
+    power._git(clone, "commit", "--quiet", "-a", "-m", f"comment-only change {n}")
+    return power._git(clone, "rev-parse", "HEAD")
+
+
+def _store_size(folder: Path) -> tuple[int, int]:
+    files = [p for p in folder.rglob("*.json") if p.is_file()] if folder.is_dir() else []
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def _gate(clone: Path, base: str, head: str, out: Path, args, store: Path, extra=()) -> dict:
+    cmd = [sys.executable, "-m", "ttfg", "gate", "--repo", str(clone), "--base", base, "--head", head, "--model",
+           args.model, "--backend", args.backend, "--out-dir", str(out), *extra,
+           *(["--budget", args.budget] if args.budget else [])]
+    env = {**power._env(clone), "TTFG_COUNT_STORE_DIR": str(store)}
+    row = power.run_timed(cmd, clone, env, args.limit)
+    row["command"] = "ttfg " + " ".join(cmd[3:])
+    gate_json = out / "gate.json"
+    if gate_json.is_file():
+        doc = json.loads(gate_json.read_text())
+        row["cases"] = [{"case": c.get("case"), "verdict": (c.get("verdict") or {}).get("verdict"),
+                         "tier": c.get("tier"), "baseline": c.get("baseline"), "cost": c.get("cost")}
+                        for c in doc.get("cases") or []]
+    row["store_files"], row["store_bytes"] = _store_size(store)
+    power._log(f"{head[:10]} {' '.join(extra)}: exit {row['exit_code']} in {row['wall_s']:.1f} s, load "
+               f"{row['load_before']} -> {row['load_after']}; "
+               + "; ".join(f"{c['case']}: {c['verdict']}, baseline {(c['baseline'] or {}).get('status')}"
+                           for c in row.get("cases", [])))
+    return row
+
+
+def _first_grad(out: Path) -> float | None:
+    from ttfg.results.io import load
+
+    values = [s.first_grad_s for c in load(out / "base.json").cases for s in c.samples
+              if s.kind == "timing" and s.ok and s.first_grad_s]
+    return statistics.median(values) if values else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="resnet15")
+    p.add_argument("--backend", default="jax.jit")
+    p.add_argument("--budget", help="the gate's --budget (default: the gate's own)")
+    p.add_argument("--limit", type=float, default=3600, help="seconds before a gate is stopped (default 3600)")
+    p.add_argument("--regression", type=float, default=0.0, metavar="PERCENT",
+                   help="also gate a trace regression of this size with the store present (e.g. 5)")
+    p.add_argument("--no-store-too", action="store_true",
+                   help="also gate the second pull request with --no-count-store, for the cost at the same load")
+    p.add_argument("--out", help="write the raw rows here (JSON)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="ttfg-count-store-"))
+    doc = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "uptime": power._uptime(),
+           "model": args.model, "backend": args.backend, "gates": []}
+    try:
+        clone = work / "repo"
+        power._git(ROOT, "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(clone))
+        base = power._git(clone, "rev-parse", "HEAD")
+        heads = [_comment_commit(clone, base, n) for n in (1, 2)]
+        power._git(clone, "checkout", "--quiet", "--force", "--detach", base)  # the measuring ttfg is the base's
+        store = work / "counts"
+        for n, head in enumerate(heads, 1):
+            doc["gates"].append({"name": f"comment-only PR {n}", **_gate(clone, base, head, work / f"gate-{n}",
+                                                                         args, store)})
+        if args.no_store_too:
+            doc["gates"].append({"name": "comment-only PR 2, --no-count-store",
+                                 **_gate(clone, base, heads[1], work / "gate-2-off", args, store,
+                                         ("--no-count-store",))})
+        if args.regression:
+            first = _first_grad(work / "gate-1")
+            per = injections.seconds_per_iteration("python", 200_000)
+            nodes, _ = power._repeat_nodes(args.model)
+            amount = max(1, round(args.regression / 100 * first / per / nodes))
+            power._git(clone, "checkout", "--quiet", "--force", "--detach", base)
+            injections.apply(clone, "python", amount)
+            power._git(clone, "commit", "--quiet", "-a", "-m", f"trace regression {args.regression:g} %")
+            regressed = power._git(clone, "rev-parse", "HEAD")
+            power._git(clone, "checkout", "--quiet", "--force", "--detach", base)
+            row = _gate(clone, base, regressed, work / "gate-regression", args, store)
+            row.update(amount=amount, per_iteration_s=per, base_first_grad_s=first)
+            doc["gates"].append({"name": f"trace regression {args.regression:g} % (store present)", **row})
+        doc["uptime_after"] = power._uptime()
+    finally:
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({g["name"]: {k: g.get(k) for k in ("exit_code", "wall_s", "load_before", "load_after",
+                                                           "store_files", "store_bytes")} for g in doc["gates"]},
+                     indent=1))
+    gates = doc["gates"]
+    ok = all(g["exit_code"] == 0 for g in gates[:2])
+    if args.regression:
+        ok = ok and gates[-1]["exit_code"] == 1
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

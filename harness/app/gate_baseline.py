@@ -1,0 +1,166 @@
+"""The gate's stored baseline: the base's count samples found in the count store, verified, and kept for the next gate.
+
+Why: counts are deterministic for the same code, environment, machine and measuring ttfg, yet every gate counted its
+base again; two pull requests off one base counted the same commit twice. The count store
+(``results/count_store.py``) keeps every count a gate takes of its base; the next gate of that base finds it under
+the exact key (the base's git tree, the case, the kind, the cache mode, the index, and the conditions of
+``bisect_counts.conditions``: environment digest, interpreter, probe and valgrind settings, ttfg source, CPU) and
+uses it only once the head's fresh count agrees with it (``decide/stored_baseline.py`` says why that check is
+enough). The head's fresh counts are kept too, under the head's tree: a head is measured from its commit, and once
+merged (a merge commit or a squash of an unmoved base has the same tree) it is the next pull request's base. Never a
+fallback: an entry of another commit, environment or machine is not looked for, and one that fails
+its checks is set aside and said.
+
+What each case's ``baseline`` record says (``gate.json``, ``summary.md``, the terminal): ``stored`` (from which run,
+how it was verified, the kinds counted now anyway), ``counted`` (why: none stored, refused, under other conditions,
+the head disagreed), ``off`` (``--no-count-store``), or ``none`` (no count was taken: an earlier tier settled it).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable
+
+from ..provision.worktrees import GitError, git
+from ..results.count_store import CountStore, Entry, EntryKey
+from .bisect_counts import conditions, reusable, steady_record
+
+if TYPE_CHECKING:
+    from ..measure.cases import Case
+    from ..measure.runner import RunSettings
+    from ..measure.sides import Side
+    from ..results.model import Sample
+
+#: A case's ``baseline`` status.
+STORED, COUNTED, OFF, NONE = "stored", "counted", "off", "none"
+
+
+def sources(side: "Side") -> str:
+    """What a side's counts are filed under: ``tree:<id>``, the git tree of its commit (two commits of one tree are
+    the same files), else ``commit:<hash>`` (a folder that is no checkout of it)."""
+    try:
+        found = git(side.tree, "rev-parse", "--verify", "-q", f"{side.revision.commit}^{{tree}}", check=False)
+    except GitError:
+        found = None
+    tree = found.stdout.strip() if found is not None and found.returncode == 0 else ""
+    return f"tree:{tree}" if tree else f"commit:{side.revision.commit}"
+
+
+class GateBaseline:
+    """One gate's stored baseline (``decide.stored_baseline.Baseline``): looks up and keeps the base's counts."""
+
+    def __init__(self, store: CountStore, base: "Side", run: "RunSettings", head_commit: str,
+                 append: Callable[[str, "Sample"], None] | None = None, note: Callable[[str], None] | None = None,
+                 head: "Side | None" = None):
+        self.store, self.base, self.run = store, base, base.run_settings(run)
+        #: Each side kept: its run settings and sources (the head's counts are kept too: a head is measured from
+        #: its commit, and once merged its tree is the next pull request's base).
+        self.sides = {"base": (base, self.run)}
+        if head is not None:
+            self.sides["head"] = (head, head.run_settings(run))
+        self.append = append or (lambda case_id, sample: None)
+        self.note = note or (lambda text: None)
+        self.origin = {"run": "gate", "commit": head_commit,
+                       "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        self.sources = sources(base)
+        self.side_sources = {role: sources(side) for role, (side, _) in self.sides.items()}
+        self.records: dict[str, dict] = {}
+        self.found_from: dict[str, str] = {}
+        self.aside: dict[str, list[str]] = {}
+        self.kept: dict[str, int] = {}
+        self.lock = threading.Lock()
+        from ..measure import fact_keys
+
+        self.unreusable = fact_keys.unreusable(base.env) if base.env is not None else None
+        self.head_unreusable = fact_keys.unreusable(head.env) if head is not None and head.env is not None else None
+
+    def _key(self, case: "Case", kind: str, index: int, role: str = "base"):
+        side, run = self.sides[role]
+        what = conditions(side, case, run)
+        return EntryKey(self.side_sources[role], case.id, kind, "cold", index, what.digest), what
+
+    def lookup(self, case: "Case", kinds: list[str], repeat: int) -> "dict[str, list[Sample]]":
+        found: dict[str, list] = {}
+        missing, aside, origin = [], [], ""
+        if self.unreusable:
+            self.counted(case, f"the base's environment is neither reused nor kept: {self.unreusable}")
+            return {}
+        for kind in kinds:
+            if not reusable(case.backend, kind):
+                aside.append(f"{kind}: not repeatable for {case.backend}, never stored")
+                continue
+            samples = []
+            for i in range(repeat):
+                key, what = self._key(case, kind, i)
+                got = self.store.get(key, what)
+                if got.entry is None:
+                    if got.refused:
+                        self.note(got.refused)
+                    missing.append(f"{kind}: " + (got.refused or (f"stored under other conditions ({got.other})"
+                                                                    if got.other else "none stored")))
+                    break
+                if not steady_record(got.entry.sample):
+                    missing.append(f"{kind}: the stored process ran a runtime whose counts vary")
+                    break
+                samples.append(replace(got.entry.sample, index=i))
+                origin = origin or got.entry.from_words()
+            else:
+                found[kind] = samples
+        with self.lock:
+            self.aside[case.id] = missing + aside
+            self.found_from[case.id] = origin
+        if not found:
+            self.counted(case, "; ".join(missing + aside) or "no count kind to store")
+        return found
+
+    def used(self, case: "Case", stored: "dict[str, list[Sample]]", agreed: str) -> None:
+        for samples in stored.values():
+            for sample in samples:
+                self.append(case.id, replace(sample))
+        record = {"status": STORED, "from": self.found_from.get(case.id) or "the count store",
+                  "kinds": sorted(stored), "verified": agreed}
+        if self.aside.get(case.id):
+            record["counted_now"] = list(self.aside[case.id])
+        with self.lock:
+            self.records[case.id] = record
+        self.note(f"{case.id}: base counts ({', '.join(sorted(stored))}) stored by {record['from']}, used: {agreed}")
+
+    def counted(self, case: "Case", why: str) -> None:
+        with self.lock:
+            self.records[case.id] = {"status": COUNTED, "why": why}
+
+    def keep(self, case: "Case", kind: str, index: int, sample: "Sample", role: str = "base") -> None:
+        """Keep a fresh count of a side for the next gate (a good, steady count of a kind this backend repeats); a
+        store that cannot be written is said, never an error."""
+        unreusable = self.unreusable if role == "base" else self.head_unreusable
+        if role not in self.sides or unreusable or not sample.ok or not reusable(case.backend, kind) \
+                or not steady_record(sample):
+            return
+        key, what = self._key(case, kind, index, role)
+        try:
+            self.store.put(Entry(key, what, sample, dict(self.origin)))
+        except OSError as exc:
+            self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): base counts "
+                      "not kept")
+            return
+        if role == "base":
+            with self.lock:
+                self.kept[case.id] = self.kept.get(case.id, 0) + 1
+
+    def record(self, case_id: str) -> dict:
+        """``gate.json``'s ``baseline`` of one case (see the module's docstring)."""
+        with self.lock:
+            record = dict(self.records.get(case_id) or {"status": NONE, "why": "no base count was taken"})
+            if self.kept.get(case_id):
+                record["kept"] = self.kept[case_id]
+        return record
+
+
+def off(why: str = "--no-count-store") -> dict:
+    """The record of a case whose gate did not use the store."""
+    return {"status": OFF, "why": why}
+
+
+__all__ = ["COUNTED", "GateBaseline", "NONE", "OFF", "STORED", "off", "sources"]
