@@ -317,8 +317,12 @@ class _Comparer:
             plan = self.opener.plan(self.repo, base, head, None, None, r.envs, r.project_dir)
             with self.opener.open(self.repo, {"base": base, "head": head}, cases, settings.run, plan.requests,
                                   on_note=self.events.note, prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
+                common, missing = self._provided(cases, sides, older, newer, against, record)
+                if missing:
+                    return {**record, "verdict": search.BROKEN, "error": missing, "cases": [],
+                            "elapsed_s": self.clock() - started}
                 taking = self.counts.sampler(self.sampler, sides, origin_label(folder, r.out_dir), self.events.note)
-                outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
+                outcome = run_gate(common, [], sides["base"], sides["head"], settings, folder,
                                    on_note=self.events.note, sampler=taking, clock=self.clock)
             save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
         except (InstallError, EnvError, SameCode) as exc:
@@ -331,6 +335,36 @@ class _Comparer:
                       for x in records if x["stop"] in _UNTESTABLE), None)
         return {**record, "verdict": verdict, "error": error, "cases": records, "elapsed_s": self.clock() - started,
                 "attribution": _attribution(outcome, step_cases)}
+
+
+    def _provided(self, cases: "list[Case]", sides: dict, older: Revision, newer: Revision, against: str,
+                  record: dict) -> "tuple[list[Case], str | None]":
+        """The cases both commits provide (``measure.sides.split_cases``: a plugin's model or backend from each
+        commit's own install, so a case the bad end declares is resolved from its install), and why the comparison
+        cannot be made, or None. At the ends a case only one end provides has no step to search: it is left out
+        and named (``record``'s ``new_cases``/``removed_cases``); at a step, a case the commit lacks makes it
+        untestable (skipped, as a commit that does not install)."""
+        from ..measure.sides import split_cases
+
+        swap = self.request.improvement  # the comparison's base is the newer commit
+        older_side, newer_side = (sides["head"], sides["base"]) if swap else (sides["base"], sides["head"])
+        common, only_newer, only_older = split_cases(cases, older_side, newer_side)
+        if against == "ends":
+            for case in only_newer:
+                self.events.note(f"case {case.id}: only the bad end ({newer.short}) provides it: not bisected "
+                                 "(the good end has nothing to compare it with)")
+            for case in only_older:
+                self.events.note(f"case {case.id}: the bad end ({newer.short}) no longer provides it: not bisected")
+            record["new_cases"] = [c.id for c in only_newer]
+            record["removed_cases"] = [c.id for c in only_older]
+            if not common:
+                return common, ("no selected case is provided by both ends: "
+                                + ", ".join(c.id for c in only_newer + only_older))
+            return common, None
+        lacking = [(c, older if c in only_newer else newer) for c in only_newer + only_older]
+        if lacking:
+            return common, "; ".join(f"{rev.short} does not provide case {c.id}" for c, rev in lacking)
+        return common, None
 
 
 def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[dict]:
@@ -491,7 +525,11 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         if meaning == search.ENDS_SWAPPED:
             return _finish(doc, SWAPPED, request, walk, save, "the bad end is faster than the good one")
         if meaning == search.ENDS_UNKNOWN:
-            return _finish(doc, UNDECIDED, request, walk, save, "the budget could not tell whether the ends differ")
+            doc["more_time"] = search.more_time_helps([c.get("stop") or "" for c in ends["cases"]
+                                                       if c.get("verdict") not in (search.REGRESSED, search.UNCHANGED)])
+            return _finish(doc, UNDECIDED, request, walk, save,
+                           "the budget could not tell whether the ends differ" if doc["more_time"]
+                           else "the selected tiers could not tell whether the ends differ")
         if doc["step_cases"] is None:
             doc["step_cases"] = [c["case"] for c in ends["cases"] if c["verdict"] == search.REGRESSED]
         step_cases = set(doc["step_cases"])

@@ -155,6 +155,7 @@ def cmd_bisect(args) -> int:
     settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:
         args.backend = ["jax.jit"]
+    args.pending_models = True  # a model the bad end adds is resolved from its install (app/bisect.py's _provided)
     cases, skipped = runnable_selection(args, console, "bisect")
     if not cases:
         return 2

@@ -223,6 +223,11 @@ def conclusion_lines(doc: dict) -> list[str]:
     for c in (doc.get("answer") or {}).get("unknown", []):
         lines.append(f"not decided within its budget: {c[:10]}")
     lines += turn_lines(doc)
+    ends = doc.get("ends") or {}
+    for c in ends.get("new_cases") or []:
+        lines.append(f"not bisected: {c} (only the bad end provides it)")
+    for c in ends.get("removed_cases") or []:
+        lines.append(f"not bisected: {c} (the bad end no longer provides it)")
     for o in doc.get("others") or []:
         lines.append(f"another step between {o['good'][:10]} and {o['bad'][:10]} (not searched): {o['command']}")
     steps = len(turn_probes(doc))

@@ -125,6 +125,8 @@ class _BisectReader(_Reader):
         self.text(raw.get("error"), f"{where}.error", optional=True)
         self.value(raw.get("elapsed_s"), f"{where}.elapsed_s", "nonneg")
         self.value(raw.get("reverse"), f"{where}.reverse", "bool")
+        for k in ("new_cases", "removed_cases"):  # at the ends: cases only one end provides (not bisected)
+            self.texts(raw.get(k) or [], f"{where}.{k}")
         for i, c in enumerate(self.seq(raw.get("cases") or [], f"{where}.cases")):
             self.case_record(c, f"{where}.cases[{i}]")
         for i, a in enumerate(self.seq(raw.get("attribution") or [], f"{where}.attribution")):
