@@ -314,6 +314,11 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []
     flushed = 0
+    if plans:  # an earlier run killed outright left its worktrees in the user's repository (bisect's own rule)
+        from ..provision.worktrees import pruned_note
+
+        if (pruned := pruned_note(repo)) is not None:
+            note(pruned)
 
     def flush() -> None:
         nonlocal flushed
