@@ -178,10 +178,10 @@ class _BisectReader(_Reader):
         """A turn: a commit found to differ from both ends the opposite ways, its shape, the side searched the
         other way (its ends, in range order, the turn one of them) and that search's probes and answer."""
         raw = self.obj(raw, where)
+        shape = self.word(self.key(raw, "shape", f"{where}."), f"{where}.shape", SHAPES)
         at = self.commit(self.key(raw, "commit", f"{where}."), f"{where}.commit")
         if probed.get(at) != "turn":
             raise self.fail(f"{where}.commit", f"{at[:12]} is no probe found to be a turn")
-        shape = self.word(self.key(raw, "shape", f"{where}."), f"{where}.shape", SHAPES)
         good, bad = (self.commit(self.key(raw, k, f"{where}."), f"{where}.{k}") for k in ("good", "bad"))
         index = {c: i for i, c in enumerate(commits)}
         for k, c in (("good", good), ("bad", bad)):
@@ -269,7 +269,7 @@ def bisect_from_json(doc: Any, path: str | Path) -> dict:
             r.commit(r.key(o, k, f"others[{i}]."), f"others[{i}].{k}")
         r.text(r.key(o, "command", f"others[{i}]."), f"others[{i}].command")
     if status == "turn" and not doc.get("turns"):
-        raise r.expect("turns", "the turn the answer names", doc.get("turns"))
+        raise r.fail("turns", "status 'turn' names no turn")
     if status in ("found", "turn"):  # what the conclusion names
         r.obj(r.key(doc, "culprit", ""), "culprit")
         r.text(r.key(doc, "repro", ""), "repro")
