@@ -9,6 +9,9 @@ colour and window-title escape sequences):
   (``tests/data/bisect_v1_no_settings.json``, its commits made this repository's) is refused naming what it lacks;
   a state whose ``exit_code`` is 1.0, or 0 beside status "found", is refused naming the file and the field, by
   ``bisect`` and by ``report --bisect``;
+- ``bisect 40.5``: a state whose status is "turn" with no turn, or a turn whose commit is no probe found to be a
+  turn, or whose shape is neither peak nor dip, is refused naming the file and the field, by ``bisect`` and by
+  ``report --bisect``, and left as it is;
 - ``bisect 40.6``: control characters in a commit subject are shown as escapes in the terminal and in summary.md.
 
 The state the settings row reads is made in :func:`files` by a real ``ttfg bisect`` whose two ends are the same
@@ -65,6 +68,11 @@ def files(d: Path, tiny: list[str]) -> dict:
     made["bisect-old"] = _state(d / "bisect-old", old)
     made["bisect-float"] = _state(d / "bisect-float", {**old, "exit_code": 1.0})
     made["bisect-found-0"] = _state(d / "bisect-found-0", {**old, "exit_code": 0})
+    made["bisect-turn-none"] = _state(d / "bisect-turn-none", {**old, "status": "turn", "turns": []})
+    turn = {"commit": second, "shape": "dip", "good": first, "bad": second, "probes": []}
+    made["bisect-turn-stray"] = _state(d / "bisect-turn-stray", {**old, "status": "turn", "turns": [turn]})
+    made["bisect-turn-shape"] = _state(d / "bisect-turn-shape", {**old, "status": "turn",
+                                                                  "turns": [{**turn, "shape": "valley"}]})
     return made
 
 
@@ -101,6 +109,15 @@ def rows(d: Path, m: dict, out, tiny: list[str]) -> list:
         Row("report --bisect 40.4: exit_code 1.0", ["report", "--bisect", str(m["bisect-float"] / "bisect.json"),
                                                      "--out", out("bisect-float.html")],
             check=_contains("exit_code: expected 0, 1 or 2 (a whole number), got")),
+        Row("bisect 40.5: a state \"turn\" that names no turn", [*ends, "--out-dir", str(m["bisect-turn-none"])],
+            check=_all(_contains("turns: status 'turn' names no turn"),
+                       _unchanged(m["bisect-turn-none"] / "bisect.json"))),
+        Row("report --bisect 40.5: a turn whose commit no probe found to be a turn",
+            ["report", "--bisect", str(m["bisect-turn-stray"] / "bisect.json"), "--out", out("bisect-turn.html")],
+            check=_all(_contains("turns[0].commit"), _contains("is no probe found to be a turn"),
+                       lambda proc: "a page was written" if Path(out("bisect-turn.html")).exists() else None)),
+        Row("bisect 40.5: a turn whose shape is neither peak nor dip", [*ends, "--out-dir", str(m["bisect-turn-shape"])],
+            check=_all(_contains("turns[0].shape"), _unchanged(m["bisect-turn-shape"] / "bisect.json"))),
         Row("bisect 40.6: control characters in a commit subject (terminal and summary.md)", expect=0,
             argv=[*same, "--out-dir", out("bisect-40-6")], check=escaped),
     ]

@@ -9,6 +9,8 @@ written by ``tests/layout_projects.py``, with branches made here from its first 
   from uv's cache after the first run), where it was refused "would import lablib from .../sources/..., outside it";
 - ``layouts 40.2``: a head that adds a model and its line in ttfg.toml gates without a reinstall (a new case); a
   model no revision provides is refused naming it;
+- ``layouts 40.2`` (bisect): a bisect whose bad end adds a model (run from that checkout) names it "not bisected"
+  instead of refusing it; a model neither end provides is refused naming it;
 - ``layouts 40.3``: ``ttfg config`` shows ``install-path`` with the file as its origin;
 - ``layouts 40.7`` / ``43.3``: a head that adds a module no case imports passes saying so (exit 0), and exits 2
   with ``--off-path fail``; a head that changes only ``tests/__init__.py`` is not "run" because
@@ -115,6 +117,19 @@ def rows(d: Path, m: dict, out) -> list:
             ["gate", "--repo", str(m["lablib"]), "--base", "main", "--head", "deep", "--model", "lablib_nowhere",
              "--backend", "lablib.autograd", "--out-dir", out("layouts-nowhere")], env=env,
             check=_contains("unknown model 'lablib_nowhere': neither this interpreter nor")),
+        Row("layouts 40.2: bisect, a model the bad end adds with its line in ttfg.toml (not installed here)",
+            expect=2, argv=["bisect", "--good", "main", "--bad", "deep", "--tiers", "structural", "--out-dir",
+                            out("layouts-bisect-new")], env=env, cwd=m["lablib-deep"],
+            # the common case is the same at both ends and counters alone settle nothing: undecided, exit 2,
+            # saying that more time would not decide it (issue 40 item 5)
+            check=_all(_contains("only the bad end"), _contains("not bisected"), _lacks("unknown model"),
+                       _contains("more time would not decide it"))),
+        Row("layouts 40.2: bisect, a model neither end provides",
+            ["bisect", "--repo", str(m["lablib"]), "--good", "main", "--bad", "deep", "--model", "lablib_nowhere",
+             "--backend", "lablib.autograd", "--out-dir", out("layouts-bisect-nowhere")], env=env,
+            check=_all(_contains("unknown model 'lablib_nowhere': neither this interpreter nor"),
+                       lambda proc: "bisect.json written" if (Path(out("layouts-bisect-nowhere")) / "bisect.json")
+                       .exists() else None)),
         Row("layouts 40.3: config, install-path set in ttfg.toml (shown, the file its origin)", expect=0,
             argv=["config"], cwd=m["mono"], check=_contains("ttfg.toml:install-path")),
         Row("layouts 40.7: gate, the head adds a module no case imports (a pass that says so)", expect=0,

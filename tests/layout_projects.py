@@ -8,7 +8,12 @@ its dependency declarations live differ:
 - ``flat``: ``lablib/`` at the repository's root, setuptools, ``requirements.txt`` holding
   ``-r requirements/base.txt`` (the pin lives in ``requirements/base.txt``);
 - ``src``: ``src/lablib/``, setuptools, ``requirements.txt``;
-- ``setup.py``: no ``pyproject.toml`` at all, ``install_requires`` in ``setup.py``.
+- ``setup.py``: no ``pyproject.toml`` at all, ``install_requires`` in ``setup.py``;
+- ``namespace``: ``src/labco/lablib/`` where ``labco`` is a namespace package (no ``__init__.py``), setuptools'
+  ``find`` with namespaces, ``requirements.txt``; the backend declares ``labco`` among its modules;
+- ``monorepo``: the project in ``packages/lablib/`` (its own ``pyproject.toml``, ``src/lablib/``,
+  ``requirements.txt``) beside another folder, ``ttfg.toml`` at the repository's root naming it
+  (``install-path``).
 
 The environment the user runs ttfg from is a layered venv (``user_project.layered_venv``) with the
 library installed editable, as a user would have it.
@@ -22,7 +27,7 @@ from pathlib import Path
 from .conftest import GitRepo
 from .user_project import layered_venv
 
-LAYOUTS = ("flat", "src", "setup.py")
+LAYOUTS = ("flat", "src", "setup.py", "namespace", "monorepo")
 
 PLUGIN = '''\
 """lablib's model and backend for ttfg."""
@@ -63,7 +68,7 @@ class LabEngine(AutogradEngine):
 class LabAutograd(AutogradBackend):
     name = "lablib.autograd"
     description = "HIPS autograd with lablib's loss scaling"
-    modules = ("autograd", "lablib")  # as ttfg init's starter declares: the framework and the project
+    modules = ("autograd", "{top}")  # as ttfg init's starter declares: the framework and the project
 
     def build(self, spec, weights, x, variant):
         return LabEngine(spec, weights, x)
@@ -79,10 +84,10 @@ def scale(x):
 
 ENTRY_POINTS = '''
 [project.entry-points."ttfg.models"]
-lablib_mlp = "lablib.ttfg_plugin:build_mlp"
+lablib_mlp = "{module}.ttfg_plugin:build_mlp"
 
 [project.entry-points."ttfg.backends"]
-"lablib.autograd" = "lablib.ttfg_plugin:LabAutograd"
+"lablib.autograd" = "{module}.ttfg_plugin:LabAutograd"
 '''
 
 SETUPTOOLS = '''\
@@ -97,7 +102,7 @@ requires-python = ">=3.11"
 
 [tool.setuptools.packages.find]
 {find}
-''' + ENTRY_POINTS
+'''
 
 SETUP_PY = '''\
 from setuptools import find_packages, setup
@@ -115,18 +120,32 @@ setup(
 '''
 
 
+#: Where each layout's package is, relative to the repository; its dotted module; the project's folder.
+PACKAGES = {"flat": "lablib", "src": "src/lablib", "setup.py": "lablib", "namespace": "src/labco/lablib",
+            "monorepo": "packages/lablib/src/lablib"}
+MODULES = {"namespace": "labco.lablib"}
+PROJECT = {"monorepo": "packages/lablib"}
+
+
 def _files(layout: str, pin: str, depth: int = 2) -> dict[str, str]:
-    package = "src/lablib" if layout == "src" else "lablib"
+    package, module = PACKAGES[layout], MODULES.get(layout, "lablib")
+    entry_points = ENTRY_POINTS.format(module=module)
     files = {f"{package}/__init__.py": '"""lablib."""\n', f"{package}/ops.py": OPS,
-             f"{package}/ttfg_plugin.py": PLUGIN.format(depth=depth),
+             f"{package}/ttfg_plugin.py": PLUGIN.format(depth=depth, top=module.split(".")[0]),
              "tests/__init__.py": "", "tests/test_ops.py": "def test_scale():\n    assert True\n"}
     if layout == "flat":
-        files["pyproject.toml"] = SETUPTOOLS.format(find='include = ["lablib*"]')
+        files["pyproject.toml"] = SETUPTOOLS.format(find='include = ["lablib*"]') + entry_points
         files["requirements.txt"] = "-r requirements/base.txt\n"
         files["requirements/base.txt"] = f"{pin}\nscipy\n"
-    elif layout == "src":
-        files["pyproject.toml"] = SETUPTOOLS.format(find='where = ["src"]')
+    elif layout in ("src", "namespace"):
+        find = 'where = ["src"]' + ('\nnamespaces = true' if layout == "namespace" else "")
+        files["pyproject.toml"] = SETUPTOOLS.format(find=find) + entry_points
         files["requirements.txt"] = f"{pin}\nscipy\n"
+    elif layout == "monorepo":
+        files["packages/lablib/pyproject.toml"] = SETUPTOOLS.format(find='where = ["src"]') + entry_points
+        files["packages/lablib/requirements.txt"] = f"{pin}\nscipy\n"
+        files["packages/web/README.md"] = "Another project of the repository, not Python.\n"
+        files["ttfg.toml"] = 'install-path = "packages/lablib"\n'
     else:
         files["setup.py"] = SETUP_PY.format(pins=f'"{pin}", "scipy"')
     return files
@@ -134,7 +153,8 @@ def _files(layout: str, pin: str, depth: int = 2) -> dict[str, str]:
 
 def declaration(layout: str) -> str:
     """The file a dependency bump of ``layout`` changes."""
-    return {"flat": "requirements/base.txt", "src": "requirements.txt", "setup.py": "setup.py"}[layout]
+    return {"flat": "requirements/base.txt", "src": "requirements.txt", "setup.py": "setup.py",
+            "namespace": "requirements.txt", "monorepo": "packages/lablib/requirements.txt"}[layout]
 
 
 def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after: str = "autograd==1.9.1") -> dict:
@@ -153,9 +173,10 @@ def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after:
     history.git("checkout", "-q", "main")
     python = layered_venv(root / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, text=True,
-                   timeout=300)
-    return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin}
+                    "--disable-pip-version-check", "-e", str(repo / PROJECT.get(layout, "."))], check=True,
+                   capture_output=True, text=True, timeout=300)
+    return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin,
+            "top": MODULES.get(layout, "lablib").split(".")[0]}
 
 
 __all__ = ["LAYOUTS", "declaration", "make_layout"]

@@ -94,7 +94,8 @@ def test_a_commit_between_two_steps_is_reported_with_the_other_steps_range():
 @pytest.mark.parametrize("vs_good,vs_bad,state", [
     ("unchanged", None, "good"), ("regressed", "unchanged", "bad"), ("regressed", "inconclusive", "bad"),
     ("inconclusive", "regressed", "good"), ("inconclusive", "unchanged", "bad"), ("regressed", "regressed", "between"),
-    ("inconclusive", "inconclusive", "unknown"), ("improved", "regressed", "unknown"), ("broken", None, "skipped"),
+    ("inconclusive", "inconclusive", "unknown"), ("improved", "regressed", "turn"), ("regressed", "improved", "turn"),
+    ("improved", "unchanged", "unknown"), ("improved", "inconclusive", "unknown"), ("broken", None, "skipped"),
     ("regressed", "broken", "skipped")])
 def test_each_pair_of_comparisons_classifies_the_commit(vs_good, vs_bad, state):
     assert search.classify(vs_good, vs_bad) == state

@@ -77,3 +77,23 @@ def test_a_model_the_head_removes_is_left_out_of_the_comparison_with_a_word(lab,
     doc = json.loads((tmp_path / "g" / "gate.json").read_text())
     assert doc["removed_cases"] == ["mylab_deep/mylab.autograd/params=args,chain=unrolled"]
     assert [c["case"] for c in doc["cases"]] == ["mylab_mlp/mylab.autograd/params=args,chain=unrolled"]
+
+
+@pytest.mark.slow
+@pytest.mark.full  # a real bisect of two revisions (its ends only): about 20 s
+def test_a_bisect_resolves_a_model_the_bad_end_adds_and_says_it_is_not_bisected(lab, tmp_path):
+    """Before, ``ttfg bisect`` asked this interpreter and exited 2, "unknown model 'mylab_deep'"."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
+    out = subprocess.run([str(lab["python"]), "-m", "ttfg", "bisect", "--good", lab["first"], "--bad", "deep",
+                          "--tiers", "structural", "--out-dir", str(tmp_path / "b")], cwd=lab["repo"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    assert "unknown model" not in text, text
+    doc = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert doc["ends"]["new_cases"] == ["mylab_deep/mylab.autograd/params=args,chain=unrolled"], text
+    assert "only the bad end" in text and "not bisected" in text
+    # mylab_mlp is the same at both ends, and equal counters settle nothing alone: the structural tier leaves the
+    # ends undecided (exit 2), which more time would not change (issue 40 item 5). What matters here: no refusal.
+    assert "more time would not decide it" in text and doc["more_time"] is False
+    assert doc["status"] == "undecided" and out.returncode == 2 and doc["cases"] == [
+        "mylab_mlp/mylab.autograd/params=args,chain=unrolled", "mylab_deep/mylab.autograd/params=args,chain=unrolled"]

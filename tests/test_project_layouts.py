@@ -1,4 +1,5 @@
-"""A dependency bump gated in every common layout: flat, src and setup.py-only, each a real gate.
+"""A dependency bump gated in every common layout: flat, src, setup.py-only, a namespace package and a monorepo's
+subfolder, each a real gate.
 
 Why: a flat-layout library (its package at the repository's root, the layout most projects
 have) whose backend lists its own package among its modules, as ``ttfg init``'s starter
@@ -16,7 +17,7 @@ import subprocess
 
 import pytest
 
-from .layout_projects import declaration, make_layout
+from .layout_projects import LAYOUTS, declaration, make_layout
 
 CASE = "lablib_mlp/lablib.autograd/params=args,chain=unrolled"
 
@@ -30,7 +31,7 @@ def gate(project, out, *args, head: str = "bump"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["flat", "src", "setup.py"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
     project = make_layout(tmp_path, layout)
@@ -44,8 +45,11 @@ def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
     assert [c["case"] for c in doc["cases"]] == [CASE]
     for role in ("base", "head"):  # each side imported the project from its own revision's install
         side = json.loads((tmp_path / "out" / f"{role}.json").read_text())["environment"]["side"]
-        origin = side["imports"]["modules"]["lablib"]
-        assert origin.startswith(side["install"]["root"]) and not origin.startswith(str(project["repo"]))
+        assert project["top"] in side["install"]["packages"]  # read from the install's RECORD (a namespace too)
+        origins = [o for m, o in side["imports"]["modules"].items() if m.split(".")[0] == project["top"] and o]
+        assert origins, side["imports"]
+        for origin in origins:
+            assert origin.startswith(side["install"]["root"]) and not origin.startswith(str(project["repo"]))
     # A code change in the same layout: measured (the deeper model's counters grew), and the changed file is
     # proven to have run under its own repository path.
     out = gate(project, tmp_path / "code", head="code")

@@ -30,6 +30,15 @@ revisions, cases, direction or decision settings is refused naming each that dif
 (``app/bisect_state.py``: the key, and why a budget may change only before an answer); the
 file is never overwritten; so is a ``counts.json`` of another bisect.
 
+Turns: a commit that differs from both ends the opposite ways (slower than the good end,
+faster than the bad one: a peak; or the reverse, a dip) is no budget problem. The search
+goes on on the side whose step goes its way, and the turn's other side is searched too,
+each comparison with its commits swapped (``decide/bisect.py``); the answer is "turn",
+exit 1, naming the step into the turn and the step out of it, each with its ``ttfg gate``
+command. A case whose structural counters only fell (the gate leaves it to later tiers)
+counts as a step the other way here: that is what tells a turn from an undecided commit
+when only the counting tiers ran.
+
 Interrupts: Ctrl-C, or SIGTERM (raised as ``errors.Interrupted`` by the CLI's handler),
 writes both files, ``summary.md`` too, with status "interrupted" and the signal named; the
 worktrees of an earlier run killed outright are removed first (``worktrees.pruned_note``).
@@ -68,8 +77,8 @@ if TYPE_CHECKING:
 STATE = "bisect.json"
 SUMMARY = "summary.md"
 #: How a bisect ended (``BisectReport.status``; ``bisect.json``'s ``status``).
-FOUND, RANGE, NO_STEP, SWAPPED, UNDECIDED, BROKEN_END, STOPPED, RUNNING, INTERRUPTED = (
-    "found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running", "interrupted")
+FOUND, RANGE, NO_STEP, SWAPPED, UNDECIDED, BROKEN_END, STOPPED, RUNNING, INTERRUPTED, TURN = (
+    "found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running", "interrupted", "turn")
 # Each status's exit code is ``results.bisect_file.EXIT`` (imported above), where the reader checks a state's
 # ``exit_code`` against its status: a culprit (or the commits that hide it) is a finding; no step passes; the rest
 # is broken input.
@@ -250,7 +259,18 @@ def _case_record(c, metric: str) -> dict:
             "ratio": fig.ratio if fig else None, "ci_low": fig.ci_low if fig else None,
             "ci_high": fig.ci_high if fig else None, "base": fig.base if fig else None,
             "head": fig.head if fig else None, "statistic": fig.statistic if fig else "", "pairs": c.pairs,
-            "stop": c.stop, "reason": c.verdict.reason, "first_error": dict(c.first_error)}
+            "stop": c.stop, "reason": c.verdict.reason, "first_error": dict(c.first_error),
+            "counters_fell": counters_only_fell(c)}
+
+
+def counters_only_fell(c) -> bool:
+    """Whether a case nothing settled had structural counters that only fell (the structural tier's unsettled
+    "improved"), with no tier finding it grew: for the bisect a step the other way (a turn's evidence)."""
+    if c.verdict.verdict != search.INCONCLUSIVE:
+        return False
+    steps = list(getattr(c, "trail", None) or [])
+    return (any(t.tier == "structural" and t.verdict == search.IMPROVED for t in steps)
+            and not any(t.verdict == search.REGRESSED for t in steps))
 
 
 def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, list[dict]]:
@@ -259,7 +279,8 @@ def _verdict(outcome: "GateOutcome", step_cases: set[str] | None) -> tuple[str, 
     chosen = [c for c in outcome.cases if step_cases is None or c.case in step_cases]
     records = [_case_record(c, outcome.settings.metric) for c in chosen]
     # A side with no good sample (``decide/unmeasured.py``) is never "unchanged": the commit is untestable.
-    verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE or side_of(c) else r["verdict"]
+    verdicts = [search.BROKEN if r["stop"] in _UNTESTABLE or side_of(c)
+                else search.IMPROVED if step_cases is not None and r["counters_fell"] else r["verdict"]
                 for r, c in zip(records, chosen)]
     return search.combined(verdicts), records
 
@@ -296,8 +317,12 @@ class _Comparer:
             plan = self.opener.plan(self.repo, base, head, None, None, r.envs, r.project_dir)
             with self.opener.open(self.repo, {"base": base, "head": head}, cases, settings.run, plan.requests,
                                   on_note=self.events.note, prefix="ttfg-bisect-", project_dir=r.project_dir) as sides:
+                common, missing = self._provided(cases, sides, older, newer, against, record)
+                if missing:
+                    return {**record, "verdict": search.BROKEN, "error": missing, "cases": [],
+                            "elapsed_s": self.clock() - started}
                 taking = self.counts.sampler(self.sampler, sides, origin_label(folder, r.out_dir), self.events.note)
-                outcome = run_gate(cases, [], sides["base"], sides["head"], settings, folder,
+                outcome = run_gate(common, [], sides["base"], sides["head"], settings, folder,
                                    on_note=self.events.note, sampler=taking, clock=self.clock)
             save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
         except (InstallError, EnvError, SameCode) as exc:
@@ -310,6 +335,36 @@ class _Comparer:
                       for x in records if x["stop"] in _UNTESTABLE), None)
         return {**record, "verdict": verdict, "error": error, "cases": records, "elapsed_s": self.clock() - started,
                 "attribution": _attribution(outcome, step_cases)}
+
+
+    def _provided(self, cases: "list[Case]", sides: dict, older: Revision, newer: Revision, against: str,
+                  record: dict) -> "tuple[list[Case], str | None]":
+        """The cases both commits provide (``measure.sides.split_cases``: a plugin's model or backend from each
+        commit's own install, so a case the bad end declares is resolved from its install), and why the comparison
+        cannot be made, or None. At the ends a case only one end provides has no step to search: it is left out
+        and named (``record``'s ``new_cases``/``removed_cases``); at a step, a case the commit lacks makes it
+        untestable (skipped, as a commit that does not install)."""
+        from ..measure.sides import split_cases
+
+        swap = self.request.improvement  # the comparison's base is the newer commit
+        older_side, newer_side = (sides["head"], sides["base"]) if swap else (sides["base"], sides["head"])
+        common, only_newer, only_older = split_cases(cases, older_side, newer_side)
+        if against == "ends":
+            for case in only_newer:
+                self.events.note(f"case {case.id}: only the bad end ({newer.short}) provides it: not bisected "
+                                 "(the good end has nothing to compare it with)")
+            for case in only_older:
+                self.events.note(f"case {case.id}: the bad end ({newer.short}) no longer provides it: not bisected")
+            record["new_cases"] = [c.id for c in only_newer]
+            record["removed_cases"] = [c.id for c in only_older]
+            if not common:
+                return common, ("no selected case is provided by both ends: "
+                                + ", ".join(c.id for c in only_newer + only_older))
+            return common, None
+        lacking = [(c, older if c in only_newer else newer) for c in only_newer + only_older]
+        if lacking:
+            return common, "; ".join(f"{rev.short} does not provide case {c.id}" for c, rev in lacking)
+        return common, None
 
 
 def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[dict]:
@@ -423,14 +478,20 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                "skipped_cases": [{"case": s.id, "reason": s.reason} for s in request.skipped],
                "settings": {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
                             "total_budget_s": request.total_budget_s, "retries": request.retries},
-               "repro_args": request.repro_args, "ends": None, "step_cases": None, "probes": [], "elapsed_s": 0.0}
+               "repro_args": request.repro_args, "ends": None, "step_cases": None, "probes": [], "turns": [],
+               "elapsed_s": 0.0}
     if doc.get("status") in (UNDECIDED, BROKEN_END):  # a rerun (more budget, a fixed end) tries again
         if doc["ends"] is not None and search.ends(doc["ends"]["verdict"]) == search.ENDS_UNKNOWN:
             doc.setdefault("set_aside", []).append(doc["ends"])
             doc["ends"] = None
         doc.setdefault("set_aside", []).extend(p for p in doc["probes"] if p["state"] == search.UNKNOWN)
         doc["probes"] = [p for p in doc["probes"] if p["state"] != search.UNKNOWN]
-        for stale in ("answer", "culprit", "candidates", "repro", "others", "why"):
+        for turn in doc.get("turns") or []:
+            doc["set_aside"].extend(p for p in turn["probes"] if p["state"] == search.UNKNOWN)
+            turn["probes"] = [p for p in turn["probes"] if p["state"] != search.UNKNOWN]
+            for stale in ("answer", "step", "candidates", "repro", "command"):
+                turn.pop(stale, None)
+        for stale in ("answer", "culprit", "candidates", "repro", "others", "why", "more_time"):
             doc.pop(stale, None)
     doc["key"] = key  # the effort settings a rerun may change (bisect_state.EFFORT) are this run's
     doc["settings"] = {"tiers": list(request.settings.tiers), "budget_s": request.settings.budget_s,
@@ -464,7 +525,11 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         if meaning == search.ENDS_SWAPPED:
             return _finish(doc, SWAPPED, request, walk, save, "the bad end is faster than the good one")
         if meaning == search.ENDS_UNKNOWN:
-            return _finish(doc, UNDECIDED, request, walk, save, "the budget could not tell whether the ends differ")
+            doc["more_time"] = search.more_time_helps([c.get("stop") or "" for c in ends["cases"]
+                                                       if c.get("verdict") not in (search.REGRESSED, search.UNCHANGED)])
+            return _finish(doc, UNDECIDED, request, walk, save,
+                           "the budget could not tell whether the ends differ" if doc["more_time"]
+                           else "the selected tiers could not tell whether the ends differ")
         if doc["step_cases"] is None:
             doc["step_cases"] = [c["case"] for c in ends["cases"] if c["verdict"] == search.REGRESSED]
         step_cases = set(doc["step_cases"])
@@ -484,12 +549,23 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
             counts_as = None
             if state == search.BETWEEN:
                 counts_as = search.larger_side(_ratio(vs_good), _ratio(vs_bad))
+            if state == search.TURN:
+                shape = search.turn_shape(vs_good["verdict"])
+                counts_as = search.turn_counts_as(shape)
+                at = walk.commits.index(commit)
+                side = search.turn_range(walk.commits, at, b.lo, b.hi, shape)
+                doc.setdefault("turns", []).append({"commit": commit, "shape": shape, "good": side[0],
+                                                    "bad": side[-1], "probes": []})
             reason = next((e["error"] for e in evidence if e.get("error")), "") if state == search.SKIPPED else ""
             probe = search.Probe(commit, state, attempt, counts_as, evidence, reason)
             probes[commit] = probe
             doc["probes"].append(probe.to_json())
             events.step(commit, probe, n, search.most_steps(len(walk.commits)))
             save()
+        for turn in doc.get("turns") or []:  # each turn's other step: a reverse search over its other side
+            if turn.get("answer") is None and _reverse_search(turn, doc, request, walk, compare, cases, step_cases,
+                                                              events, clock, started, save):
+                return _finish(doc, STOPPED, request, walk, save, "the total budget is spent; rerun to continue")
         answer = search.answer(walk.commits, probes, request.retries)
         doc["answer"] = {"status": answer.status, "candidates": answer.candidates, "good": answer.good,
                          "bad": answer.bad, "others": [list(o) for o in answer.others], "skipped": answer.skipped,
@@ -502,10 +578,13 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                 doc["culprit_evidence"] = compare(parent, culprit, "parent", request.out_dir / "steps" / "culprit",
                                                   cases, step_cases, profiles=True)
                 save()
-            return _finish(doc, FOUND, request, walk, save, "")
+            return _finish(doc, TURN if doc.get("turns") else FOUND, request, walk, save, "")
         if set(answer.candidates) & set(answer.unknown):
+            doc["more_time"] = _more_time_helps(doc, answer.unknown)
             return _finish(doc, UNDECIDED, request, walk, save,
-                           "the per-step budget could not decide every commit the culprit can be")
+                           "the per-step budget could not decide every commit the culprit can be" if doc["more_time"]
+                           else "the selected tiers left a commit the culprit can be unsettled, and a larger budget "
+                                "would not settle it")
         return _finish(doc, RANGE, request, walk, save, "untestable commits hide the culprit")
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (cli/__init__.py raises Interrupted for it)
         with signals_deferred():  # a second signal does not cut the two files short
@@ -521,12 +600,13 @@ def _finish(doc: dict, status: str, request: BisectRequest, walk: Range, save, w
     save both files."""
     doc["status"], doc["exit_code"], doc["why"] = status, EXIT[status], why
     answer = doc.get("answer")
-    if status in (FOUND, RANGE, UNDECIDED) and answer:
+    if status in (FOUND, TURN, RANGE, UNDECIDED) and answer:
         commits = doc["commits"]
         culprit = answer["candidates"][-1] if status == RANGE else answer["candidates"][0]
         first = answer["candidates"][0]
         parent = commits[commits.index(first) - 1]
-        doc["culprit"] = {**walk.revision(culprit).described(), "parent": parent} if status == FOUND else None
+        doc["culprit"] = ({**walk.revision(culprit).described(), "parent": parent} if status in (FOUND, TURN)
+                          else None)
         doc["candidates"] = [walk.revision(c).described() for c in answer["candidates"]]
         args = " ".join(doc.get("repro_args") or [])
         doc["repro"] = f"ttfg gate --base {parent[:12]} --head {culprit[:12]}" + (f" {args}" if args else "")
@@ -536,9 +616,78 @@ def _finish(doc: dict, status: str, request: BisectRequest, walk: Range, save, w
                         {"state": request.out_dir / STATE, "summary": request.out_dir / SUMMARY})
 
 
-def _bisect_command(good: str, bad: str, doc: dict) -> str:
+def _bisect_command(good: str, bad: str, doc: dict, reverse: bool = False) -> str:
+    """The ``ttfg bisect`` command of a range; ``reverse``: of a step the other way (``--improvement`` toggled)."""
+    args = [a for a in doc.get("repro_args") or [] if not (reverse and a == "--improvement")]
+    if reverse and not doc.get("improvement"):
+        args.append("--improvement")
+    return f"ttfg bisect --good {good[:12]} --bad {bad[:12]}" + (f" {' '.join(args)}" if args else "")
+
+
+def _more_time_helps(doc: dict, unknown: list[str]) -> bool:
+    """Whether a larger budget can decide the unknown commits: one of their comparisons' cases stopped on its
+    budget (``decide.bisect.more_time_helps``); a case the selected tiers left unsettled, or that reached
+    ``--max-pairs``, is not decided by more time."""
+    stops = [c.get("stop") or "" for p in doc["probes"] + [q for t in doc.get("turns") or [] for q in t["probes"]]
+             if p["commit"] in unknown and p["state"] == search.UNKNOWN
+             for e in p.get("evidence") or [] for c in e.get("cases") or []
+             if c.get("verdict") not in (search.REGRESSED, search.UNCHANGED)]
+    return search.more_time_helps(stops)
+
+
+def _swapped(compare: Compare) -> Compare:
+    """A comparison with its two commits swapped: a reverse search's "regressed" is a step the other way."""
+    def reverse(older, newer, against, folder, cases, step_cases, profiles=False, tiers=None):
+        record = compare(newer, older, against, folder, cases, step_cases, profiles=profiles, tiers=tiers)
+        return {**record, "reverse": True}
+    return reverse
+
+
+def _reverse_search(turn: dict, doc: dict, request: BisectRequest, walk: Range, compare: Compare, cases,
+                    step_cases: set[str], events: BisectEvents, clock, started: float, save) -> bool:
+    """A turn's other step: the search over ``turn['good']..turn['bad']`` with swapped comparisons, its probes in the
+    turn's record; then its answer (the step, or the commits it can be, with the command). True when the total
+    budget stopped it (a rerun continues it)."""
+    rng = walk.commits[walk.commits.index(turn["good"]):walk.commits.index(turn["bad"]) + 1]
+    probes = {p.commit: p for p in map(search.Probe.from_json, turn["probes"])}
+    reverse = _swapped(compare)
+    while (commit := search.next_commit(rng, probes, request.retries)) is not None:
+        if request.total_budget_s is not None and clock() - started >= request.total_budget_s:
+            return True
+        b = search.bracket(rng, probes)
+        lo, hi = walk.revision(rng[b.lo]), walk.revision(rng[b.hi])
+        previous = probes.get(commit)
+        n = len(turn["probes"]) + 1
+        folder = request.out_dir / "steps" / f"turn-{turn['commit'][:10]}-{n:02d}-{commit[:10]}"
+        state, evidence, vs_good, vs_bad = _step(reverse, request.settings.tiers, lo, walk.revision(commit), hi,
+                                                 folder, cases, step_cases)
+        counts_as, reason = None, ""
+        if state == search.BETWEEN:
+            counts_as = search.larger_side(_ratio(vs_good), _ratio(vs_bad))
+        if state == search.TURN:  # a turn inside a turn's side: kept on its side, not searched further
+            counts_as = search.turn_counts_as(search.turn_shape(vs_good["verdict"]))
+            reason = "another turn inside this one's side: not searched"
+        if state == search.SKIPPED:
+            reason = next((e["error"] for e in evidence if e.get("error")), "")
+        probe = search.Probe(commit, state, previous.attempts + 1 if previous else 1, counts_as, evidence, reason)
+        probes[commit] = probe
+        turn["probes"].append(probe.to_json())
+        events.step(commit, probe, n, search.most_steps(len(rng)))
+        save()
+    answer = search.answer(rng, probes, request.retries)
+    turn["answer"] = {"status": answer.status, "candidates": answer.candidates, "good": answer.good,
+                      "bad": answer.bad, "skipped": answer.skipped, "unknown": answer.unknown}
+    first, last = answer.candidates[0], answer.candidates[-1]
+    parent = rng[rng.index(first) - 1]
     args = " ".join(doc.get("repro_args") or [])
-    return f"ttfg bisect --good {good[:12]} --bad {bad[:12]}" + (f" {args}" if args else "")
+    turn["repro"] = f"ttfg gate --base {parent[:12]} --head {last[:12]}" + (f" {args}" if args else "")
+    turn["candidates"] = [walk.revision(c).described() for c in answer.candidates]
+    turn["step"] = ({**walk.revision(first).described(), "parent": parent} if answer.status == search.FOUND
+                    else None)
+    if answer.status != search.FOUND:
+        turn["command"] = _bisect_command(parent, last, doc, reverse=True)
+    save()
+    return False
 
 
 def _summary(doc: dict) -> str:
@@ -547,6 +696,6 @@ def _summary(doc: dict) -> str:
     return bisect_markdown(doc)
 
 
-__all__ = ["BROKEN_END", "BisectEvents", "BisectReport", "BisectRequest", "Compare", "EXIT", "FOUND", "INTERRUPTED", "NO_STEP", "RANGE",
-           "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "UNDECIDED", "first_parent_range",
-           "load_state", "run"]
+__all__ = ["BROKEN_END", "BisectEvents", "BisectReport", "BisectRequest", "Compare", "EXIT", "FOUND", "INTERRUPTED",
+           "NO_STEP", "RANGE", "Range", "STATE", "STOPPED", "SUMMARY", "SWAPPED", "TURN", "UNDECIDED",
+           "counters_only_fell", "first_parent_range", "load_state", "run"]

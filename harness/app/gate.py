@@ -299,17 +299,9 @@ def _split_cases(cases: "list[Case]", sides: dict[str, Side], events: GateEvents
     """``(common, new, removed)``: the cases both revisions provide, those only the head provides (a pull
     request that adds a backend or a model) and those only the base does. A new case made the base's
     probes fail ("base cannot run ... unknown backend", exit 2); it is a new case, measured and shown."""
-    from ..errors import UsageError
-    from ..measure.cases import known_model
-    from ..measure.sides import provides
+    from ..measure.sides import split_cases
 
-    common, new, removed = [], [], []
-    for case in cases:
-        in_base, in_head = provides(sides["base"], case), provides(sides["head"], case)
-        if not (in_base or in_head) and not known_model(case.model):  # kept for the installs to resolve: none does
-            raise UsageError(f"unknown model {case.model.split(':')[0]!r}: neither this interpreter nor the base's "
-                             "or the head's install provides it (ttfg list shows the models known here)")
-        (common if in_base == in_head else new if in_head else removed).append(case)
+    common, new, removed = split_cases(cases, sides["base"], sides["head"])
     for case in new:
         events.note(f"new case {case.id}: the head adds it (the base provides no {case.backend} or "
                     f"{case.model.split(':')[0]}); measured on the head alone")

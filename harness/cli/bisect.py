@@ -31,9 +31,12 @@ with the nearest bad one, each comparison a gate with the gate's tiers in order
 (structural counters settle it in one pair a side, wall time only where nothing
 cheaper can), within --budget per comparison. A step ends "same as good", "same as
 bad", "differs from both" (two steps: the larger is searched, the other's range is
-named with its command) or "not yet known" (tried again, --retries, then set aside
-and said so). A commit that cannot be installed, imported or run is skipped, as git
-bisect skip does, and listed.
+named with its command), "a turn" (slower than one end and faster than the other:
+the step into it and the step out of it are both searched and named, each with its
+ttfg gate command, exit 1) or "not yet known" (tried again, --retries, then set aside
+and said so; raising --budget is advised only where more time can decide). A commit
+that cannot be installed, imported or run is skipped, as git bisect skip does, and
+listed.
 
 Installs and environments come from the gate's caches (each commit built once). A
 commit's instruction counts are taken once and reused by every later comparison
@@ -152,6 +155,7 @@ def cmd_bisect(args) -> int:
     settings = decision_settings(args, allocations=False, alloc_repeat=1)
     if args.backend is None:
         args.backend = ["jax.jit"]
+    args.pending_models = True  # a model the bad end adds is resolved from its install (app/bisect.py's _provided)
     cases, skipped = runnable_selection(args, console, "bisect")
     if not cases:
         return 2

@@ -205,9 +205,10 @@ def _check_selection(args, cfg, from_file: set[str]) -> None:
     keys = sorted(from_file & {"models", "backends", "variants"})
     where = ", ".join(cfg.where(k) for k in keys)
     try:
-        # The gate resolves a model it does not know here from the revisions' installs (a head that adds one).
+        # The gate, bisect and regressions --confirm resolve a model they do not know here from the revisions'
+        # installs (a head that adds one).
         cases, skipped = cases_for(args.model or [getattr(args, "default_model", "all")], args.backend, args.variant,
-                                   pending_models=getattr(args, "command", None) == "gate")
+                                   pending_models=getattr(args, "command", None) in ("gate", "bisect", "regressions"))
     except UsageError as exc:
         raise project_config.ConfigError(f"{where}: {exc}") from None
     if not cases and not skipped:

@@ -20,8 +20,19 @@ regressed                   unchanged or inconclusive   bad (the step is at or b
 inconclusive                regressed                   good
 inconclusive                unchanged                   bad
 regressed                   regressed                   between: two steps, one each side
+regressed                   improved                    a turn (peak): worse than both ends
+improved                    regressed                   a turn (dip): better than both ends
 anything else                                           unknown (more pairs, or said so)
 ==========================  ==========================  ===========================
+
+A turn is an answer, not a budget problem: the comparisons show the commit differs from
+both ends in opposite directions, so the range holds a step into it and a step out of it,
+one of each direction. The search keeps the side whose step goes the search's way (a
+peak counts as bad: the step into it is the regression; a dip as good: the step out of
+it is), and the other side is searched as a *reverse* search (:func:`turn_range`): the
+same policy over the turn's other side with each comparison's commits swapped, so that
+"regressed" there means a step the other way. Verdicts are in the search's direction
+(``--improvement`` swaps base and head before they arrive here).
 
 A commit that cannot be installed, imported or run is *skipped* (``git bisect skip``).
 An unknown commit is tried again while ``retries`` allow (more pairs), then set aside
@@ -33,7 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 #: What a tested commit is.
-GOOD, BAD, BETWEEN, UNKNOWN, SKIPPED = "good", "bad", "between", "unknown", "skipped"
+GOOD, BAD, BETWEEN, UNKNOWN, SKIPPED, TURN = "good", "bad", "between", "unknown", "skipped", "turn"
+#: A turn's shape: worse than both ends (the step into it goes the search's way) or better (the step out of it does).
+PEAK, DIP = "peak", "dip"
 #: What one comparison said (the gate's verdicts, and "broken": a side that could not be measured).
 REGRESSED, UNCHANGED, IMPROVED, INCONCLUSIVE, BROKEN = "regressed", "unchanged", "improved", "inconclusive", "broken"
 #: How the ends compare, before any search.
@@ -79,10 +92,39 @@ def classify(vs_good: str, vs_bad: str | None) -> str:
     if vs_good == REGRESSED:
         if vs_bad == REGRESSED:
             return BETWEEN
+        if vs_bad == IMPROVED:
+            return TURN
         return BAD if vs_bad in (UNCHANGED, INCONCLUSIVE, None) else UNKNOWN
     if vs_good == INCONCLUSIVE:
         return {REGRESSED: GOOD, UNCHANGED: BAD}.get(vs_bad, UNKNOWN)
-    return UNKNOWN  # an improvement on either side: not the monotonic step the search assumes
+    if vs_good == IMPROVED and vs_bad == REGRESSED:
+        return TURN
+    return UNKNOWN  # an improvement with nothing the other way: not a step the search can place
+
+
+def turn_shape(vs_good: str) -> str:
+    """A turn's shape from its comparison with the good end: PEAK when it regressed from there, else DIP."""
+    return PEAK if vs_good == REGRESSED else DIP
+
+
+def turn_counts_as(shape: str) -> str:
+    """Which side the search keeps a turn on: a peak counts as bad (the step into it is the search's), a dip as
+    good (the step out of it is)."""
+    return BAD if shape == PEAK else GOOD
+
+
+def turn_range(commits: list[str], at: int, lo: int, hi: int, shape: str) -> list[str]:
+    """The commits of a turn's reverse search, its own good end first: for a peak at ``at`` (bracket ``lo``..``hi``
+    when it was found) the peak to the bad end (the step out of it); for a dip the good end to the dip (the step
+    into it)."""
+    return commits[at:hi + 1] if shape == PEAK else commits[lo:at + 1]
+
+
+def more_time_helps(stops: list[str]) -> bool:
+    """Whether a larger per-comparison budget can decide what these comparisons' cases left undecided: only when
+    one stopped on its budget (``budget``) or said nothing. A case that stopped at ``--max-pairs``, or that the
+    selected tiers left unsettled (``decided`` with no verdict), is not helped by more time."""
+    return not stops or any(s in ("budget", "", None) for s in stops)
 
 
 @dataclass
@@ -181,7 +223,8 @@ def answer(commits: list[str], probes: dict[str, Probe], retries: int = 1) -> An
     others = []
     for i in range(1, len(commits) - 1):
         p = probes.get(commits[i])
-        if p is not None and p.state == BETWEEN:  # the step on the side the search did not keep
+        if p is not None and p.state == BETWEEN:  # the step on the side the search did not keep (a turn's other
+            # step is searched, by a reverse search, not named as a range)
             if p.counts_as == BAD:
                 later = next((j for j in range(i + 1, len(commits)) if j == len(commits) - 1
                               or (q := probes.get(commits[j])) and q.counts_as == BAD and q.state != BETWEEN),
@@ -209,7 +252,8 @@ def most_steps(n_commits: int) -> int:
     return steps
 
 
-__all__ = ["Answer", "BAD", "BETWEEN", "BROKEN", "Bracket", "ENDS_SAME", "ENDS_STEP", "ENDS_SWAPPED", "ENDS_UNKNOWN",
-           "FOUND", "GOOD", "IMPROVED", "INCONCLUSIVE", "Probe", "RANGE", "REGRESSED", "RUNNING", "SKIPPED",
-           "UNCHANGED", "UNKNOWN", "answer", "bracket", "classify", "combined", "ends", "larger_side", "most_steps",
-           "needs_bad_side", "next_commit", "testable"]
+__all__ = ["Answer", "BAD", "BETWEEN", "BROKEN", "Bracket", "DIP", "ENDS_SAME", "ENDS_STEP", "ENDS_SWAPPED",
+           "ENDS_UNKNOWN", "FOUND", "GOOD", "IMPROVED", "INCONCLUSIVE", "PEAK", "Probe", "RANGE", "REGRESSED", "RUNNING",
+           "SKIPPED", "TURN", "UNCHANGED", "UNKNOWN", "answer", "bracket", "classify", "combined", "ends",
+           "larger_side", "more_time_helps", "most_steps", "needs_bad_side", "next_commit", "testable", "turn_counts_as",
+           "turn_range", "turn_shape"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..provision.sources import Installed, install, whence
 from ..provision.target import tool_environ
-from ..provision.worktrees import git, repo_root, resolve, worktrees
+from ..provision.worktrees import git, pruned_note, repo_root, resolve, worktrees
 from .asv_conf import load_config
 
 __all__ = ["ASV", "ensure_machine", "publish_branches", "record"]
@@ -132,6 +132,8 @@ def record(revs: list[str], config: Path, machine: str | None, python: str, all_
         if not patterns:
             raise UsageError("the TTFG_ASV_* selection has no runnable case")
     env = tool_environ(shard_env)  # asv is a tool: it reads its own settings from the environment
+    if (pruned := pruned_note(root)) is not None:  # an earlier record killed outright left its worktrees
+        print(f"ttfg asv: {pruned}", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix="ttfg-asv-"))  # the generated asv configs
     failed = []
     try:

@@ -259,6 +259,26 @@ def _entry(r, status: str, reason: str, **extra) -> Confirmation:
                         host=socket.gethostname(), **extra)
 
 
+def _lacking(cases, sides, base, head, split_cases) -> dict[str, str]:
+    """The cases one of the step's commits does not provide, each with why (``measure.sides.split_cases``: a
+    plugin's model from each commit's own install): a step needs the case on both sides, so a case only the later
+    commit declares, or one it removed, is not re-measured; one neither provides is named as unknown."""
+    from ..errors import UsageError
+
+    out = {}
+    for case in cases:
+        try:
+            _, new, removed = split_cases([case], sides["base"], sides["head"])
+        except UsageError as exc:
+            out[case.id] = str(exc)
+            continue
+        if new:
+            out[case.id] = f"the earlier commit {base.short} does not provide {case.id} (only {head.short} does)"
+        elif removed:
+            out[case.id] = f"the later commit {head.short} no longer provides {case.id}"
+    return out
+
+
 def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: str | os.PathLike, *,
             redo: bool = False, max_steps: int | None = None, alpha: float = 0.01, max_pairs: int = 60,
             sampler=None, opener: "SideOpener | None" = None, clock: Callable[[], float] = time.monotonic,
@@ -282,7 +302,7 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     from ..decide.unmeasured import side_of
     from ..measure.cases import select
     from ..measure.runner import RunSettings, run_sample
-    from ..measure.sides import SideOpener
+    from ..measure.sides import SideOpener, split_cases
     from ..provision.worktrees import GitError, resolve
 
     if budget_s <= 0:
@@ -294,6 +314,11 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
     plans = plan(trends, redo, max_steps)
     done: list[Confirmation] = []
     flushed = 0
+    if plans:  # an earlier run killed outright left its worktrees in the user's repository (bisect's own rule)
+        from ..provision.worktrees import pruned_note
+
+        if (pruned := pruned_note(repo)) is not None:
+            note(pruned)
 
     def flush() -> None:
         nonlocal flushed
@@ -321,7 +346,9 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
         cases, problems, gate_id = [], {}, {}
         for r in rows:
             try:
-                picked, skipped = select([r.model], [r.backend], [r.variant] if r.variant else ["default"])
+                # A model this interpreter does not know is kept for the commits' installs to resolve (split below).
+                picked, skipped = select([r.model], [r.backend], [r.variant] if r.variant else ["default"],
+                                         pending_models=True)
             except TtfgError as exc:
                 problems[r.case] = str(exc)
                 continue
@@ -344,10 +371,16 @@ def confirm(trends: Trends, repo: str | os.PathLike, budget_s: float, out_dir: s
              f"(budget {share:.0f} s) -> {run_dir}")
         with opener.open(repo, {"base": base, "head": head}, cases, settings.run, on_note=note,
                          prefix="ttfg-confirm-", project_dir=project_dir) as sides:
-            outcome = run_gate(cases, [], sides["base"], sides["head"], settings, run_dir, sampler=sampler)
-        by_case = {c.case: c for c in outcome.cases}
+            lacking = _lacking(cases, sides, base, head, split_cases)
+            measured = [c for c in cases if c.id not in lacking]
+            outcome = (run_gate(measured, [], sides["base"], sides["head"], settings, run_dir, sampler=sampler)
+                       if measured else None)
+        by_case = {c.case: c for c in outcome.cases} if outcome is not None else {}
         for r in rows:
             if r.case in problems:
+                continue
+            if gate_id[r.case] in lacking:
+                done.append(_entry(r, UNCONFIRMED, f"not re-measured: {lacking[gate_id[r.case]]}"))
                 continue
             c = by_case.get(gate_id[r.case])
             if c is None:

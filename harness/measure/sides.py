@@ -289,6 +289,31 @@ def provides(side: Side, case: "Case") -> bool:
     return all(f"{group}:{name}" in side.whence.entry_points for group, names in eps.items() for name in names)
 
 
+def split_cases(cases: "list[Case]", base: Side, head: Side) -> "tuple[list[Case], list[Case], list[Case]]":
+    """``(common, new, removed)``: the cases both sides provide (:func:`provides`), those only the head does (a
+    revision that adds a backend or a model: its own install resolves it) and those only the base does. One
+    rule for every command that installs two revisions: the gate, each comparison of a bisect, ``regressions
+    --confirm``; each says what it does with the new and the removed ones.
+
+    Raises
+    ------
+    UsageError
+        For a case whose model neither side provides and this interpreter does not know (a name kept for the
+        installs to resolve, ``measure.cases.select(pending_models=True)``), naming it.
+    """
+    from ..errors import UsageError
+    from .cases import known_model
+
+    common, new, removed = [], [], []
+    for case in cases:
+        in_base, in_head = provides(base, case), provides(head, case)
+        if not (in_base or in_head) and not known_model(case.model):  # kept for the installs to resolve: none does
+            raise UsageError(f"unknown model {case.model.split(':')[0]!r}: neither this interpreter nor the base's "
+                             "or the head's install provides it (ttfg list shows the models known here)")
+        (common if in_base == in_head else new if in_head else removed).append(case)
+    return common, new, removed
+
+
 def probe_environment(side: Side, run: "RunSettings") -> dict[str, str]:
     """The environment a probe of this side runs with (its ``PYTHONPATH`` decides what it imports)."""
     from .runner import probe_env
@@ -461,4 +486,4 @@ class SideOpener:
 
 __all__ = ["ENV_MODES", "EnvPlan", "SameCode", "Side", "SideOpener", "build_environments", "plan_environments",
            "check_distinct", "check_imports", "environments_differ", "locate",
-           "measured_files", "prepared", "provides"]
+           "measured_files", "prepared", "provides", "split_cases"]

@@ -19,7 +19,8 @@ hashes are hexadecimal by then (the loader checks them).
 from __future__ import annotations
 
 from .. import fmt
-from .bisect_views import HEADINGS, STATE_WORDS, comparison_text, conclusion_lines, deciding_case, path_rows
+from .bisect_views import (HEADINGS, STATE_WORDS, comparison_text, conclusion_lines, deciding_case, path_rows,
+                           turn_probes)
 from .untrusted import plain
 
 #: The page's template (``templates/``, rendered by ``pages.render``: every value escaped).
@@ -71,9 +72,9 @@ def plot_points(doc: dict) -> tuple[str, list] | None:
         return None
     case, metric = chosen
     values = commit_values(doc, case, metric)
-    culprit = (doc.get("culprit") or {}).get("commit") if doc["status"] == "found" else None
+    culprit = (doc.get("culprit") or {}).get("commit") if doc["status"] in ("found", "turn") else None
     states = {commits[0]: "good end", commits[-1]: "bad end"}
-    for p in doc.get("probes") or []:
+    for p in turn_probes(doc):
         states[p["commit"]] = p["state"]  # a commit tried again: its latest state
     if culprit is not None and culprit not in states:
         states[culprit] = "bad"
@@ -111,7 +112,7 @@ def _evidence(e: dict) -> dict:
 def _path(doc: dict, commit_url: str | None) -> list[dict]:
     """The search path: the ends' comparison, then every step in the order it ran."""
     rows = path_rows(doc)
-    records = ([("", doc["ends"])] if doc.get("ends") else []) + [(p, None) for p in doc.get("probes") or []]
+    records = ([("", doc["ends"])] if doc.get("ends") else []) + [(p, None) for p in turn_probes(doc)]
     out = []
     for (step, shown, found, _), (probe, ends) in zip(rows, records):
         if ends is not None:
@@ -129,7 +130,7 @@ def _path(doc: dict, commit_url: str | None) -> list[dict]:
 def _culprit(doc: dict, commit_url: str | None) -> dict | None:
     """The culprit's identity and its effect against its parent, case by case (None unless one was found)."""
     c = doc.get("culprit")
-    if doc["status"] != "found" or not c:
+    if doc["status"] not in ("found", "turn") or not c:
         return None
     rows = []
     evidence = doc.get("culprit_evidence")

@@ -15,13 +15,15 @@ from .untrusted import md, plain
 
 #: How each tested commit's state reads.
 STATE_WORDS = {"good": "same as good", "bad": "same as bad", "between": "differs from both ends (two steps)",
-               "unknown": "not yet known", "skipped": "skipped (cannot be measured)"}
+               "unknown": "not yet known", "skipped": "skipped (cannot be measured)",
+               "turn": "differs from both ends the opposite ways (a turn)"}
 
 
 #: How each ending reads as a heading (``summary.md``'s and the page's).
 HEADINGS = {"found": "culprit found", "range": "culprit narrowed to a range", "no step": "no step",
             "swapped": "good and bad swapped", "undecided": "undecided", "end cannot run": "an end cannot run",
-            "stopped": "stopped", "interrupted": "interrupted", "running": "running"}
+            "stopped": "stopped", "interrupted": "interrupted", "running": "running",
+            "turn": "a turn: the step into it and the step out of it"}
 
 
 def deciding_case(e: dict) -> dict | None:
@@ -41,6 +43,8 @@ def comparison_text(e: dict) -> str:
     if e["against"] == "good":
         other = min(e["base"], e["head"], key=lambda c: 0)  # the good end is the base (the head, --improvement)
     text = f"{label}: {e['verdict']}"
+    if e.get("reverse"):  # a turn's other side: the commits swapped, "regressed" is a step the other way
+        text = f"{label} (swapped: base {e['base'][:10]}, head {e['head'][:10]}): {e['verdict']}"
     c = deciding_case(e)
     if c is not None:
         figure = ""
@@ -48,6 +52,8 @@ def comparison_text(e: dict) -> str:
             interval = fmt.interval(c.get("ci_low"), c.get("ci_high"))
             figure = f", {c['metric']} {fmt.factor(c['ratio'])}" + (f" {interval}" if interval != fmt.MISSING else "")
         text += f" ({c.get('tier')} tier{figure}, {fmt.plural(c.get('pairs') or 0, 'pair')})"
+        if c.get("counters_fell") and c.get("verdict") != e["verdict"]:
+            text += " (structural counters only fell: a step the other way)"
     if e.get("error"):
         text += f": {e['error']}"
     return text + counts_text(e)
@@ -101,7 +107,51 @@ def path_rows(doc: dict) -> list[tuple[str, str, str, str]]:
         if p.get("attempts", 1) > 1:
             what += f" (try {p['attempts']})"
         rows.append((str(n), p["commit"][:10], what, "; ".join(comparison_text(e) for e in p.get("evidence", []))))
+    for t in doc.get("turns") or []:  # each turn's other side, searched the other way
+        side = {"good": "same as the turn", "bad": "same as the bad end"} if t["shape"] == "peak" else \
+            {"good": "same as the good end", "bad": "same as the turn"}
+        for n, p in enumerate(t["probes"], 1):
+            what = side.get(p["state"]) or STATE_WORDS.get(p["state"], p["state"])
+            if p.get("attempts", 1) > 1:
+                what += f" (try {p['attempts']})"
+            rows.append((f"turn {t['commit'][:7]}: {n}", p["commit"][:10], what,
+                         "; ".join(comparison_text(e) for e in p.get("evidence", []))))
     return rows
+
+
+def turn_probes(doc: dict) -> list[dict]:
+    """The probes in :func:`path_rows`'s order after the ends: the search's, then each turn's other side's."""
+    return list(doc.get("probes") or []) + [p for t in doc.get("turns") or [] for p in t["probes"]]
+
+
+def turn_lines(doc: dict) -> list[str]:
+    """What each turn is: its shape in the gated timing's words, the step into it and the step out of it, each
+    with its command (a gate for a step found, a bisect for a side left as a range)."""
+    worse, better = ("faster", "slower") if doc.get("improvement") else ("slower", "faster")
+    lines = []
+    for t in doc.get("turns") or []:
+        at, culprit = t["commit"][:10], (doc.get("culprit") or {}).get("short")
+        probe = next((p for p in doc.get("probes") or [] if p["commit"] == t["commit"]), {})
+        figures = "; ".join(comparison_text(e) for e in probe.get("evidence", [])[-2:])
+        if t["shape"] == "peak":
+            lines.append(f"a turn at {at}: {worse} than both ends (a peak; {figures})")
+        else:
+            lines.append(f"a turn at {at}: {better} than both ends (a dip; {figures})")
+        ours = (f"the step into it: the culprit {culprit}" if t["shape"] == "peak"
+                else f"the step out of it: the culprit {culprit}") if culprit else None
+        other = "the step out of it" if t["shape"] == "peak" else "the step into it"
+        other_way = better  # a turn's other step goes the other way, whatever its shape
+        if ours:
+            lines.append(f"{ours} ({worse}), reproduce: {doc.get('repro')}")
+        step = t.get("step")
+        if step:
+            lines.append(f"{other}: {step['short']} \"{step['subject']}\" ({other_way}), reproduce: {t['repro']}")
+        elif t.get("candidates"):
+            lines.append(f"{other} ({other_way}) is one of: " + ", ".join(c["short"] for c in t["candidates"])
+                         + (f"; narrow it: {t['command']}" if t.get("command") else ""))
+        else:
+            lines.append(f"{other} ({other_way}) is not searched yet: rerun the same command to continue")
+    return lines
 
 
 def path_table(doc: dict) -> Table:
@@ -127,7 +177,7 @@ def conclusion_lines(doc: dict) -> list[str]:
     if doc.get("merges"):
         lines.append(f"the range crosses {fmt.plural(len(doc['merges']), 'merge')}: walked first-parent (each merge "
                      "tested as one commit, its branch's commits not tested)")
-    if status == "found":
+    if status in ("found", "turn"):
         c = doc["culprit"]
         lines.append(f"culprit: {c['short']} \"{c['subject']}\" by {c['author']} ({c['date'][:10]})")
         evidence = doc.get("culprit_evidence")
@@ -151,8 +201,12 @@ def conclusion_lines(doc: dict) -> list[str]:
             lines.append("good and bad look swapped: the \"bad\" end is faster than the \"good\" one; to find the "
                          "commit that made it faster, rerun with --improvement")
     elif status == "undecided":
-        lines.append(f"undecided: {doc.get('why', '')}; raise --budget (per comparison) or --total-budget and rerun "
-                     "(the steps done are kept)")
+        if doc.get("more_time", True):
+            lines.append(f"undecided: {doc.get('why', '')}; raise --budget (per comparison) or --total-budget and "
+                         "rerun (the steps done are kept)")
+        else:  # the cases stopped short of a verdict for another reason than time: say what would decide them
+            lines.append(f"undecided: {doc.get('why', '')}; more time would not decide it: add the time tier "
+                         "(--tiers) or raise --max-pairs, and rerun (the steps done are kept)")
         if doc.get("candidates"):
             lines.append("the culprit is one of: " + ", ".join(c["short"] for c in doc["candidates"]))
     elif status == "end cannot run":
@@ -168,9 +222,15 @@ def conclusion_lines(doc: dict) -> list[str]:
         lines.append(f"skipped {c[:10]}: {probe.get('reason') or 'could not be measured'}")
     for c in (doc.get("answer") or {}).get("unknown", []):
         lines.append(f"not decided within its budget: {c[:10]}")
+    lines += turn_lines(doc)
+    ends = doc.get("ends") or {}
+    for c in ends.get("new_cases") or []:
+        lines.append(f"not bisected: {c} (only the bad end provides it)")
+    for c in ends.get("removed_cases") or []:
+        lines.append(f"not bisected: {c} (the bad end no longer provides it)")
     for o in doc.get("others") or []:
         lines.append(f"another step between {o['good'][:10]} and {o['bad'][:10]} (not searched): {o['command']}")
-    steps = len(doc.get("probes", []))
+    steps = len(turn_probes(doc))
     lines.append(f"{fmt.plural(steps, 'step')} over {fmt.plural(len(doc['commits']) - 1, 'commit')} in "
                  f"{fmt.seconds(doc.get('elapsed_s'))}")
     return lines
@@ -198,4 +258,4 @@ def step_line(commit: str, probe, index: int, expected: int) -> Text:
 __all__ = ["HEADINGS", "STATE_WORDS", "attribution_lines", "bisect_markdown", "comparison_text", "conclusion_lines",
            "counts_text",
            "deciding_case", "path_rows", "path_table",
-           "range_line", "step_line"]
+           "range_line", "step_line", "turn_lines", "turn_probes"]

@@ -433,7 +433,7 @@ class BisectPoint:
 
 #: A tested commit's colour by state: the ends and the commits that match them in the gate's red and green.
 BISECT_COLORS = {"good end": IMPROVEMENT_COLOR, "good": IMPROVEMENT_COLOR, "bad end": REGRESSION_COLOR,
-                 "bad": REGRESSION_COLOR, "between": "#e8871e", "unknown": "#6b6b6b", "skipped": "#b8a21b"}
+                 "bad": REGRESSION_COLOR, "between": "#e8871e", "turn": "#8e44ad", "unknown": "#6b6b6b", "skipped": "#b8a21b"}
 
 
 def bisect_plot(points: list[BisectPoint], n_commits: int, metric: str, unit: str, title: str) -> str:

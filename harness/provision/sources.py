@@ -117,17 +117,45 @@ def _build(tree: Path, python: str, target: Path, what: str) -> None:
 
 
 def _installed_names(root: Path) -> tuple[str, tuple[str, ...]]:
-    """The distribution name and top-level import names found in an install folder."""
+    """The distribution name and top-level import names of an install folder, read from the distribution's own
+    record (:func:`top_level_names`)."""
     infos = sorted(root.glob("*.dist-info"))
     if len(infos) != 1:
         raise InstallError(f"{root}: expected one installed distribution, found {len(infos)}")
     from importlib.metadata import PathDistribution
 
     dist = PathDistribution(infos[0])
-    packages = sorted({p.name for p in root.iterdir()
-                       if p.is_dir() and (p / "__init__.py").is_file() and not p.name.endswith(".dist-info")}
-                      | {p.stem for p in root.glob("*.py")})
-    return dist.metadata["Name"], tuple(packages)
+    return dist.metadata["Name"], top_level_names(dist, root)
+
+
+def top_level_names(dist, root: Path) -> tuple[str, ...]:
+    """The top-level import names a distribution installed into ``root``: the first part of every file its
+    ``RECORD`` lists (``importlib.metadata``'s ``files``), a module's stem, an extension's name; the
+    ``.dist-info``, ``.data``, scripts and files outside ``root`` left out.
+
+    Why from the record, not the folder: a namespace package (``labco/lablib/``, ``labco`` without an
+    ``__init__.py``) has no ``__init__.py`` at its top, and the folder scan this replaced missed it, so the
+    side's check of where the project is imported from did not know the project's own package. Without a
+    record (none was written), the folder is read: packages and modules at its top.
+    """
+    files = dist.files
+    if files is None:
+        return tuple(sorted({p.name for p in root.iterdir() if p.is_dir() and p.name.isidentifier()
+                             and ((p / "__init__.py").is_file() or any(p.rglob("*.py")))}
+                            | {p.stem for p in root.glob("*.py")}))
+    names = set()
+    for f in files:
+        parts = f.parts
+        if not parts or parts[0] in ("..", "bin", "__pycache__") or parts[0].endswith((".dist-info", ".data")):
+            continue
+        if len(parts) > 1:
+            if parts[0].isidentifier():
+                names.add(parts[0])
+        elif f.suffix == ".py":
+            names.add(f.stem)
+        elif f.suffix in (".so", ".pyd"):
+            names.add(f.name.split(".")[0])
+    return tuple(sorted(names))
 
 
 def install(tree: Path, commit: str | None, python: str = sys.executable, what: str = "revision",
@@ -320,4 +348,4 @@ def plugins_overlay(entry_points: dict[str, list[str]]) -> Path | None:
 
 
 __all__ = ["InstallError", "Installed", "Whence", "install", "interpreter_tag", "plugins_overlay", "self_overlay",
-           "ttfg_overlay", "uv_binary", "uv_environ", "whence"]
+           "top_level_names", "ttfg_overlay", "uv_binary", "uv_environ", "whence"]

@@ -27,9 +27,11 @@ from .validate import _Reader
 FORMAT, VERSION = "ttfg-bisect", 1
 #: How a bisect ended (``status``), or that it has not yet.
 STATUSES = ("found", "range", "no step", "swapped", "undecided", "end cannot run", "stopped", "running",
-            "interrupted")
+            "interrupted", "turn")
 #: What a tested commit is (a probe's ``state``).
-STATES = ("good", "bad", "between", "unknown", "skipped")
+STATES = ("good", "bad", "between", "unknown", "skipped", "turn")
+#: A turn's shape (``turns[].shape``): worse than both ends, or better than both.
+SHAPES = ("peak", "dip")
 #: What one comparison said (the gate's verdicts, and "broken": a side that could not be measured).
 VERDICTS = ("regressed", "unchanged", "improved", "inconclusive", "broken")
 #: What a comparison compared a commit with.
@@ -38,7 +40,7 @@ EXIT_CODES = (0, 1, 2)
 #: The exit code each ending has (``app/bisect.py`` writes it beside the status): a culprit or the few commits that
 #: hide it is a finding, no step passes, the rest is broken input or no answer yet. A state whose ``exit_code``
 #: disagrees with its ``status`` is refused: "found" with exit 0 would pass a CI job that found a culprit.
-EXIT = {"found": 1, "range": 1, "no step": 0, "swapped": 2, "undecided": 2, "end cannot run": 2, "stopped": 2,
+EXIT = {"found": 1, "turn": 1, "range": 1, "no step": 0, "swapped": 2, "undecided": 2, "end cannot run": 2, "stopped": 2,
         "running": 2, "interrupted": 2}
 #: A bisect's document is a summary: kilobytes per step; anything near this is no bisect.
 MAX_BYTES = 64 * 1024 * 1024
@@ -83,6 +85,7 @@ class _BisectReader(_Reader):
         for k in ("ratio", "ci_low", "ci_high", "base", "head"):
             self.value(raw.get(k), f"{where}.{k}", "number")
         self.value(raw.get("pairs"), f"{where}.pairs", "count")
+        self.value(raw.get("counters_fell"), f"{where}.counters_fell", "bool")
         for k, v in self.obj(raw.get("first_error") or {}, f"{where}.first_error").items():
             self.text(v, f"{where}.first_error.{k}", optional=True)
 
@@ -121,6 +124,9 @@ class _BisectReader(_Reader):
         self.text(raw.get("folder"), f"{where}.folder", optional=True)
         self.text(raw.get("error"), f"{where}.error", optional=True)
         self.value(raw.get("elapsed_s"), f"{where}.elapsed_s", "nonneg")
+        self.value(raw.get("reverse"), f"{where}.reverse", "bool")
+        for k in ("new_cases", "removed_cases"):  # at the ends: cases only one end provides (not bisected)
+            self.texts(raw.get(k) or [], f"{where}.{k}")
         for i, c in enumerate(self.seq(raw.get("cases") or [], f"{where}.cases")):
             self.case_record(c, f"{where}.cases[{i}]")
         for i, a in enumerate(self.seq(raw.get("attribution") or [], f"{where}.attribution")):
@@ -154,19 +160,47 @@ class _BisectReader(_Reader):
             self.comparison(e, f"{where}.evidence[{i}]")
         self.text(raw.get("reason"), f"{where}.reason", optional=True)
 
-    def answer(self, raw: Any, commits: set[str]) -> None:
-        raw = self.obj(raw, "answer")
-        self.text(raw.get("status"), "answer.status", optional=True)
+    def answer(self, raw: Any, commits: set[str], where: str = "answer") -> None:
+        raw = self.obj(raw, where)
+        self.text(raw.get("status"), f"{where}.status", optional=True)
         for k in ("candidates", "skipped", "unknown"):
-            for i, c in enumerate(self.commits(raw.get(k) or [], f"answer.{k}")):
+            for i, c in enumerate(self.commits(raw.get(k) or [], f"{where}.{k}")):
                 if c not in commits:
-                    raise self.fail(f"answer.{k}[{i}]", f"{c[:12]} is not one of the range's commits")
+                    raise self.fail(f"{where}.{k}[{i}]", f"{c[:12]} is not one of the range's commits")
         for k in ("good", "bad"):
             if raw.get(k) is not None:
-                self.commit(raw[k], f"answer.{k}")
-        for i, pair in enumerate(self.seq(raw.get("others") or [], "answer.others")):
-            if len(self.commits(pair, f"answer.others[{i}]")) != 2:
-                raise self.expect(f"answer.others[{i}]", "two commits", pair)
+                self.commit(raw[k], f"{where}.{k}")
+        for i, pair in enumerate(self.seq(raw.get("others") or [], f"{where}.others")):
+            if len(self.commits(pair, f"{where}.others[{i}]")) != 2:
+                raise self.expect(f"{where}.others[{i}]", "two commits", pair)
+
+    def turn(self, raw: Any, where: str, commits: list[str], probed: dict[str, str]) -> None:
+        """A turn: a commit found to differ from both ends the opposite ways, its shape, the side searched the
+        other way (its ends, in range order, the turn one of them) and that search's probes and answer."""
+        raw = self.obj(raw, where)
+        shape = self.word(self.key(raw, "shape", f"{where}."), f"{where}.shape", SHAPES)
+        at = self.commit(self.key(raw, "commit", f"{where}."), f"{where}.commit")
+        if probed.get(at) != "turn":
+            raise self.fail(f"{where}.commit", f"{at[:12]} is no probe found to be a turn")
+        good, bad = (self.commit(self.key(raw, k, f"{where}."), f"{where}.{k}") for k in ("good", "bad"))
+        index = {c: i for i, c in enumerate(commits)}
+        for k, c in (("good", good), ("bad", bad)):
+            if c not in index:
+                raise self.fail(f"{where}.{k}", f"{c[:12]} is not one of the range's commits")
+        if index[good] >= index[bad] or at != (good if shape == "peak" else bad):
+            raise self.fail(where, "expected the turn's other side: from a peak to a later commit, or from an "
+                                   "earlier commit to a dip")
+        side = set(commits[index[good]:index[bad] + 1])
+        for i, p in enumerate(self.seq(raw.get("probes") or [], f"{where}.probes")):
+            self.probe(p, f"{where}.probes[{i}]", side)
+        if raw.get("answer") is not None:
+            self.answer(raw["answer"], side, f"{where}.answer")
+        for k in ("repro", "command"):
+            self.text(raw.get(k), f"{where}.{k}", optional=True)
+        if raw.get("step") is not None:
+            self.commit_info(raw["step"], f"{where}.step")
+        for i, c in enumerate(self.seq(raw.get("candidates") or [], f"{where}.candidates")):
+            self.commit_info(c, f"{where}.candidates[{i}]")
 
 
 def bisect_from_json(doc: Any, path: str | Path) -> dict:
@@ -216,6 +250,10 @@ def bisect_from_json(doc: Any, path: str | Path) -> dict:
             r.comparison(doc[k], k)
     for i, p in enumerate(r.seq(doc.get("probes") or [], "probes")):
         r.probe(p, f"probes[{i}]", in_range)
+    probed = {p["commit"]: p["state"] for p in doc.get("probes") or []}
+    for i, t in enumerate(r.seq(doc.get("turns") or [], "turns")):
+        r.turn(t, f"turns[{i}]", commits, probed)
+    r.value(doc.get("more_time"), "more_time", "bool")
     r.value(doc.get("elapsed_s"), "elapsed_s", "nonneg")
     if doc.get("answer") is not None:
         r.answer(doc["answer"], in_range)
@@ -230,7 +268,9 @@ def bisect_from_json(doc: Any, path: str | Path) -> dict:
         for k in ("good", "bad"):
             r.commit(r.key(o, k, f"others[{i}]."), f"others[{i}].{k}")
         r.text(r.key(o, "command", f"others[{i}]."), f"others[{i}].command")
-    if status == "found":  # what the conclusion names
+    if status == "turn" and not doc.get("turns"):
+        raise r.fail("turns", "status 'turn' names no turn")
+    if status in ("found", "turn"):  # what the conclusion names
         r.obj(r.key(doc, "culprit", ""), "culprit")
         r.text(r.key(doc, "repro", ""), "repro")
     if status == "range":
@@ -253,5 +293,5 @@ def load_bisect(path: str | Path) -> dict:
     return bisect_from_json(jsonfile.read(path, ResultsError, MAX_BYTES), path)
 
 
-__all__ = ["AGAINST", "EXIT", "EXIT_CODES", "FORMAT", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",
+__all__ = ["AGAINST", "EXIT", "EXIT_CODES", "FORMAT", "SHAPES", "STATES", "STATUSES", "VERDICTS", "VERSION", "bisect_from_json",
            "load_bisect"]
