@@ -6,7 +6,11 @@ Each row is a real ``ttfg`` process, its functions declared in a scratch config 
 - ``fn 2``: a function whose module cannot be imported is a failed sample in its import phase, and a run that
   measured nothing exits 2;
 - ``fn 3``: a ``case`` that does not return ``(fn, args)`` fails in its build phase, saying what it must return;
-- ``fn 4``: ``check`` on a function that runs says it was not compared (no float64 reference), and exits 0.
+- ``fn 4``: ``check`` on a function that runs says it was not compared (no float64 reference), and exits 0;
+- ``fn 5``: a function named like a model (``resnet15``) is refused, naming both, never shadowed by the model;
+- ``fn 6``-``fn 8``: ``init --starter`` (item 3): an unknown starter is refused by the parser; ``--starter
+  backend`` for Haiku (no spec-built starter for it) is refused, nothing written; the default function starter
+  on the same project writes ``ttfg_cases.py`` and its ``ttfg.functions`` entry point.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ def sums():
 
 def rows(d: Path, out) -> list:
     """The rows (``bad_inputs.Row``)."""
-    from bad_inputs import Row, _all, _contains
+    from bad_inputs import TTFG_REQUIREMENT, Row, _all, _contains, _project
 
     folder = d / "functions"
     folder.mkdir(parents=True, exist_ok=True)
@@ -36,6 +40,22 @@ def rows(d: Path, out) -> list:
     (folder / "bad.toml").write_text('[functions]\nbad = "fnbad_cases.not_a_pair"\n')
     (folder / "fn.toml").write_text('[functions]\nmissing = "fnbad_not_a_module:case"\n'
                                     'notpair = "fnbad_cases:not_a_pair"\nsums = "fnbad_cases:sums"\n')
+    (folder / "shadow.toml").write_text('[functions]\nresnet15 = "fnbad_cases:sums"\n')
+    hk = _project(d / "fn-haiku", "hklab", deps=("dm-haiku", "jax"))
+    hk_other = _project(d / "fn-haiku-default", "hklab", deps=("dm-haiku", "jax"))
+
+    def nothing_written(proc):
+        return "init wrote ttfg.toml" if (hk / "ttfg.toml").exists() else None
+
+    def the_function_starter(proc):
+        cases = hk_other / "src" / "hklab" / "ttfg_cases.py"
+        if not cases.is_file() or "hk.transform(forward)" not in cases.read_text():
+            return "no Haiku function starter in src/hklab/ttfg_cases.py"
+        if '"hklab_loss" = "hklab.ttfg_cases:case"' not in (hk_other / "pyproject.toml").read_text():
+            return "no ttfg.functions entry point"
+        return None
+
+    init = ["init", "--ttfg-requirement", TTFG_REQUIREMENT]
     env = {"PYTHONPATH": str(folder)}
     config = ["--config", str(folder / "fn.toml")]
     return [
@@ -49,4 +69,14 @@ def rows(d: Path, out) -> list:
             check=_all(_contains("must return (fn, args)"), _contains("in phase build"))),
         Row("fn 4: check, a function that runs (not compared: no reference)", [*config, "check", "--model", "sums"],
             expect=0, env=env, check=_contains("unchecked")),
+        Row("fn 5: a function named like a model", ["--config", str(folder / "shadow.toml"), "check", "--model",
+                                                   "resnet15"], env=env,
+            check=_all(_contains("has the name of ttfg's built-in model 'resnet15'"),
+                       _contains("rename the function"))),
+        Row("fn 6: init --starter with an unknown starter", [*init, "--repo", str(hk), "--starter", "model"],
+            check=_all(_contains("invalid choice: 'model'"), nothing_written)),
+        Row("fn 7: init --starter backend for a Haiku library", [*init, "--repo", str(hk), "--starter", "backend"],
+            check=_all(_contains("--starter backend: no starter library backend for haiku"), nothing_written)),
+        Row("fn 8: init's default function starter for the same Haiku library", [*init, "--repo", str(hk_other)],
+            expect=0, check=_all(_contains("a starter function case (hklab_loss, haiku)"), the_function_starter)),
     ]

@@ -309,7 +309,7 @@ def test_init_workflows_install_and_list_in_a_fresh_clone_and_virtualenv(tmp_pat
                              text=True, timeout=600)
         assert out.returncode == 0, script + "\n" + out.stdout[-3000:] + out.stderr[-3000:]
     shown = " ".join(out.stdout.split())
-    assert "lib_model" in shown and "lib.autograd" in shown and "1 case(s) to measure here" in shown, shown
+    assert "lib_loss" in shown and "function" in shown and "1 case(s) to measure here" in shown, shown
     installed = subprocess.run([str(python), "-c", "import ttfg, sys; print(ttfg.__file__)"], env=env,
                                capture_output=True, text=True, check=True).stdout
     assert str(tmp_path / "venv") in installed, installed  # the ttfg the workflow installed, not this checkout

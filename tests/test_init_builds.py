@@ -7,7 +7,7 @@ failed, and so did every revision the gate installed; pdm-backend, which ships e
 holding an ``__init__.py``, put ``ttfg_suites`` into the wheel. Each project here is built before
 and after ``init`` with its own backend (``python -m build --wheel --no-isolation``: the backends
 are test extras, so no index is asked), and the wheels must hold the same files but the starter
-plugin ``init`` writes into the package on purpose (``ttfg_plugin.py``, found by its entry points).
+``init`` writes into the package on purpose (``ttfg_cases.py``, found by its entry point).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_the_project_builds_the_same_wheel_after_init(tmp_path, backend, layout)
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     assert (repo / ".ttfg" / "ttfg_suites" / "ttfg.py").is_file() and not (repo / "ttfg_suites").exists()
     after = wheel_files(repo, tmp_path / "after")
-    assert after - before == {"jlib/ttfg_plugin.py"} and before <= after  # the starter, in the package on purpose
+    assert after - before == {"jlib/ttfg_cases.py"} and before <= after  # the starter, in the package on purpose
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "ttfg init")
     assert wheel_files(repo, tmp_path / "committed") == after  # what a gate's worktree of the commit builds
@@ -96,7 +96,7 @@ def test_results_go_where_the_flat_layout_still_builds(tmp_path, monkeypatch):
     from ttfg.cli.config import apply
 
     repo = jlib(tmp_path / "jlib", "setuptools", "flat")
-    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ, "--starter", "backend"]) == 0
     config = repo / "ttfg.toml"  # ttfg's own case: the starter's entry points are not installed here
     config.write_text(config.read_text().replace('["jlib_model"]', '["resnet15"]').replace('["jlib.autograd"]',
                                                                                          '["autograd"]'))
@@ -127,7 +127,7 @@ def test_after_init_the_flat_project_installs_editable_and_a_gate_measures_both_
 
     repo = jlib(tmp_path / "jlib", "setuptools", "flat")
     python = layered_venv(tmp_path / "venv")
-    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ, "--starter", "backend"]) == 0
     plugin = repo / "jlib" / "ttfg_plugin.py"  # the library's own code in the loss, as the guide asks
     plugin.write_text(plugin.read_text().replace("        return anp.sum(h)", "        from jlib.ops import scale\n\n"
                                                  "        return scale(anp.sum(h))"))

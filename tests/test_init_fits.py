@@ -46,7 +46,7 @@ def test_the_starter_is_a_library_backend_for_the_declared_framework(tmp_path, d
     (``library_loss``), and where the framework is installed its gradient is the reference's."""
     repo = make_project(tmp_path / "lib", deps)
     assert declarations.framework(repo) == framework
-    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
+    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ, "--starter", "backend"]) == 0
     plugin = repo / "src" / "lib" / "ttfg_plugin.py"
     text = plugin.read_text()
     assert "def library_loss(spec, weights, x)" in text and "AutogradBackend" not in text
@@ -217,9 +217,9 @@ def test_monorepo_init_at_the_root_writes_install_path(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "the project is in python/" in out
     assert 'install-path = "python"' in (root / "ttfg.toml").read_text()
-    assert (root / "python" / "src" / "lab" / "ttfg_plugin.py").is_file()
-    assert "lab.jax" in tomllib.loads((root / "python" / "pyproject.toml").read_text())["project"]["entry-points"][
-        "ttfg.backends"]
+    assert "import jax" in (root / "python" / "src" / "lab" / "ttfg_cases.py").read_text()
+    assert tomllib.loads((root / "python" / "pyproject.toml").read_text())["project"]["entry-points"][
+        "ttfg.functions"] == {"lab_loss": "lab.ttfg_cases:case"}
     import yaml
 
     gate = yaml.safe_load((root / ".github/workflows/ttfg-perf-gate.yml").read_text())

@@ -26,17 +26,18 @@ def pyproject_with_extra(repo: Path, extra: str, deps: list[str]) -> None:
     path.write_text(path.read_text() + f"\n[project.optional-dependencies]\n{extra} = {json.dumps(deps)}\n")
 
 
-def backends(repo: Path) -> list[str]:
-    return json.loads((repo / "ttfg.toml").read_text().split("backends = ")[1].split("\n")[0])
+def starter(repo: Path) -> str:
+    """The framework the function starter was written for (its docstring's first line says it)."""
+    return (repo / "src/lib/ttfg_cases.py").read_text().split("`ttfg init`, for ")[1].split(")")[0]
 
 
 def test_a_project_declaring_torch_and_jax_is_told_what_was_declared_and_why_jax(tmp_path, capsys):
     repo = make_project(tmp_path / "lib", ["torch>=2", "jax>=0.4"])
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
-    assert backends(repo) == ["lib.jax"]
+    assert starter(repo) == "jax"
     assert "starter framework jax: declared jax (dependencies), torch (dependencies)" in out
-    assert "the first required one in ttfg's order (flax, equinox, jax, torch" in out
+    assert "the first required one in ttfg's order (flax, equinox, haiku, jax, torch" in out
     assert "--framework torch writes a torch starter instead" in out
 
 
@@ -47,8 +48,10 @@ def test_a_required_framework_wins_over_one_in_an_extra(tmp_path, capsys):
     choice = declarations.choose(repo)
     assert choice.framework == "torch"
     assert choice.declared == {"flax": ["extra 'bench'"], "jax": ["extra 'bench'"], "torch": ["dependencies"]}
+    pyproject_with_extra(make_project(tmp_path / "hk", ["jax"], name="hk"), "nets", ["dm-haiku"])
+    assert declarations.choose(tmp_path / "hk").declared == {"haiku": ["extra 'nets'"], "jax": ["dependencies"]}
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
-    assert backends(repo) == ["lib.torch"] and "import torch" in (repo / "src/lib/ttfg_plugin.py").read_text()
+    assert starter(repo) == "torch" and "import torch" in (repo / "src/lib/ttfg_cases.py").read_text()
     out = " ".join(capsys.readouterr().out.split())
     assert "the one it requires ([project] dependencies); the others are optional" in out
 
@@ -56,7 +59,7 @@ def test_a_required_framework_wins_over_one_in_an_extra(tmp_path, capsys):
 def test_framework_chooses_by_hand_and_an_unknown_one_is_refused(tmp_path, capsys):
     repo = make_project(tmp_path / "lib", ["torch>=2", "jax>=0.4"])
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ, "--framework", "torch"]) == 0
-    assert backends(repo) == ["lib.torch"]
+    assert starter(repo) == "torch"
     assert "starter framework torch: declared jax (dependencies), torch (dependencies); chosen with --framework" in \
         " ".join(capsys.readouterr().out.split())
     other = make_project(tmp_path / "other", ["numpy"])
@@ -67,14 +70,14 @@ def test_framework_chooses_by_hand_and_an_unknown_one_is_refused(tmp_path, capsy
 def test_no_framework_declared_is_said_too(tmp_path, capsys):
     repo = make_project(tmp_path / "lib", ["numpy"])
     assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
-    assert "starter framework autograd: the project declares none of flax, equinox, jax, torch" in \
+    assert "starter framework autograd: the project declares none of flax, equinox, haiku, jax, torch" in \
         " ".join(capsys.readouterr().out.split())
 
 
 def test_the_docs_state_the_order_the_code_prefers():
     """Every page that lists the preference lists :data:`declarations.FRAMEWORKS` in its order, and none the old."""
     order = ", ".join(declarations.FRAMEWORKS[:-1])
-    assert order == "flax, equinox, jax, torch"
+    assert order == "flax, equinox, haiku, jax, torch"
     pages = [ROOT / "docs/how-to/guard-your-project.md", ROOT / "docs/how-to/plugins.md"]
     for page in pages:
         text = " ".join(page.read_text().split())

@@ -149,17 +149,16 @@ def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project,
     assert main(["init", *REQ]) == 0
     out = capsys.readouterr().out
     for name in ("ttfg.toml", "asv.conf.json", ".ttfg/ttfg_suites/ttfg.py", ".github/workflows/ttfg-perf-gate.yml",
-                 ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_plugin.py"):
+                 ".github/workflows/ttfg-trend.yml", "src/proj/ttfg_cases.py"):
         assert (project / name).is_file() and name in out
-    assert "ttfg check" in out and "ttfg gate --base HEAD~1" in out and "pip install -e ." in out
-    # The starter's entry points, appended, and the config names them.
+    assert "ttfg run" in out and "ttfg gate --base HEAD~1" in out and "pip install -e ." in out
+    # The starter's entry point, appended, and the config names its function case.
     import tomllib
 
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
-    assert pyproject["project"]["entry-points"]["ttfg.models"] == {"proj_model": "proj.ttfg_plugin:build_model"}
-    assert pyproject["project"]["entry-points"]["ttfg.backends"] == {"proj.autograd": "proj.ttfg_plugin:StarterBackend"}
+    assert pyproject["project"]["entry-points"] == {"ttfg.functions": {"proj_loss": "proj.ttfg_cases:case"}}
     config = tomllib.loads((project / "ttfg.toml").read_text())
-    assert config["models"] == ["proj_model"] and config["backends"] == ["proj.autograd"]
+    assert config["models"] == ["proj_loss"] and config["backends"] == ["function"]
     # asv reads the config as asv 0.6.6 does; it builds this project and installs ttfg with it.
     from asv import util
 
@@ -182,12 +181,13 @@ def test_init_writes_the_files_a_project_needs_and_refuses_to_overwrite(project,
 
 
 def test_the_starter_plugin_passes_check(project, tmp_path):
-    """What init writes is a working plugin: installed, ttfg finds its model and backend and checks them."""
+    """What ``init --starter backend`` writes is a working plugin: installed, ttfg finds its model and backend and
+    checks them."""
     import sys
 
     from .user_project import layered_venv
 
-    assert main(["init", *REQ]) == 0
+    assert main(["init", "--starter", "backend", *REQ]) == 0
     python = layered_venv(tmp_path / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e",
                     str(project)], check=True, capture_output=True, timeout=300)

@@ -22,7 +22,7 @@ class Initialized:
     files: list
     models: list[str]
     backends: list[str]
-    #: True when the project declared no plugin and a starter model and backend were written.
+    #: True when the project declared no plugin and a starter (a function case, or a model and backend) was written.
     starter: bool
     #: The default branch the trend workflow and asv follow.
     branch: str = "main"
@@ -38,6 +38,8 @@ class Initialized:
     #: The starter's framework, what the project declared and why (``declarations.FrameworkChoice``); None
     #: without a starter.
     framework: object | None = None
+    #: Which starter was written (``function`` or ``backend``: ``--starter``); None without one.
+    kind: str | None = None
 
 
 def _projects_below(root: Path) -> list[str]:
@@ -77,7 +79,7 @@ def _project_folder(folder: Path, project_dir: str | None):
 
 def init(repo: str, force: bool = False, commit_url: str | None = None, *, project_dir: str | None = None,
          ttfg_requirement: str | None = None, default_branch: str | None = None,
-         framework: str | None = None) -> Initialized:
+         framework: str | None = None, starter: str = "function") -> Initialized:
     """Write ttfg's files into the repository at ``repo``, all of them or none.
 
     Raises
@@ -126,19 +128,23 @@ def init(repo: str, force: bool = False, commit_url: str | None = None, *, proje
     if framework is not None and framework not in declarations.FRAMEWORKS:
         raise scaffold.Refused(f"--framework {framework!r}: choose one of {', '.join(declarations.FRAMEWORKS)} "
                                "(nothing was written)")
+    if starter not in scaffold.STARTERS:
+        raise scaffold.Refused(f"--starter {starter!r}: choose one of {', '.join(scaffold.STARTERS)} "
+                               "(nothing was written)")
     setup = scaffold.Setup(folder, project, branch, requirement, commit_url, cfg,
-                           ttfg_requirement if ttfg_requirement else None, framework)
+                           ttfg_requirement if ttfg_requirement else None, framework, starter)
     files, kept = scaffold.plan(setup)
     scaffold.write(folder, files, force)
-    models, backends, starter = scaffold.selection(project, cfg.values if cfg is not None else None, framework)
+    models, backends, wrote_starter = scaffold.selection(project, cfg.values if cfg is not None else None, framework,
+                                                         starter)
     notes = []
     if (folder / scaffold.OLD_SUITES_DIR / "__init__.py").is_file():
         notes.append(f"{scaffold.OLD_SUITES_DIR}/ is an earlier ttfg init's suites package; asv now reads "
                      f"{scaffold.SUITES_DIR}/, and a package at the root breaks a flat layout's build "
                      f"(setuptools: \"Multiple top-level packages\"): remove it, `git rm -r {scaffold.OLD_SUITES_DIR}`")
-    choice = declarations.choose(project.root, framework) if starter else None
-    return Initialized(project, folder, files, models, backends, starter, branch, requirement, kept, setup.folder,
-                       found, notes, choice)
+    choice = declarations.choose(project.root, framework) if wrote_starter else None
+    return Initialized(project, folder, files, models, backends, wrote_starter, branch, requirement, kept,
+                       setup.folder, found, notes, choice, starter if wrote_starter else None)
 
 
 __all__ = ["Initialized", "init"]

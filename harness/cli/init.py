@@ -9,12 +9,14 @@ def cmd_init(args) -> int:
 
     console = make_console()
     done = init(args.repo, args.force, args.commit_url, project_dir=args.project_dir,
-                ttfg_requirement=args.ttfg_requirement, default_branch=args.default_branch, framework=args.framework)
+                ttfg_requirement=args.ttfg_requirement, default_branch=args.default_branch, framework=args.framework,
+                starter=args.starter)
     project, folder, files, models, backends, starter = (done.project, done.folder, done.files, done.models,
                                                          done.backends, done.starter)
     where = f"{folder}/{done.project_dir}" if done.project_dir else str(folder)
     console.print(f"ttfg init: {project.name} in {where}, measuring {', '.join(models)} x {', '.join(backends)}"
-                  + (" (a starter library backend: the project declared no plugin)" if starter
+                  + ((" (a starter function case: the project declared no plugin)" if done.kind == "function" else
+                      " (a starter library backend: the project declared no plugin)") if starter
                      else " (the project's own plugins)"), highlight=False, markup=False)
     if done.found:
         console.print(f"  {done.found}", highlight=False, markup=False)
@@ -34,7 +36,12 @@ def cmd_init(args) -> int:
         install = f"./{done.project_dir}" if done.project_dir else "."
         console.print(f"  pip install -e {install}     (once: registers the starter's new entry points)",
                       highlight=False)
-    console.print("  ttfg check           every selected case's gradient against the float64 reference", highlight=False)
+    if done.kind == "function":
+        console.print("  ttfg run             the starter's case: import, build and first call, cold, with the "
+                      "framework's counters", highlight=False)
+    else:
+        console.print("  ttfg check           every selected case's gradient against the float64 reference",
+                      highlight=False)
     console.print("  ttfg gate --base HEAD~1   the last commit against its parent, as the PR workflow does",
                   highlight=False)
     return 0
@@ -42,6 +49,7 @@ def cmd_init(args) -> int:
 
 def add_init_command(sub) -> None:
     from ..project.declarations import FRAMEWORKS  # the starters' frameworks, in the order init prefers them
+    from ..project.scaffold import BACKEND_FRAMEWORKS, STARTERS
 
     p = sub.add_parser("init", help="set up a project's repository: config, asv, suites, CI workflows",
                        description="Write into a git repository holding a Python project (pyproject.toml with "
@@ -53,8 +61,10 @@ def add_init_command(sub) -> None:
                                    "backend takes for a package, so the project builds and ships as before), "
                                    ".github/workflows/ttfg-perf-gate.yml and ttfg-trend.yml (ttfg installed from where this ttfg came "
                                    "from, with the instructions extra), .gitignore lines, and, when the project "
-                                   "declares no ttfg plugin, a starter library backend for the framework it "
-                                   "declares, with its entry points. All or nothing: existing files are not "
+                                   "declares no ttfg plugin, a starter for the framework it declares, with its "
+                                   "entry point: by default a function case (PACKAGE/ttfg_cases.py, case() returning "
+                                   "the library's own loss-and-gradient call and its arguments), or, with --starter "
+                                   "backend, a library backend built from ttfg's layer spec. All or nothing: existing files are not "
                                    "overwritten without --force, and exit 2 writes nothing outside a git "
                                    "repository's root or a Python project.")
     p.add_argument("--repo", default=".", metavar="DIR", help="the repository's root (default: the current folder)")
@@ -68,8 +78,14 @@ def add_init_command(sub) -> None:
     p.add_argument("--ttfg-requirement", metavar="REQ",
                    help="the pip requirement CI installs ttfg with, e.g. 'ttfg @ git+https://github.com/OWNER/"
                         "ttfg@COMMIT' (default: where this ttfg was installed from; the instructions extra is added)")
+    p.add_argument("--starter", choices=STARTERS, default="function",
+                   help="what is written for a project that declares no ttfg plugin: 'function' (default), a "
+                        "function case measuring the library's own loss-and-gradient call (jitted or "
+                        "torch.compile'd, as users write it), for " + ", ".join(FRAMEWORKS) + "; 'backend', a "
+                        "library backend building the model from ttfg's layer spec, whose gradient `ttfg check` "
+                        "compares with a float64 reference (" + ", ".join(BACKEND_FRAMEWORKS) + ")")
     p.add_argument("--framework", choices=FRAMEWORKS,
-                   help="the starter backend's framework (default: what the project declares: a required "
+                   help="the starter's framework (default: what the project declares: a required "
                         "dependency before an optional one, then " + ", ".join(FRAMEWORKS) + "; autograd when it "
                         "declares none)")
     p.add_argument("--default-branch", metavar="NAME",

@@ -146,7 +146,8 @@ def first_scalar(value) -> float | None:
     """The result's first one-element leaf as a float (the loss, for a loss-and-gradient call), else None."""
     for leaf in _leaves(value):
         try:
-            if getattr(leaf, "size", 1) == 1 and not isinstance(leaf, (str, bytes)):
+            numel = getattr(leaf, "numel", None)  # a torch tensor's size is a method: its numel() counts
+            if (numel() if callable(numel) else getattr(leaf, "size", 1)) == 1 and not isinstance(leaf, (str, bytes)):
                 item = getattr(leaf, "item", None)
                 return float(item() if callable(item) else leaf)
         except (TypeError, ValueError):
@@ -164,22 +165,50 @@ def _uses_jax(value) -> bool:
     return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
 
 
+def _array_leaves(fn, args):
+    """``(g, leaves)``: ``fn`` as a function of the array leaves of ``args`` alone, the rest held fixed.
+
+    Why: a library's arguments are pytrees whose leaves are not all arrays (an Equinox module holds its
+    activation function, a Flax NNX module its graph), which ``jax.make_jaxpr(fn)`` and ``jax.jit(fn)`` refuse
+    ("not a valid JAX type"). Tracing ``g`` over the array leaves is what ``eqx.filter_jit`` does: the
+    counts are the same call's, its arrays abstract and everything else static.
+    """
+    import jax
+    import numpy as np
+
+    flat, tree = jax.tree_util.tree_flatten(args)
+    where = [i for i, leaf in enumerate(flat) if isinstance(leaf, (jax.Array, np.ndarray, np.generic))]
+
+    def g(*leaves):
+        full = list(flat)
+        for i, leaf in zip(where, leaves):
+            full[i] = leaf
+        return fn(*jax.tree_util.tree_unflatten(tree, full))
+
+    return g, [flat[i] for i in where]
+
+
 def jax_counters(fn, args) -> dict[str, int]:
     """jaxpr equations (sub-jaxprs included) and StableHLO ops of ``fn(*args)``, traced again outside the phases.
 
     The counting functions are the jax backends' (``jax_common``), so a function case's counts and
     jax.jit's mean the same. A jitted ``fn`` is lowered by its own ``lower``; anything else through
-    ``jax.jit(fn)``.
+    ``jax.jit(fn)``. Arguments jax cannot trace as they are (a module with non-array leaves: Equinox,
+    Flax NNX) are traced over their array leaves (:func:`_array_leaves`), as the library's filtered jit does.
     """
     import jax
 
     from . import jax_common
 
-    out = {"jaxpr_eqns": jax_common.jaxpr_equations(jax.make_jaxpr(fn)(*args))}
-    lower = getattr(fn, "lower", None)
-    lowered = lower(*args) if callable(lower) else jax.jit(fn).lower(*args)
-    out["hlo_ops"] = jax_common.hlo_ops(lowered.as_text())
-    return out
+    try:
+        jaxpr = jax.make_jaxpr(fn)(*args)
+    except TypeError:  # a leaf that is no jax type: trace the array leaves, the rest static
+        g, leaves = _array_leaves(fn, args)
+        jaxpr, lowered = jax.make_jaxpr(g)(*leaves), jax.jit(g).lower(*leaves)
+    else:
+        lower = getattr(fn, "lower", None)
+        lowered = lower(*args) if callable(lower) else jax.jit(fn).lower(*args)
+    return {"jaxpr_eqns": jax_common.jaxpr_equations(jaxpr), "hlo_ops": jax_common.hlo_ops(lowered.as_text())}
 
 
 def _uses_torch(args) -> bool:

@@ -218,6 +218,8 @@ def select(
     # whatever backends are selected (``all`` models take every function too, after the models).
     functions = [m for sel in (model_sel or ["all"])
                  for m in (function.names() if sel == "all" else [sel] if _is_function(sel) else [])]
+    _refuse_model_names([*functions, *(function.names() if function.NAME in (backend_sel or []) else []),
+                         *(m for m in (model_sel or []) if function.is_function(m))])
     model_texts = [m for m in model_texts if m not in functions]
     backend_names = [b for sel in (backend_sel or ["all"]) for b in _expand(sel, engines.names())]
     if function.NAME in backend_names:  # ``--backend function``: the functions, never a model run by one
@@ -287,6 +289,19 @@ def select(
             seen.add(case.id)
             cases.append(case)
     return cases, skipped
+
+
+def _refuse_model_names(names: list[str]) -> None:
+    """A function case named like a model is refused: ``--model NAME`` would measure one of two things, and which
+    one would depend on what is installed."""
+    for name in dict.fromkeys(names):
+        try:
+            found = models.entry(name)
+        except KeyError:
+            continue
+        where = f"ttfg's built-in model {name!r}" if found.builtin else f"the model {found.describe()}"
+        raise UsageError(f"function {function.entry(name).describe()} has the name of {where}; a function "
+                         "case must not take a model's name: rename the function")
 
 
 def _is_function(name: str) -> bool:

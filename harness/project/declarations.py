@@ -10,7 +10,7 @@ is not handed an autograd starter.
 Which one when a project declares several (:func:`choose`): a required dependency
 (``[project] dependencies``) before one only in an extra or a requirements file (a torch
 library that lists jax in a ``bench`` extra is a torch library), then the order of
-:data:`FRAMEWORKS`: flax, equinox, jax, torch, autograd. flax and equinox first because they
+:data:`FRAMEWORKS`: flax, equinox, haiku, jax, torch, autograd. flax, equinox and haiku first because they
 declare jax too and the starter should use the front end the library builds on; jax before
 torch is a convention, not a judgement, so ``init`` says what was declared and why it chose,
 and ``ttfg init --framework`` chooses another. docs/how-to/guard-your-project.md states the
@@ -26,10 +26,13 @@ from pathlib import Path
 
 from ..provision.dependencies import DECLARATION_PATTERNS
 
-#: Frameworks a starter backend exists for, the most specific first (flax and equinox declare jax too).
-FRAMEWORKS = ("flax", "equinox", "jax", "torch", "autograd")
+#: Frameworks a starter exists for, the most specific first (flax, equinox and haiku declare jax too).
+FRAMEWORKS = ("flax", "equinox", "haiku", "jax", "torch", "autograd")
+#: The distribution a framework is declared by, where it is not the framework's own name.
+DISTRIBUTIONS = {"haiku": "dm-haiku"}
 #: The modules each starter imports (the project's package is added to them).
-MODULES = {"flax": ("jax", "flax"), "equinox": ("jax", "equinox"), "jax": ("jax",), "torch": ("torch",),
+MODULES = {"flax": ("jax", "flax"), "equinox": ("jax", "equinox"), "haiku": ("jax", "haiku"), "jax": ("jax",),
+           "torch": ("torch",),
            "autograd": ("autograd",)}
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)(?:\s+|=)(\S+)", re.M)
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -162,7 +165,7 @@ def choose(folder: Path, wanted: str | None = None) -> FrameworkChoice:
     for place in found.get("jaxlib", []):
         if place not in found.setdefault("jax", []):
             found["jax"].append(place)
-    declared = {f: found[f] for f in FRAMEWORKS if f in found}
+    declared = {f: found[DISTRIBUTIONS.get(f, f)] for f in FRAMEWORKS if DISTRIBUTIONS.get(f, f) in found}
     order = ", ".join(FRAMEWORKS[:-1])
     if wanted is not None:
         return FrameworkChoice(wanted, declared, "chosen with --framework"
@@ -191,5 +194,5 @@ def framework(folder: Path) -> str:
     return choose(folder).framework
 
 
-__all__ = ["FRAMEWORKS", "MODULES", "FrameworkChoice", "choose", "declarations", "declared_names", "framework",
+__all__ = ["DISTRIBUTIONS", "FRAMEWORKS", "MODULES", "FrameworkChoice", "choose", "declarations", "declared_names", "framework",
            "includes", "watched_paths"]

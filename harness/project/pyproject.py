@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-#: The entry-point groups a project plugs into ttfg with.
-MODEL_GROUP, BACKEND_GROUP = "ttfg.models", "ttfg.backends"
+#: The entry-point groups a project plugs into ttfg with (a function case: ``engines/function.py``).
+MODEL_GROUP, BACKEND_GROUP, FUNCTION_GROUP = "ttfg.models", "ttfg.backends", "ttfg.functions"
 
 
 class NotAProject(UsageError):
@@ -30,7 +30,7 @@ class Project:
 
     root: Path
     name: str
-    #: ``{group: {entry name: "module:attr"}}`` for the two ttfg groups (empty when none).
+    #: ``{group: {entry name: "module:attr"}}`` for ttfg's three groups (empty when none).
     plugins: dict[str, dict[str, str]] = field(default_factory=dict)
     #: The import package's folder (``src/mylab``), or None when it cannot be told.
     package_dir: Path | None = None
@@ -55,8 +55,12 @@ class Project:
     def backends(self) -> list[str]:
         return sorted(self.plugins.get(BACKEND_GROUP, {}))
 
+    @property
+    def functions(self) -> list[str]:
+        return sorted(self.plugins.get(FUNCTION_GROUP, {}))
+
     def declares_plugin(self) -> bool:
-        return bool(self.models or self.backends)
+        return bool(self.models or self.backends or self.functions)
 
 
 def import_name(dist_name: str) -> str:
@@ -98,7 +102,7 @@ def read(root: str | Path) -> Project:
         raise NotAProject(f"{path}: no [project] table with a name; ttfg needs the project's name and its "
                           "entry points there (PEP 621)")
     eps = project.get("entry-points", {})
-    plugins = {group: dict(eps.get(group, {})) for group in (MODEL_GROUP, BACKEND_GROUP)
+    plugins = {group: dict(eps.get(group, {})) for group in (MODEL_GROUP, BACKEND_GROUP, FUNCTION_GROUP)
                if isinstance(eps, dict) and isinstance(eps.get(group), dict)}
     inline = "entry-points" in project and not re.search(r"^\s*\[project\.entry-points", path.read_text(), re.M)
     build = data.get("build-system", {})
@@ -106,4 +110,4 @@ def read(root: str | Path) -> Project:
                    list(build.get("requires", [])) if isinstance(build, dict) else [], inline)
 
 
-__all__ = ["BACKEND_GROUP", "MODEL_GROUP", "NotAProject", "Project", "import_name", "read"]
+__all__ = ["BACKEND_GROUP", "FUNCTION_GROUP", "MODEL_GROUP", "NotAProject", "Project", "import_name", "read"]

@@ -32,9 +32,15 @@ The files (templates in ``templates/``, rendered with Jinja2), at the repository
   the default branch (``default_branch``);
 - ``.gitignore`` lines for ``.ttfg/runs/`` (the config's ``output``: results kept in ``.ttfg/`` for the
   reason the suites are), ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
-- when the project declares no ttfg plugin: a starter library backend for the framework it
-  declares, with its model, in its package, and their entry points appended to its
-  ``pyproject.toml``.
+- when the project declares no ttfg plugin: a starter for the framework it declares, in its
+  package, with its entry point appended to its ``pyproject.toml``. By default a function case
+  (``ttfg_cases.py``: ``case()`` returns the library's own loss-and-gradient call and its
+  arguments, written with the framework's public API, ``torch.compile``, ``jax.jit``, ``nnx.jit``,
+  ``eqx.filter_jit``, Haiku's ``transform``), so the library is measured as its users call it and
+  the framework's counters (HLO ops, FX graphs) reach the structural tier; with ``--starter
+  backend``, a library backend building the model from ttfg's layer spec (``ttfg_plugin.py``),
+  whose gradient ``ttfg check`` compares with the float64 reference. A function named like a
+  model is refused (``--model NAME`` would be ambiguous).
 """
 
 from __future__ import annotations
@@ -89,23 +95,37 @@ def _render(name: str, **context) -> str:
     return env.from_string(source).render(**context)
 
 
+#: What ``init`` writes for a project that declares no plugin (``--starter``): a function case (the default: the
+#: library's own loss-and-gradient call, ``case() -> (fn, args)``), or a library backend built from ttfg's spec.
+STARTERS = ("function", "backend")
+#: The frameworks a starter library backend exists for (a function starter exists for every one of
+#: ``declarations.FRAMEWORKS``).
+BACKEND_FRAMEWORKS = ("flax", "equinox", "jax", "torch", "autograd")
+
+
 def selection(project: Project, configured: dict | None = None,
-              framework: str | None = None) -> tuple[list[str], list[str], bool]:
+              framework: str | None = None, starter: str = "function") -> tuple[list[str], list[str], bool]:
     """``(models, backends, starter)``: the existing config's selection where it has one, else the project's
-    own plugins, else the starter's names (``starter`` True: a starter plugin is written; ``framework``:
-    ``--framework``)."""
+    own plugins, else the starter's names (``starter`` True: a starter is written; ``framework``:
+    ``--framework``; a function starter's case is its name as a model, with the ``function`` backend)."""
     configured = configured or {}
     if not project.declares_plugin() and not ({"models", "backends"} & set(configured)):
-        model, backend = starter_names(project, framework)
+        model, backend = starter_names(project, framework, starter)
         return [model], [backend], True
+    if project.functions and not project.models and not project.backends:  # its own function cases
+        return (list(configured.get("models") or project.functions),
+                list(configured.get("backends") or ["function"]), False)
     models = list(configured.get("models") or project.models or [FALLBACK_MODEL])
     backends = list(configured.get("backends") or project.backends or [FALLBACK_BACKEND])
     return models, backends, False
 
 
-def starter_names(project: Project, framework: str | None = None) -> tuple[str, str]:
-    """The starter model's and backend's names: ``mylab_model`` and ``mylab.torch`` (its framework)."""
+def starter_names(project: Project, framework: str | None = None, starter: str = "function") -> tuple[str, str]:
+    """The starter's model and backend: ``mylab_loss`` and ``function`` (a function starter), or
+    ``mylab_model`` and ``mylab.torch`` (a backend starter, named by its framework)."""
     base = import_name(project.name)
+    if starter == "function":
+        return f"{base}_loss", "function"
     return f"{base}_model", f"{base}.{declarations.choose(project.root, framework).framework}"
 
 
@@ -126,6 +146,8 @@ class Setup:
     typed_requirement: str | None = None
     #: ``--framework``: the starter's framework, or None to choose from what the project declares.
     framework: str | None = None
+    #: ``--starter``: what is written for a project that declares no plugin (:data:`STARTERS`).
+    starter: str = "function"
 
     @property
     def folder(self) -> str:
@@ -145,7 +167,7 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
     """
     project, folder = setup.project, setup.folder
     configured = setup.config.values if setup.config is not None else {}
-    models, backends, starter = selection(project, configured, setup.framework)
+    models, backends, starter = selection(project, configured, setup.framework, setup.starter)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     paths = declarations.watched_paths(setup.repo, project.root, project.package_dir)
     context = dict(project=project, models=models, backends=backends, branch=setup.branch, python=python,
@@ -233,21 +255,28 @@ def _config(setup: Setup, context: dict) -> tuple[Planned, list[str]]:
 
 def _starter(setup: Setup, context: dict) -> list[Planned]:
     project = setup.project
+    groups = ("ttfg.functions" if setup.starter == "function" else
+              "ttfg.models\" / \"ttfg.backends")
     if project.package_dir is None:
         wanted = import_name(project.name)
         raise Refused(f"{project.root}: {project.name} declares no ttfg plugin, and its package folder was not found "
-                      f"(looked for src/{wanted}/__init__.py and {wanted}/__init__.py) to put a starter plugin in; "
-                      "declare your model or backend under [project.entry-points.\"ttfg.models\"] / "
-                      "[project.entry-points.\"ttfg.backends\"] and run ttfg init again")
+                      f"(looked for src/{wanted}/__init__.py and {wanted}/__init__.py) to put a starter in; "
+                      f"declare your own under [project.entry-points.\"{groups}\"] and run ttfg init again")
     if project.inline_entry_points:
         raise Refused(f"{project.pyproject}: [project] has entry-points as an inline table, which ttfg init cannot "
-                      "extend; add the ttfg.models / ttfg.backends groups yourself and run ttfg init again")
-    model, backend = starter_names(project, setup.framework)
+                      f"extend; add the {groups.replace(chr(34), '')} group yourself and run ttfg init again")
+    model, backend = starter_names(project, setup.framework, setup.starter)
     framework = declarations.choose(project.root, setup.framework).framework
     package = project.package_dir.relative_to(project.root)
     prefix = f"{setup.folder}/" if setup.folder else ""
-    module_path = f"{prefix}{(package / 'ttfg_plugin.py').as_posix()}"
     parts = list(package.parts[1:] if package.parts[0] == "src" else package.parts)
+    if setup.starter == "function":
+        return _function_starter(setup, context, model, framework, package, prefix, parts)
+    if framework not in BACKEND_FRAMEWORKS:
+        raise Refused(f"--starter backend: no starter library backend for {framework} (there is one for "
+                      f"{', '.join(BACKEND_FRAMEWORKS)}); a function starter (the default) measures a {framework} "
+                      "library's own call (nothing was written)")
+    module_path = f"{prefix}{(package / 'ttfg_plugin.py').as_posix()}"
     module = ".".join([*parts, "ttfg_plugin"])
     modules = [*declarations.MODULES[framework], parts[0]]
     extra = dict(context, model_name=model, backend_name=backend, module=module, framework=framework,
@@ -257,6 +286,36 @@ def _starter(setup: Setup, context: dict) -> list[Planned]:
                     f"{project.name}'s own code in library_loss"),
             Planned(f"{prefix}pyproject.toml", _render("entry_points.toml.j2", **extra),
                     "their entry points (ttfg.models, ttfg.backends), appended", mode="append")]
+
+
+def model_clash(name: str) -> str | None:
+    """Where a model named ``name`` comes from (built in, or a package's entry point), or None: a function case
+    must not take a model's name (``--model NAME`` would be ambiguous)."""
+    from ttfg import models
+
+    try:
+        found = models.entry(name)
+    except KeyError:
+        return None
+    return f"ttfg's built-in model {name!r}" if found.builtin else f"the model {found.describe()}"
+
+
+def _function_starter(setup: Setup, context: dict, name: str, framework: str, package: Path, prefix: str,
+                      parts: list[str]) -> list[Planned]:
+    project = setup.project
+    clash = model_clash(name)
+    if clash is not None:
+        raise Refused(f"the starter's function {name!r} has the name of a model ({clash}); a function case must not "
+                      "take a model's name: rename that model, or write the starter under another name with "
+                      "--starter backend (nothing was written)")
+    module_path = f"{prefix}{(package / 'ttfg_cases.py').as_posix()}"
+    module = ".".join([*parts, "ttfg_cases"])
+    extra = dict(context, function_name=name, module=module, framework=framework)
+    return [Planned(module_path, _render("cases.py.j2", **extra),
+                    f"a starter function case ({name}, {framework}): case() returns (fn, args); put "
+                    f"{project.name}'s own loss-and-gradient call in it"),
+            Planned(f"{prefix}pyproject.toml", _render("function_entry_point.toml.j2", **extra),
+                    "its entry point (ttfg.functions), appended", mode="append")]
 
 
 def existing(repo: Path, files: list[Planned]) -> list[str]:
@@ -294,5 +353,5 @@ def write(repo: Path, files: list[Planned], force: bool) -> list[Planned]:
     return files
 
 
-__all__ = ["FALLBACK_BACKEND", "FALLBACK_MODEL", "IGNORED", "Planned", "Refused", "SUITES_DIR", "Setup", "existing",
-           "plan", "selection", "starter_names", "write"]
+__all__ = ["BACKEND_FRAMEWORKS", "FALLBACK_BACKEND", "FALLBACK_MODEL", "IGNORED", "STARTERS", "Planned", "Refused",
+           "SUITES_DIR", "Setup", "existing", "model_clash", "plan", "selection", "starter_names", "write"]
