@@ -112,13 +112,69 @@ def load(name: str):
 
 
 def build(name: str, case) -> "FunctionEngine":
-    """Call ``case()`` (the build phase) and check that it returned ``(fn, args)``."""
+    """Call ``case()`` (the build phase) and check that it returned ``(fn, args)`` or ``(fn, args, reference)``.
+
+    ``reference``, optional, is the library's trusted call with ``fn``'s signature (for instance the same loss
+    and gradient in float64, not jitted): ``ttfg check`` compares ``fn(*args)`` with ``reference(*args)``
+    leaf by leaf. It is never called in a measured phase.
+    """
     made = case()
-    if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])
-            and isinstance(made[1], (tuple, list))):
-        raise PluginError(f"{entry(name).describe()}: {entry(name).target}() must return (fn, args) with fn "
-                          f"callable and args a tuple, got {type(made).__name__}")
-    return FunctionEngine(made[0], tuple(made[1]))
+    if not (isinstance(made, tuple) and len(made) in (2, 3) and callable(made[0])
+            and isinstance(made[1], (tuple, list)) and (len(made) == 2 or callable(made[2]))):
+        got = _what_was_returned(made)
+        raise PluginError(f"{entry(name).describe()}: {entry(name).target}() must return (fn, args) or "
+                          f"(fn, args, reference) with fn and reference callable and args a tuple, got {got}")
+    return FunctionEngine(made[0], tuple(made[1]), made[2] if len(made) == 3 else None)
+
+
+def _what_was_returned(made) -> str:
+    """What ``case()`` returned instead, in words: the wrong part of a pair or triple, else the type."""
+    if not isinstance(made, tuple):
+        return f"a {type(made).__name__}"
+    if len(made) not in (2, 3):
+        return f"a {len(made)}-tuple"
+    if not callable(made[0]):
+        return f"a tuple whose fn is a {type(made[0]).__name__}"
+    if not isinstance(made[1], (tuple, list)):
+        return f"a tuple whose args is a {type(made[1]).__name__}"
+    return f"a tuple whose reference is a {type(made[2]).__name__}"
+
+
+def numeric_leaves(value) -> dict[str, Any]:
+    """``{path: float64 array}`` of every numeric leaf of a result (jax pytrees, torch tensors, NumPy, nested
+    dicts, lists and tuples), keyed by its path in the structure, so two results are compared leaf by leaf."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+
+    def visit(path: str, leaf) -> None:
+        if isinstance(leaf, dict):
+            for k in leaf:
+                visit(f"{path}[{k!r}]", leaf[k])
+            return
+        if isinstance(leaf, (tuple, list)):
+            for i, v in enumerate(leaf):
+                visit(f"{path}[{i}]", v)
+            return
+        detach = getattr(leaf, "detach", None)  # a torch tensor
+        if callable(detach):
+            leaf = detach().cpu().double().numpy()
+        if isinstance(leaf, (bool, str, bytes)) or leaf is None:
+            return
+        try:
+            array = np.asarray(leaf, np.float64)
+        except (TypeError, ValueError):
+            return
+        out[path or "result"] = array
+
+    if "jax" in sys.modules:
+        import jax
+
+        for keys, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:
+            visit(jax.tree_util.keystr(keys), leaf)
+        return out
+    visit("", value)
+    return out
 
 
 def _leaves(value) -> list:
@@ -264,8 +320,8 @@ def framework_counters(fn, args, result=None) -> dict[str, int]:
 class FunctionEngine(Engine):
     """``fn(*args)``: its first call is the first gradient (one indivisible ``execute`` phase)."""
 
-    def __init__(self, fn, args: tuple):
-        self.fn, self.args = fn, args
+    def __init__(self, fn, args: tuple, reference=None):
+        self.fn, self.args, self.reference = fn, args, reference
         self.first: dict[str, int] = {}
         self.result = None
 
@@ -310,4 +366,4 @@ class FunctionBackend(Backend):
 
 
 __all__ = ["ENV", "GROUP", "NAME", "VARIANT", "FunctionBackend", "FunctionEngine", "build", "declare",
-           "declared_table", "entry", "framework_counters", "is_function", "load", "names", "ready"]
+           "declared_table", "entry", "framework_counters", "is_function", "load", "names", "numeric_leaves", "ready"]

@@ -22,7 +22,7 @@ DEFAULT_TOLERANCE = 1e-4
 @dataclass
 class CheckResult:
     case_id: str
-    status: str  # "ok", "mismatch", "error", "skipped", "unchecked" (a function: ran, no reference)
+    status: str  # "ok", "mismatch", "error", "skipped", "unchecked" (a function without a reference: ran)
     loss: float | None = None
     loss_error: float | None = None
     worst_error: float | None = None
@@ -31,14 +31,16 @@ class CheckResult:
     detail: str = ""
 
 
-#: Why a function case's gradient is not compared: ``case()`` returns a call, not a model with weights.
-NO_REFERENCE = "ran; not compared: a function case has no float64 reference"
+#: Why a function case's gradient is not compared: ``case()`` returned a call without a reference.
+NO_REFERENCE = "ran; not compared: the case gave no reference (return (fn, args, reference) to compare)"
 
 
-def check_function(case: Case) -> CheckResult:
+def check_function(case: Case, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """Run a library's own function once (import, ``case()``, ``fn(*args)``): it must run and give a finite loss.
 
-    Status ``unchecked``, never ``ok``: nothing says its gradient is right. A crash or a
+    With a reference (``case()`` returned ``(fn, args, reference)``), ``fn(*args)`` is compared with
+    ``reference(*args)`` leaf by leaf (:func:`compare_results`): ``ok`` or ``mismatch`` as for a model's case.
+    Without one, status ``unchecked``, never ``ok``: nothing says its gradient is right. A crash or a
     non-finite loss is an ``error``, as for a model's case.
     """
     import math
@@ -48,13 +50,42 @@ def check_function(case: Case) -> CheckResult:
     start = time.perf_counter()
     try:
         engine = function.build(case.model, function.load(case.model))
-        loss, _ = engine.to_numpy(engine.gradient())
+        result = engine.gradient()
+        loss, _ = engine.to_numpy(result)
     except Exception as exc:  # the library's code: its failure is a result
         return CheckResult(case.id, "error", detail=traceback.format_exception_only(type(exc), exc)[-1].strip())
     seconds = time.perf_counter() - start
     if loss is not None and not math.isfinite(loss):
         return CheckResult(case.id, "error", loss=loss, seconds=seconds, detail=f"the loss is {loss}")
-    return CheckResult(case.id, "unchecked", loss=loss, seconds=seconds, detail=NO_REFERENCE)
+    if engine.reference is None:
+        return CheckResult(case.id, "unchecked", loss=loss, seconds=seconds, detail=NO_REFERENCE)
+    try:
+        expected = function.ready(engine.reference(*engine.args))
+    except Exception as exc:  # the library's reference is its code too
+        tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return CheckResult(case.id, "error", loss=loss, seconds=seconds, detail=f"the reference failed: {tail}")
+    return compare_results(case.id, result, expected, tolerance, loss, seconds)
+
+
+def compare_results(case_id: str, result, expected, tolerance: float, loss: float | None,
+                    seconds: float | None) -> CheckResult:
+    """``fn``'s result against the reference's, leaf by leaf: the same leaves and shapes, each within
+    ``tolerance`` (relative to the leaf's scale), else ``mismatch`` naming the worst leaf."""
+    from ..engines import function
+
+    got, want = function.numeric_leaves(result), function.numeric_leaves(expected)
+    if not want:
+        return CheckResult(case_id, "error", loss=loss, seconds=seconds,
+                           detail="the reference returned no numbers to compare with")
+    if set(got) != set(want) or any(got[k].shape != want[k].shape for k in want):
+        differ = sorted(set(got) ^ set(want)) or [k for k in want if got[k].shape != want[k].shape]
+        return CheckResult(case_id, "error", loss=loss, seconds=seconds,
+                           detail=f"the result and the reference differ in structure or shape at {differ[0]}")
+    worst, where = worst_error(got, want)
+    ref_loss = function.first_scalar(expected)
+    loss_err = relative_error(loss, ref_loss) if loss is not None and ref_loss is not None else None
+    status = "ok" if max(worst, loss_err or 0.0) <= tolerance else "mismatch"
+    return CheckResult(case_id, status, loss, loss_err, worst, where, seconds, "compared with the case's reference")
 
 
 def check_case(case: Case, reference, tolerance: float) -> CheckResult:
@@ -90,7 +121,7 @@ def run_check(
     references: dict[str, tuple] = {}
     for case in cases:
         if case.is_function:
-            results.append(check_function(case))
+            results.append(check_function(case, tolerance))
             if on_result:
                 on_result(results[-1])
             continue
