@@ -263,7 +263,9 @@ def add_run_commands(sub) -> None:
     """Register ``check``, ``run`` and ``study`` on the ``ttfg`` subparsers."""
     p = sub.add_parser("check", help="check every case's gradient against a float64 reference",
                        description="Compute each selected case's gradient once and compare it with a float64 "
-                                   "reference (HIPS autograd). Exit 1 when any case exceeds the tolerance or fails, "
+                                   "reference (HIPS autograd). A library's function case is compared with the reference "
+                                   "its case() returns as (fn, args, reference), leaf by leaf; without one it is run "
+                                   "and said unchecked. Exit 1 when any case exceeds the tolerance or fails, "
                                    "2 when nothing could run.")
     add_selection(p)
     p.add_argument("--tolerance", type=options.tolerance, default=1e-4, metavar="FRACTION",
