@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from .. import metrics
 from ..errors import UsageError
 from ..files import atomic_write_text
 from . import jsonfile
@@ -60,8 +61,10 @@ DEFAULT_MAX_MB = 128
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
 #: The sample kinds a store keeps: counts only, never timing.
 KINDS = ("instructions", "allocations")
-#: A count sample's fields that are wall time (of a process slowed by valgrind or memray): never stored.
-TIME_FIELDS = ("process_wall_s", "instructions_window_s", "instructions_cpu_s", "stderr_tail")
+#: A count sample's fields that are time (of a process slowed by valgrind or memray: the registry's timings of
+#: the kinds kept, and the process's wall time) or its stderr: never stored.
+TIME_FIELDS = ("process_wall_s", "stderr_tail",
+               *metrics.names(lambda m: m.unit == "s" and m.sample in KINDS and m.stored))
 
 
 def _canonical(value: Any) -> str:
