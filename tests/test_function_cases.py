@@ -23,7 +23,7 @@ from ttfg.measure.check import check_function
 from ttfg.project import config as project_config
 
 from .conftest import GitRepo
-from .user_project import layered_venv
+from .user_project import function_project, layered_venv
 
 NET = '''\
 """jaxlab's residual MLP and its own loss-and-gradient call."""
@@ -81,30 +81,12 @@ def not_a_pair():
     return net.loss_and_grad
 '''
 
-PYPROJECT = '''\
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "jaxlab"
-version = "0.1.0"
-requires-python = ">=3.11"
-
-[tool.setuptools.packages.find]
-where = ["src"]
-'''
-
-CONFIG = '''\
-models = ["jaxlab_loss"]
-
-[functions]
-jaxlab_loss = "jaxlab.cases:case"
-'''
+PROJECT = function_project("jaxlab", "jaxlab_loss", "jaxlab.cases:case")
+CONFIG = PROJECT["ttfg.toml"]
 
 
 def write_jaxlab(root: Path, extra: int = 0) -> dict[str, str]:
-    files = {"pyproject.toml": PYPROJECT, "ttfg.toml": CONFIG,
+    files = {**PROJECT,
              "src/jaxlab/__init__.py": '"""jaxlab: a small jax library."""\n',
              "src/jaxlab/net.py": NET.format(extra=extra), "src/jaxlab/cases.py": CASES}
     for name, text in files.items():

@@ -17,28 +17,9 @@ from pathlib import Path
 import pytest
 
 from .conftest import GitRepo
-from .user_project import layered_venv
+from .user_project import function_project, layered_venv
 
-PYPROJECT = '''\
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "torchlab"
-version = "0.1.0"
-requires-python = ">=3.11"
-
-[tool.setuptools.packages.find]
-where = ["src"]
-'''
-
-CONFIG = '''\
-models = ["torchlab_step"]
-
-[functions]
-torchlab_step = "torchlab.cases:case"
-'''
+PROJECT = function_project("torchlab", "torchlab_step", "torchlab.cases:case")
 
 STEP = '''\
 """torchlab's own training step, torch.compile'd as its users write it."""
@@ -79,7 +60,7 @@ def case():
 
 
 def write_torchlab(root: Path, step: str = STEP) -> None:
-    files = {"pyproject.toml": PYPROJECT, "ttfg.toml": CONFIG, "src/torchlab/__init__.py": '"""torchlab."""\n',
+    files = {**PROJECT, "src/torchlab/__init__.py": '"""torchlab."""\n',
              "src/torchlab/step.py": step, "src/torchlab/cases.py": CASES}
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -141,6 +141,15 @@ def write_project(root: Path, depth: int = 4, slow: bool = False) -> None:
         (root / name).write_text(text)
 
 
+def function_project(name: str, function: str, target: str) -> dict[str, str]:
+    """The files of a src-layout setuptools project ``name`` that declares one function case in its ttfg.toml."""
+    pyproject = (f'[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
+                 f'[project]\nname = "{name}"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n\n'
+                 f'[tool.setuptools.packages.find]\nwhere = ["src"]\n')
+    config = f'models = ["{function}"]\n\n[functions]\n{function} = "{target}"\n'
+    return {"pyproject.toml": pyproject, "ttfg.toml": config}
+
+
 def layered_venv(path: Path) -> Path:
     """A venv with nothing installed that sees this run's site-packages through one ``.pth``; its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)

@@ -160,8 +160,31 @@ class FunctionDelta(Record):
 CODE_KINDS = ("project", "framework")
 
 
+class _CountDelta(Record):
+    """What a call's and a line's count on both sides share: the change and where it is (``file:line``).
+
+    Not a dataclass: the fields below are each subclass's own (declared in its order); they are named here
+    for the properties that read them."""
+
+    file: str
+    line: int | None
+    base: int
+    head: int
+
+    @property
+    def delta(self) -> int:
+        return self.head - self.base
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "delta": self.delta, "where": self.where}
+
+
 @dataclass
-class CallDelta(Record):
+class CallDelta(_CountDelta):
     """One Python function's call count in the first gradient on both sides (cProfile, one process a side).
 
     ``file`` is the path inside the side's install (``mylab/ops.py``) for the project's code, and inside
@@ -176,20 +199,9 @@ class CallDelta(Record):
     #: One of :data:`CODE_KINDS`.
     code: str = "framework"
 
-    @property
-    def delta(self) -> int:
-        return self.head - self.base
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "delta": self.delta, "where": self.where}
-
 
 @dataclass
-class LineDelta(Record):
+class LineDelta(_CountDelta):
     """One model source line's compiled code on both sides (``engines/source_lines.py``: one process a side).
 
     ``kind`` is ``jaxpr_eqns`` (jax's equations), ``fx_nodes`` (Dynamo's FX nodes) or ``graph_break`` (Dynamo cut
@@ -204,17 +216,6 @@ class LineDelta(Record):
     head: int
     code: str = "framework"
     reason: str | None = None
-
-    @property
-    def delta(self) -> int:
-        return self.head - self.base
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "delta": self.delta, "where": self.where}
 
     @classmethod
     def from_json(cls, c: dict) -> "LineDelta":

@@ -113,18 +113,23 @@ class _Reader:
         return {self.text(k, f"{where} key"): self.value(v, f"{where}.{k}", "count", optional=False)
                 for k, v in self.obj(value, where).items()}
 
+    def entries(self, value: Any, where: str, fields: set[str], what: str):
+        """``(where, object)`` of each item of the list ``value``, each an object of no field but ``fields``."""
+        for i, raw in enumerate(self.seq(value, where)):
+            at = f"{where}[{i}]"
+            raw = self.obj(raw, at)
+            extra = sorted(set(raw) - fields)
+            if extra:
+                raise self.fail(f"{at}.{extra[0]}", f"not a field of {what}")
+            yield at, raw
+
     def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
         """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text or null, line or null,
         and inclusive and self counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
         if value is None:
             return None
         out = []
-        for i, raw in enumerate(self.seq(value, where)):
-            at = f"{where}[{i}]"
-            raw = self.obj(raw, at)
-            extra = sorted(set(raw) - {"fn", "file", "line", "incl", "self"})
-            if extra:
-                raise self.fail(f"{at}.{extra[0]}", "not a field of a function entry")
+        for at, raw in self.entries(value, where, {"fn", "file", "line", "incl", "self"}, "a function entry"):
             out.append({"fn": self.text(self.key(raw, "fn", f"{at}."), f"{at}.fn"),
                         "file": self.text(raw.get("file"), f"{at}.file", optional=True),
                         "line": self.value(raw.get("line"), f"{at}.line", "count"),
@@ -140,12 +145,7 @@ class _Reader:
         if value is None:
             return None
         out = []
-        for i, raw in enumerate(self.seq(value, where)):
-            at = f"{where}[{i}]"
-            raw = self.obj(raw, at)
-            extra = sorted(set(raw) - {"kind", "file", "line", "fn", "n", "reason"})
-            if extra:
-                raise self.fail(f"{at}.{extra[0]}", "not a field of a source-line entry")
+        for at, raw in self.entries(value, where, {"kind", "file", "line", "fn", "n", "reason"}, "a source-line entry"):
             kind = self.text(self.key(raw, "kind", f"{at}."), f"{at}.kind")
             if kind not in KINDS:
                 raise self.expect(f"{at}.kind", "one of " + ", ".join(KINDS), kind)
