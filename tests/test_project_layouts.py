@@ -67,10 +67,13 @@ def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_flat_project_imported_from_the_working_tree_is_still_refused(tmp_path):
+@pytest.mark.parametrize("layout", ["flat", "root"])
+def test_a_project_imported_from_the_working_tree_is_still_refused(tmp_path, layout):
     """The check that the project comes from the revision's install still bites: a ``.pth`` that puts the
-    working tree first (the user's checkout, not the revision) makes both sides import the same files."""
-    project = make_layout(tmp_path, "flat")
+    working tree first (the user's checkout, not the revision) makes both sides import the same files. In the
+    ``root`` layout the working tree is on the path already, after the side's install (measured, above); put
+    first, it is refused the same way."""
+    project = make_layout(tmp_path, layout)
     site = subprocess.run([str(project["python"]), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     with open(os.path.join(site, "zz_worktree_first.pth"), "w") as f:
