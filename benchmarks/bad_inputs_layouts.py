@@ -16,7 +16,8 @@ written by ``tests/layout_projects.py``, with branches made here from its first 
   instead of refusing it; a model neither end provides is refused naming it;
 - ``confirm 40.2``: ``regressions --confirm`` of a timing step whose later commit removes the model (its entry
   point), a model this interpreter does not know: resolved from each commit's install, the step unconfirmed saying
-  that the later commit no longer provides the case (nothing sampled), never "unknown model";
+  that the later commit no longer provides the case (nothing sampled), in the terminal and in
+  ``confirmations.json``, never "unknown model";
 - ``confirm 40.6``: the same, on a repository holding a worktree a ``kill -9``'d ttfg left: removed, saying so;
 - ``layouts 40.3``: ``ttfg config`` shows ``install-path`` with the file as its origin;
 - ``layouts 40.7`` / ``43.3``: a head that adds a module no case imports passes saying so (exit 0), and exits 2
@@ -231,7 +232,8 @@ def rows(d: Path, m: dict, out) -> list:
         Row("confirm 40.2: regressions --confirm, a step whose later commit removes the model (unknown here)",
             expect=0, argv=["regressions", "--results", str(m["history-deep"]), "--repo", str(m["lablib-history"]),
                             "--confirm", "--budget", "2m", "--confirm-dir", out("confirm-deep")],
-            check=_all(_lacks("unknown model"), _contains("1 step: 1 unconfirmed"), confirmed_why(
+            check=_all(_lacks("unknown model"), _contains("1 step: 1 unconfirmed"),
+                       _contains("unconfirmed, not re-measured: the later commit"), confirmed_why(
                 m["history-deep"], "not re-measured: the later commit", "no longer provides lablib_deep/autograd"))),
         Row("layouts 40.3: config, install-path set in ttfg.toml (shown, the file its origin)", expect=0,
             argv=["config"], cwd=m["mono"], check=_contains("ttfg.toml:install-path")),
