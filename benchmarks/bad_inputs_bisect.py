@@ -7,6 +7,7 @@ colour and window-title escape sequences):
 - ``bisect 40.4``: a rerun on an out-dir whose state was made under other settings (``--metric``, ``--min-effect``,
   ``--alpha``) is refused naming each, stored and asked; a state written before the settings were recorded
   (``tests/data/bisect_v1_no_settings.json``, its commits made this repository's) is refused naming what it lacks;
+  an interrupted state whose ``counts.json`` belongs to another bisect is refused on resuming, both files left;
   a state whose ``exit_code`` is 1.0, or 0 beside status "found", is refused naming the file and the field, by
   ``bisect`` and by ``report --bisect``;
 - ``bisect 40.5``: a state whose status is "turn" with no turn, or a turn whose commit is no probe found to be a
@@ -110,6 +111,15 @@ def files(d: Path, tiny: list[str]) -> dict:
     made["bisect-escaped"] = _state(d / "bisect-escaped", shown)
     made["git-term"] = _signalling_git(d / "git-term", "TERM")
     made["git-int"] = _signalling_git(d / "git-int", "INT")
+    # An interrupted bisect (SIGTERM in its first comparison: a state a rerun resumes) beside a counts.json that
+    # belongs to another bisect.
+    made["bisect-foreign"] = d / "bisect-foreign"
+    subprocess.run([sys.executable, "-m", "ttfg", "bisect", "--good", "HEAD~1", "--bad", "HEAD", "--repo", str(repo),
+                    *tiny, "--out-dir", str(made["bisect-foreign"])], capture_output=True, cwd=ROOT, timeout=300,
+                   env={**env, "PATH": f"{made['git-term']}{os.pathsep}{env['PATH']}"})
+    (made["bisect-foreign"] / "counts.json").write_text(json.dumps(
+        {"format": "ttfg-bisect-counts", "version": 2, "bisect": {"good": "another", "bad": "bisect"},
+         "conditions": {}, "samples": []}))
     # A repository of its own with a worktree a killed ttfg left, and the user's own worktree beside it.
     kill = d / "bisect-kill-repo"
     kill.mkdir()
@@ -174,6 +184,11 @@ def rows(d: Path, m: dict, out, tiny: list[str]) -> list:
             [*ends, "--out-dir", str(m["bisect-old"])],
             check=_all(_contains("did not record its decision settings"), _contains("--metric"),
                        _unchanged(m["bisect-old"] / "bisect.json"))),
+        Row("bisect 40.4: a counts.json of another bisect beside an interrupted state (resumed)",
+            [*ends, "--out-dir", str(m["bisect-foreign"])],
+            check=_all(_contains("counts.json holds the counts of another bisect"),
+                       _unchanged(m["bisect-foreign"] / "counts.json"),
+                       _unchanged(m["bisect-foreign"] / "bisect.json"))),
         Row("bisect 40.4: a state whose exit_code is 1.0", [*ends, "--out-dir", str(m["bisect-float"])],
             check=_all(_contains("exit_code: expected 0, 1 or 2 (a whole number), got"),
                        _unchanged(m["bisect-float"] / "bisect.json"))),
