@@ -26,7 +26,8 @@ that cannot be fetched, a snapshot over its limit, a project declaring two frame
 out in 2 of 3 processes) needs a real gate of two revisions and is tested in process
 (``tests/test_reliability.py``); class 5 runs a real 45-second ``ttfg doctor --calibrate``. The rows ``keys N``
 (issue 44's items, and issue 46's item 2) and their files are in ``bad_inputs_facts.py``; the rows ``layouts N``
-(issue 40's layouts, cases and config, issue 43's measured path) in ``bad_inputs_layouts.py``; issue 47's ``fn N``
+and ``confirm 40.N`` (issue 40's layouts, cases, config and ``regressions --confirm``, issue 43's measured path) in
+``bad_inputs_layouts.py``; issue 47's ``fn N``
 rows in ``bad_inputs_functions.py``; issue 41's ``profile N`` rows in ``bad_inputs_profile.py``. The whole table (108 rows, before the rows of issues 40, 43, 46 and 47) took
 1 min 52 s on the 2-core VM at load average 2.0-3.5, the cores shared with other engineers' work (each row is a
 fresh interpreter; five rows run probes).

@@ -13,7 +13,11 @@ its dependency declarations live differ:
   ``find`` with namespaces, ``requirements.txt``; the backend declares ``labco`` among its modules;
 - ``monorepo``: the project in ``packages/lablib/`` (its own ``pyproject.toml``, ``src/lablib/``,
   ``requirements.txt``) beside another folder, ``ttfg.toml`` at the repository's root naming it
-  (``install-path``).
+  (``install-path``);
+- ``root``: ``lablib/`` at the repository's root, never installed into the user's environment: the repository's
+  root itself is on the environment's path (a ``.pth`` naming it, as ``setup.py develop`` and ``conda develop .``
+  write), with the ``lablib.egg-info`` setuptools wrote there (ignored by git), so ``import lablib`` and the
+  entry points come from the working tree; the gate must still import each revision's own install.
 
 The environment the user runs ttfg from is a layered venv (``user_project.layered_venv``) with the
 library installed editable, as a user would have it.
@@ -27,7 +31,7 @@ from pathlib import Path
 from .conftest import GitRepo
 from .user_project import layered_venv
 
-LAYOUTS = ("flat", "src", "setup.py", "namespace", "monorepo")
+LAYOUTS = ("flat", "src", "setup.py", "namespace", "monorepo", "root")
 
 PLUGIN = '''\
 """lablib's model and backend for ttfg."""
@@ -122,7 +126,7 @@ setup(
 
 #: Where each layout's package is, relative to the repository; its dotted module; the project's folder.
 PACKAGES = {"flat": "lablib", "src": "src/lablib", "setup.py": "lablib", "namespace": "src/labco/lablib",
-            "monorepo": "packages/lablib/src/lablib"}
+            "monorepo": "packages/lablib/src/lablib", "root": "lablib"}
 MODULES = {"namespace": "labco.lablib"}
 PROJECT = {"monorepo": "packages/lablib"}
 
@@ -137,6 +141,10 @@ def _files(layout: str, pin: str, depth: int = 2) -> dict[str, str]:
         files["pyproject.toml"] = SETUPTOOLS.format(find='include = ["lablib*"]') + entry_points
         files["requirements.txt"] = "-r requirements/base.txt\n"
         files["requirements/base.txt"] = f"{pin}\nscipy\n"
+    elif layout == "root":
+        files["pyproject.toml"] = SETUPTOOLS.format(find='include = ["lablib*"]') + entry_points
+        files["requirements.txt"] = f"{pin}\nscipy\n"
+        files[".gitignore"] = "*.egg-info/\n"
     elif layout in ("src", "namespace"):
         find = 'where = ["src"]' + ('\nnamespaces = true' if layout == "namespace" else "")
         files["pyproject.toml"] = SETUPTOOLS.format(find=find) + entry_points
@@ -154,13 +162,15 @@ def _files(layout: str, pin: str, depth: int = 2) -> dict[str, str]:
 def declaration(layout: str) -> str:
     """The file a dependency bump of ``layout`` changes."""
     return {"flat": "requirements/base.txt", "src": "requirements.txt", "setup.py": "setup.py",
-            "namespace": "requirements.txt", "monorepo": "packages/lablib/requirements.txt"}[layout]
+            "namespace": "requirements.txt", "monorepo": "packages/lablib/requirements.txt",
+            "root": "requirements.txt"}[layout]
 
 
 def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after: str = "autograd==1.9.1") -> dict:
     """``lablib`` in ``layout`` under ``root/repo``: commit ``first`` pins ``before``, ``bump`` only changes the pin
     to ``after`` (in the layout's declaration file), ``code`` (from ``first``) makes the model twice as deep;
-    installed editable into a layered venv. Names and paths (``plugin``: the plugin module's repository path)."""
+    installed editable into a layered venv (``root``: the repository's root on the venv's path, see the module's
+    docstring). Names and paths (``plugin``: the plugin module's repository path)."""
     repo = root / "repo"
     history = GitRepo.init(repo)
     first = history.commit("first", _files(layout, before))
@@ -172,11 +182,25 @@ def make_layout(root: Path, layout: str, before: str = "autograd==1.7.0", after:
     code = history.commit("a deeper model", {plugin: _files(layout, before, depth=4)[plugin]}, stage="files")
     history.git("checkout", "-q", "main")
     python = layered_venv(root / "venv")
+    if layout == "root":
+        _root_on_path(python, repo)
+        return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin,
+                "top": "lablib"}
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-e", str(repo / PROJECT.get(layout, "."))], check=True,
                    capture_output=True, text=True, timeout=300)
     return {"repo": repo, "python": python, "first": first, "bump": bump, "code": code, "plugin": plugin,
             "top": MODULES.get(layout, "lablib").split(".")[0]}
+
+
+def _root_on_path(python: Path, repo: Path) -> None:
+    """The repository's root on ``python``'s path, as a legacy develop install leaves it: setuptools' ``egg_info``
+    writes ``lablib.egg-info`` (its entry points) into the root, and a ``.pth`` in site-packages names the root."""
+    subprocess.run([str(python), "-c", "import setuptools; setuptools.setup()", "egg_info"], cwd=repo, check=True,
+                   capture_output=True, text=True, timeout=300)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "lablib-root.pth").write_text(f"{repo}\n")
 
 
 __all__ = ["LAYOUTS", "declaration", "make_layout"]

@@ -1,12 +1,14 @@
-"""A dependency bump gated in every common layout: flat, src, setup.py-only, a namespace package and a monorepo's
-subfolder, each a real gate.
+"""A dependency bump gated in every common layout: flat, src, setup.py-only, a namespace package, a monorepo's
+subfolder and a package importable from the repository's root, each a real gate.
 
 Why: a flat-layout library (its package at the repository's root, the layout most projects
 have) whose backend lists its own package among its modules, as ``ttfg init``'s starter
 writes it, could not gate a dependency bump: the project was held to the environment
 ("would import lablib from .../sources/.../lablib/__init__.py, outside it"), exit 2. A
 ``setup.py``-only project declared "nothing", so a bump of its ``install_requires`` ran both
-sides in one environment. Each row here is the table in docs/how-to/environments.md.
+sides in one environment. A package importable from the repository's root (the root itself on the user's
+path) is the working tree in the user's interpreter: each side must still import its own revision's install.
+Each row here is the table in docs/how-to/environments.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def gate(project, out, *args, head: str = "bump"):
 @pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
 def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
     project = make_layout(tmp_path, layout)
+    if layout == "root":  # the user's interpreter imports the working tree's package and sees its entry points
+        here = subprocess.run([str(project["python"]), "-c", "import importlib.metadata as md, lablib; "
+                               "print(lablib.__file__); print(md.distribution('lablib')._path)"], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.split()
+        assert all(p.startswith(str(project["repo"])) for p in here), here
     out = gate(project, tmp_path / "out")
     assert out.returncode in (0, 1), out.stdout + out.stderr
     assert "outside it" not in out.stdout + out.stderr
@@ -60,10 +67,13 @@ def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_flat_project_imported_from_the_working_tree_is_still_refused(tmp_path):
+@pytest.mark.parametrize("layout", ["flat", "root"])
+def test_a_project_imported_from_the_working_tree_is_still_refused(tmp_path, layout):
     """The check that the project comes from the revision's install still bites: a ``.pth`` that puts the
-    working tree first (the user's checkout, not the revision) makes both sides import the same files."""
-    project = make_layout(tmp_path, "flat")
+    working tree first (the user's checkout, not the revision) makes both sides import the same files. In the
+    ``root`` layout the working tree is on the path already, after the side's install (measured, above); put
+    first, it is refused the same way."""
+    project = make_layout(tmp_path, layout)
     site = subprocess.run([str(project["python"]), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     with open(os.path.join(site, "zz_worktree_first.pth"), "w") as f:

@@ -300,6 +300,12 @@ def _confirm(args, prepared, stored_path: Path, budget: float, console) -> int:
     console.print(f"confirm: {fmt.plural(len(done.found), 'step')}: "
                   + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f"; saved in {done.path}",
                   highlight=False)
+    from ..present.untrusted import plain
+
+    for c in done.found:  # why a step was not decided (a commit that lacks its case, no budget left): said here too
+        if c.status == "unconfirmed" and c.reason:
+            console.print(plain(f"confirm: {c.case} ({c.metric}), {c.commit_before[:10]} -> {c.commit_after[:10]}: "
+                                f"unconfirmed, {c.reason}"), highlight=False)
     if done.missing:
         console.print(Text.assemble(("confirm", "red"), f": {fmt.plural(len(done.missing), 'gate run')} could not "
                                     "start because a commit is missing from the repository (exit 2); every other "
