@@ -67,7 +67,7 @@ def test_a_dependency_bump_is_gated_in_each_layout(layout, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["flat", "root"])
+@pytest.mark.parametrize("layout", ["flat", pytest.param("root", marks=pytest.mark.full)])  # one in make test
 def test_a_project_imported_from_the_working_tree_is_still_refused(tmp_path, layout):
     """The check that the project comes from the revision's install still bites: a ``.pth`` that puts the
     working tree first (the user's checkout, not the revision) makes both sides import the same files. In the
