@@ -255,3 +255,24 @@ def test_explain_and_the_headline_name_the_projects_function_first_and_leave_cpy
     console = Console(record=True, width=120)
     print_attribution(console, a, internals=True)
     assert "PyLong_FromLong" in console.export_text() and "left out" not in console.export_text()
+
+
+def test_where_it_went_names_no_phase_outside_the_gated_metric():
+    """The held-out gate's first line once read "build: 361 µs -> 273 µs, instructions +638" for a first gradient
+    that grew by 25,000,000 instructions: build is outside first_grad_s, so it is no finding there; a counted trace
+    phase is, and a process-wide metric keeps build."""
+    from ttfg.present.gate_views import where_it_went
+    from ttfg.results.attribution_record import CallDelta, PhaseDelta
+
+    build = PhaseDelta("build", "build_s", 361e-6, 273e-6, -88e-6, 0.757, n=1, base_instructions=640_953,
+                       head_instructions=641_591)
+    execute = PhaseDelta("execute", "execute_s", 0.0111, 0.0123, 0.00114, 1.102, n=1)
+    calls = [CallDelta("_mylab_scale_step", "mylab/ops.py", 4, 0, 20_000, "project")]
+    shown = where_it_went(Attribution("c", "first_grad_s", False, None, phases=[build, execute], calls=calls))
+    first = shown.splitlines()[0]
+    assert "build" not in first and "no phase change from 3 or more pairs or from counts" in first, first
+    trace = PhaseDelta("trace", "trace_s", 0.1, 0.2, 0.1, 2.0, n=1, base_instructions=1e6, head_instructions=3e6)
+    first = where_it_went(Attribution("c", "first_grad_s", False, None, phases=[build, trace])).splitlines()[0]
+    assert "trace: 100 ms -&gt; 200 ms" in first and "build" not in first, first
+    first = where_it_went(Attribution("c", "process_ttfg_s", False, None, phases=[build, execute])).splitlines()[0]
+    assert "build: 361 µs -&gt; 273 µs" in first, first

@@ -139,6 +139,8 @@ def test_a_torch_compiled_function_case_records_its_graph_break_with_line_and_re
     from ttfg.engines.function import FunctionEngine
 
     mod = _module(tmp_path / "head", "model", TORCH_MODEL.format(extra="\n    torch._dynamo.graph_break()"))
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()  # process-wide: an earlier test's compiles counted there too
     engine = FunctionEngine(torch.compile(mod.step, backend="aot_eager"), (torch.ones(3),))
     engine.first_done(engine.gradient())
     assert engine.counters()["graph_breaks"] == 1

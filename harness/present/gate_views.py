@@ -474,8 +474,14 @@ def _signed(metric_unit: str, v) -> str:
 def phase_lines(attribution: Attribution, top: int = TOP_PHASES, findings: bool = False) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
     phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``.
-    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``)."""
-    phases = [p for p in attribution.phases if p.delta is not None and (p.finding or not findings)]
+    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``), inside the gated
+    metric (a build phase's +638 instructions was once "where" a first gradient's +25,000,000 went)."""
+    from ..engines.base import GRADIENT_PHASES
+    from ..results.attribution_record import PHASES
+
+    inside = PHASES if attribution.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+    phases = [p for p in attribution.phases if p.delta is not None
+              and (not findings or (p.finding and p.phase in inside))]
     if any(p.instructions_delta for p in phases):
         phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:
