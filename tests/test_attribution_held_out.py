@@ -79,6 +79,10 @@ def test_pure_python_work_in_the_first_gradient_is_named_by_its_function_and_lin
     gate = tmp_path / "g"
     out = _run(lab, "gate", "--base", f"{culprit}~1", "--head", culprit, *counted, "--out-dir", str(gate))
     assert out.returncode == 1, (out.stdout + out.stderr)[-4000:]
+    said = " ".join(out.stdout.split())  # the terminal: the call counts before the sampled functions
+    at, measured = said.index(f"Python functions called more in your code: +20,000 calls {FN} ({WHERE})"), \
+        said.find("functions whose own")
+    assert measured == -1 or at < measured, said[-3000:]
     summary = (gate / "summary.md").read_text()
     lines = summary.splitlines()
     where = next(i for i, line in enumerate(lines) if line.startswith("**Where it went**"))

@@ -552,7 +552,8 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
 
     from .attribution_views import source_line_lines
 
-    for title, found in function_lines(a, internals=internals)[:1] + calls_lines(a) + source_line_lines(a):
+    # The deterministic counts of the user's own source first (as in summary.md), the measured functions after.
+    for title, found in calls_lines(a) + source_line_lines(a) + function_lines(a, internals=internals)[:1]:
         lines.append(f"  {title}:")
         for text in found:
             lines += wrapped(text, width, "    ")
