@@ -7,7 +7,11 @@ hold timings only, no call counts, source lines or function lists):
 - ``profile 2``: a profile format without ``--output`` is refused (it writes files, never stdout);
 - ``profile 3``: ``--output`` that is a file is refused, the file left as it was;
 - ``profile 4``: ``--output`` on a read-only file system is refused before anything is explained;
-- ``profile 5``: a gate with nothing below its phases has nothing to write: refused, the folder not made.
+- ``profile 5``: a gate with nothing below its phases has nothing to write: refused, the folder not made;
+- ``profile 6``: the gate's ``--commit-url`` (summary.md's links to your code's lines) without ``{sha}`` is refused
+  before anything is measured, its ``--out-dir`` not made;
+- ``profile 7``: explain's ``--internals`` (the interpreter's own functions kept in the tables) is a flag: a value
+  given to it is refused by the parser.
 """
 
 from __future__ import annotations
@@ -46,4 +50,10 @@ def rows(d: Path, m: dict, out) -> list:
         Row("profile 5: explain --format pprof of a gate without call counts or source lines",
             ["explain", gate, "--format", "pprof", "--output", str(folder / "empty")],
             check=_all(_contains("nothing to write as pprof"), not_made(folder / "empty"))),
+        Row("profile 6: gate --commit-url without {sha}",
+            ["gate", "--base", "HEAD", "--commit-url", "https://example.com/o/r/commit/", "--out-dir",
+             str(folder / "gate")],
+            check=_all(_contains("expected an http(s) URL with {sha}"), not_made(folder / "gate"))),
+        Row("profile 7: explain --internals=yes (a flag)", ["explain", gate, "--internals=yes"],
+            check=_contains("ignored explicit argument 'yes'")),
     ]

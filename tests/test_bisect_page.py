@@ -36,6 +36,11 @@ class Valued(Levels):
             record["attribution"] = [{"case": CASE, "metric": "first_grad_s",
                                       "phase": {"phase": "trace", "delta_s": 0.25, "ratio": 1.5},
                                       "counters": [{"metric": "counters.x", "base": 1000.0, "head": 2000.0}],
+                                      "calls": [{"fn": "_scale_step", "file": "mylab/ops.py", "line": 4, "base": 0,
+                                                 "head": 20_000, "code": "project"}],
+                                      "lines": [{"kind": "jaxpr_eqns", "file": "mylab/layers.py", "line": 42,
+                                                 "fn": "block", "base": 30, "head": 42, "code": "project",
+                                                 "reason": None}],
                                       "functions": [{"fn": "<b>scale</b>", "file": "ops.py", "line": 7, "delta": 0.2,
                                                      "unit": "s", "presence": "both"}]}]
         return record
@@ -116,6 +121,12 @@ def test_untrusted_text_is_escaped_on_the_page_and_in_the_terminal_words(repo, t
     (lambda d: d["ends"]["cases"][0].update(ratio="fast"), "ends.cases[0].ratio: expected a number"),
     (lambda d: d.update(format="ttfg-releases"), "not a ttfg bisect"),
     (lambda d: d.update(version=2), "version 2"),
+    (lambda d: d["culprit_evidence"]["attribution"][0]["calls"][0].update(head=-1),
+     "culprit_evidence.attribution[0].calls[0].head: expected"),
+    (lambda d: d["culprit_evidence"]["attribution"][0]["calls"][0].pop("fn"),
+     "culprit_evidence.attribution[0].calls[0].fn: missing"),
+    (lambda d: d["culprit_evidence"]["attribution"][0]["lines"][0].update(kind="hlo_ops"),
+     "culprit_evidence.attribution[0].lines[0].kind: expected one of"),
 ])
 def test_a_hostile_or_partial_document_is_refused_naming_the_file_and_field(repo, tmp_path, edit, field):
     doc = _bisect(repo, tmp_path / "f", [0] * 6 + [1] * 3)
@@ -159,3 +170,38 @@ def test_a_counted_phase_is_named_by_its_count_not_by_the_profiled_times():
                                               "+400 µs, from the few profiled processes)")
     evidence["attribution"][0]["phase"]["instructions_delta"] = None
     assert attribution_lines(evidence)[0] == "phase that moved most: trace +400 µs (1.030×)"
+
+
+def test_the_culprits_lines_name_the_projects_function_and_model_line_first_and_no_interpreter_internal(repo, tmp_path):
+    """The culprit's attribution (what ``app/bisect.py`` keeps of the confirming gate's): the phase, then the
+    project's Python function called more with its file:line, then the model line, before counters and any native
+    function; CPython's dispatch (once "function grew in its own time: _PyFunction_Vectorcall") is not kept."""
+    from types import SimpleNamespace
+
+    from ttfg.results.attribution_record import Attribution, CallDelta, FunctionDelta, LineDelta
+
+    def fn(name, file, delta):
+        return FunctionDelta(name, file, 1, 1e6, 1e6 + delta, 1e5, 1e5 + delta, delta, delta)
+
+    a = Attribution(CASE, "first_grad_s", False, None, functions=[
+        fn("_PyFunction_Vectorcall", "Include/internal/pycore_pystate.h", 500_000_000),
+        fn("PyObject_Call", "Objects/call.c", 400_000_000), fn("long_add", "Objects/longobject.c", 300_000_000),
+        fn("user_work", "mylab/native.c", 1_000)],
+        calls=[CallDelta("vspace", "autograd/core.py", 288, 10, 1_010),
+               CallDelta("_scale_step", "mylab/ops.py", 4, 0, 20_000, "project")],
+        lines=[LineDelta("jaxpr_eqns", "mylab/layers.py", 42, "block", 30, 42, "project")])
+    (kept,) = use_case._attribution(SimpleNamespace(attributions={CASE: a}), None)
+    assert [f["fn"] for f in kept["functions"]] == ["user_work"]
+    from ttfg.present.bisect_views import attribution_lines
+
+    assert attribution_lines({"attribution": [kept]}) == [
+        "Python functions called more in your code: _scale_step (mylab/ops.py:4) +20,000",
+        "compiled code that grew, by model line: +12 jaxpr equations at mylab/layers.py:42 (block)",
+        "Python functions called more in the frameworks' code: vspace (autograd/core.py:288) +1,000",
+        "function grew in its own time: user_work +1,000 instructions (mylab/native.c:1)"]
+    doc = _bisect(repo, tmp_path / "f", [0] * 6 + [1] * 3)  # what a bisect writes reads back and is shown
+    shown = conclusion_lines(doc)
+    culprit = next(i for i, line in enumerate(shown) if line.startswith("culprit: "))
+    assert shown[culprit + 3] == "Python functions called more in your code: _scale_step (mylab/ops.py:4) +20,000"
+    assert shown[culprit + 4] == ("compiled code that grew, by model line: +12 jaxpr equations at mylab/layers.py:42 "
+                                  "(block)")

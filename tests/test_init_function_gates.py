@@ -12,6 +12,10 @@ exit 1, from one process a side, naming the framework's counter:
 - ``torchlab``, a torch residual MLP whose own training step is ``torch.compile``'d: the ops Dynamo
   captured into its FX graphs.
 
+Each gate's calls process also names the model line that grew (issue 41): the equations eqxlab's head adds at
+the line of its scalings, the FX nodes torchlab's adds there, and, in a second torchlab gate, the graph break a head
+adds on one line of the step, with Dynamo's reason.
+
 Real processes and real compiles: ``slow`` and ``full`` (each takes a minute or more on a loaded 2-core VM).
 """
 
@@ -213,6 +217,14 @@ def test_an_equinox_librarys_own_loss_and_grad_is_gated_on_hlo_ops_through_the_i
     assert "hlo_ops" in case["verdict"]["reason"], case["verdict"]
     assert "HLO ops" in done.stdout and "structural" in done.stdout
     one_process_a_side(tmp_path / "out", case)
+    # Issue 41: the model line that added the equations, with its delta, in gate.json and summary.md.
+    line = _line_of(EQX_NET, "y = y * 1.0001 + 0.0001")
+    first = case["attribution"]["lines"][0]
+    assert (first["kind"], first["where"], first["fn"], first["code"], first["base"]) == \
+        ("jaxpr_eqns", f"eqxlab/net.py:{line}", "ResBlock.__call__", "project", 0), case["attribution"]["lines"]
+    assert first["head"] > 0
+    assert (f"Compiled code that grew, by model line: +{first['head']:,} jaxpr equations at `eqxlab/net.py:{line}` "
+            "(`ResBlock.__call__`)") in (tmp_path / "out" / "summary.md").read_text()
 
 
 @pytest.mark.slow
@@ -226,3 +238,32 @@ def test_a_torch_librarys_own_compiled_step_is_gated_on_dynamo_counts_through_th
     assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed", case
     assert "captured_ops" in case["verdict"]["reason"] or "graph" in case["verdict"]["reason"], case["verdict"]
     one_process_a_side(tmp_path / "out", case)
+    # Issue 41 item 4: the library's own compiled step gets its FX nodes per line: the line that added the ops.
+    line = _line_of(TORCH_NET, "y = y * 1.0001 + 0.0001")
+    first = case["attribution"]["lines"][0]
+    assert (first["kind"], first["where"], first["fn"], first["code"], first["base"]) == \
+        ("fx_nodes", f"torchlab/train.py:{line}", "forward", "project", 0), case["attribution"]["lines"]
+    assert first["head"] > 0
+    assert f"+{first['head']:,} FX nodes at `torchlab/train.py:{line}`" in (tmp_path / "out" / "summary.md").read_text()
+    # A head that adds a graph break on one line (the line kept, so nothing below it moves): the line and the reason.
+    step = "    loss = torch.nn.functional.mse_loss(model(x), y)"
+    train = made["repo"] / "src" / "torchlab" / "train.py"
+    history = GitRepo(made["repo"])
+    history.git("checkout", "-q", "-b", "graph-break", made["base"])
+    train.write_text(TORCH_NET.format(extra=0).replace(step, step + "; torch._dynamo.graph_break()"))
+    done, case = gate({**made, "head": history.commit("a graph break in the step")}, tmp_path / "break")
+    assert case["tier"] == "structural" and "graph_breaks" in case["verdict"]["reason"], case["verdict"]
+    brk = case["attribution"]["lines"][0]
+    line = _line_of(TORCH_NET, step.strip())
+    assert (brk["kind"], brk["where"], brk["fn"], brk["base"], brk["head"]) == \
+        ("graph_break", f"torchlab/train.py:{line}", "train_step", 0, 1), case["attribution"]["lines"]
+    assert brk["reason"].startswith("Call to `torch._dynamo.graph_break()`"), brk
+    summary = (tmp_path / "break" / "summary.md").read_text()
+    assert (f"Compiled code that grew, by model line: +1 graph break at `torchlab/train.py:{line}` (`train_step`): "
+            "Call to \\`torch.\\_dynamo.graph\\_break()\\`") in summary, summary
+
+
+def _line_of(source: str, text: str) -> int:
+    """The line number of the one line of ``source`` that holds ``text``."""
+    (n,) = [i for i, line in enumerate(source.splitlines(), 1) if text in line]
+    return n

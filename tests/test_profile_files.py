@@ -179,3 +179,19 @@ def test_the_icicles_draw_base_against_head_and_the_report_fits_390_px(gate_with
         return
     seen = selftest(out, 390, tmp_path)
     assert seen["viewport"] == 390 and seen["width"] <= 390, seen
+
+
+def test_your_codes_calls_keep_their_own_cell_beside_far_more_of_the_frameworks():
+    """20,000 calls of the project's function beside 5,000,000 more of the frameworks': "your code" is not folded
+    into "others", and the function is drawn under it, named with its line."""
+    from ttfg.present.icicle import calls_icicle
+    from ttfg.results.attribution_record import Attribution, CallDelta
+
+    a = Attribution("c", "first_grad_s", False, None, calls=[
+        CallDelta("_scale_step", "mylab/ops.py", 4, 0, 20_000, "project"),
+        CallDelta("vspace", "autograd/core.py", 288, 1_000_000, 6_000_000)])
+    level1, level2 = calls_icicle(a)["rows"]
+    assert [c["label"] for c in level1] == ["your code", "the frameworks' code"]
+    step = next(c for c in level2 if c["label"] == "_scale_step")
+    assert step["title"] == "_scale_step (mylab/ops.py:4): base 0, head 20,000, +20,000"
+    assert (step["left"], step["width"]) == (level1[0]["left"], level1[0]["width"])

@@ -118,6 +118,21 @@ def test_strict_counters_of_the_config_reach_the_gate_and_a_flag_wins(project):
     assert args.strict_counters == ()
 
 
+def test_commit_url_of_the_config_reaches_the_gate_and_a_flag_wins(project):
+    """The gate links summary.md's file:line of your code through commit-url (issue 41 item 3)."""
+    from ttfg.cli import build_parser
+    from ttfg.cli.config import apply
+
+    config_table(project, 'commit-url = "https://github.com/o/r/commit/{sha}"\n')
+    parser = build_parser()
+    args = parser.parse_args(["gate", "--base", "HEAD"])
+    apply(args)
+    assert args.commit_url == "https://github.com/o/r/commit/{sha}"
+    args = parser.parse_args(["gate", "--base", "HEAD", "--commit-url", "https://gitlab.com/o/r/-/commit/{sha}"])
+    apply(args)
+    assert args.commit_url == "https://gitlab.com/o/r/-/commit/{sha}"
+
+
 def test_two_configs_in_one_folder_are_refused(project, capsys):
     config_table(project, 'backends = ["autograd"]\n')
     config_table(project, 'backends = ["jax.jit"]\n', name="ttfg.toml")

@@ -220,3 +220,59 @@ def test_a_real_gate_names_the_projects_function_called_more_first_with_its_file
     rows = lines[header + 2:]
     assert re.match(r"_mylab_scale_step\s+your code\s+\+20,000\s+20,000$", rows[0].strip()), shown.stdout[-2000:]
     assert rows[1].strip() == "mylab/ops.py:4"
+
+
+def test_explain_and_the_headline_name_the_projects_function_first_and_leave_cpythons_c_code_out():
+    """What callgrind counted for a pure-Python change (CPython's ``PyLong_FromLong``, ``type_call``, an address in
+    ``???``) is never the function named as what grew: the headline names the project's function called more with its
+    file:line before any other, ``ttfg explain``'s tables list the call counts first and leave the interpreter's code
+    out (a note counts it), and ``--internals`` shows it again."""
+    from rich.console import Console
+
+    from ttfg.present.attribution_views import attribution_markdown, headline, print_attribution
+    from ttfg.results.attribution_record import CallDelta, FunctionDelta
+
+    build = "/tmp/python-build.1/Python-3.11.7/"
+
+    def fn(name, file, delta):
+        return FunctionDelta(name, file, 61, 1e6, 1e6 + delta, 1e5, 1e5 + delta, delta, delta)
+
+    a = Attribution("c", "first_grad_s", False, None, functions=[
+        fn("PyLong_FromLong", build + "Objects/longobject.c", 861_543), fn("type_call", build + "Objects/typeobject.c",
+                                                                           25_000_000),
+        fn("0x0000000004936718", "???", 700_000), fn("user_kernel", "mylab/_native.c", 1_000)],
+        calls=[CallDelta("vspace", "autograd/core.py", 288, 10, 1_010),
+               CallDelta("_mylab_scale_step", "mylab/ops.py", 4, 0, 20_000, "project")])
+    said = headline(a)
+    assert said.index("_mylab_scale_step (mylab/ops.py:4) +20,000 calls") < said.index("user_kernel")
+    assert "PyLong_FromLong" not in said and "type_call" not in said
+    console = Console(record=True, width=120)
+    print_attribution(console, a)
+    text = console.export_text()
+    assert text.index("_mylab_scale_step") < text.index("user_kernel") and "PyLong_FromLong" not in text
+    assert "3 functions of the interpreter's and ttfg's own code left out of the instructions table" in text
+    assert "PyLong_FromLong" not in attribution_markdown(a)
+    console = Console(record=True, width=120)
+    print_attribution(console, a, internals=True)
+    assert "PyLong_FromLong" in console.export_text() and "left out" not in console.export_text()
+
+
+def test_where_it_went_names_no_phase_outside_the_gated_metric():
+    """The held-out gate's first line once read "build: 361 µs -> 273 µs, instructions +638" for a first gradient
+    that grew by 25,000,000 instructions: build is outside first_grad_s, so it is no finding there; a counted trace
+    phase is, and a process-wide metric keeps build."""
+    from ttfg.present.gate_views import where_it_went
+    from ttfg.results.attribution_record import CallDelta, PhaseDelta
+
+    build = PhaseDelta("build", "build_s", 361e-6, 273e-6, -88e-6, 0.757, n=1, base_instructions=640_953,
+                       head_instructions=641_591)
+    execute = PhaseDelta("execute", "execute_s", 0.0111, 0.0123, 0.00114, 1.102, n=1)
+    calls = [CallDelta("_mylab_scale_step", "mylab/ops.py", 4, 0, 20_000, "project")]
+    shown = where_it_went(Attribution("c", "first_grad_s", False, None, phases=[build, execute], calls=calls))
+    first = shown.splitlines()[0]
+    assert "build" not in first and "no phase change from 3 or more pairs or from counts" in first, first
+    trace = PhaseDelta("trace", "trace_s", 0.1, 0.2, 0.1, 2.0, n=1, base_instructions=1e6, head_instructions=3e6)
+    first = where_it_went(Attribution("c", "first_grad_s", False, None, phases=[build, trace])).splitlines()[0]
+    assert "trace: 100 ms -&gt; 200 ms" in first and "build" not in first, first
+    first = where_it_went(Attribution("c", "process_ttfg_s", False, None, phases=[build, execute])).splitlines()[0]
+    assert "build: 361 µs -&gt; 273 µs" in first, first

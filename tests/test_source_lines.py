@@ -130,6 +130,31 @@ def test_a_torch_compile_change_adding_a_graph_break_names_its_line_and_reason(t
     assert "+1 graph break at `mylib/model.py:6` (`step`): Call to \\`torch.\\_dynamo.graph\\_break()\\`" in shown
 
 
+def test_a_torch_compiled_function_case_records_its_graph_break_with_line_and_reason_and_an_eager_one_none(tmp_path):
+    """A library's own ``torch.compile``'d function as a case (``engines/function.py``): compiled with the library's
+    backend (``aot_eager``), its lines are Dynamo's capture, compiled again with the counting backend after the first
+    call: the break on line 6 with its reason, the nodes of line 5; the same function not compiled has none."""
+    import torch
+
+    from ttfg.engines.function import FunctionEngine
+
+    mod = _module(tmp_path / "head", "model", TORCH_MODEL.format(extra="\n    torch._dynamo.graph_break()"))
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()  # process-wide: an earlier test's compiles counted there too
+    engine = FunctionEngine(torch.compile(mod.step, backend="aot_eager"), (torch.ones(3),))
+    engine.first_done(engine.gradient())
+    assert engine.counters()["graph_breaks"] == 1
+    lines = engine.source_lines()
+    (brk,) = [e for e in lines if e["kind"] == "graph_break"]
+    assert (brk["file"], brk["line"], brk["fn"], brk["n"]) == (mod.__file__, 6, "step", 1)
+    assert brk["reason"].startswith("Call to `torch._dynamo.graph_break()`")
+    assert [(e["line"], e["fn"], e["n"]) for e in lines if e["kind"] == "fx_nodes" and e["line"] == 5] == \
+        [(5, "step", 1)]  # torch.sin
+    eager = FunctionEngine(mod.step, (torch.ones(3),))
+    eager.first_done(eager.gradient())
+    assert eager.source_lines() == []
+
+
 def test_a_gate_records_line_deltas_in_gate_json_and_summary_md(gate_with, tmp_path, monkeypatch):  # noqa: F811
     """The fake gate's calls processes carry line records (head: 12 more equations at ``mylab/layers.py:42``)."""
     plain = test_gate_policy.calls_sample

@@ -368,7 +368,16 @@ class _Comparer:
 
 
 def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[dict]:
-    """Per regressed case: the phase that moved most and the functions that grew most (the gate's attribution)."""
+    """Per regressed case: the phase that moved most, the Python functions called more (the project's first, each
+    with its file:line, from the deterministic call counts), the model lines whose compiled code grew, the counters,
+    and the native or sampled functions that grew most in their own cost (the gate's attribution).
+
+    The functions are the ones the gate's summary shows (``present/gate_views.shown_functions``): the interpreter's
+    dispatch and C code, libc and ttfg's own measuring code are left out, so a culprit that adds pure-Python work is
+    never explained by ``_PyFunction_Vectorcall`` or ``PyObject_Call``."""
+    from ..decide.source_lines import grown as grown_lines
+    from ..present.gate_views import shown_functions
+
     out = []
     for case, a in outcome.attributions.items():
         if step_cases is not None and case not in step_cases:
@@ -377,15 +386,20 @@ def _attribution(outcome: "GateOutcome", step_cases: set[str] | None) -> list[di
         def own(f):  # a function's own (self) change where known: wrappers' inclusive change names no culprit
             return f.delta_self if f.delta_self is not None and f.delta_self == f.delta_self else f.delta_incl
 
-        grew = sorted((f for f in a.functions if own(f) and own(f) > 0), key=lambda f: -own(f))
+        grew = [f for unit in a.units() for f in shown_functions(a.functions, unit, 5)][:5]
+        calls = a.grown_calls("project", 5) + a.grown_calls("framework", 3)
         out.append({"case": case, "metric": a.metric,
                     "phase": None if phase is None else {"phase": phase.phase, "delta_s": phase.delta,
                                                          "ratio": phase.ratio,
                                                          "instructions_delta": phase.instructions_delta},
+                    "calls": [{"fn": c.fn, "file": c.file, "line": c.line, "base": c.base, "head": c.head,
+                               "code": c.code} for c in calls],
+                    "lines": [{"kind": c.kind, "file": c.file, "line": c.line, "fn": c.fn, "base": c.base,
+                               "head": c.head, "code": c.code, "reason": c.reason} for c in grown_lines(a.lines)],
                     "counters": [{"metric": c.metric, "base": c.base, "head": c.head} for c in a.counters
                                  if c.verdict == "regressed"][:5],
                     "functions": [{"fn": f.fn, "file": f.file, "line": f.line, "delta": own(f),
-                                   "unit": f.unit, "presence": f.presence} for f in grew[:5]]})
+                                   "unit": f.unit, "presence": f.presence} for f in grew]})
     return out
 
 

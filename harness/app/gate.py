@@ -87,6 +87,9 @@ class GateRequest:
     off_path: str = "pass"
     #: Read and fill the count store (``app/gate_baseline.py``); False: ``--no-count-store``, every base counted.
     count_store: bool = True
+    #: A commit page's URL template (``--commit-url``, the config's ``commit-url``, else asv.conf.json's): the
+    #: project's file:line in summary.md links to that line at the head (``present/source_links.py``).
+    commit_url: str | None = None
 
 
 class GateEvents:
@@ -436,6 +439,21 @@ def _environments(plan: "EnvPlan | None", outcome: GateOutcome) -> dict:
     return {**sides, "changed": plan.changed if plan else [], "differs": differs}
 
 
+def _source_linker(request: GateRequest, outcome: GateOutcome):
+    """summary.md's links from the project's file:line to the head's line (``present/source_links.py``), None without
+    ``commit_url``. The head's tracked files locate an install's ``mylab/ops.py`` as ``src/mylab/ops.py``."""
+    if not request.commit_url:
+        return None
+    from ..present.source_links import linker
+    from ..provision.worktrees import GitError, git
+
+    try:
+        files = git(request.repo, "ls-tree", "-r", "--name-only", outcome.head.commit).stdout.splitlines()
+    except GitError:  # the head is known to have been checked out; a repository gone since links nothing
+        return None
+    return linker(request.commit_url, outcome.head.commit, files)
+
+
 def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents) -> None:
     """``summary.md``, ``gate.json`` and the step summary, from the report (fills its text fields).
 
@@ -472,7 +490,8 @@ def _write_outputs(report: GateReport, request: GateRequest, events: GateEvents)
             "nothing to compare it with)" if not new["error"] else f"cannot run on the head: {md(new['error'])}"))
     if report.removed_cases:
         notes.append("**Removed case(s):** " + ", ".join(md_code(c) for c in report.removed_cases))
-    report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes)
+    report.summary = gate_markdown(outcome, check, noise=md(noise_views.headline(floor, metric)), notes=notes,
+                                   link=_source_linker(request, outcome))
     document = presented_document(outcome, check, report.code, noise=floor.to_json() if floor else None,
                                   budget_warnings=report.budget_warnings, passing_means=report.passing_means,
                                   footer=gate_footer(outcome), environments=environments,

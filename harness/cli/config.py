@@ -40,7 +40,7 @@ TARGETS: dict[str, dict[str, str]] = {
     "cache": {"gate": "cache"},
     "output": {"run": "out", "gate": "out_dir", "study": "out", "regressions": "confirm_dir", "bisect": "out_dir",
                "releases": "out_dir", "report": "out", "config": "output"},
-    "commit-url": {"report": "commit_url", "config": "commit_url"},
+    "commit-url": {"report": "commit_url", "gate": "commit_url", "config": "commit_url"},
     "strict-counters": {"gate": "strict_counters"},
     "off-path": {"gate": "off_path"},
     "functions": {},  # no option: declared to the function registry by apply(), shown by ``ttfg config``

@@ -67,13 +67,13 @@ def cmd_explain(args) -> int:
         text = json.dumps(doc, indent=1) + "\n"
     elif args.format == "markdown":
         text = (f"### ttfg explain: base `{base_path}` vs head `{head_path}`\n\n"
-                + "\n".join(attribution_markdown(a) for a in found))
+                + "\n".join(attribution_markdown(a, internals=args.internals) for a in found))
     else:
         console = make_console()
         console.print(f"explain: base {base_path} vs head {head_path}, {len(found)} case(s), metric {metric}",
                       highlight=False)
         for a in found:
-            print_attribution(console, a)
+            print_attribution(console, a, internals=args.internals)
         return 0
     if args.output:
         atomic_write_text(args.output, text)
@@ -133,6 +133,10 @@ def add_explain_command(sub) -> None:
     p.add_argument("--cache", choices=("cold", "warm"), default="cold", help="which timing samples (default: cold)")
     p.add_argument("--top", type=options.count(1, 1000, "--top"), default=12,
                    help="functions to list (default: 12)")
+    p.add_argument("--internals", action="store_true",
+                   help="keep the interpreter's and ttfg's own functions (CPython's C code, the standard library, "
+                        "libc, the measuring code) in the function tables; by default they are left out and counted "
+                        "in a note, and the Python call counts name your code's functions")
     p.add_argument("--format", choices=("table", "markdown", "json", *PROFILE_FORMATS), default="table",
                    help="table, markdown or json on stdout (or --output FILE); pprof (a base and a head .pb.gz per "
                         "case, for pprof -diff_base) or speedscope (a .json per case) into --output DIR")

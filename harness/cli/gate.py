@@ -168,6 +168,9 @@ def cmd_gate(args) -> int:
     console = make_console(stderr=as_data)  # with --format json/markdown, stdout holds only the document
     if args.write_suggested and not args.expectations:
         raise UsageError("--write-suggested needs --expectations FILE")
+    from ..app.report import commit_url
+
+    url = commit_url(args.commit_url)  # checked before anything is made or measured
     output_dir(args.out_dir, "--out-dir", files=("base.json", "head.json", "gate.json", "summary.md"))
     output_file(args.write_suggested, "--write-suggested")
     not_an_input(args.write_suggested, "--write-suggested", [args.expectations])
@@ -193,7 +196,7 @@ def cmd_gate(args) -> int:
         write_suggested=args.write_suggested, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
         base_env=args.base_env, head_env=args.head_env, envs=args.envs,
         project_dir=project_dir(args, Path(args.repo)) or "", off_path=args.off_path,
-        count_store=not args.no_count_store)
+        count_store=not args.no_count_store, commit_url=url)
     report = gate.run(request, _PrintedEvents(console, args.verbose))
     if report.status == gate.SAME_COMMIT:
         said = (f"nothing to gate: base {report.base.name} and head {report.head.name} are the same commit "
@@ -382,6 +385,11 @@ def add_gate_commands(sub) -> None:
                         "count of the exact key is used once the head's fresh count agrees with it, and the base "
                         "counts taken are kept; $TTFG_COUNT_STORE_DIR, else counts/ in the cache folder)")
     p.add_argument("--out-dir", default="runs/gate", metavar="DIR", help="where results go (default: runs/gate)")
+    p.add_argument("--commit-url", metavar="TEMPLATE", default=None,
+                   help="a commit page's URL with {sha}, e.g. 'https://github.com/OWNER/REPO/commit/{sha}': "
+                        "summary.md links your code's file:line where it went to that line at the head "
+                        "(.../blob/SHA/PATH#L4; default: the config's commit-url, else show_commit_url of "
+                        "asv.conf.json, else no links)")
     p.add_argument("--expectations", metavar="FILE", help="also check head's counters against this expectations CSV")
     p.add_argument("--write-suggested", metavar="PATH", help="with --expectations: write the updated file here")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table",

@@ -95,15 +95,17 @@ def grown(lines: list[LineDelta], top: int = 5) -> list[LineDelta]:
     return breaks + rest[:top]
 
 
-def line_text(c: LineDelta, code=lambda text: text, prose=lambda text: text) -> str:
+def line_text(c: LineDelta, code=lambda text: text, prose=lambda text: text, where=None) -> str:
     """``+120 jaxpr equations at mylib/layers.py:42 (block)``; a graph break ``+1 graph break at m.py:7 (f): why``.
-    ``code`` and ``prose`` wrap the names and the reason (Markdown gives ``md_code`` and ``md``)."""
+    ``code`` and ``prose`` wrap the names and the reason (Markdown gives ``md_code`` and ``md``); ``where`` the
+    file:line (default ``code``; summary.md links it)."""
+    place = (where or code)(c.where)
     sign = "+" if c.delta > 0 else ""
     if c.kind == GRAPH_BREAK:
         word = "graph break" if abs(c.delta) == 1 else "graph breaks"
-        return (f"{sign}{c.delta:,} {word} at {code(c.where)} ({code(c.fn)}): "
+        return (f"{sign}{c.delta:,} {word} at {place} ({code(c.fn)}): "
                 f"{prose(c.reason or 'no reason recorded')}")
-    return f"{sign}{c.delta:,} {KIND_WORDS.get(c.kind, c.kind)} at {code(c.where)} ({code(c.fn)})"
+    return f"{sign}{c.delta:,} {KIND_WORDS.get(c.kind, c.kind)} at {place} ({code(c.fn)})"
 
 
 __all__ = ["KEEP", "KIND_WORDS", "attribute_lines", "diff", "grown", "line_text"]

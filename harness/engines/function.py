@@ -345,7 +345,11 @@ class FunctionEngine(Engine):
         return {**framework_counters(self.fn, self.args, self.result), **self.first}
 
     def source_lines(self) -> list[dict[str, Any]]:
-        """jaxpr equations per source line of ``fn``, traced again (a jax function); none for anything else."""
+        """The compiled code per source line of ``fn``, after its first call (the calls probe: outside every phase):
+        jaxpr equations of a jax function, traced again; for a ``torch.compile``'d function, FX nodes and graph
+        breaks (:func:`torch_source_lines`); none for anything else."""
+        if _uses_torch((self.args, self.result)):
+            return torch_source_lines(self.fn, self.args)
         if not _uses_jax((self.args, self.result)):
             return []
         import jax
@@ -353,6 +357,28 @@ class FunctionEngine(Engine):
         from .source_lines import jaxpr_lines
 
         return jaxpr_lines(jax.make_jaxpr(self.fn)(*self.args))
+
+
+def torch_source_lines(fn, args: tuple) -> list[dict[str, Any]]:
+    """FX nodes per line and graph breaks (line and reason) of a ``torch.compile``'d ``fn``, compiled once more.
+
+    Why again: the library chose its backend (``aot_eager``, Inductor), which keeps no graph a reader can reach, and
+    Dynamo's process-wide counters hold graph breaks without their line. So Dynamo's caches are reset and the
+    function ``torch.compile`` wrapped is compiled again with the counting backend of ``engines/torch_compile.py``
+    (Dynamo's capture, graphs and breaks, are the backend's input: the same whichever backend follows), and called
+    on the same arguments. A function that is not ``torch.compile``'d has no compiled code: none."""
+    orig = getattr(fn, "_torchdynamo_orig_callable", None)
+    if orig is None:
+        return []
+    import torch
+
+    from .source_lines import fx_lines
+    from .torch_compile import CompileStats
+
+    torch._dynamo.reset()
+    stats = CompileStats()
+    torch.compile(orig, backend=stats.compiler("eager"))(*args)
+    return fx_lines(stats.modules)
 
 
 class FunctionBackend(Backend):
@@ -366,4 +392,5 @@ class FunctionBackend(Backend):
 
 
 __all__ = ["ENV", "GROUP", "NAME", "VARIANT", "FunctionBackend", "FunctionEngine", "build", "declare",
-           "declared_table", "entry", "framework_counters", "is_function", "load", "names", "numeric_leaves", "ready"]
+           "declared_table", "entry", "framework_counters", "is_function", "load", "names", "numeric_leaves",
+           "ready", "torch_source_lines"]

@@ -17,7 +17,8 @@ from rich.text import Text
 from .. import fmt
 from ..fmt import _finite
 from .. import metrics
-from ..results.attribution_record import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
+from ..results.attribution_record import (FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta,
+                                          not_a_cause)
 from .markdown_table import table
 from .untrusted import md, md_code
 
@@ -133,11 +134,24 @@ def headline(a: Attribution) -> str:
             for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))
     elif a.counters:
         parts.append("no counter changed")
-    lead = a.headline_function()
+    # The deterministic evidence in the user's own source first: the project's Python function called more, the
+    # model line whose compiled code grew (a graph break first), each with its file:line.
+    own = a.grown_calls("project", 1)
+    if own:
+        parts.append(f"Python function called more in your code: {own[0].fn} ({own[0].where}) "
+                     f"{count_delta(own[0].delta)} calls")
+    from ..decide.source_lines import grown, line_text
+
+    lines = grown(a.lines, 1)
+    if lines:
+        parts.append(f"compiled code that grew by model line: {line_text(lines[0])}")
+    lead = a.headline_function(hidden)
     first = [lead[0]] if lead else []
     for unit in first + [u for u in a.units() if u not in first]:  # the function to look at first, first
-        top = a.top_function(unit)
+        top = a.top_function(unit, hidden)
         if top is None:
+            if a.functions_in(unit):
+                parts.append(f"its own {UNIT_WORDS[unit][0]} changed in the interpreter's and ttfg's code only")
             continue
         word = UNIT_WORDS[unit][0]
         if top.delta_self:
@@ -177,10 +191,27 @@ def counter_rows(a: Attribution, changed_only: bool = False) -> list[list[str]]:
             for c in a.counters if c.changed or not changed_only]
 
 
-def function_rows(a: Attribution, unit: str) -> list[list[str]]:
+def hidden(f: FunctionDelta) -> bool:
+    """Whether a reader's view leaves ``f`` out: the interpreter's own code (CPython's C functions, the standard
+    library, libc, the loader), ttfg's measuring code, the dispatch and the runtimes' worker threads. A pure-Python
+    change shows up in callgrind as ``PyLong_FromLong`` or ``type_call``; the call counts name its function."""
+    from .gate_views import _HARNESS, interpreter_internal
+
+    return interpreter_internal(f.fn, f.where) or bool(_HARNESS.search(f.where)) or not_a_cause(f.fn, f.file)
+
+
+def function_rows(a: Attribution, unit: str, internals: bool = False) -> list[list[str]]:
+    """The function table of ``unit``; without ``internals``, the functions :func:`hidden` names left out."""
     return [[f.fn, f.where, _amount(f, f.base_incl), _amount(f, f.head_incl), _function_delta(f),
              _function_delta(f, f.delta_self) if f.delta_self is not None else fmt.MISSING]
-            for f in a.functions_in(unit)]
+            for f in a.functions_in(unit) if internals or not hidden(f)]
+
+
+def hidden_note(a: Attribution, unit: str) -> str | None:
+    """``12 of the interpreter's and ttfg's own functions left out (--internals lists them)``; None for none."""
+    n = sum(1 for f in a.functions_in(unit) if hidden(f))
+    return (f"{fmt.plural(n, 'function')} of the interpreter's and ttfg's own code left out of the "
+            f"{UNIT_WORDS[unit][0]} table (ttfg explain --internals lists them)") if n else None
 
 
 def function_title(a: Attribution, unit: str) -> str:
@@ -210,8 +241,10 @@ def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
     return table
 
 
-def print_attribution(console, a: Attribution) -> None:
-    """The headline, then phase, counter and function tables, on a rich console."""
+def print_attribution(console, a: Attribution, internals: bool = False) -> None:
+    """The headline, then the phase and counter tables, the Python call counts and model lines (the user's own
+    source, deterministic), then the function tables (``internals``: the interpreter's code kept), on a rich
+    console."""
     console.print(Text.assemble(("where it went", "bold"), f" {headline(a)}"), highlight=False)
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
@@ -220,12 +253,6 @@ def print_attribution(console, a: Attribution) -> None:
     console.print(_rich_table(f"{a.case}: phases ({how}; 95 % intervals, descriptive)", header, rows))
     if a.counters:
         console.print(_rich_table(f"{a.case}: counters", COUNTER_HEADER, counter_rows(a)))
-    for unit in a.units():
-        # The terminal keeps the change columns and puts file:line under the name, so that 80
-        # columns hold it; Markdown and HTML show every column.
-        rows = [[f"{r[0]}\n  {r[1]}", r[4], r[5], r[3]] for r in function_rows(a, unit)]
-        console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
-                                  ["function", "incl. change", "self change", "incl. head"], rows))
     if a.calls:
         rows = [[f"{r[0]}\n  {r[1]}", r[2], r[5], r[4]] for r in calls_rows(a)]
         console.print(_rich_table(f"{a.case}: Python call counts of the first gradient, your code first",
@@ -234,15 +261,26 @@ def print_attribution(console, a: Attribution) -> None:
         rows = [[f"{r[0]}\n  {r[1]} ({r[2]})", r[3], r[6], r[5]] for r in lines_rows(a)]
         console.print(_rich_table(f"{a.case}: compiled code per model line, graph breaks first",
                                   ["line", "code", "change", "head"], rows))
-    for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]:
+    left_out = []
+    for unit in a.units():
+        # The terminal keeps the change columns and puts file:line under the name, so that 80
+        # columns hold it; Markdown and HTML show every column.
+        rows = [[f"{r[0]}\n  {r[1]}", r[4], r[5], r[3]] for r in function_rows(a, unit, internals)]
+        if rows:
+            console.print(_rich_table(f"{a.case}: {function_title(a, unit)}",
+                                      ["function", "incl. change", "self change", "incl. head"], rows))
+        if not internals and (note := hidden_note(a, unit)):
+            left_out.append(note)
+    for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n] + left_out:
         console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
 # ---------------------------------------------------------------------------- Markdown
 
 
-def attribution_markdown(a: Attribution, open_: bool = True) -> str:
-    """The headline as a bullet, the tables folded in ``<details>`` (open for a regression)."""
+def attribution_markdown(a: Attribution, open_: bool = True, internals: bool = False) -> str:
+    """The headline as a bullet, the tables folded in ``<details>`` (open for a regression): phases, counters, the
+    Python call counts and model lines, then the function tables (``internals``: the interpreter's code kept)."""
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
@@ -254,17 +292,23 @@ def attribution_markdown(a: Attribution, open_: bool = True) -> str:
         lines += table(COUNTER_HEADER, changed) + [""]
     elif a.counters:
         lines += [f"{len(a.counters)} counters, none changed.", ""]
-    for unit in a.units():
-        title = function_title(a, unit)
-        lines += [f"{title[0].upper()}{title[1:]}:", ""]
-        lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in function_rows(a, unit)]) + [""]
     if a.calls:
         lines += ["Python call counts of the first gradient (one process a side), your code first:", ""]
         lines += table(CALLS_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in calls_rows(a)]) + [""]
     if a.lines:
         lines += ["Compiled code per model line (one process a side), graph breaks first:", ""]
         lines += table(LINES_HEADER, [[md(r[0]), md_code(r[1]), md_code(r[2]), *r[3:]] for r in lines_rows(a)]) + [""]
-    lines += [f"> {md(note)}" for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]]
+    left_out = []
+    for unit in a.units():
+        rows = function_rows(a, unit, internals)
+        if rows:
+            title = function_title(a, unit)
+            lines += [f"{title[0].upper()}{title[1:]}:", ""]
+            lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in rows]) + [""]
+        if not internals and (note := hidden_note(a, unit)):
+            left_out.append(note)
+    lines += [f"> {md(note)}" for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]
+              + left_out]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
@@ -282,9 +326,10 @@ def attribution_context(a: Attribution) -> dict:
     return {"case": a.case, "headline": headline(a), "phase_header": header, "phase_rows": rows,
             "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
             "function_header": FUNCTION_HEADER,
-            "function_tables": [{"title": function_title(a, u), "rows": function_rows(a, u)} for u in a.units()],
+            "function_tables": [{"title": function_title(a, u), "rows": rows} for u in a.units()
+                                if (rows := function_rows(a, u))],
             "lines_header": LINES_HEADER, "lines_rows": lines_rows(a), "icicles": icicles(a),
-            "notes": a.function_notes + a.notes}
+            "notes": a.function_notes + a.notes + [n for u in a.units() if (n := hidden_note(a, u))]}
 
 
 __all__ = ["LINES_HEADER", "lines_rows", "source_line_lines", "CALLS_HEADER", "CODE_WORDS", "attribution_context", "attribution_markdown", "calls_lines", "calls_rows",

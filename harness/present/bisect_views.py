@@ -73,8 +73,33 @@ def counts_text(e: dict) -> str:
     return "; count processes: " + ", ".join(parts)
 
 
+#: Whose code a Python function called more is, in a culprit's lines (the gate's words).
+_CODE_WORDS = {"project": "your code", "framework": "the frameworks' code"}
+
+
+def _calls_line(code: str, calls: list[dict]) -> str | None:
+    """``Python functions called more in your code: _scale_step (mylab/ops.py:4) +20,000``; None without any."""
+    mine = [c for c in calls if c.get("code", "framework") == code]
+    if not mine:
+        return None
+    return (f"Python functions called more in {_CODE_WORDS[code]}: "
+            + ", ".join(f"{c['fn']} ({c['file']}{':' + str(c['line']) if c.get('line') else ''}) "
+                        f"+{fmt.count(c['head'] - c['base'])}" for c in mine))
+
+
+def _line_text(c: dict) -> str:
+    """A model line whose compiled code grew (``decide/source_lines.line_text``'s words, from the stored dict)."""
+    from ..decide.source_lines import line_text
+    from ..results.attribution_record import LineDelta
+
+    return line_text(LineDelta.from_json(c))
+
+
 def attribution_lines(evidence: dict) -> list[str]:
-    """The phase that moved and the functions that grew, per case, from a comparison's attribution."""
+    """The phase that moved, then what grew in the user's own source: the Python functions of the project called
+    more (deterministic call counts, each with its file:line) and the model lines whose compiled code grew; then the
+    counters, the frameworks' functions called more, and the functions that grew in their own cost (callgrind or
+    sampled stacks, interpreter internals left out when the comparison was made), per case."""
     lines = []
     for a in evidence.get("attribution") or []:
         phase = a.get("phase")
@@ -86,8 +111,15 @@ def attribution_lines(evidence: dict) -> list[str]:
             lines.append(f"phase that moved most: {phase['phase']} {'+' if phase['delta_s'] >= 0 else ''}"
                          f"{fmt.seconds(phase['delta_s'])}" + (f" ({fmt.factor(phase['ratio'])})"
                                                                if phase.get("ratio") == phase.get("ratio") else ""))
+        calls = a.get("calls") or []
+        if (own := _calls_line("project", calls)) is not None:
+            lines.append(own)
+        if a.get("lines"):
+            lines.append("compiled code that grew, by model line: " + "; ".join(_line_text(c) for c in a["lines"]))
         for c in a.get("counters") or []:
             lines.append(f"counter grew: {c['metric']} {fmt.number(c['base'])} -> {fmt.number(c['head'])}")
+        if (theirs := _calls_line("framework", calls)) is not None:
+            lines.append(theirs)
         for f in a.get("functions") or []:
             size = fmt.seconds(f["delta"]) if f.get("unit") == "s" else f"{fmt.number(f['delta'])} instructions"
             where = f"{f['file']}:{f['line']}" if f.get("line") else f.get("file") or ""

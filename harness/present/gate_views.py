@@ -241,30 +241,43 @@ def screen_and_cost(case: CaseOutcome) -> str:
     return "; ".join(parts)
 
 
-def where_it_went(a) -> str:
-    """One visible line for a regressed case: its largest phase change and the functions of the user's and the
-    framework's code whose own cost grew most, then, under it, the Python functions called more (the project's five,
-    the frameworks' three, each with its file:line); the full attribution is in the details."""
+def where_it_went(a, link=None) -> str:
+    """One visible line for a regressed case: its largest phase change, then, under it, the Python functions called
+    more (the project's five, the frameworks' three, each with its file:line), the model lines whose compiled code
+    grew, and the functions of the user's and the framework's code whose own sampled time or instructions grew most
+    (without call counts or lines, these stay on the first line); the full attribution is in the details.
+    Deterministic counts of the user's own source come first: one sampled process's noise can rank a framework's
+    function above the project's. ``link`` (``present/source_links.Linker``): the project's file:line as a link
+    to that line of the head commit, where it gives one."""
     from .markdown_table import cell
     from .untrusted import md, md_code
+
+    def place(where: str, code: str = "project") -> str:
+        url = link(where) if link is not None and code == "project" else None
+        return f"[{md_code(where)}]({url})" if url else md_code(where)
 
     parts = phase_lines(a, top=1, findings=True)
     if not parts and any(p.delta for p in a.phases):
         parts = [f"no phase change from {MIN_PAIRS} or more pairs or from counts, so none is shown as a finding"]
-    for title, found in function_lines(a, top=3)[:1]:
-        parts.append(f"{title}: " + ", ".join(" ".join(line.split()) for line in found))
+    measured = [f"{title}: " + ", ".join(" ".join(line.split()) for line in found)
+                for title, found in function_lines(a, top=3)[:1]]
     from .attribution_views import CODE_WORDS, count_delta
 
     # Deterministic Python call counts (one process a side): the project's functions first, with file:line.
     calls = [f"  - Python functions called more in {CODE_WORDS[code]}: "
-             + ", ".join(f"{md_code(c.fn)} ({md_code(c.where)}) {count_delta(c.delta)}" for c in grown)
+             + ", ".join(f"{md_code(c.fn)} ({place(c.where, c.code)}) {count_delta(c.delta)}" for c in grown)
              for code, n in (("project", 5), ("framework", 3)) if (grown := a.grown_calls(code, n))]
     from ..decide.source_lines import grown as grown_lines, line_text
 
     # Compiled code per model line (jaxpr equations, FX nodes, graph breaks with their reason).
     found = grown_lines(a.lines)
     if found:
-        calls.append("  - Compiled code that grew, by model line: " + "; ".join(line_text(c, md_code, md) for c in found))
+        calls.append("  - Compiled code that grew, by model line: " + "; ".join(
+            line_text(c, md_code, md, where=lambda w, c=c: place(w, c.code)) for c in found))
+    if calls:  # the deterministic counts of the user's own source first, the sampled or counted functions after
+        calls += [f"  - {cell(md(m))}" for m in measured]
+    else:
+        parts += measured
     return "\n".join([f"**Where it went**, {md_code(a.case)}: "
                       + cell(md("; ".join(parts)) or "no phase or function data"), *calls])
 
@@ -310,7 +323,7 @@ def warm_note(settings: dict) -> str:
 
 
 def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: str | None = None,
-                  notes: list[str] | None = None) -> str:
+                  notes: list[str] | None = None, link=None) -> str:
     """The gate's decision as Markdown for ``$GITHUB_STEP_SUMMARY`` or a PR comment.
 
     Parameters
@@ -324,6 +337,8 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         The noise floor's sentence, for the details.
     notes : list of str or None
         What a reader must see whatever the verdict (a dependency change not measured), above the fold.
+    link : present.source_links.Linker or None
+        The project's file:line to a URL of that line at the head commit (``commit-url`` set), else None.
 
     Returns
     -------
@@ -374,7 +389,7 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
         attributions = [c.attribution for c in outcome.cases if c.attribution is not None]
     regressed = {c.case for c in outcome.cases if c.verdict.verdict == "regressed"}
     for a in [a for a in attributions if a.case in regressed][:3]:
-        lines.append(where_it_went(a))
+        lines.append(where_it_went(a, link))
     if check is not None and check.failures():
         lines.append(f"**{len(check.failures())} expectation(s) violated** (details below).")
     lines += ["", "<details><summary>Details: each case's numbers and tiers, where changes went, noise</summary>",
@@ -459,8 +474,14 @@ def _signed(metric_unit: str, v) -> str:
 def phase_lines(attribution: Attribution, top: int = TOP_PHASES, findings: bool = False) -> list[str]:
     """The ``top`` phases that changed most, one line each, largest first: by counted instructions when the
     phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``.
-    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``)."""
-    phases = [p for p in attribution.phases if p.delta is not None and (p.finding or not findings)]
+    ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``), inside the gated
+    metric (a build phase's +638 instructions was once "where" a first gradient's +25,000,000 went)."""
+    from ..engines.base import GRADIENT_PHASES
+    from ..results.attribution_record import PHASES
+
+    inside = PHASES if attribution.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+    phases = [p for p in attribution.phases if p.delta is not None
+              and (not findings or (p.finding and p.phase in inside))]
     if any(p.instructions_delta for p in phases):
         phases.sort(key=lambda p: -abs(p.instructions_delta or 0))
     else:
@@ -531,7 +552,8 @@ def case_lines(case: CaseOutcome, row: VerdictRow, width: int = 80, internals: b
 
     from .attribution_views import source_line_lines
 
-    for title, found in function_lines(a, internals=internals)[:1] + calls_lines(a) + source_line_lines(a):
+    # The deterministic counts of the user's own source first (as in summary.md), the measured functions after.
+    for title, found in calls_lines(a) + source_line_lines(a) + function_lines(a, internals=internals)[:1]:
         lines.append(f"  {title}:")
         for text in found:
             lines += wrapped(text, width, "    ")

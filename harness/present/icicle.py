@@ -40,12 +40,14 @@ def _cell(label: str, title: str, base: float, head: float, left: float, width: 
             "color": colour(base, head)}
 
 
-def _layout(items: list[tuple[str, str, float, float]], left: float, width: float, unit) -> list[dict]:
-    """Cells for ``(label, where, base, head)`` items side by side within ``[left, left + width]`` (percent)."""
+def _layout(items: list[tuple[str, str, float, float]], left: float, width: float, unit,
+            fold: bool = True) -> list[dict]:
+    """Cells for ``(label, where, base, head)`` items side by side within ``[left, left + width]`` (percent);
+    ``fold``: the narrowest into one "others" cell (never for parents whose children are drawn under them)."""
     total = sum(max(b, h) for _, _, b, h in items)
     if total <= 0:
         return []
-    kept = [i for i in items if max(i[2], i[3]) / total >= MIN_SHARE]
+    kept = [i for i in items if not fold or max(i[2], i[3]) / total >= MIN_SHARE]
     rest = [i for i in items if i not in kept]
     if rest:
         kept.append((f"{len(rest)} others", "", sum(i[2] for i in rest), sum(i[3] for i in rest)))
@@ -86,8 +88,10 @@ def calls_icicle(a: Attribution) -> dict | None:
         return None
     groups = [(code, [c for c in a.calls if c.code == code]) for code in _CODE]
     groups = [(code, cs) for code, cs in groups if cs]
+    # Never folded: each group's functions are drawn under its cell (your code's 20,000 calls beside the frameworks'
+    # millions would otherwise fold into "others" and its functions land under the frameworks' cell).
     level1 = _layout([(_CODE[code], "", float(sum(c.base for c in cs)), float(sum(c.head for c in cs)))
-                      for code, cs in groups], 0.0, 100.0, fmt.count)
+                      for code, cs in groups], 0.0, 100.0, fmt.count, fold=False)
     level2 = []
     for (code, cs), parent in zip(groups, level1):
         level2 += _layout([(c.fn, c.where, float(c.base), float(c.head)) for c in cs], parent["left"],

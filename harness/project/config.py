@@ -138,7 +138,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("install-path", "string", "the folder of the Python project that the gate, `regressions --confirm` and "
         "`asv record` install at each revision, relative to the config's folder (a project in a subfolder of "
         "its repository)", "the config's folder; with no config, the repository's root", _relative),
-    Key("commit-url", "string", "link commits in reports: an http(s) URL with {sha}", "show_commit_url of "
+    Key("commit-url", "string", "link commits in reports, and the gate summary's file:line of your code to the head's "
+        "line: an http(s) URL with {sha}", "show_commit_url of "
         "asv.conf.json, else none", _url),
     Key("ttfg-requirement", "string", "the pip requirement CI installs ttfg with (`ttfg init` writes it into the "
         "workflows and asv.conf.json), e.g. 'ttfg @ git+https://github.com/OWNER/ttfg@COMMIT'",

@@ -287,24 +287,26 @@ class Attribution:
     def functions_in(self, unit: str) -> list[FunctionDelta]:
         return [f for f in self.functions if f.unit == unit]
 
-    def top_function(self, unit: str | None = None) -> FunctionDelta | None:
+    def top_function(self, unit: str | None = None, exclude=None) -> FunctionDelta | None:
         """The function that grew (or shrank) most in its *own* cost: where to look first.
 
         Inclusive changes repeat down a call chain (every caller of the function that grew
         grows by as much), so the self change names the function itself. ``unit`` None:
-        the first source present.
+        the first source present. ``exclude(f)``: functions never named besides the dispatch (a reader's view
+        leaves out the interpreter's C code, ``present/gate_views.interpreter_internal``).
         """
         units = self.units()
         if not units:
             return None
-        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn, f.file)]
+        mine = [f for f in self.functions_in(unit or units[0]) if not not_a_cause(f.fn, f.file)
+                and not (exclude is not None and exclude(f))]
         known = [f for f in mine if f.delta_self is not None and f.delta_self != 0]
         clear = [f for f in known if f.clear or not math.isfinite(f.self_t)]
         if clear or known:
             return max(clear or known, key=lambda f: abs(f.delta_self))
         return mine[0] if mine else None
 
-    def headline_function(self) -> tuple[str, FunctionDelta] | None:
+    def headline_function(self, exclude=None) -> tuple[str, FunctionDelta] | None:
         """``(unit, function)`` to look at first: the sampled stacks' top when its change is clear of
         their noise, else the first source's top.
 
@@ -312,7 +314,7 @@ class Attribution:
         function that grew shows up in instruction counts as ``slot_tp_call`` or a thread-pool
         invoker; the sampled stacks name it, with its file and line.
         """
-        tops = [(u, t) for u in self.units() if (t := self.top_function(u)) is not None]
+        tops = [(u, t) for u in self.units() if (t := self.top_function(u, exclude)) is not None]
         clear_stack = [(u, t) for u, t in tops if u == "s" and t.delta_self and t.clear]
         return (clear_stack or tops or [None])[0]
 
