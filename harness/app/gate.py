@@ -270,25 +270,19 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
 
 
 def _count_store(request: GateRequest):
-    """``(store, None)`` when this gate reads and fills the count store, else ``(None, why not)``.
+    """``(store, None)`` when this gate reads and fills the count store, else ``(None, why not)``
+    (``gate_baseline.open_store``).
 
     Raises
     ------
     UsageError
         A ``TTFG_COUNT_STORE_MAX_MB`` that is no positive number.
     """
-    from ..decide.tiers import INSTRUCTIONS
-    from ..results.count_store import CountStore
+    from .gate_baseline import open_store
 
     if not request.count_store:
         return None, "--no-count-store"
-    if request.settings.cache != "cold":
-        return None, "a warm gate's counts are neither stored nor reused"
-    if INSTRUCTIONS not in request.settings.tiers:
-        return None, "the instructions tier is not selected"
-    from ..provision import cache
-
-    return CountStore.default(cache.root()), None
+    return open_store(request.settings)
 
 
 #: Cold processes that measure a new case on the head alone (a first look, not a verdict).
