@@ -299,3 +299,21 @@ def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(g
     said = case.baseline.get("why", "") + " ".join(case.baseline.get("counted_now", []))
     assert {"edited": "SHA-256 does not match", "machine": "the machine (cpu, flags)",
             "environment": "the environment"}[hostile] in said, case.baseline
+
+
+def test_with_a_stored_base_the_heads_long_count_starts_first_beside_the_base_kinds_still_counted(gate,
+                                                                                                monkeypatch):
+    """Issue 42 item 1: with jax's allocations never stored, a second gate counted the allocations of both sides in a
+    round of their own, then the head's instructions alone (on jax.jit resnet15 at load 9: +24 s of wall for
+    nothing). The head's stored kinds go first now, so the two workers run the allocations beside them."""
+    from ttfg.app import gate_baseline
+
+    real = gate_baseline.reusable
+    monkeypatch.setattr(gate_baseline, "reusable", lambda backend, kind: kind != "allocations" and real(backend,
+                                                                                                         kind))
+    gate(Side_(), Side_())
+    second, counted, _ = gate(Side_(), Side_(), out="out2")
+    assert ("head", "instructions") in counted[:2] and counted[2:] and ("base", "instructions") not in counted
+    assert sorted(counted) == [("base", "allocations"), ("head", "allocations"), ("head", "instructions")]
+    (case,) = second.cases
+    assert case.baseline["status"] == "stored" and case.baseline["kinds"] == ["instructions"]
