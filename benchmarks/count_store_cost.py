@@ -5,7 +5,7 @@ uses them once the head's fresh count agrees (``decide/stored_baseline.py``). Th
 worth and checks it costs nothing in power: it clones this repository (``git clone --local``, at the current
 commit) into a temporary folder, commits two comment-only changes to ``harness/engines/jax_jit.py`` off the same
 base, and gates them one after the other with an empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a
-fresh ``python -m ttfg gate`` process, as CI would. With ``--regression 5`` it then gates the held-out Python-work
+fresh ``python -m ttfg gate`` process of a frozen copy of the base's ttfg, as CI would. With ``--regression 5`` it then gates the held-out Python-work
 trace regression of ``gate_injections.py`` sized to 5 % of the base's first gradient, with the store present, and
 reports whether it is still caught; ``--no-store-too`` first gates the second pull request without the store
 (``--no-count-store``), for the cost at the same load.
@@ -13,8 +13,9 @@ reports whether it is still caught; ``--no-store-too`` first gates the second pu
     python benchmarks/count_store_cost.py                        # jax.jit resnet15, default tiers
     python benchmarks/count_store_cost.py --regression 5 --out runs/count_store.json
 
-Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record from gate.json,
-and the store's size after it. Exit codes: 0 done (both comment-only gates passed, a regression asked for was
+Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record and ``cost`` from
+gate.json, the store's size after it, and ``timeline``: each line the gate printed with the second it came at (where
+the wall time went). Exit codes: 0 done (both comment-only gates passed, a regression asked for was
 caught), 1 otherwise, 2 bad input or a broken run.
 """
 
@@ -26,7 +27,9 @@ import os
 import shutil
 import statistics
 import sys
+import subprocess
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -47,17 +50,46 @@ def _comment_commit(clone: Path, base: str, n: int) -> str:
     return power._git(clone, "rev-parse", "HEAD")
 
 
+def _freeze_tool(clone: Path, tool: Path) -> None:
+    """The gates' own ttfg: a copy of the clone's package at the base (``tool/ttfg``, with ``ttfg.models``), first on
+    their path. Without it ``import ttfg`` found the editable install of the working tree, so an edit there between
+    two gates changed the measuring ttfg's source digest, part of every stored count's key, and the second gate
+    found its base "stored under other conditions"."""
+    shutil.copytree(clone / "harness", tool / "ttfg", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(clone / "models", tool / "ttfg" / "models", ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def _store_size(folder: Path) -> tuple[int, int]:
     files = [p for p in folder.rglob("*.json") if p.is_file()] if folder.is_dir() else []
     return len(files), sum(p.stat().st_size for p in files)
+
+
+def _run_stamped(cmd: list[str], cwd: Path, env: dict, limit: float) -> dict:
+    """``gate_power.run_timed``'s row, plus ``timeline``: each output line with the seconds since the start at which
+    it came (where the wall time goes: the measured-path trace, each tier, the screen)."""
+    load_before = power._load()
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd, env=env)
+    timeline = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        timeline.append([round(time.monotonic() - started, 1), line.rstrip()])
+        if time.monotonic() - started > limit:
+            proc.terminate()
+            timeline.append([round(time.monotonic() - started, 1), f"(stopped after {limit:.0f} s)"])
+            break
+    proc.wait()
+    return {"exit_code": proc.returncode, "wall_s": time.monotonic() - started, "load_before": load_before,
+            "load_after": power._load(), "timeline": timeline,
+            "output_tail": "\n".join(text for _, text in timeline)[-3000:]}
 
 
 def _gate(clone: Path, base: str, head: str, out: Path, args, store: Path, extra=()) -> dict:
     cmd = [sys.executable, "-m", "ttfg", "gate", "--repo", str(clone), "--base", base, "--head", head, "--model",
            args.model, "--backend", args.backend, "--out-dir", str(out), *extra,
            *(["--budget", args.budget] if args.budget else [])]
-    env = {**power._env(clone), "TTFG_COUNT_STORE_DIR": str(store)}
-    row = power.run_timed(cmd, clone, env, args.limit)
+    env = {**power._env(clone.parent / "tool"), "TTFG_COUNT_STORE_DIR": str(store)}
+    row = _run_stamped(cmd, clone, env, args.limit)
     row["command"] = "ttfg " + " ".join(cmd[3:])
     gate_json = out / "gate.json"
     if gate_json.is_file():
@@ -101,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         clone = work / "repo"
         power._git(ROOT, "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(clone))
         base = power._git(clone, "rev-parse", "HEAD")
+        _freeze_tool(clone, work / "tool")
         heads = [_comment_commit(clone, base, n) for n in (1, 2)]
         power._git(clone, "checkout", "--quiet", "--force", "--detach", base)  # the measuring ttfg is the base's
         store = work / "counts"

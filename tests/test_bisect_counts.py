@@ -108,14 +108,17 @@ def test_each_commit_is_counted_once_and_a_steps_second_comparison_counts_nothin
         assert second["counts"] == {"base": {"taken": second["counts"]["base"]["taken"], "reused": 2,
                                              "from": [second["counts"]["base"]["from"][0]]},
                                     "head": {"taken": 0, "reused": 2, "from": [second["counts"]["head"]["from"][0]]}}
-        assert second["counts"]["base"]["from"][0].startswith("step ")  # the tested commit: from its first comparison
+        # the tested commit: from its first comparison, through the bisect's own counts or the gate's count store it
+        # filled there (issue 42: a base the head's fresh count verified)
+        assert second["counts"]["base"]["from"][0].startswith(("step ", "the count store (the bisect (step "))
     ends = doc["ends"]["counts"]
     # Two kinds a side, and the base counted once more where the head's count moved beyond the default margin.
     assert ends == {"base": {"taken": 3, "reused": 0, "from": []}, "head": {"taken": 2, "reused": 0, "from": []}}
     everything = [e for e in comparisons(doc) if e is not None]
     assert fake.timings() == 2 * len(everything)  # one structural pair each: wall time never reused
     line = use_case._summary(doc)
-    assert f"count of {shas[0][:10]} reused from the ends" in line
+    # the good end, counted by the ends: from the bisect's own counts, or from the gate's store they filled
+    assert re.search(f"count of {shas[0][:10]} reused from (the ends|the count store \\(the bisect \\(the ends\\))", line), line
     assert any(n.startswith("instructions count of ") and "reused from" in n for n in notes)
     assert load_bisect(tmp_path / "out" / "bisect.json")["status"] == "found"  # the strict reader takes 'counts'
     ends = json.loads((tmp_path / "out" / "steps" / "ends" / "gate.json").read_text())  # ttfg explain reads it
@@ -190,3 +193,46 @@ def test_only_repeatable_count_kinds_are_reusable():
     assert reusable("jax.jit", "instructions")
     assert not reusable("jax.jit", "allocations")  # XLA's thread pool: allocation counts vary between processes
     assert not reusable("autograd", "timing") and not reusable("autograd", "profile")
+
+
+def test_a_second_bisect_of_one_history_reads_the_gates_count_store_and_finds_the_same_culprit(repo, tmp_path,
+                                                                                                opener):
+    """Issue 42 item 2: a bisect reads and fills the gate's count store (its comparisons' base counts looked up under
+    the gate's key and verified by the head's fresh count): a second bisect of the same history, in another folder,
+    uses what the first kept and says so, and finds the same culprit; without the store it counts what the first
+    did; entries edited by hand are refused, said, and the culprit is the same."""
+    root, shas = repo
+    first = Commits(shas)
+    one = use_case.run(request(root, shas, tmp_path / "one"), clock=first.clock, sampler=first, opener=opener)
+    assert one.document["culprit"]["commit"] == shas[CULPRIT]
+    again = Commits(shas)
+    notes: list[str] = []
+    events = use_case.BisectEvents()
+    events.note = notes.append
+    two = use_case.run(request(root, shas, tmp_path / "two"), events, clock=again.clock, sampler=again,
+                       opener=opener)
+    assert two.document["culprit"]["commit"] == shas[CULPRIT]
+    # each commit is still counted once a run: its first comparison has it as the head, which is always counted
+    assert sum(again.counted().values()) == sum(first.counted().values())
+    # a base the first bisect kept, used where the head's fresh count agreed, said in the notes and in bisect.json
+    assert any("base counts (allocations, instructions) stored by the bisect (step " in n
+               and "used: the head's fresh count is within half the margin" in n for n in notes), notes
+    froms = [f for e in comparisons(two.document) if e and e.get("counts") for f in e["counts"]["base"]["from"]]
+    assert any(f.startswith("the count store (the bisect (step ") for f in froms), froms
+    off = Commits(shas)
+    three = use_case.run(request(root, shas, tmp_path / "three", count_store=False), clock=off.clock, sampler=off,
+                         opener=opener)
+    assert three.document["culprit"]["commit"] == shas[CULPRIT] and off.counted() == first.counted()
+    from ttfg.provision import cache
+    from ttfg.results import count_store as cs
+
+    entries = list(cs.CountStore.default(cache.root()).entries.glob("*.json"))
+    assert entries
+    for path in entries:  # every stored count made that of the culprit's side
+        path.write_text(path.read_text().replace('"instructions": 10000000', '"instructions": 11000000'))
+    edited = Commits(shas)
+    notes.clear()
+    four = use_case.run(request(root, shas, tmp_path / "four"), events, clock=edited.clock, sampler=edited,
+                        opener=opener)
+    assert four.document["culprit"]["commit"] == shas[CULPRIT]
+    assert any("refused: its SHA-256 does not match" in n for n in notes), notes

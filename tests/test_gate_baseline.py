@@ -245,3 +245,75 @@ def test_the_heads_counts_are_kept_for_the_gate_whose_base_it_becomes(sides, tmp
     assert sorted(counted) == [("head", "allocations"), ("head", "instructions")]
     assert outcome.cases[0].baseline["status"] == "stored"
     assert outcome.cases[0].baseline["from"].startswith("the gate of bbbbbbbbbb")
+
+
+def _resealed(path, old: str, new: str) -> None:
+    """An entry edited by hand with care: another count written in, and its SHA-256 computed again to match."""
+    doc = json.loads(path.read_text())
+    doc["entry"] = json.loads(json.dumps(doc["entry"]).replace(old, new))
+    doc["sha256"] = cs._sha(doc["entry"])
+    path.write_text(json.dumps(doc))
+
+
+def test_an_entry_edited_by_hand_with_its_digest_recomputed_is_re_verified_and_the_verdict_is_unchanged(gate):
+    """Done-means 2 of issue 42, the edit the SHA-256 cannot see: the stored base says 9.6 M where the base counts
+    10 M. The head's fresh count (10 M, no change) is 4 % off it, beyond half the margin: the base is counted afresh,
+    said, and the verdict and its reason are those of a gate without a store."""
+    gate(Side_(), Side_())
+    for path in gate.store.entries.glob("*.json"):
+        _resealed(path, '"instructions": 10000000', '"instructions": 9600000')
+    with_store, counted, notes = gate(Side_(), Side_(), out="out2")
+    without, _, _ = gate(Side_(), Side_(), store_on=False, out="out3")
+    (case,) = with_store.cases
+    assert ("base", "instructions") in counted and not gate.store.corrupt.exists()  # accepted by the store ...
+    assert case.baseline["status"] == "counted"  # ... and refused by the head's fresh count
+    assert case.baseline["why"].startswith("stored base counted afresh: instructions +4.2 % is beyond half its margin")
+    assert any("stored base counts not used (instructions +4.2 %" in n for n in notes)
+    assert (case.verdict.verdict, case.verdict.reason) == (without.cases[0].verdict.verdict,
+                                                           without.cases[0].verdict.reason)
+    assert case.verdict.verdict == "unchanged"
+
+
+@pytest.mark.parametrize("hostile", ["edited", "machine", "environment"])
+def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(gate, monkeypatch, hostile):
+    """Done-means 2 of issue 42, side by side: for an entry edited by hand (another count), one of another
+    environment digest and one of another CPU model, the second gate's verdict and its reason are exactly those of
+    ``--no-count-store`` on the same sides (a regressed head of +4 %, which a trusted wrong base would pass)."""
+    gate(Side_(), Side_())
+    if hostile == "edited":
+        for path in gate.store.entries.glob("*.json"):
+            path.write_text(path.read_text().replace('"instructions": 10000000', '"instructions": 10400000'))
+    elif hostile == "machine":
+        monkeypatch.setattr(fact_keys, "machine", lambda host=False: {"cpu": "Another CPU model",
+                                                                      "cpu_count": os.cpu_count(), "flags": "x"})
+    else:
+        real = fact_keys.key
+        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted: _other_env(real(case, env, run,
+                                                                                                counted)))
+    with_store, counted, _ = gate(Side_(), Side_(instructions=10_400_000), out="out2")
+    without, _, _ = gate(Side_(), Side_(instructions=10_400_000), store_on=False, out="out3")
+    (case,), (plain,) = with_store.cases, without.cases
+    assert ("base", "instructions") in counted
+    assert (case.verdict.verdict, case.verdict.reason, with_store.exit_code()) == \
+        (plain.verdict.verdict, plain.verdict.reason, without.exit_code()) and plain.verdict.verdict == "regressed"
+    said = case.baseline.get("why", "") + " ".join(case.baseline.get("counted_now", []))
+    assert {"edited": "SHA-256 does not match", "machine": "the machine (cpu, flags)",
+            "environment": "the environment"}[hostile] in said, case.baseline
+
+
+def test_with_a_stored_base_the_heads_long_count_starts_first_beside_the_base_kinds_still_counted(gate,
+                                                                                                monkeypatch):
+    """Issue 42 item 1: with jax's allocations never stored, a second gate counted the allocations of both sides in a
+    round of their own, then the head's instructions alone (on jax.jit resnet15 at load 9: +24 s of wall for
+    nothing). The head's stored kinds go first now, so the two workers run the allocations beside them."""
+    from ttfg.app import gate_baseline
+
+    real = gate_baseline.reusable
+    monkeypatch.setattr(gate_baseline, "reusable", lambda backend, kind: kind != "allocations" and real(backend,
+                                                                                                         kind))
+    gate(Side_(), Side_())
+    second, counted, _ = gate(Side_(), Side_(), out="out2")
+    assert ("head", "instructions") in counted[:2] and counted[2:] and ("base", "instructions") not in counted
+    assert sorted(counted) == [("base", "allocations"), ("head", "allocations"), ("head", "instructions")]
+    (case,) = second.cases
+    assert case.baseline["status"] == "stored" and case.baseline["kinds"] == ["instructions"]

@@ -115,3 +115,50 @@ def test_a_build_folder_left_in_the_checkout_is_not_the_source(tmp_path):
     # Even where such copies are tracked, the file at the installed path itself is the source.
     both = {**tree, "build/lib/lablib/ops.py": digest("X = 1\n")}
     assert coverage.source_paths({"lablib/ops.py": digest("X = 1\n")}, both)[0] == {"lablib/ops.py": "lablib/ops.py"}
+
+
+def _path_check(tmp_path, monkeypatch, head_ran: set[str], change: dict[str, str]):
+    """``app.gate.measured_path`` over a real two-commit repository, each side's trace faked: which sides it traced,
+    what it found, what it said."""
+    from types import SimpleNamespace
+
+    from ttfg.app import gate as use_case
+    from ttfg.measure import sides as sides_module
+    from ttfg.provision.worktrees import Revision
+    from tests.conftest import GitRepo
+
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", {"src/mylab/ops.py": "X = 1\n", "src/mylab/cli.py": "Y = 1\n"})
+    head = repo.commit("head", change)
+    traced: list[str] = []
+
+    def side_ran(side, cases, run, folder, names):
+        traced.append(side.role)
+        return (head_ran if side.role == "head" else {"src/mylab/ops.py", "src/mylab/cli.py"}), set(), {}
+
+    monkeypatch.setattr(coverage, "side_ran", side_ran)
+    monkeypatch.setattr(sides_module, "provides", lambda side, case: True)
+    sides = {role: SimpleNamespace(role=role, installed=object()) for role in ("base", "head")}
+    request = SimpleNamespace(project_dir="", repo=repo.path, cases=["case"], settings=SimpleNamespace(run=None))
+    notes: list[str] = []
+    events = SimpleNamespace(note=notes.append, warning=notes.append)
+    found = use_case.measured_path(request, Revision("b", base, ""), Revision("h", head, ""), sides, events)
+    return found, traced, notes
+
+
+def test_the_base_is_not_traced_when_every_changed_file_ran_on_the_head(tmp_path, monkeypatch):
+    """Issue 42: a comment-only change of a file the head runs is on the path whatever the base runs, so the base's
+    traced process (a whole first gradient, on the gate's critical path) is not spent."""
+    found, traced, notes = _path_check(tmp_path, monkeypatch, {"src/mylab/ops.py"},
+                                       {"src/mylab/ops.py": "X = 1  # a comment\n"})
+    assert traced == ["head"]
+    assert found.ran == ["src/mylab/ops.py"] and not found.off_path
+    assert "measured path: the base side not traced: every changed code file ran on the head" in notes
+
+
+def test_the_base_is_still_traced_when_the_head_did_not_run_a_changed_file(tmp_path, monkeypatch):
+    """A module the head stops running ran on the base: only the base's trace puts it on the path."""
+    found, traced, _ = _path_check(tmp_path, monkeypatch, {"src/mylab/ops.py"},
+                                   {"src/mylab/ops.py": "X = 2\n", "src/mylab/cli.py": "Y = 2\n"})
+    assert traced == ["head", "base"]
+    assert found.ran == ["src/mylab/cli.py", "src/mylab/ops.py"] and not found.off_path

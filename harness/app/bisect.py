@@ -19,7 +19,10 @@ Counts: the comparisons share one store of count samples (``app/bisect_counts.py
 commit's instruction count is taken once and reused by every later comparison involving
 it (the ends take part in every step); each comparison's record says how many count
 processes each side had and which came from where. The store is ``counts.json`` beside
-the state, so a resumed bisect reuses them too.
+the state, so a resumed bisect reuses them too. Across runs, each comparison reads and
+fills the gate's count store (``app/gate_baseline.py``, under the gate's key): a base
+count kept by an earlier bisect or gate is used only once the head's fresh count agrees
+with it, as in the gate (``decide/stored_baseline.py``), so it never decides a step alone.
 
 State: ``bisect.json`` in the output folder is the state and the report; it is replaced
 atomically after every step, so Ctrl-C loses at most the step running, a rerun with the
@@ -68,6 +71,7 @@ from ..results.format import ResultsError, strict_json
 from ..results.gate_outcome import BASE_BROKEN, COUNT_BROKEN, HEAD_BROKEN, HEAD_FAILING
 from . import bisect_state
 from .bisect_counts import CountStore, origin_label
+from .gate_baseline import for_comparison, open_store
 
 if TYPE_CHECKING:
     from ..decide.gate_loop import Sampler
@@ -108,6 +112,9 @@ class BisectRequest:
     improvement: bool = False
     #: The words used to repeat the command (``ttfg gate ...`` and ``ttfg bisect ...``): the selection and budget.
     repro_args: list[str] = field(default_factory=list)
+    #: Read and fill the count store the gate keeps (``app/gate_baseline.py``): each comparison's base counts are
+    #: looked up there under the gate's key and verified by its head's fresh count, and its fresh counts kept.
+    count_store: bool = True
 
 
 class BisectEvents:
@@ -294,7 +301,9 @@ class _Comparer:
     """
 
     def __init__(self, request: BisectRequest, repo: Path, events: BisectEvents, clock, counts: CountStore,
-                 sampler: "Sampler" = run_sample, opener: SideOpener | None = None):
+                 sampler: "Sampler" = run_sample, opener: SideOpener | None = None, store=None):
+        #: The count store shared with the gate (``results/count_store.py``), None when off.
+        self.store = store
         self.request, self.repo, self.events, self.clock = request, repo, events, clock
         self.counts, self.sampler, self.opener = counts, sampler, opener or SideOpener()
 
@@ -312,7 +321,7 @@ class _Comparer:
         base, head = (newer, older) if r.improvement else (older, newer)
         started = self.clock()
         record = {"against": against, "base": base.commit, "head": head.commit, "folder": str(folder)}
-        taking = None
+        taking = baseline = None
         try:
             plan = self.opener.plan(self.repo, base, head, None, None, r.envs, r.project_dir)
             with self.opener.open(self.repo, {"base": base, "head": head}, cases, settings.run, plan.requests,
@@ -321,15 +330,23 @@ class _Comparer:
                 if missing:
                     return {**record, "verdict": search.BROKEN, "error": missing, "cases": [],
                             "elapsed_s": self.clock() - started}
-                taking = self.counts.sampler(self.sampler, sides, origin_label(folder, r.out_dir), self.events.note)
+                label = origin_label(folder, r.out_dir)
+                taking = self.counts.sampler(self.sampler, sides, label, self.events.note)
+                baseline = for_comparison(self.store, sides["base"], sides["head"], settings.run, self.events.note,
+                                          f"bisect ({label})")
                 outcome = run_gate(common, [], sides["base"], sides["head"], settings, folder,
-                                   on_note=self.events.note, sampler=taking, clock=self.clock)
+                                   on_note=self.events.note, sampler=taking, clock=self.clock, baseline=baseline)
             save(folder / "gate.json", document(outcome))  # ttfg explain reads the comparison from it
         except (InstallError, EnvError, SameCode) as exc:
             return {**record, "verdict": search.BROKEN, "error": str(exc).split("\n")[0][:500], "cases": [],
                     "elapsed_s": self.clock() - started}
         if taking is not None and (counted := taking.record()) is not None:
             record["counts"] = counted
+        if baseline is not None and baseline.used_samples:  # base counts the gate's store gave, verified by the head
+            counts = record.setdefault("counts", {role: {"taken": 0, "reused": 0, "from": []}
+                                                  for role in ("base", "head")})
+            counts["base"]["reused"] += baseline.used_samples
+            counts["base"]["from"] += [f"the count store ({origin})" for origin in baseline.used_from]
         verdict, records = _verdict(outcome, step_cases)
         error = next((f"{x['case']}: {x['stop']}: " + "; ".join(f"{k}: {v}" for k, v in x["first_error"].items())
                       for x in records if x["stop"] in _UNTESTABLE), None)
@@ -480,6 +497,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
         events.note(line)
     if (pruned := pruned_note(repo)) is not None:  # an earlier run killed outright left its worktrees
         events.note(pruned)
+    store = open_store(request.settings)[0] if request.count_store else None  # a bad cap: refused before any count
     counts_key = bisect_state.counts_key(key)
     counts = (CountStore.fresh(request.out_dir, counts_key) if doc is None
               else CountStore.resume(request.out_dir, counts_key))
@@ -512,7 +530,7 @@ def run(request: BisectRequest, events: BisectEvents | None = None, clock: Calla
                        "total_budget_s": request.total_budget_s, "retries": request.retries}
     doc["resumed"] = bool(doc["probes"]) or doc["ends"] is not None
     started, spent_before = clock(), float(doc.get("elapsed_s") or 0.0)
-    compare = compare or _Comparer(request, repo, events, clock, counts, sampler, opener)
+    compare = compare or _Comparer(request, repo, events, clock, counts, sampler, opener, store)
     cases_by_id = {c.id: c for c in request.cases}
 
     def save(final: bool = False) -> None:

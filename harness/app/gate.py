@@ -273,25 +273,19 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
 
 
 def _count_store(request: GateRequest):
-    """``(store, None)`` when this gate reads and fills the count store, else ``(None, why not)``.
+    """``(store, None)`` when this gate reads and fills the count store, else ``(None, why not)``
+    (``gate_baseline.open_store``).
 
     Raises
     ------
     UsageError
         A ``TTFG_COUNT_STORE_MAX_MB`` that is no positive number.
     """
-    from ..decide.tiers import INSTRUCTIONS
-    from ..results.count_store import CountStore
+    from .gate_baseline import open_store
 
     if not request.count_store:
         return None, "--no-count-store"
-    if request.settings.cache != "cold":
-        return None, "a warm gate's counts are neither stored nor reused"
-    if INSTRUCTIONS not in request.settings.tiers:
-        return None, "the instructions tier is not selected"
-    from ..provision import cache
-
-    return CountStore.default(cache.root()), None
+    return open_store(request.settings)
 
 
 #: Cold processes that measure a new case on the head alone (a first look, not a verdict).
@@ -333,7 +327,9 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
                   events: GateEvents) -> "PathCheck | None":
     """Which of the change's code files ran on the measured path: every case traced once on each side that
     provides it, in a process of its own (``measure/coverage.py``; both sides, so a module the head deletes that
-    the base ran counts); None when base and head are one commit (an upgrade gate) or a side has no install (a
+    the base ran counts). The head is traced first; when every changed code file ran on it and none of its traces
+    failed, the base is not traced: a base trace can only add files that ran, and there is none left to add (on a
+    comment-only pull request of jax.jit resnet15 that trace was a process of resnet15 on the critical path); None when base and head are one commit (an upgrade gate) or a side has no install (a
     test's fake sides)."""
     from ..measure import coverage
     from ..measure.sides import provides
@@ -351,7 +347,11 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
         return found
     sources = {c for c in changed if coverage.kind(c) == "extension"}
     ran, extensions, failed = set(), set(), {}
-    for role in ("base", "head"):
+    for role in ("head", "base"):
+        if role == "base" and not failed and not coverage.check(changed, ran, {}, extensions).not_ran:
+            # the base can only add files that ran: with every changed code file run on the head, nothing to add
+            events.note("measured path: the base side not traced: every changed code file ran on the head")
+            break
         cases = [c for c in request.cases if provides(sides[role], c)]
         events.note(f"measured path: tracing each case once on the {role} side ({len(cases)} process(es))")
         r, e, f = coverage.side_ran(sides[role], cases, request.settings.run, folder, sources)

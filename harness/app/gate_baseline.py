@@ -53,7 +53,7 @@ class GateBaseline:
 
     def __init__(self, store: CountStore, base: "Side", run: "RunSettings", head_commit: str,
                  append: Callable[[str, "Sample"], None] | None = None, note: Callable[[str], None] | None = None,
-                 head: "Side | None" = None):
+                 head: "Side | None" = None, run_name: str = "gate"):
         self.store, self.base, self.run = store, base, base.run_settings(run)
         #: Each side kept: its run settings and sources (the head's counts are kept too: a head is measured from
         #: its commit, and once merged its tree is the next pull request's base).
@@ -62,7 +62,7 @@ class GateBaseline:
             self.sides["head"] = (head, head.run_settings(run))
         self.append = append or (lambda case_id, sample: None)
         self.note = note or (lambda text: None)
-        self.origin = {"run": "gate", "commit": head_commit,
+        self.origin = {"run": run_name, "commit": head_commit,
                        "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         self.sources = sources(base)
         self.side_sources = {role: sources(side) for role, (side, _) in self.sides.items()}
@@ -70,6 +70,9 @@ class GateBaseline:
         self.found_from: dict[str, str] = {}
         self.aside: dict[str, list[str]] = {}
         self.kept: dict[str, int] = {}
+        #: Stored samples used, over every case, and the runs they came from (a bisect's account of its counts).
+        self.used_samples = 0
+        self.used_from: list[str] = []
         self.lock = threading.Lock()
         from ..measure import fact_keys
 
@@ -125,6 +128,9 @@ class GateBaseline:
             record["counted_now"] = list(self.aside[case.id])
         with self.lock:
             self.records[case.id] = record
+            self.used_samples += sum(len(samples) for samples in stored.values())
+            if record["from"] not in self.used_from:
+                self.used_from.append(record["from"])
         self.note(f"{case.id}: base counts ({', '.join(sorted(stored))}) stored by {record['from']}, used: {agreed}")
 
     def counted(self, case: "Case", why: str) -> None:
@@ -158,9 +164,41 @@ class GateBaseline:
         return record
 
 
+def open_store(settings) -> "tuple[CountStore | None, str | None]":
+    """``(store, None)`` when a run of these gate settings reads and fills the count store, else ``(None, why not)``:
+    the gate's rule, and that of bisect's comparisons, so they share one store under one key (``regressions
+    --confirm`` and the release sweep's pairs gate on the time tier alone: no count of theirs to keep).
+
+    Raises
+    ------
+    UsageError
+        A ``TTFG_COUNT_STORE_MAX_MB`` that is no positive number.
+    """
+    from ..decide.tiers import INSTRUCTIONS
+
+    if settings.cache != "cold":
+        return None, "a warm gate's counts are neither stored nor reused"
+    if INSTRUCTIONS not in settings.tiers:
+        return None, "the instructions tier is not selected"
+    from ..provision import cache
+
+    return CountStore.default(cache.root()), None
+
+
+def for_comparison(store: "CountStore | None", base: "Side", head: "Side", run: "RunSettings",
+                   note: Callable[[str], None] | None = None, run_name: str = "gate") -> "GateBaseline | None":
+    """The stored baseline of one comparison that is not ``ttfg gate`` (a bisect's comparison): the
+    same lookup, verification and keeping as the gate's, its entries said to come from ``run_name``; None without a
+    store."""
+    if store is None:
+        return None
+    return GateBaseline(store, base, run, head.revision.commit, note=note, head=head, run_name=run_name)
+
+
 def off(why: str = "--no-count-store") -> dict:
     """The record of a case whose gate did not use the store."""
     return {"status": OFF, "why": why}
 
 
-__all__ = ["COUNTED", "GateBaseline", "NONE", "OFF", "STORED", "off", "sources"]
+__all__ = ["COUNTED", "GateBaseline", "NONE", "OFF", "STORED", "for_comparison", "off", "open_store",
+           "sources"]

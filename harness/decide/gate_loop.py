@@ -470,6 +470,30 @@ def _measured_cache(settings: GateSettings, case_id: str) -> str:
     return "warm" if settings.cache == "warm" and case_id not in settings.measured_cold else "cold"
 
 
+def _steady_changes(case: Case, writers: dict[str, ResultsWriter], changes: list) -> list:
+    """The counters that changed, those the case's processes do not repeat (``Metric.unsteady``: jax's allocation
+    count moves by a few per cent between processes of one commit) made ``inconclusive``, so they never call for
+    an attribution (sampled stacks and call counts, eight processes of the case on jax.jit resnet15, were taken
+    after a comment-only gate settled "unchanged", for an allocation count +2.4 % that the count tier had set aside
+    as evidence).
+
+    What the processes ran decides (their measured ``runtimes``), else what the backend declares."""
+    from .. import engines
+    from ..results.runtimes import merged, runs_on
+
+    samples = [s for w in writers.values() for c in w.results.cases if c.id == case.id for s in c.samples if s.ok]
+    on = runs_on(merged(s.runtimes for s in samples), engines.runs_on(case.backend))
+    out = []
+    for row in changes:
+        why = metrics.get(row.metric).unsteady_for(on) if row.compared_as == "counter" else None
+        if why and row.verdict.verdict in ("regressed", "improved"):
+            row = replace(row, verdict=replace(row.verdict, verdict="inconclusive",
+                                               reason=f"{row.verdict.reason}; not repeatable here ({why}): "
+                                                      "evidence, not a change"))
+        out.append(row)
+    return out
+
+
 def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settings: GateSettings,
               trails: "dict[str, tiers.CaseTrail]") -> list[CaseOutcome]:
     """Each case's decision from its tiers, its pairs, its failures and its counters (no attribution yet)."""
@@ -483,8 +507,8 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
     outcomes = []
     for st in states:
         b, h = st.complete()
-        changes = [r for r in explains[caches[st.case.id]].rows
-                   if r.case == st.case.id and r.verdict.verdict != "unchanged"]
+        changes = _steady_changes(st.case, writers, [r for r in explains[caches[st.case.id]].rows
+                                                     if r.case == st.case.id and r.verdict.verdict != "unchanged"])
         failures = policy.failure_test(st)
         trail = trails[st.case.id]
         figure, context, guards = None, [], []
