@@ -17,8 +17,8 @@ from rich.text import Text
 from .. import fmt
 from ..fmt import _finite
 from .. import metrics
-from ..results.attribution_record import (FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta,
-                                          not_a_cause)
+from ..results.attribution_record import FUNCTION_SOURCES, Attribution, CounterDelta, FunctionDelta, PhaseDelta
+from .hidden_functions import hidden
 from .markdown_table import table
 from .untrusted import md, md_code
 
@@ -189,15 +189,6 @@ def counter_rows(a: Attribution, changed_only: bool = False) -> list[list[str]]:
     return [[_counter_name(c), fmt.metric_value(c.metric, c.base), fmt.metric_value(c.metric, c.head),
              fmt.change(c.head / c.base - 1) if c.base and c.head is not None else fmt.MISSING, c.verdict]
             for c in a.counters if c.changed or not changed_only]
-
-
-def hidden(f: FunctionDelta) -> bool:
-    """Whether a reader's view leaves ``f`` out: the interpreter's own code (CPython's C functions, the standard
-    library, libc, the loader), ttfg's measuring code, the dispatch and the runtimes' worker threads. A pure-Python
-    change shows up in callgrind as ``PyLong_FromLong`` or ``type_call``; the call counts name its function."""
-    from .gate_views import _HARNESS, interpreter_internal
-
-    return interpreter_internal(f.fn, f.where) or bool(_HARNESS.search(f.where)) or not_a_cause(f.fn, f.file)
 
 
 def function_rows(a: Attribution, unit: str, internals: bool = False) -> list[list[str]]:

@@ -27,13 +27,13 @@ from rich.text import Text
 
 import math
 import re
-import sys
 from dataclasses import dataclass, field
 
 from .. import fmt, metrics
-from ..results.attribution_record import MIN_PAIRS, Attribution, FunctionDelta, not_a_cause
+from ..results.attribution_record import MIN_PAIRS, Attribution, FunctionDelta
 from ..results.gate_document import document
 from ..results.gate_outcome import CaseOutcome, Figure, GateOutcome
+from .hidden_functions import hidden, interpreter_internal
 
 #: The functions a default view lists, and the phases.
 TOP_FUNCTIONS, TOP_PHASES = 5, 3
@@ -425,32 +425,6 @@ def gate_markdown(outcome: GateOutcome, check=None, attributions=None, noise: st
 
 # ---------------------------------------------------------------------------- which functions a person sees
 
-#: CPython's own source folders (callgrind names C files by their path in the build tree).
-_CPYTHON = re.compile(r"(^|/)(Python|Objects|Modules|Parser|Include|Programs)/.*\.[ch]$|(^|/)Python-3\.[^/]*/")
-_SYSTEM = re.compile(r"(^|/)(glibc[^/]*|libc|libpthread|ld-linux|libm|elf|malloc|nptl|string|sysdeps)(/|\.|-)"
-                     r"|^\?\?\?$|^$")
-_STDLIB = re.compile(r"(^|/)lib/python3\.\d+/(?!site-packages/)")
-
-
-def interpreter_internal(fn: str, where: str) -> bool:
-    """Whether a function belongs to the interpreter (CPython's C code, the standard library, libc, the loader),
-    not to the user's or a framework's code. ``where`` is ``file:line`` or a file."""
-    path = where.rsplit(":", 1)[0] if re.search(r":\d+$", where or "") else (where or "")
-    if not path or path == "?" or path.startswith("<frozen") or path.startswith("<"):
-        return True
-    if _CPYTHON.search(path) or _SYSTEM.search(path) or _STDLIB.search(path):
-        return True
-    if "site-packages/" in path or "/" not in path and not path.endswith(".py"):
-        return False
-    top = path.lstrip("./").split("/", 1)[0].removesuffix(".py")
-    return top in sys.stdlib_module_names
-
-
-#: ttfg's own measuring code (the probe and the runner): it holds every sampled stack, so its inclusive
-#: change is the whole change, and it is neither the user's code nor the framework's.
-_HARNESS = re.compile(r"(^|/)(ttfg|harness)/measure/")
-
-
 def _grew(f: FunctionDelta) -> float:
     """What a function's own cost grew by (its self change), else its inclusive change."""
     return f.delta_self if f.delta_self is not None else (f.delta_incl or 0)
@@ -461,8 +435,7 @@ def shown_functions(functions: list[FunctionDelta], unit: str, top: int = TOP_FU
     """The ``top`` functions of one unit whose own cost grew most (a wrapper's inclusive change repeats its
     callee's); the interpreter's and ttfg's measuring code left out unless asked."""
     mine = [f for f in functions if f.unit == unit and _grew(f) > 0
-            and (internals or not (interpreter_internal(f.fn, f.where) or _HARNESS.search(f.where)
-                                   or not_a_cause(f.fn, f.file)))]
+            and (internals or not hidden(f))]
     return sorted(mine, key=lambda f: -_grew(f))[:top]
 
 
