@@ -572,3 +572,17 @@ def test_a_tier_is_one_object_registered_in_order(gate_with, monkeypatch):
     (case,) = same.cases
     assert [t.tier for t in case.trail][:2] == ["structural", "ratio"] and case.tier == "time"  # left to the time
     assert "Gate that ran: structural → ratio → time;" in gate_footer(same)
+
+
+def test_allocations_after_the_tiers_count_only_what_the_instructions_tier_did_not(gate_with):
+    """Issue 39: ``--allocations`` (the CI kit passes it) counted allocations again after the tiers, though the
+    instructions tier had counted them on both sides: two more processes that decided nothing. Now it takes only
+    the rest of ``--alloc-repeat``, and all of it where no count tier ran."""
+    outcome, fake, notes = gate_with(Side_(), Side_(instructions=10_050_000, allocs=5_010), allocations=True)
+    assert outcome.cases[0].verdict.verdict == "unchanged"
+    assert kinds(fake) == {"timing": 4, "instructions": 2, "allocations": 2}  # before: 4 allocation processes
+    assert not any(n.startswith("allocations ") for n in notes)
+    _, fake, _ = gate_with(Side_(), Side_(), allocations=True, alloc_repeat=3)
+    assert kinds(fake)["allocations"] == 6  # 1 a side by the tier, then 2 more a side
+    _, fake, notes = gate_with(Side_(), Side_(), allocations=True, tiers=("structural", "time"))
+    assert kinds(fake)["allocations"] == 2 and sum(n.startswith("allocations ") for n in notes) == 2
