@@ -124,8 +124,9 @@ def run(args) -> dict:
                 row["false_alarm"] = row["verdict"] in FALSE_ALARMS or row["exit_code"] == 1
             else:
                 row["missed"] = row["exit_code"] != 1
-            _log(f"{label}: {row['verdict']} (exit {row['exit_code']}) in {row['wall_s']:.0f} s, tier {row.get('tier')}, "
-                 f"base counts {row.get('baseline')}; load {row['load_before']}-{row['load_after']}; {row.get('cost_text')}")
+            _log(f"{label}: {row['verdict']} (exit {row['exit_code']}) in {row['wall_s']:.0f} s, "
+                 f"tier {row.get('tier')}, base counts {row.get('baseline')}; "
+                 f"load {row['load_before']}-{row['load_after']}; {row.get('cost_text')}")
             doc["rows"].append(row)
             _save(doc, args.out)
     finally:
@@ -191,7 +192,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="extra argument for every gate, e.g. --gate-arg=--profiles=0 (repeatable)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (libraries, gate folders)")
     p.add_argument("--out", metavar="FILE", help="raw rows as JSON (rewritten after each gate)")
-    p.add_argument("--render", action="append", metavar="FILE", help="print the table of earlier --out files (repeatable)")
+    p.add_argument("--render", action="append", metavar="FILE",
+                   help="print the table of earlier --out files (repeatable)")
     args = p.parse_args(argv)
     if args.render and (args.library or args.slowdowns):
         p.error("--render prints earlier runs: it takes no --library or --slowdowns")

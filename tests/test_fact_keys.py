@@ -82,7 +82,7 @@ def test_the_measured_projects_own_editable_install_is_no_part_of_a_sides_count_
     assert "fakegrad" not in fact_keys.key(CASE, after, run, True, measured="fakegrad").local
     assert fact_keys.key(CASE, before, run, True, measured="otherlab") != fact_keys.key(CASE, after, run, True,
                                                                                         measured="otherlab")
-    assert fact_keys.key(CASE, before, run, True) != fact_keys.key(CASE, after, run, True)  # no project named: as before
+    assert fact_keys.key(CASE, before, run, True) != fact_keys.key(CASE, after, run, True)  # none named: as before
 
 def test_an_environment_without_editable_installs_keeps_the_digest_it_always_had():
     import hashlib

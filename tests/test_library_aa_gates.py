@@ -25,7 +25,8 @@ spec.loader.exec_module(bench)
 
 def _row(library="hklab", kind="aa", trial=0, verdict="unchanged", exit_code=0, **more):
     row = {"library": library, "kind": kind, "trial": trial, "verdict": verdict, "exit_code": exit_code,
-           "wall_s": 100.0, "load_before": 1.5, "load_after": 2.0, "tier": "instructions", "reason": "within the margins",
+           "wall_s": 100.0, "load_before": 1.5, "load_after": 2.0, "tier": "instructions",
+           "reason": "within the margins",
            "baseline": "stored", "cost_text": "structural 2×9 s; instructions 1×120 s, 2 stored", **more}
     row["broken"] = exit_code not in (0, 1)
     if kind == "aa":
@@ -37,7 +38,8 @@ def _row(library="hklab", kind="aa", trial=0, verdict="unchanged", exit_code=0, 
 
 def _doc(*rows):
     return {"format": "ttfg-library-aa-gates", "commit": "a" * 40, "started": "2026-12-06T20:00:00+00:00",
-            "finished": "2026-12-06T21:00:00+00:00", "uptime_before": "load average: 1", "uptime_after": "load average: 2",
+            "finished": "2026-12-06T21:00:00+00:00", "uptime_before": "load average: 1",
+            "uptime_after": "load average: 2",
             "rows": list(rows)}
 
 
@@ -49,7 +51,8 @@ def test_a_clean_set_passes_and_its_table_has_every_verdict_tier_reason_and_the_
     text = "\n".join(lines)
     assert code == 0, text
     assert "| hklab | 1 | unchanged | 0 | instructions | within the margins | 70 | 1.5-2.0 | stored |" in text
-    assert "| hklab | slowdown: ops | regressed | 1 | instructions | structural counters grew: hlo_ops 89 -> 281 |" in text
+    assert ("| hklab | slowdown: ops | regressed | 1 | instructions | structural counters grew: hlo_ops 89 -> 281 |"
+            in text)
     assert "3 A/A gates: 0 false alarm(s), median wall 70 s; 1 slowdown gates: 0 missed; 0 broken." in text
 
 
