@@ -65,6 +65,25 @@ def test_an_editable_install_edited_in_place_changes_the_environment_and_every_k
     assert environments.current(python).digest == after.digest
 
 
+
+def test_the_measured_projects_own_editable_install_is_no_part_of_a_sides_count_key(tmp_path):
+    """Issue 39: a gate's side imports its own checkout, never the project's editable install (the working tree, in CI
+    each push's head); with that install's files in the key, the next push of a pull request never found the base's
+    stored counts ("stored under other conditions (the files of the editable or local install torchlab)") and
+    counted the base again. Another editable install still keys, as before."""
+    python, module = editable_venv(tmp_path)
+    run = RunSettings(repeat=1)
+    before = environments.current(python)
+    module.write_text("def grad(f):\n    return lambda x: f(x)\n")  # the next push's head, in the working tree
+    after = environments.current(python)
+    assert after.digest != before.digest
+    assert fact_keys.key(CASE, before, run, True, measured="FakeGrad") == fact_keys.key(CASE, after, run, True,
+                                                                                         measured="fakegrad")
+    assert "fakegrad" not in fact_keys.key(CASE, after, run, True, measured="fakegrad").local
+    assert fact_keys.key(CASE, before, run, True, measured="otherlab") != fact_keys.key(CASE, after, run, True,
+                                                                                        measured="otherlab")
+    assert fact_keys.key(CASE, before, run, True) != fact_keys.key(CASE, after, run, True)  # none named: as before
+
 def test_an_environment_without_editable_installs_keeps_the_digest_it_always_had():
     import hashlib
 

@@ -119,8 +119,8 @@ def test_an_entry_of_another_machine_or_environment_is_not_used_and_says_what_di
         monkeypatch.setattr(fact_keys, "machine", lambda host=False: dict(changed))
     else:
         real = fact_keys.key
-        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted: _other_env(real(case, env, run,
-                                                                                                counted)))
+        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
+            real(case, env, run, counted, measured)))
     again, counted, _ = gate(Side_(), Side_(instructions=10_400_000), out="out2")
     assert ("base", "instructions") in counted
     (case,) = again.cases

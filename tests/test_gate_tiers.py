@@ -614,3 +614,17 @@ def test_an_allocation_count_the_processes_do_not_repeat_calls_for_no_attributio
     else:  # steady here: the count tier itself calls it a regression, explained
         assert change.verdict.verdict == case.verdict.verdict == "regressed" and sorted(set(attributed)) == \
             ["calls", "profile"]
+
+
+def test_allocations_after_the_tiers_count_only_what_the_instructions_tier_did_not(gate_with):
+    """Issue 39: ``--allocations`` (the CI kit passes it) counted allocations again after the tiers, though the
+    instructions tier had counted them on both sides: two more processes that decided nothing. Now it takes only
+    the rest of ``--alloc-repeat``, and all of it where no count tier ran."""
+    outcome, fake, notes = gate_with(Side_(), Side_(instructions=10_050_000, allocs=5_010), allocations=True)
+    assert outcome.cases[0].verdict.verdict == "unchanged"
+    assert kinds(fake) == {"timing": 4, "instructions": 2, "allocations": 2}  # before: 4 allocation processes
+    assert not any(n.startswith("allocations ") for n in notes)
+    _, fake, _ = gate_with(Side_(), Side_(), allocations=True, alloc_repeat=3)
+    assert kinds(fake)["allocations"] == 6  # 1 a side by the tier, then 2 more a side
+    _, fake, notes = gate_with(Side_(), Side_(), allocations=True, tiers=("structural", "time"))
+    assert kinds(fake)["allocations"] == 2 and sum(n.startswith("allocations ") for n in notes) == 2

@@ -28,163 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from ttfg.cli import main
-
-from .conftest import GitRepo
-from .test_init_fits import REQ
-from .user_project import layered_venv
-
-PYPROJECT = '''\
-[build-system]
-requires = ["setuptools>=64"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{name}"
-version = "0.1.0"
-requires-python = ">=3.11"
-dependencies = {deps}
-
-[tool.setuptools.packages.find]
-where = ["src"]
-'''
-
-EQX_NET = '''\
-"""eqxlab: a residual MLP in Equinox, and its own loss-and-gradient call."""
-
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-
-EXTRA = {extra}
+from . import function_libraries
+from .function_libraries import LIBRARIES
 
 
-class ResBlock(eqx.Module):
-    linear: eqx.nn.Linear
-    activation: object = eqx.field(static=True)
-
-    def __init__(self, width, key, activation=jnp.tanh):
-        self.linear = eqx.nn.Linear(width, width, key=key)
-        self.activation = activation
-
-    def __call__(self, h):
-        y = self.activation(self.linear(h))
-        for _ in range(EXTRA):
-            y = y * 1.0001 + 0.0001
-        return h + y
-
-
-class Net(eqx.Module):
-    blocks: list
-    head: eqx.nn.Linear
-
-    def __init__(self, width, depth, key):
-        keys = jax.random.split(key, depth + 1)
-        self.blocks = [ResBlock(width, k) for k in keys[:depth]]
-        self.head = eqx.nn.Linear(width, 1, key=keys[-1])
-
-    def __call__(self, x):
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
-
-
-def mse_loss(model, x, y):
-    return jnp.mean((jax.vmap(model)(x) - y) ** 2)
-
-
-loss_and_grad = eqx.filter_jit(eqx.filter_value_and_grad(mse_loss))
-'''
-
-EQX_CASE = '''\
-from eqxlab import net
-
-
-def case():
-    """``(fn, args)``: eqxlab's own loss_and_grad and a 4-block Net."""
-    key = jax.random.PRNGKey(0)
-    model = net.Net(16, 4, key)
-    x, y = jax.random.normal(key, (8, 16)), jnp.zeros((8, 1))
-    return net.loss_and_grad, (model, x, y)
-'''
-
-TORCH_NET = '''\
-"""torchlab: a residual MLP in torch, and its own compiled training step."""
-
-import torch
-
-EXTRA = {extra}
-
-
-class Block(torch.nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.linear = torch.nn.Linear(width, width)
-
-    def forward(self, h):
-        y = torch.tanh(self.linear(h))
-        for _ in range(EXTRA):
-            y = y * 1.0001 + 0.0001
-        return h + y
-
-
-class Net(torch.nn.Module):
-    def __init__(self, width, depth):
-        super().__init__()
-        self.blocks = torch.nn.ModuleList([Block(width) for _ in range(depth)])
-        self.head = torch.nn.Linear(width, 1)
-
-    def forward(self, x):
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
-
-
-def train_step(model, x, y):
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    return loss.detach()
-
-
-#: torchlab compiles its step with AOTAutograd's eager backend (no C++ toolchain needed by its users).
-compiled_step = torch.compile(train_step, backend="aot_eager")
-'''
-
-TORCH_CASE = '''\
-from torchlab import train
-
-
-def case():
-    """``(fn, args)``: torchlab's own compiled step and a 4-block Net."""
-    torch.manual_seed(0)
-    return train.compiled_step, (train.Net(16, 4), torch.randn(8, 16), torch.zeros(8, 1))
-'''
-
-
-def set_up(tmp_path: Path, name: str, deps: list[str], module: str, source: str, case: str, cut: str,
-           api: str) -> dict:
-    """The library committed, ``ttfg init`` run on it, its starter calling the library, installed and committed
-    (the base); then the head's 12 extra ops per block, committed. Returns the repository, the commits, python."""
-    repo = tmp_path / name
-    package = repo / "src" / name
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(f'"""{name}"""\n')
-    (package / f"{module}.py").write_text(source.format(extra=0))
-    (repo / "pyproject.toml").write_text(PYPROJECT.format(name=name, deps=json.dumps(deps)))
-    history = GitRepo.init(repo)
-    history.commit(name)
-    assert main(["init", "--repo", str(repo), "--ttfg-requirement", REQ]) == 0
-    starter = package / "ttfg_cases.py"
-    text = starter.read_text()
-    assert cut in text and api in text, text  # the stand-in the user replaces with the library's own call
-    starter.write_text(text[:text.index(cut)] + case)
-    python = layered_venv(tmp_path / "venv")
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-e", str(repo)], check=True, capture_output=True, timeout=300)
-    base = history.commit("ttfg init, the starter calling the library")
-    (package / f"{module}.py").write_text(source.format(extra=6))
-    head = history.commit("six scalings per block: 12 more ops")
-    return {"repo": repo, "base": base, "head": head, "python": python}
+def set_up(tmp_path: Path, key: str) -> dict:
+    """The library's base (``function_libraries.set_up_base``: init, the starter calling the library, installed),
+    then the head's 12 extra ops per block, committed. Returns the repository, the commits, python."""
+    made = function_libraries.set_up_base(tmp_path, LIBRARIES[key])
+    head = function_libraries.commit_head(made, "six scalings per block: 12 more ops",
+                                          function_libraries.source(LIBRARIES[key], extra=6))
+    return {**made, "head": head}
 
 
 def gate(made: dict, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
@@ -209,8 +63,7 @@ def one_process_a_side(out: Path, case: dict) -> None:
 @pytest.mark.full
 def test_an_equinox_librarys_own_loss_and_grad_is_gated_on_hlo_ops_through_the_init_starter(tmp_path):
     pytest.importorskip("equinox")
-    made = set_up(tmp_path, "eqxlab", ["equinox", "jax"], "net", EQX_NET, EQX_CASE, "def make_model(key):",
-                  "eqx.filter_jit(eqx.filter_value_and_grad(mse_loss))")
+    made = set_up(tmp_path, "equinox")
     done, case = gate(made, tmp_path / "out")
     assert case["case"] == "eqxlab_loss/function/default"
     assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed", case
@@ -231,8 +84,7 @@ def test_an_equinox_librarys_own_loss_and_grad_is_gated_on_hlo_ops_through_the_i
 @pytest.mark.full
 def test_a_torch_librarys_own_compiled_step_is_gated_on_dynamo_counts_through_the_init_starter(tmp_path):
     pytest.importorskip("torch")
-    made = set_up(tmp_path, "torchlab", ["torch>=2"], "train", TORCH_NET, TORCH_CASE, "def make_model()",
-                  "torch.compile(train_step)")
+    made = set_up(tmp_path, "torch")
     done, case = gate(made, tmp_path / "out")
     assert case["case"] == "torchlab_loss/function/default"
     assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed", case

@@ -360,8 +360,10 @@ def add_gate_commands(sub) -> None:
     add_selection(p, default_model="resnet15", backend_help=COMPARED_BACKEND)
     add_decision(p)
     p.add_argument("--allocations", action="store_true",
-                   help="after the timing pairs, count allocations (memray) once per side and case")
-    p.add_argument("--alloc-repeat", type=options.repeat, default=1, help="allocation processes per side and case (default: 1)")
+                   help="after the timing pairs, count allocations (memray) once per side and case, unless the "
+                        "instructions tier already counted them")
+    p.add_argument("--alloc-repeat", type=options.repeat, default=1,
+                   help="allocation processes per side and case, the instructions tier's included (default: 1)")
     p.add_argument("--cache", choices=("cold", "warm", "both"), default="cold",
                    help="cold: fresh, empty compile caches per process (default); warm: each side's persistent "
                         "caches (JAX compilation cache, Inductor FX graph cache) populated by its own revision, then "

@@ -136,7 +136,8 @@ class GateSettings:
     budget_s: float = 600.0
     #: Consecutive failed samples on one side before its case stops.
     max_failures: int = 3
-    #: Also count allocations: ``alloc_repeat`` memray processes per side and case, after the budget.
+    #: Also count allocations: ``alloc_repeat`` memray processes per side and case, after the budget, those the
+    #: instructions tier took (or the count store gave) included.
     allocations: bool = False
     alloc_repeat: int = 1
     #: For each case that regressed: sampled-stack processes per side (pyinstrument), for attribution.

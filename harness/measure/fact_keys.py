@@ -14,6 +14,7 @@ settings.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -114,15 +115,27 @@ def current_environment(python: str = sys.executable) -> "Environment":
     return current(python)
 
 
-def key(case: "Case", env: "Environment | None", run: "RunSettings", counted: bool) -> FactKey:
+def key(case: "Case", env: "Environment | None", run: "RunSettings", counted: bool,
+        measured: str | None = None) -> FactKey:
     """The key of ``case`` measured in ``env`` (None: the run's interpreter as it is) with ``run``'s settings.
 
     ``counted``: a fact about counts (valgrind's settings enter the key, the host does not); else a fact about
     wall time (the host enters, valgrind does not). An environment holding an editable or local install whose
     files are too many to digest gets a key of its own each time: nothing stored is reused for it
     (:func:`unreusable` says why).
+
+    ``measured``: the distribution a side's own checkout replaces (the project a gate or a bisect measures, put
+    first on the probe's path). Its editable install's files are left out of the key: they are the working tree
+    the command runs in (in CI, each push's head), which the side never imports, and with them in it no stored
+    base count was ever found again by the next push of a pull request (issue 39).
     """
     env = env if env is not None else current_environment(run.target.python)
+    if measured is not None:
+        from ..provision.target import normalised
+
+        drop = normalised(measured)
+        if any(normalised(name) == drop for name in env.local):
+            env = dataclasses.replace(env, local={n: e for n, e in env.local.items() if normalised(n) != drop})
     local = {name: str(entry.get("tree") or "") for name, entry in sorted(env.local.items())}
     environment = env.digest if not unreusable(env) else f"{env.digest}-unique-{uuid.uuid4().hex[:8]}"
     return FactKey(case.to_json(), environment, run.target.python, env.interpreter, ttfg(), probe(run),
