@@ -288,8 +288,8 @@ def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(g
                                                                       "cpu_count": os.cpu_count(), "flags": "x"})
     else:
         real = fact_keys.key
-        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted: _other_env(real(case, env, run,
-                                                                                                counted)))
+        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
+            real(case, env, run, counted, measured)))
     with_store, counted, _ = gate(Side_(), Side_(instructions=10_400_000), out="out2")
     without, _, _ = gate(Side_(), Side_(instructions=10_400_000), store_on=False, out="out3")
     (case,), (plain,) = with_store.cases, without.cases
