@@ -614,6 +614,8 @@ def test_an_allocation_count_the_processes_do_not_repeat_calls_for_no_attributio
     else:  # steady here: the count tier itself calls it a regression, explained
         assert change.verdict.verdict == case.verdict.verdict == "regressed" and sorted(set(attributed)) == \
             ["calls", "profile"]
+        # gate.json's cost counts them: they ran after the verdict, and they are this gate's processes too
+        assert case.cost["attribution"]["processes"] == len(attributed)
 
 
 def test_allocations_after_the_tiers_count_only_what_the_instructions_tier_did_not(gate_with):

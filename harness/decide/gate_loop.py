@@ -440,6 +440,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         if settings.profiles:
             _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
             _count_calls(outcomes, states, sides, writers, settings, sampler, on_note, warm)
+            for outcome in outcomes:  # the stacks and calls just taken are this gate's processes too
+                outcome.cost = case_cost(outcome.case, writers)
         finished = True
     finally:
         for writer in writers.values():
