@@ -105,12 +105,12 @@ def files(d: Path) -> dict:
     (bad_config / "ttfg.toml").write_text('off-path = "sometimes"\n')
     made = _history(d)
     # A monorepo whose ttfg.toml names the project's folder.
-    mono = d / "mono"
+    mono = d / "layouts-mono"  # bad_inputs.py has a "mono" of its own
     (mono / "py").mkdir(parents=True)
     (mono / "py" / "setup.py").write_text("from setuptools import setup\nsetup(name='py')\n")
     (mono / "ttfg.toml").write_text('install-path = "py"\n')
     subprocess.run(["git", "init", "-q", str(mono)], check=True, capture_output=True)
-    return {"lablib": repo, "lablib-site": site, "lablib-deep": deep, "mono": mono,
+    return {"lablib": repo, "lablib-site": site, "lablib-deep": deep, "layouts-mono": mono,
             "lablib-offpath-config": offpath_config, "offpath-bad-config": bad_config, **made}
 
 
@@ -236,7 +236,7 @@ def rows(d: Path, m: dict, out) -> list:
                        _contains("unconfirmed, not re-measured: the later commit"), confirmed_why(
                 m["history-deep"], "not re-measured: the later commit", "no longer provides lablib_deep/autograd"))),
         Row("layouts 40.3: config, install-path set in ttfg.toml (shown, the file its origin)", expect=0,
-            argv=["config"], cwd=m["mono"], check=_contains("ttfg.toml:install-path")),
+            argv=["config"], cwd=m["layouts-mono"], check=_contains("ttfg.toml:install-path")),
         Row("layouts 40.7: gate, the head adds a module no case imports (a pass that says so)", expect=0,
             argv=["gate", "--repo", str(m["lablib"]), "--base", "main", "--head", "offpath", *lab, "--out-dir",
                   out("layouts-off")], env=env,
