@@ -21,6 +21,7 @@ Real processes and real compiles: ``slow`` and ``full`` (each takes a minute or 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -32,10 +33,10 @@ from . import function_libraries
 from .function_libraries import LIBRARIES
 
 
-def set_up(tmp_path: Path, key: str) -> dict:
+def set_up(tmp_path: Path, key: str, lib=None) -> dict:
     """The library's base (``function_libraries.set_up_base``: init, the starter calling the library, installed),
     then the head's 12 extra ops per block, committed. Returns the repository, the commits, python."""
-    made = function_libraries.set_up_base(tmp_path, LIBRARIES[key])
+    made = function_libraries.set_up_base(tmp_path, lib or LIBRARIES[key])
     head = function_libraries.commit_head(made, "six scalings per block: 12 more ops",
                                           function_libraries.source(LIBRARIES[key], extra=6))
     return {**made, "head": head}
@@ -71,7 +72,7 @@ def test_an_equinox_librarys_own_loss_and_grad_is_gated_on_hlo_ops_through_the_i
     assert "HLO ops" in done.stdout and "structural" in done.stdout
     one_process_a_side(tmp_path / "out", case)
     # Issue 41: the model line that added the equations, with its delta, in gate.json and summary.md.
-    line = _line_of(EQX_NET, "y = y * 1.0001 + 0.0001")
+    line = _line_of(function_libraries.source(LIBRARIES["equinox"]), "y = y * 1.0001 + 0.0001")
     first = case["attribution"]["lines"][0]
     assert (first["kind"], first["where"], first["fn"], first["code"], first["base"]) == \
         ("jaxpr_eqns", f"eqxlab/net.py:{line}", "ResBlock.__call__", "project", 0), case["attribution"]["lines"]
@@ -84,14 +85,19 @@ def test_an_equinox_librarys_own_loss_and_grad_is_gated_on_hlo_ops_through_the_i
 @pytest.mark.full
 def test_a_torch_librarys_own_compiled_step_is_gated_on_dynamo_counts_through_the_init_starter(tmp_path):
     pytest.importorskip("torch")
-    made = set_up(tmp_path, "torch")
+    # The case returns the compiled step itself: its FX nodes per line are read by compiling that function again
+    # (a plain function that calls compiled code, as the A/A benchmark's ``train.step``, records no lines).
+    lib = LIBRARIES["torch"]
+    made = set_up(tmp_path, "torch", dataclasses.replace(lib, case=lib.case.replace("return train.step,",
+                                                                                    "return train.compiled_step,")))
     done, case = gate(made, tmp_path / "out")
     assert case["case"] == "torchlab_loss/function/default"
     assert case["tier"] == "structural" and case["verdict"]["verdict"] == "regressed", case
     assert "captured_ops" in case["verdict"]["reason"] or "graph" in case["verdict"]["reason"], case["verdict"]
     one_process_a_side(tmp_path / "out", case)
     # Issue 41 item 4: the library's own compiled step gets its FX nodes per line: the line that added the ops.
-    line = _line_of(TORCH_NET, "y = y * 1.0001 + 0.0001")
+    base_source = function_libraries.source(LIBRARIES["torch"])
+    line = _line_of(base_source, "y = y * 1.0001 + 0.0001")
     first = case["attribution"]["lines"][0]
     assert (first["kind"], first["where"], first["fn"], first["code"], first["base"]) == \
         ("fx_nodes", f"torchlab/train.py:{line}", "forward", "project", 0), case["attribution"]["lines"]
@@ -99,14 +105,12 @@ def test_a_torch_librarys_own_compiled_step_is_gated_on_dynamo_counts_through_th
     assert f"+{first['head']:,} FX nodes at `torchlab/train.py:{line}`" in (tmp_path / "out" / "summary.md").read_text()
     # A head that adds a graph break on one line (the line kept, so nothing below it moves): the line and the reason.
     step = "    loss = torch.nn.functional.mse_loss(model(x), y)"
-    train = made["repo"] / "src" / "torchlab" / "train.py"
-    history = GitRepo(made["repo"])
-    history.git("checkout", "-q", "-b", "graph-break", made["base"])
-    train.write_text(TORCH_NET.format(extra=0).replace(step, step + "; torch._dynamo.graph_break()"))
-    done, case = gate({**made, "head": history.commit("a graph break in the step")}, tmp_path / "break")
+    broken = function_libraries.commit_head(made, "a graph break in the step", base_source.replace(
+        step, step + "; torch._dynamo.graph_break()"), branch="graph-break")
+    done, case = gate({**made, "head": broken}, tmp_path / "break")
     assert case["tier"] == "structural" and "graph_breaks" in case["verdict"]["reason"], case["verdict"]
     brk = case["attribution"]["lines"][0]
-    line = _line_of(TORCH_NET, step.strip())
+    line = _line_of(base_source, step.strip())
     assert (brk["kind"], brk["where"], brk["fn"], brk["base"], brk["head"]) == \
         ("graph_break", f"torchlab/train.py:{line}", "train_step", 0, 1), case["attribution"]["lines"]
     assert brk["reason"].startswith("Call to `torch._dynamo.graph_break()`"), brk
