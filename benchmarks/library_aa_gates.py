@@ -43,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from aa_gates import _save  # noqa: E402  (the raw rows written as aa_gates.py writes them)
 from gate_power import BenchError, _git, _log, _uptime, run_timed  # noqa: E402  (the same process helpers)
 
 #: The slowdowns ``--slowdowns`` may ask for: the keyword arguments of ``function_libraries.source``.
@@ -138,13 +139,6 @@ def run(args) -> dict:
         else:
             shutil.rmtree(work, ignore_errors=True)
     return doc
-
-
-def _save(doc: dict, path: str | None) -> None:
-    if path:
-        from ttfg.files import atomic_write_text
-
-        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def render(docs: list[dict]) -> tuple[list[str], int]:
