@@ -68,6 +68,7 @@ from . import source_lines
 from . import unmeasured
 from . import tiers
 from . import time_screen
+from .gate_cost import allocations_taken, case_cost
 from . import warm_evidence
 from .gate_settings import EXPLAIN_METRICS, GATE_OUTPUTS, GateSettings, not_split
 from .. import metrics
@@ -425,7 +426,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
             for st in states:
                 if st.stop in (BASE_BROKEN, HEAD_BROKEN):
                     continue
-                for i in range(_allocations_taken(st.case.id, writers), settings.alloc_repeat):
+                for i in range(allocations_taken(st.case.id, writers), settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
                         sample = _sample(sampler, st.case, "allocations", i, sides[role].run_settings(settings.run),
                                          warm.get((role, st.case.id)))
@@ -465,21 +466,6 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
                        writers["head"].results.fingerprint, results=results)
-
-
-def _allocations_taken(case_id: str, writers: dict[str, ResultsWriter]) -> int:
-    """How many allocation counts each side of a case already has (the fewer side's): ``--allocations`` takes only
-    the rest of its ``--alloc-repeat``.
-
-    Why: the instructions tier already counts allocations (memray) on both sides of every case it runs, and a
-    stored base's counts are in the base's file too; counting them again after the tiers gave two more processes a
-    gate that decided nothing (its allocation counts are the same kind, explained the same way): 2 x 10-15 s on a
-    loaded 2-core VM for a comment-only pull request of a small jax library (issue 39)."""
-    found = []
-    for writer in writers.values():
-        case = writer.results.case(case_id)
-        found.append(sum(s.kind == "allocations" and s.ok for s in (case.samples if case else [])))
-    return min(found, default=0)
 
 
 def _measured_cache(settings: GateSettings, case_id: str) -> str:
@@ -571,32 +557,6 @@ def _screen_record(st: CaseState, pairs: int):
     if st.screen is None or (st.screen.short and not st.screen.escalated):
         return st.screen
     return replace(st.screen, pairs=pairs)
-
-
-#: The tier each sample kind's processes are spent for (timing: the first pair is the structural tier's).
-COST_TIERS = {"instructions": "instructions", "allocations": "instructions", "profile": "attribution", "calls": "attribution",
-              "coverage": "coverage"}
-
-
-def case_cost(case_id: str, writers: dict[str, ResultsWriter]) -> dict:
-    """What one case cost, by tier, over both sides' samples: processes and their own wall time summed
-    (``CaseOutcome.cost``). Warm-cache populating processes are not samples and are not counted; a count sample taken
-    from the count store (no wall time: the store never keeps it) is no process of this gate, counted as ``stored``."""
-    cost: dict[str, dict] = {}
-    for writer in writers.values():
-        case = next((c for c in writer.results.cases if c.id == case_id), None)
-        timed = [s.pair for s in (case.samples if case else []) if s.kind == "timing" and s.pair is not None]
-        first = min(timed, default=None)
-        for sample in case.samples if case else []:
-            tier = COST_TIERS.get(sample.kind) or (tiers.STRUCTURAL if sample.pair == first else tiers.TIME)
-            entry = cost.setdefault(tier, {"processes": 0, "seconds": 0.0})
-            if sample.ok and sample.process_wall_s is None and sample.kind in tiers.count_kinds():
-                entry["stored"] = entry.get("stored", 0) + 1  # from the count store: no process of this gate
-                continue
-            entry["processes"] += 1
-            entry["seconds"] += sample.process_wall_s or 0.0
-    return {t: {"processes": e["processes"], "seconds": round(e["seconds"], 3),
-                **({"stored": e["stored"]} if e.get("stored") else {})} for t, e in cost.items()}
 
 
 def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
