@@ -10,6 +10,7 @@ The real processes, worktrees and a real regression are in test_gate.py.
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -63,6 +64,26 @@ def calls_sample(role: str, index: int) -> Sample:
                        "self": 20_000})
     return Sample(kind="calls", ok=True, index=index, cache="cold", started_at="2026-12-02T00:00:00+00:00",
                   process_wall_s=1.0, calls_top=top, calls_tool="cProfile call counts (fake)")
+
+
+def gate_with_a_grown_model_line(gate_with, monkeypatch):
+    """A regressed gate whose calls samples also carry a model line that grew: ``mylab/layers.py:42`` (``block``),
+    30 jaxpr equations on the base and 42 on the head, under each side's own install. Returns the outcome."""
+    from ttfg.decide import python_calls
+
+    module = sys.modules[__name__]
+    plain = module.calls_sample
+
+    def calls(role, index):
+        s = plain(role, index)
+        s.source_lines = [{"kind": "jaxpr_eqns", "file": f"/installs/{role}/mylab/layers.py", "line": 42, "fn": "block",
+                           "n": 30 + (12 if role == "head" else 0)}]
+        return s
+
+    monkeypatch.setattr(module, "calls_sample", calls)
+    monkeypatch.setattr(python_calls, "roots", lambda side: [f"/installs/{side.role}"])
+    outcome, _ = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    return outcome
 
 
 def failed(index: int, error: str) -> Sample:

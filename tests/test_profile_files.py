@@ -149,19 +149,7 @@ def test_the_icicles_draw_base_against_head_and_the_report_fits_390_px(gate_with
     from ttfg.present.icicle import icicles
     from ttfg.results import record
 
-    plain = test_gate_policy.calls_sample
-
-    def calls(role, index):
-        s = plain(role, index)
-        s.source_lines = [{"kind": "jaxpr_eqns", "file": f"/installs/{role}/mylab/layers.py", "line": 42, "fn": "block",
-                           "n": 30 + (12 if role == "head" else 0)}]
-        return s
-
-    monkeypatch.setattr(test_gate_policy, "calls_sample", calls)
-    from ttfg.decide import python_calls
-
-    monkeypatch.setattr(python_calls, "roots", lambda side: [f"/installs/{side.role}"])
-    outcome, _ = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    outcome = test_gate_policy.gate_with_a_grown_model_line(gate_with, monkeypatch)
     a = outcome.attributions[outcome.cases[0].case]
     phases, called = icicles(a)
     trace = next(c for c in phases["rows"][1] if c["label"] == "trace")

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from ttfg.decide import python_calls
 from ttfg.present.gate_views import gate_markdown
 from ttfg.present.source_links import blob_url, linker
 
@@ -59,17 +58,7 @@ def test_the_installs_file_is_found_among_the_head_commits_files_once_or_not_lin
 
 
 def test_summary_md_links_the_projects_function_and_model_line_and_never_the_frameworks(gate_with, monkeypatch):  # noqa: F811
-    plain = test_gate_policy.calls_sample
-
-    def calls(role, index):
-        s = plain(role, index)
-        s.source_lines = [{"kind": "jaxpr_eqns", "file": f"/installs/{role}/mylab/layers.py", "line": 42, "fn": "block",
-                           "n": 30 + (12 if role == "head" else 0)}]
-        return s
-
-    monkeypatch.setattr(test_gate_policy, "calls_sample", calls)
-    monkeypatch.setattr(python_calls, "roots", lambda side: [f"/installs/{side.role}"])
-    outcome, _ = gate_with(noisy(1.0), noisy(1.2, shift=3), profiles=1)
+    outcome = test_gate_policy.gate_with_a_grown_model_line(gate_with, monkeypatch)
     link = linker("https://github.com/o/r/commit/{sha}", SHA, ["src/mylab/ops.py", "src/mylab/layers.py"])
     lines = gate_markdown(outcome, link=link).splitlines()
     where = next(i for i, line in enumerate(lines) if line.startswith("**Where it went**"))
