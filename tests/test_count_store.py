@@ -79,13 +79,23 @@ def test_an_entry_edited_by_hand_is_refused_and_set_aside(store):
     assert path.name in why and "corrupt" in why
 
 
+def resealed(store, e, path: list, value) -> None:
+    """Edit one field of ``e``'s stored entry (``path`` of keys under ``entry``) and recompute its SHA-256, as a hand
+    edit that knows the format would: the digest then holds, and only the store's other checks can refuse it."""
+    file = store.put(e)
+    doc = json.loads(file.read_text())
+    *inner, last = path
+    target = doc["entry"]
+    for k in inner:
+        target = target[k]
+    target[last] = value
+    doc["sha256"] = cs._sha(doc["entry"])
+    file.write_text(json.dumps(doc))
+
+
 def test_an_entry_edited_with_its_digest_recomputed_under_another_key_is_refused(store):
     e = entry()
-    path = store.put(e)
-    doc = json.loads(path.read_text())
-    doc["entry"]["key"]["index"] = 1  # the count of another index, re-digested by hand
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
+    resealed(store, e, ["key", "index"], 1)  # the count of another index, re-digested by hand
     refused(store, e, "filed under another key (index differ)")
 
 
@@ -103,41 +113,25 @@ def test_a_truncated_entry_is_refused(store):
 ])
 def test_a_key_field_of_the_wrong_type_is_refused(store, field, value, words):
     e = entry()
-    path = store.put(e)
-    doc = json.loads(path.read_text())
-    doc["entry"]["key"][field] = value
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
+    resealed(store, e, ["key", field], value)
     refused(store, e, words)
 
 
 def test_a_sample_of_the_wrong_type_is_refused(store):
     e = entry()
-    path = store.put(e)
-    doc = json.loads(path.read_text())
-    doc["entry"]["sample"]["instructions"] = "1000000000"
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
+    resealed(store, e, ["sample", "instructions"], "1000000000")
     refused(store, e, "entry.sample.instructions")
 
 
 def test_a_sample_holding_wall_time_is_refused(store):
     e = entry()
-    path = store.put(e)
-    doc = json.loads(path.read_text())
-    doc["entry"]["sample"]["process_wall_s"] = 30.0
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
+    resealed(store, e, ["sample", "process_wall_s"], 30.0)
     refused(store, e, "holds wall time")
 
 
 def test_conditions_that_do_not_digest_to_the_key_are_refused(store):
     e = entry()
-    path = store.put(e)
-    doc = json.loads(path.read_text())
-    doc["entry"]["conditions"]["machine"]["cpu"] = "Xeon B"
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
+    resealed(store, e, ["conditions", "machine", "cpu"], "Xeon B")
     refused(store, e, "do not digest")
 
 
