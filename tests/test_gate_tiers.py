@@ -406,7 +406,7 @@ def test_parse_tiers(text, expected):
 
 @pytest.mark.parametrize("text", ["", "walltime", "structural,,bogus"])
 def test_parse_tiers_refuses_unknown_names(text):
-    with pytest.raises(UsageError, match="structural, instructions, time"):
+    with pytest.raises(UsageError, match="structural, source, instructions, time"):
         tiers.parse_tiers(text)
 
 
@@ -427,7 +427,7 @@ def test_an_unknown_tier_exits_2_before_any_work(value, capsys):
 
     assert main(["gate", "--base", "HEAD", "--tiers", value]) == 2
     err = capsys.readouterr().err
-    assert "argument --tiers:" in err and "structural, instructions, time" in err and "Traceback" not in err
+    assert "argument --tiers:" in err and "structural, source, instructions, time" in err and "Traceback" not in err
 
 
 def test_ctrl_c_in_the_count_tier_ends_the_probes_in_flight_and_keeps_finished_samples(sides, tmp_path, monkeypatch):
@@ -556,9 +556,9 @@ def test_a_tier_is_one_object_registered_in_order(gate_with, monkeypatch):
     the footer names it in its place."""
     from ttfg.present.gate_views import gate_footer
 
-    monkeypatch.setattr(tiers, "REGISTERED", [*tiers.REGISTERED[:2], RatioTier(), tiers.REGISTERED[2]])
+    monkeypatch.setattr(tiers, "REGISTERED", [*tiers.REGISTERED[:-1], RatioTier(), tiers.REGISTERED[-1]])
     assert tiers.parse_tiers("time, ratio,structural") == ("structural", "ratio", "time")
-    with pytest.raises(UsageError, match="expected a comma-separated list of structural, instructions, ratio, time"):
+    with pytest.raises(UsageError, match="expected a comma-separated list of structural, source, instructions, ratio, time"):
         tiers.parse_tiers("nope")
     chosen = ("structural", "ratio", "time")
     outcome, fake, notes = gate_with(Side_(), Side_(seconds=3.0), tiers=chosen)

@@ -233,7 +233,9 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
     try:
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener) as sides:
             floor, why_no_floor, budget_warnings = _budget_check(request, sides, events)
-            path = measured_path(request, base_rev, head_rev, sides, events)
+            proof = _source_proof(request, base_rev, head_rev, sides, events)
+            path = None if proof is not None and proof.proven else measured_path(request, base_rev, head_rev, sides,
+                                                                                events)
             cases, new, removed = _split_cases(request.cases, sides, events)
             new_cases = [_measure_new(case, sides["head"], settings, events, sampler) for case in new]
             baseline = None
@@ -244,7 +246,7 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
                                         head=sides["head"])
             outcome = run_gate(cases, request.skipped, sides["base"], sides["head"], settings,
                                request.out_dir, on_pair=events.pair, on_note=events.note, sampler=sampler,
-                               shard=request.shard, baseline=baseline)
+                               shard=request.shard, baseline=baseline, source=proof)
             if baseline is None:
                 from .gate_baseline import off
 
@@ -321,6 +323,22 @@ def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateE
                                               else f"cannot run on the head: {error}"))
     return {"case": case.id, "samples": len(good), "first_grad_s": first, "process_ttfg_s": process,
             "error": error}
+
+
+def _source_proof(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],
+                  events: GateEvents):
+    """Whether the head runs the base's program (``decide/source_proof.py``), for the source tier; None when that
+    tier is not selected or the sides are one commit (an upgrade gate: the packages differ, not the code). When
+    proven, the measured path is not traced: there is no changed code for it to look for."""
+    from ..decide import source_proof, tiers
+    from ..measure.sides import environments_differ
+
+    if tiers.SOURCE not in request.settings.tiers or base.commit == head.commit:
+        return None
+    proof = source_proof.between(request.repo, base.commit, head.commit, not environments_differ(sides))
+    events.note(f"source: {'proven' if proof.proven else 'not proven'}: {proof.why}"
+                + ("; the measured path is not traced" if proof.proven else ""))
+    return proof
 
 
 def measured_path(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],

@@ -116,7 +116,7 @@ def add_decision(parser: argparse.ArgumentParser) -> None:
     add_timeout(parser)
     add_threads(parser)
     parser.add_argument("--tiers", type=options.tiers, default=",".join(DEFAULT_TIERS), metavar="LIST",
-                        help="tiers that may decide, comma-separated, from structural, instructions, time "
+                        help="tiers that may decide, comma-separated, from structural, source, instructions, time "
                              f"(default: {','.join(DEFAULT_TIERS)})")
     parser.add_argument("--count-repeat", type=options.count(1, options.MAX_REPEAT, "--count-repeat"), default=1,
                         help="instruction and allocation processes per side and case in the instructions tier "

@@ -40,9 +40,12 @@ process_ttfg_s, import_s, build_s): each gets its own paired sequential test, at
 --alpha divided among them (Bonferroni), so a 38x slower build fails the gate like a
 slower first gradient; every verdict names the metric that decided it.
 
-Tiers (--tiers, default structural,instructions,time): a case is settled by the
-first tier that can: (a) structural counters of one timing pair, exactly (a counter
-that grew is a regression); (b) instructions of the build and of the first-gradient
+Tiers (--tiers, default structural,source,instructions,time): a case is settled by
+the first tier that can: (a) structural counters of one timing pair, exactly (a counter
+that grew is a regression); (source) when every changed file is Python whose syntax
+tree is the base's (comments and layout only) and both sides share one environment,
+the head runs the base's program: once that pair ran on both sides with equal
+counters the case is unchanged, with no count or timing taken; (b) instructions of the build and of the first-gradient
 window (callgrind) and allocation counts (memray), base and head at once, within
 margins derived from their measured repeatability; (c) wall time as above, spending
 the budget only on the cases (a) and (b) left. When (b) settles a case, the timings

@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from . import explain_runs
 from . import gate_policy as policy
 from .gate_policy import CaseState
 from . import head_failures
@@ -80,6 +81,7 @@ from ..results.model import GateSection, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
+    from .source_proof import SourceProof
     from .stored_baseline import Baseline
     from ..engines import PersistentCache
     from .stats import Verdict
@@ -280,7 +282,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
              out_dir: Path, on_pair: Callable[[PairEvent], None] | None = None,
              on_note: Callable[[str], None] | None = None, sampler: Sampler = run_sample,
              shard: ShardSection | None = None, clock: Clock = time.monotonic,
-             baseline: "Baseline | None" = None) -> GateOutcome:
+             baseline: "Baseline | None" = None, source: "SourceProof | None" = None) -> GateOutcome:
     """Measure base and head interleaved and paired until every case is decided or the budget is spent.
 
     Parameters
@@ -308,6 +310,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     baseline : stored_baseline.Baseline or None
         The stored base counts (``app/gate_baseline.py``): looked up by the count tier, verified by the head's
         fresh counts, the base's fresh counts kept; each case's ``baseline`` record in the outcome. None: none.
+    source : source_proof.SourceProof or None
+        Whether the head runs the base's program (read from git by ``app/gate.py``), for the source tier; a case
+        it settles takes no allocation counts either (the same program's). None: not asked.
 
     Returns
     -------
@@ -416,7 +421,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                                     repeat=settings.count_repeat, min_effect=settings.min_effect,
                                     strict=settings.strict_counters, recount=settings.recount,
                                     across_envs=environments_differ(sides), note=on_note or (lambda text: None),
-                                    timed=timed, margins=_margins(sides, settings), baseline=baseline)
+                                    timed=timed, margins=_margins(sides, settings), baseline=baseline,
+                                    source=source)
         trails = tiers.run_tiers(cases, context)
         for st in states:  # what no time tier took on (it was not selected): settled by the counts, or not at all
             if st.stop is None:
@@ -425,6 +431,10 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         if settings.allocations:
             for st in states:
                 if st.stop in (BASE_BROKEN, HEAD_BROKEN):
+                    continue
+                if trails[st.case.id].tier == tiers.SOURCE:
+                    if on_note:
+                        on_note(f"allocations {st.case.id}: not counted: the head runs the base's program (source tier)")
                     continue
                 for i in range(allocations_taken(st.case.id, writers), settings.alloc_repeat):
                     for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
@@ -439,8 +449,12 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
         for outcome in outcomes if baseline is not None else ():
             outcome.baseline = baseline.record(outcome.case)
         if settings.profiles:
-            _profile_regressions(outcomes, states, sides, writers, settings, sampler, on_note, warm)
-            _count_calls(outcomes, states, sides, writers, settings, sampler, on_note, warm)
+            def take(case: Case, kind: str, index: int, role: str) -> Sample:
+                return _sample(sampler, case, kind, index, sides[role].run_settings(settings.run),
+                               warm.get((role, case.id)))
+
+            explain_runs.profile_regressions(outcomes, states, writers, settings.profiles, take, on_note)
+            explain_runs.count_calls(outcomes, states, sides, writers, take, on_note)
             for outcome in outcomes:  # the stacks and calls just taken are this gate's processes too
                 outcome.cost = case_cost(outcome.case, writers)
         finished = True
@@ -465,7 +479,8 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     files = {role: str(w.out) for role, w in writers.items()}
     return GateOutcome(RevisionData.of(base.revision), RevisionData.of(head.revision), SettingsData(settings.to_json()),
                        outcomes, [SkipData(s.id, s.reason) for s in skipped], elapsed, files, shard,
-                       writers["head"].results.fingerprint, results=results)
+                       writers["head"].results.fingerprint, results=results,
+                       source=None if source is None else source.to_json())
 
 
 def _measured_cache(settings: GateSettings, case_id: str) -> str:
@@ -557,44 +572,3 @@ def _screen_record(st: CaseState, pairs: int):
     if st.screen is None or (st.screen.short and not st.screen.escalated):
         return st.screen
     return replace(st.screen, pairs=pairs)
-
-
-def _profile_regressions(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
-                         writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
-                         on_note: Callable[[str], None] | None, warm: WarmDirs) -> None:
-    """Sampled stacks of every regressed case, ``settings.profiles`` processes per side, alternating.
-
-    After the decision and outside the budget: they are only taken when there is a regression
-    to explain, and a profile failing (an older base without the profile probe) costs the
-    attribution its function list, never the verdict.
-    """
-    by_id = {st.case.id: st for st in states}
-    for outcome in outcomes:
-        st = by_id[outcome.case]
-        if not outcome.regressed_anything() or BASE_BROKEN in (st.stop, outcome.stop) \
-                or HEAD_BROKEN in (st.stop, outcome.stop):  # a side that cannot run has no stacks to compare
-            continue
-        for i in range(settings.profiles):
-            for role in ("base", "head") if i % 2 == 0 else ("head", "base"):
-                sample = _sample(sampler, st.case, "profile", i, sides[role].run_settings(settings.run),
-                                 warm.get((role, st.case.id)))
-                writers[role].append(st.case.id, sample)
-                if on_note:
-                    on_note(f"profile {role} {st.case.id}: "
-                            + (f"{len(sample.profile_top or [])} functions" if sample.ok else f"failed: {sample.error}"))
-
-
-def _count_calls(outcomes: list[CaseOutcome], states: list[CaseState], sides: dict[str, Side],
-                 writers: dict[str, ResultsWriter], settings: GateSettings, sampler: Sampler,
-                 on_note: Callable[[str], None] | None, warm: WarmDirs) -> None:
-    """One calls process per side of every regressed case (``decide/python_calls.py``): counts repeat exactly, so
-    one a side names the Python functions that grew. After the decision and outside the budget, like the stacks,
-    and turned off with them (``--profiles 0``); a side that cannot run has nothing to count."""
-    by_id = {st.case.id: st for st in states}
-    for outcome in outcomes:
-        st = by_id[outcome.case]
-        if not outcome.regressed_anything() or {BASE_BROKEN, HEAD_BROKEN} & {st.stop, outcome.stop}:
-            continue
-        python_calls.take_calls(st.case, sides, lambda role, s: writers[role].append(st.case.id, s),
-                                lambda role: _sample(sampler, st.case, "calls", 0, sides[role].run_settings(settings.run),
-                                                     warm.get((role, st.case.id))), on_note)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .count_margins import Margin
     from ..results.model import Sample
     from .stats import Verdict
+    from .source_proof import SourceProof
     from .stored_baseline import Baseline
 
 
@@ -55,6 +56,8 @@ class CaseTrail:
     case: "Case"
     steps: list[TierStep] = field(default_factory=list)
     settled: Settlement | None = None
+    #: The case's first timing pair (``{role: Sample}``), kept by the tier that took it for the tiers after it.
+    first_pair: "dict[str, Sample] | None" = None
 
     @property
     def tier(self) -> str | None:
@@ -138,6 +141,9 @@ class TierContext:
     margins: "Callable[[Case], dict[str, Margin]] | None" = None
     #: The stored base counts (``stored_baseline.Baseline``); None: every base count is taken afresh.
     baseline: "Baseline | None" = None
+    #: Whether the head runs the base's program (``source_proof.SourceProof``, read from git by the gate); None: not
+    #: asked (a bisect's step, a test), and the source tier looks at nothing.
+    source: "SourceProof | None" = None
 
 
 class Tier(Protocol):

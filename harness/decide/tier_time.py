@@ -24,7 +24,10 @@ TIME = "time"
 def uncounted_guards(guard: tuple[str, ...], step: TierStep) -> tuple[str, ...]:
     """The guarded timings a settled instructions step did not cover (no count of theirs, ``Metric.counted_by``,
     on both sides, or one that was evidence only: a phase under ``count_margins.PHASE_FLOOR`` that moved). The
-    import is never counted, so it is always among them."""
+    import is never counted, so it is always among them. A source step (``tier_source.py``) leaves none: the head
+    runs the base's program, every phase of it."""
+    if step.tier == "source":
+        return ()
     counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head") and not e.get("evidence_only")}
     return tuple(m for m in guard if metrics.get(m).counted_by not in counted)
 

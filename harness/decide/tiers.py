@@ -6,6 +6,9 @@ for jax.jit resnet15) to see a 5 % change, and an A/A gate never ends better tha
 
 * **structural** (tier a, ``tier_structural.py``): the structural counters of one timing pair,
   compared exactly, and in a warm gate the pair's persistent-cache misses;
+* **source** (``tier_source.py``): a case whose code the pull request did not change (every changed file is
+  Python with the base's syntax tree, one environment: ``source_proof.py``) is settled as unchanged once the
+  structural tier's pair ran on both sides with equal counters;
 * **instructions** (tier b, ``tier_instructions.py``): instruction and allocation counts of a few
   processes per side against each case's margins;
 * **time** (tier c, ``tier_time.py``): the paired, interleaved sequential test of ``gate_loop.py`` on
@@ -28,6 +31,7 @@ from ..errors import UsageError
 from .tier_instructions import INSTRUCTIONS, InstructionsTier, count_kinds, count_step, unsteady_counts
 from .tier_step import (CaseTrail, Settlement, TakePair, TakeSample, Tier, TierContext, TierStep, deciding_evidence,
                         record, settled_verdict, tier_metrics)
+from .tier_source import SOURCE, SourceTier
 from .tier_structural import STRUCTURAL, StructuralTier, cache_step, strict_counters, structural_step
 from .tier_time import TIME, TimeTier, uncounted_guards
 
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from ..measure.cases import Case
 
 #: Every tier, in the order they run.
-REGISTERED: list[Tier] = [StructuralTier(), InstructionsTier(), TimeTier()]
+REGISTERED: list[Tier] = [StructuralTier(), SourceTier(), InstructionsTier(), TimeTier()]
 
 
 def names() -> tuple[str, ...]:
@@ -81,7 +85,7 @@ def run_tiers(cases: "list[Case]", ctx: TierContext) -> dict[str, CaseTrail]:
     return trails
 
 
-__all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "REGISTERED", "STRUCTURAL", "Settlement", "TIME", "TakePair",
+__all__ = ["CaseTrail", "DEFAULT_TIERS", "INSTRUCTIONS", "REGISTERED", "SOURCE", "STRUCTURAL", "Settlement", "TIME", "TakePair",
            "TakeSample", "Tier", "TierContext", "TierStep", "cache_step", "count_kinds", "count_step",
            "deciding_evidence", "names", "parse_tiers", "run_tiers", "settled_verdict", "strict_counters",
            "structural_step", "tier_metrics", "uncounted_guards", "unsteady_counts"]

@@ -304,6 +304,8 @@ def gate_footer(outcome: GateOutcome) -> str:
     labels = ", ".join(metrics.get(g).brief for g in guard)
     level = f"alpha {s.alpha:g}" + (f" over all {len(guard)} (Bonferroni)" if len(guard) > 1 else "")
     timed = (f"the time tier guarded {labels} at {level}, minimum effect {fmt.percent(s.min_effect)}" if "time" in order
+             else "the head runs the base's program (the source tier), so nothing was counted or timed (one pair ran "
+                  "for the counters)" if outcome.cases and all(c.tier == "source" for c in outcome.cases)
              else "the counts decided every case, so no timing was tested (one pair was taken for the counters)")
     pairs = sum(c.attempted for c in outcome.cases)
     return (f"Gate that ran: {' → '.join(names) or 'no tier'}; {timed}; {len(outcome.cases)} case(s), {pairs} "

@@ -271,7 +271,7 @@ class CaseOutcome:
     failures: FailureTest | None = None
     #: Where the change went (phases, counters, functions), for a case where anything regressed.
     attribution: Attribution | None = None
-    #: The tier that decided (``decide/tiers.py``: structural, instructions, time) and every tier's finding.
+    #: The tier that decided (``decide/tiers.py``: structural, source, instructions, time) and every tier's finding.
     tier: str = "time"
     trail: list[TierStep] = field(default_factory=list)
     #: The first error of each side that failed (for the summary's row).
@@ -371,6 +371,9 @@ class GateOutcome:
     #: Every ``Ttfg-Accept`` trailer of the head's commits (``decide/accept.py``), with the cases each accepted
     #: (``used_by``, empty: unused) or why it cannot be used (``problem``); written only when there is one.
     acceptances: list[dict] = field(default_factory=list)
+    #: Whether the head runs the base's program (``decide/source_proof.py``: ``proven``, ``why``, ``files``), as
+    #: the source tier read it; written only when the gate asked.
+    source: dict | None = None
 
     @property
     def attributions(self) -> dict[str, Attribution]:
@@ -409,7 +412,8 @@ class GateOutcome:
                 "skipped": [s.to_json() for s in self.skipped],
                 "shard": None if self.shard is None else self.shard.to_json(),
                 "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json(),
-                **({"acceptances": self.acceptances} if self.acceptances else {})}
+                **({"acceptances": self.acceptances} if self.acceptances else {}),
+                **({"source": self.source} if self.source is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict, path: str | os.PathLike = "gate.json") -> "GateOutcome":
@@ -419,7 +423,8 @@ class GateOutcome:
                    [SkipData(s["case"], s["reason"]) for s in data.get("skipped") or []], _nan(data.get("elapsed_s")),
                    dict(data.get("files") or {}), shard_from_json(data.get("shard"), path),
                    fingerprint_from_json(data.get("fingerprint"), path),
-                   acceptances=list(data.get("acceptances") or []))
+                   acceptances=list(data.get("acceptances") or []),
+                   source=data["source"] if isinstance(data.get("source"), dict) else None)
 
 
 __all__ = ["BASE_BROKEN", "BUDGET", "COUNT_BROKEN", "CaseOutcome", "DECIDED", "FAILING", "FORMAT", "Figure", "GateOutcome",
