@@ -236,3 +236,22 @@ def test_a_second_bisect_of_one_history_reads_the_gates_count_store_and_finds_th
                         opener=opener)
     assert four.document["culprit"]["commit"] == shas[CULPRIT]
     assert any("refused: its SHA-256 does not match" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("flag, expected", [([], True), (["--no-count-store"], False)])
+def test_the_bisect_command_passes_no_count_store_as_the_gate_does(repo, tmp_path, monkeypatch, flag, expected):
+    """Issue 42: ``ttfg bisect --no-count-store`` counts every base afresh (the request's ``count_store``), as the
+    gate's flag does; by default the store is read and filled."""
+    from ttfg.cli import main
+
+    root, shas = repo
+    asked = []
+
+    def run(request, events=None, **kwargs):
+        asked.append(request)
+        raise KeyboardInterrupt  # stop before any measurement: only the request is looked at
+
+    monkeypatch.setattr(use_case, "run", run)
+    code = main(["bisect", "--repo", str(root), "--good", shas[0], "--bad", shas[-1], "--backend", "autograd",
+                 "--model", "resnet15:blocks=2", "--out-dir", str(tmp_path / "out"), *flag])
+    assert code != 0 and [r.count_store for r in asked] == [expected]  # the CLI's Ctrl-C answer, after the request

@@ -81,14 +81,22 @@ def test_a_change_the_measured_path_never_runs_passes_saying_so(mylab, tmp_path)
     assert doc["measured_path"]["ran"] == ["src/mylab/ops.py"] and not doc["measured_path"]["off_path"]
 
 
-@pytest.mark.slow
-@pytest.mark.full  # a real gate/run of tens of seconds: make test-all and CI run it
+@pytest.mark.slow  # one pair a side since the source tier (7 s here): make test runs it
 def test_a_comment_only_change_is_unchanged(mylab, tmp_path):
+    """Issue 39: the comment is proven no change of code (the source tier), and the one pair a side ran: no count,
+    no screen, no allocation process, no trace of the measured path."""
     out = gate(mylab, "--base", mylab["first"], "--head", mylab["comment"], "--model", "mylab_mlp",
-               "--backend", "mylab.autograd", "--out-dir", str(tmp_path))
+               "--backend", "mylab.autograd", "--allocations", "--out-dir", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
-    case = json.loads((tmp_path / "gate.json").read_text())["cases"][0]
-    assert case["verdict"]["verdict"] == "unchanged", case
+    doc = json.loads((tmp_path / "gate.json").read_text())
+    case = doc["cases"][0]
+    assert case["verdict"]["verdict"] == "unchanged" and case["tier"] == "source", case
+    assert doc["source"]["proven"] and doc["source"]["files"] == ["src/mylab/ops.py"], doc["source"]
+    assert set(case["cost"]) == {"structural"} and case["cost"]["structural"]["processes"] == 2, case["cost"]
+    assert "measured_path" not in doc or not doc["measured_path"], doc.get("measured_path")
+    said = " ".join(out.stdout.split())
+    assert "source: proven" in said and "not counted: the head runs the base's program" in said
+    assert "decided by the source tier" in (tmp_path / "summary.md").read_text()
 
 
 def test_uncommitted_edits_anywhere_in_the_project_are_refused(mylab, tmp_path):

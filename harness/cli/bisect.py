@@ -93,6 +93,11 @@ def add_bisect_command(sub) -> None:
                    help="state and results: bisect.json, summary.md, steps/ (default: runs/bisect)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what stdout gets at the end: the table (default) or bisect.json's document")
+    p.add_argument("--no-count-store", action="store_true",
+                   help="count every comparison's base afresh: neither read nor fill the gate's count store (by "
+                        "default a stored base count of the exact key is used once the head's fresh count agrees "
+                        "with it, and the counts taken are kept; $TTFG_COUNT_STORE_DIR, else counts/ in the cache "
+                        "folder)")
     add_revisions(p)  # each comparison is a gate: the gate's options, from the functions that add them to it
     add_decision(p)
     add_environments(p)
@@ -163,7 +168,7 @@ def cmd_bisect(args) -> int:
         repo=Path(args.repo), good=args.good, bad=args.bad, cases=cases, skipped=skipped, settings=settings,
         out_dir=Path(args.out_dir), allow_dirty=args.allow_dirty, envs=args.envs,
         project_dir=project_dir(args, Path(args.repo)) or "", total_budget_s=total, retries=args.retries,
-        improvement=args.improvement, repro_args=_repro_args(args))
+        improvement=args.improvement, repro_args=_repro_args(args), count_store=not args.no_count_store)
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)  # a folder not made yet would hold no lock
     with holding([Path(args.out_dir) / use_case.STATE], "--out-dir"):  # one bisect at a time in a folder
         report = use_case.run(request, _PrintedEvents(console))
