@@ -453,6 +453,8 @@ def _cases(d: Path, m: dict) -> list[Row]:
         ("gate: `--alpha 1.5`", ["gate", "--base", "HEAD", "--alpha", "1.5"]),
         ("gate: `--min-pairs 1`", ["gate", "--base", "HEAD", "--min-pairs", "1"]),
         ("gate: `--cache lukewarm`", ["gate", "--base", "HEAD", "--cache", "lukewarm"]),
+        ("gate: `--tiers source` alone (it measures nothing a code change moves)",
+         ["gate", "--base", "HEAD", "--tiers", "source"]),
         ("gate: `--cache warm --cache-dir` a file", ["gate", "--base", "HEAD", "--cache", "warm", "--cache-dir",
                                                      str(d / "truncated.json")]),
         ("study of an unknown model", ["study", "chain", "--model", "bogus"]),

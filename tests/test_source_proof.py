@@ -208,7 +208,17 @@ def test_no_proof_measures_as_before_and_says_why_in_gate_json(gate_proven):
     assert "source" not in unasked.to_json() and unasked.cases[0].tier == "instructions"
 
 
-def test_the_source_tier_alone_takes_its_own_pair(gate_proven):
-    outcome, fake, _ = gate_proven(PROVEN, tiers=("source",))
+def test_the_source_tier_without_the_structural_tier_takes_its_own_pair(gate_proven):
+    outcome, fake, _ = gate_proven(PROVEN, tiers=("source", "time"))
     (case,) = outcome.cases
     assert case.tier == "source" and kinds(fake) == {"timing": 2} and [t.tier for t in case.trail] == ["source"]
+
+
+@pytest.mark.parametrize("text", ["source", " Source ", "source,source"])
+def test_the_source_tier_alone_is_refused_it_measures_nothing_that_changed(text):
+    from ttfg.errors import UsageError
+
+    with pytest.raises(UsageError, match="only settles a pull request that changed no code; name a tier that "
+                                         "measures the others beside it \\(structural, instructions, time\\)"):
+        tiers.parse_tiers(text)
+    assert tiers.parse_tiers("source,time") == ("source", "time")

@@ -67,6 +67,9 @@ def parse_tiers(text: str | None) -> tuple[str, ...]:
     if unknown or not chosen:
         raise UsageError(f"--tiers {text!r}: expected a comma-separated list of {', '.join(known)} "
                          f"(default: {','.join(DEFAULT_TIERS)})")
+    if set(chosen) == {SOURCE}:  # a pull request that changed code would then be measured by nothing
+        raise UsageError(f"--tiers {text!r}: the source tier only settles a pull request that changed no code; "
+                         f"name a tier that measures the others beside it ({', '.join(t for t in known if t != SOURCE)})")
     return tuple(t for t in known if t in chosen)
 
 
