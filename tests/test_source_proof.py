@@ -167,6 +167,11 @@ def test_a_proven_change_is_settled_by_one_pair_with_no_count_no_screen_and_no_a
     assert "Gate that ran: structural → source;" in gate_footer(outcome)
     assert "the head runs the base's program (the source tier), so nothing was counted or timed" in gate_footer(outcome)
     assert json.loads(json.dumps(doc))["source"]["proven"] is True
+    from ttfg.present.gate_views import gate_markdown
+
+    text = gate_markdown(outcome)
+    assert "| unchanged | source: the same code |" in text and "context, not decided on" not in text
+    assert "Every case was settled by the source tier: every changed file is Python with the base's syntax tree" in text
 
 
 def test_a_proof_without_a_first_gradient_on_both_sides_settles_nothing(gate_proven, monkeypatch):

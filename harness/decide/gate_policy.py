@@ -270,7 +270,8 @@ def settled_and_screened(st: CaseState, settings: GateSettings, trail: "tiers.Ca
                           figure: Figure | None):
     """A case a count tier settled: its verdict stands unless the time tier's screen of the timings the counts
     do not cover found a regression. Either way the trail says what guarded those timings."""
-    context = time_context(st)
+    # a case the source tier settled ran one pair, whose timings are noise beside a proof: not shown as context
+    context = [] if tier == tiers.SOURCE else time_context(st)
     if not st.screened:
         rest = tiers.uncounted_guards(settings.guard, trail.settled.step) if trail.settled.step else ()
         rest = tuple(m for m in rest if m not in st.not_split)

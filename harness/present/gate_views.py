@@ -130,7 +130,8 @@ def verdict_rows(cases: list[CaseOutcome]) -> list[VerdictRow]:
         fig = c.figure
         label = verdict_label(c.verdict) + (f", accepted by {c.accepted.get('author')}" if c.accepted else "")
         # No metric and no failed sample: nothing decided it, and "failures" would blame what did not happen.
-        settled_by = metric_label(c.metric) if c.metric or any(c.failed.values()) else "nothing settled"
+        settled_by = ("the same code" if c.tier == "source" and not c.metric else
+                      metric_label(c.metric) if c.metric or any(c.failed.values()) else "nothing settled")
         rows.append(VerdictRow(c.case, c.verdict.verdict, label, c.tier or "time",
                                settled_by, fig.statistic or "" if fig else "",
                                *figure_cells(fig), [context_text(f) for f in c.context], c.verdict.reason or ""))

@@ -91,7 +91,12 @@ def passing_means(outcome, check=None) -> str:
     detect = [c.verdict.detectable for c in outcome.cases if c.verdict.verdict == "inconclusive"]
     sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
                                 str(check.path) if check is not None else None, s.guard, s.tiers)
-    notes = [n for n in (acceptance_note(outcome.cases, outcome.acceptances), evidence_note(outcome.cases)) if n]
+    proven = [c for c in outcome.cases if c.tier == "source"]
+    source = (f"{'Every case was' if len(proven) == len(outcome.cases) else f'{len(proven)} case(s) were'} settled by "
+              "the source tier: every changed file is Python with the base's syntax tree (comments and layout only), "
+              "in one environment, and one process a side gave its first gradient with equal structural counters; "
+              "nothing was counted or timed for it." if proven else "")
+    notes = [n for n in (source, acceptance_note(outcome.cases, outcome.acceptances), evidence_note(outcome.cases)) if n]
     return " ".join([sentence, *notes])
 
 
