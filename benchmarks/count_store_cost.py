@@ -1,10 +1,11 @@
-"""What the count store saves: two comment-only pull requests off one base, gated one after the other.
+"""What the count store saves: two pull requests off one base that move no count, gated one after the other.
 
 Why: ``ttfg gate`` keeps the base counts it takes (``results/count_store.py``), and a second gate of the same base
 uses them once the head's fresh count agrees (``decide/stored_baseline.py``). This script measures what that is
 worth and checks it costs nothing in power: it clones this repository (``git clone --local``, at the current
-commit) into a temporary folder, commits two comment-only changes to ``harness/engines/jax_jit.py`` off the same
-base, and gates them one after the other with an empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a
+commit) into a temporary folder, commits two changes to ``harness/engines/jax_jit.py`` off the same base (``--change
+code``, the default: an unused constant, code that moves no count; ``--change comment``: a comment, which the source
+tier settles with one pair a side, nothing counted), and gates them one after the other with an empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a
 fresh ``python -m ttfg gate`` process of a frozen copy of the base's ttfg, as CI would. With ``--regression 5`` it then gates the held-out Python-work
 trace regression of ``gate_injections.py`` sized to 5 % of the base's first gradient, with the store present, and
 reports whether it is still caught; ``--no-store-too`` first gates the second pull request without the store
@@ -15,7 +16,7 @@ reports whether it is still caught; ``--no-store-too`` first gates the second pu
 
 Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record and ``cost`` from
 gate.json, the store's size after it, and ``timeline``: each line the gate printed with the second it came at (where
-the wall time went). Exit codes: 0 done (both comment-only gates passed, a regression asked for was
+the wall time went). Exit codes: 0 done (both pull requests' gates passed, a regression asked for was
 caught), 1 otherwise, 2 bad input or a broken run.
 """
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -42,11 +42,18 @@ import gate_power as power  # noqa: E402
 EDITED = "harness/engines/jax_jit.py"
 
 
-def _comment_commit(clone: Path, base: str, n: int) -> str:
+#: What each pull request adds to ``EDITED``: a comment (the source tier proves it no change of code and settles it
+#: with one pair a side, so nothing is counted or stored), or code that moves no count (an unused constant: a new
+#: syntax tree, so the counts decide and the store is read).
+CHANGES = {"comment": "\n# a comment-only change ({n}): the count store's measurement\n",
+           "code": "\n_COUNT_STORE_MEASUREMENT_{n} = {n}  # code that moves no count: the count store's measurement\n"}
+
+
+def _change_commit(clone: Path, base: str, n: int, change: str) -> str:
     power._git(clone, "checkout", "--quiet", "--force", "--detach", base)
     with (clone / EDITED).open("a", encoding="utf-8") as fh:
-        fh.write(f"\n# a comment-only change ({n}): the count store's measurement\n")
-    power._git(clone, "commit", "--quiet", "-a", "-m", f"comment-only change {n}")
+        fh.write(CHANGES[change].format(n=n))
+    power._git(clone, "commit", "--quiet", "-a", "-m", f"{change} change {n}")
     return power._git(clone, "rev-parse", "HEAD")
 
 
@@ -123,25 +130,28 @@ def main(argv: list[str] | None = None) -> int:
                    help="also gate a trace regression of this size with the store present (e.g. 5)")
     p.add_argument("--no-store-too", action="store_true",
                    help="also gate the second pull request with --no-count-store, for the cost at the same load")
+    p.add_argument("--change", choices=sorted(CHANGES), default="code",
+                   help="what each pull request changes: code that moves no count (default: the counts decide and "
+                        "the store is read) or a comment (the source tier settles it: nothing counted or stored)")
     p.add_argument("--out", help="write the raw rows here (JSON)")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ttfg-count-store-"))
     doc = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "uptime": power._uptime(),
-           "model": args.model, "backend": args.backend, "gates": []}
+           "model": args.model, "backend": args.backend, "change": args.change, "gates": []}
     try:
         clone = work / "repo"
         power._git(ROOT, "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(clone))
         base = power._git(clone, "rev-parse", "HEAD")
         _freeze_tool(clone, work / "tool")
-        heads = [_comment_commit(clone, base, n) for n in (1, 2)]
+        heads = [_change_commit(clone, base, n, args.change) for n in (1, 2)]
         power._git(clone, "checkout", "--quiet", "--force", "--detach", base)  # the measuring ttfg is the base's
         store = work / "counts"
         for n, head in enumerate(heads, 1):
-            doc["gates"].append({"name": f"comment-only PR {n}", **_gate(clone, base, head, work / f"gate-{n}",
+            doc["gates"].append({"name": f"{args.change} PR {n}", **_gate(clone, base, head, work / f"gate-{n}",
                                                                          args, store)})
         if args.no_store_too:
-            doc["gates"].append({"name": "comment-only PR 2, --no-count-store",
+            doc["gates"].append({"name": f"{args.change} PR 2, --no-count-store",
                                  **_gate(clone, base, heads[1], work / "gate-2-off", args, store,
                                          ("--no-count-store",))})
         if args.regression:
