@@ -115,13 +115,14 @@ class PairEvent:
     budget_s: float
 
 
-def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None):
-    """One sequential test per guarded timing, each at the guard's share of alpha."""
+def _new_tests(settings: GateSettings, names: tuple[str, ...], max_pairs: int | None = None, **looks):
+    """One sequential test per guarded timing, each at the guard's share of alpha (``looks``: the test's
+    ``look_every`` and ``interim_share``, where they are not the defaults)."""
     from .stats import SequentialPairedTest
 
     return {m: SequentialPairedTest(min_effect=settings.min_effect, alpha=settings.guard_alpha,
                                     min_pairs=min(settings.min_pairs, max_pairs or settings.max_pairs),
-                                    max_pairs=max_pairs or settings.max_pairs) for m in names}
+                                    max_pairs=max_pairs or settings.max_pairs, **looks) for m in names}
 
 
 def _new_state(case: Case, settings: GateSettings) -> CaseState:
@@ -146,22 +147,30 @@ def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> No
                 test.add(b, h)
     if time_screen.short_applies(names):
         st.short = names
-        _look_short(st)
+        _look_short(st, settings)
     else:
         counted = ", ".join(metrics.get(m).brief for m in names if metrics.get(m).counted_by is not None)
         st.screen = time_screen.full(names, 0, f"full screen from the start: a count could cover {counted} and "
                                                "did not decide it")
 
 
-def _look_short(st: CaseState) -> None:
+def _look_short(st: CaseState, settings: GateSettings) -> None:
     """The short screen's look, once its pairs are taken (``time_screen.judge``): nothing gross ends the case with
-    its count tier's verdict; a slow pair escalates to the full screen already set up (``st.tests``)."""
+    its count tier's verdict; a slow pair escalates to a sequential test of the screened timings, up to
+    ``time_screen.escalated_pairs`` pairs (the pairs taken counted)."""
     if not st.short or st.stop is not None or st.attempted < time_screen.SHORT_PAIRS:
         return
-    st.screen = time_screen.judge({m: st.complete(m) for m in st.short}, st.attempted)
-    st.short = ()
+    names, st.short = st.short, ()
+    st.screen = time_screen.judge({m: st.complete(m) for m in names}, st.attempted)
     if not st.screen.escalated:
         st.stop = DECIDED
+        return
+    most = time_screen.escalated_pairs(settings.min_pairs, settings.max_pairs)
+    st.tests = _new_tests(settings, names, max_pairs=most, **time_screen.escalated_looks(settings.min_pairs, most))
+    for m, test in st.tests.items():
+        for b, h in zip(*st.complete(m)):
+            if not test.done():
+                test.add(b, h)
 
 
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
@@ -402,7 +411,7 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                     st.stop = BUDGET
                     continue
                 take_pair(st)
-                _look_short(st)
+                _look_short(st, settings)
 
     try:
         if settings.cache == "warm":  # inside: the folder is removed however the gate ends

@@ -13,11 +13,13 @@ it. The rule (:func:`short_applies`, :func:`judge`):
    is left is only the import and the whole process, ``Metric.counted_by`` None), the time tier
    takes :data:`SHORT_PAIRS` pairs, the structural tier's first pair included: one more pair.
 2. If any of those pairs' heads is slower than its base by more than :data:`SLOWDOWN` on any
-   screened timing, or a pair lacks one (a failed process), the screen **escalates** to the full
-   one (today's: one look at ``--min-pairs`` pairs, the short screen's pairs counted), which decides
-   as before. So nothing is lost that the full screen found: a slowdown beyond the threshold is
-   tested exactly as before, and one inside it that the full screen could have found is one the
-   two pairs both had to hide.
+   screened timing, or a pair lacks one (a failed process), the screen **escalates**: a sequential
+   test of the screened timings with two looks, at ``--min-pairs`` pairs and at :func:`escalated_pairs`
+   (three times as many), alpha split evenly (:func:`escalated_looks`; the short screen's pairs counted). It used to be one look at ``--min-pairs``
+   pairs, which missed +0.4 s at the import of a Haiku library (one gate in three, 2026-12-06): a
+   pair that looked slow is worth the pairs that show whether it is. A slowdown beyond the threshold
+   is tested at least as well as before, and one inside it that the full screen could have found is
+   one the two pairs both had to hide.
 3. Otherwise the case keeps the count tier's verdict, and the screen says so, with the pairs' ratios.
 
 A phase whose count was evidence only (a small phase that moved) still gets the full screen at once:
@@ -33,7 +35,7 @@ import math
 from .. import fmt, metrics
 from ..results.gate_outcome import Screen
 
-__all__ = ["SHORT_PAIRS", "SLOWDOWN", "full", "judge", "short_applies"]
+__all__ = ["ESCALATED_FACTOR", "SHORT_PAIRS", "SLOWDOWN", "escalated_looks", "escalated_pairs", "full", "judge", "short_applies"]
 
 #: Pairs a short screen looks at, the structural tier's first pair included (so it costs one more pair). Two
 #: because one pair alone may hide a slowdown behind one unlucky process, and with a second chance a slowdown
@@ -49,6 +51,25 @@ SHORT_PAIRS = 2
 #: import took 3-5 s there, 2026-12-06): 2 of 7 A/A pairs crossed it (import 1.52x and 1.66x, in one gate, which
 #: would have escalated to the 5 pairs it took before); the +0.4 s sleep crossed it in its first pair (1.17x).
 SLOWDOWN = 0.10
+
+
+#: An escalated screen looks up to this many times ``--min-pairs`` pairs (within ``--max-pairs`` and the budget).
+ESCALATED_FACTOR = 3
+
+
+def escalated_pairs(min_pairs: int, max_pairs: int) -> int:
+    """The most pairs an escalated screen takes: :data:`ESCALATED_FACTOR` times ``min_pairs``, at most
+    ``max_pairs``."""
+    return max(min_pairs, min(max_pairs, ESCALATED_FACTOR * min_pairs))
+
+
+def escalated_looks(min_pairs: int, most: int) -> dict:
+    """The escalated screen's two looks: at ``min_pairs`` pairs (where the one look used to be) and at ``most``,
+    alpha split evenly between them (the test's ``look_every`` and ``interim_share``), so a gross slowdown still
+    ends the screen at ``min_pairs`` pairs and a smaller one gets three times the pairs."""
+    if most <= min_pairs:
+        return {}
+    return {"look_every": most - min_pairs, "interim_share": 0.5}
 
 
 def short_applies(rest: tuple[str, ...]) -> bool:
@@ -86,7 +107,7 @@ def judge(pairs: dict[str, tuple[list[float], list[float]]], attempted: int, thr
         short = [label(m) for m in names if len(pairs[m][0]) < short_pairs]
         return Screen(names, True, complete, True, threshold,
                       f"escalated: {', '.join(short)} missing from {attempted - complete} of {attempted} pair(s) "
-                      f"(a failed or incomplete process): the full screen decides")
+                      f"(a failed or incomplete process): a sequential test of them decides")
     beyond, seen = [], []
     for m in names:
         ratios = _ratios(*pairs[m])[:short_pairs]
@@ -95,8 +116,8 @@ def judge(pairs: dict[str, tuple[list[float], list[float]]], attempted: int, thr
     shown = "; ".join(seen)
     if beyond:
         return Screen(names, True, min(complete, short_pairs), True, threshold,
-                      f"escalated: {', '.join(beyond)}, beyond {limit} of its base ({shown}): the full screen "
-                      f"decides")
+                      f"escalated: {', '.join(beyond)}, beyond {limit} of its base ({shown}): a sequential test "
+                      f"of them decides")
     return Screen(names, True, min(complete, short_pairs), False, threshold,
                   f"short screen, {min(complete, short_pairs)} pairs: no head slower than its base by more than "
                   f"{limit} ({shown}), so nothing gross that the counts could miss (an uncounted subprocess, a "
