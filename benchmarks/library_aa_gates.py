@@ -5,7 +5,8 @@ ttfg's own models gated A/A (``aa_gates.py``) say nothing of a library a new use
 the libraries as that user does (``tests/function_libraries.py``, the builders the gate tests use: a ``src/``
 package, ``ttfg init``'s default function starter, the stand-in replaced by the library's own call,
 ``pip install -e .`` into a venv of its own, committed: the base), then for each trial a pull request of one
-commit on the base that adds a comment to the library's module, and gates it as the CI workflow ``init``
+commit on the base that adds a comment to the library's module (``--change code``: an unused constant, which the
+counts and the clock must call unchanged), and gates it as the CI workflow ``init``
 writes does: ``ttfg gate --base BASE --head HEAD --allocations --out-dir DIR`` in the repository, with the
 count store (``TTFG_COUNT_STORE_DIR``) kept across the gates of one library as the workflow's cache keeps
 it, and a fresh cache folder for each gate (a fresh runner: no calibration).
@@ -52,7 +53,11 @@ SLOWDOWNS = {"ops": {"extra": 6}, "work": {"work": 200_000}, "import": {"import_
 SLOWDOWN_LIBRARIES = {"ops": ("jax", "equinox", "haiku", "torch"), "work": ("torch", "jax"),
                       "import": ("jax", "equinox", "haiku", "torch")}
 FALSE_ALARMS = ("regressed", "improved")
-COMMENT = "# A comment, nothing else: pull request {n} of an A/A set (benchmarks/library_aa_gates.py).\n"
+#: What each A/A pull request adds to the library's module (``--change``): a comment (the source tier proves the
+#: code unchanged and settles it with one pair a side), or code that moves no count (an unused constant: a new
+#: syntax tree, so the counts and the clock decide, as for any refactor that changes nothing measured).
+CHANGES = {"comment": "# A comment, nothing else: pull request {n} of an A/A set (benchmarks/library_aa_gates.py).\n",
+           "code": "_AA_PULL_REQUEST_{n} = {n}  # code that moves no count: an A/A set (benchmarks/library_aa_gates.py)\n"}
 
 
 def _libraries():
@@ -115,7 +120,7 @@ def run(args) -> dict:
             m, lib = made[key], libs.LIBRARIES[key]
             text = libs.source(lib, **slowdown)
             if kind == "aa":
-                text += "\n" + COMMENT.format(n=n)
+                text += "\n" + CHANGES[args.change].format(n=n)
             head = libs.commit_head(m, f"{kind} {n}", text, branch=f"{kind}-{n}")
             label = f"{lib.name}-{kind}-{n}"
             row = {"library": lib.name, "framework": lib.framework, "kind": kind, "trial": n,
@@ -179,6 +184,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--library", action="append", choices=["jax", "equinox", "haiku", "torch"],
                    help="a library to gate (repeatable; default: all four)")
     p.add_argument("--trials", type=int, default=6, help="comment-only pull requests per library (default: 6)")
+    p.add_argument("--change", choices=sorted(CHANGES), default="comment",
+                   help="what each A/A pull request adds: a comment (default; the source tier settles it) or code "
+                        "that moves no count (an unused constant: the counts and the clock decide)")
     p.add_argument("--slowdowns", action="append", default=[], choices=sorted(SLOWDOWNS),
                    help="also gate this real slowdown, which must exit 1 (repeatable)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds a gate may take (default: 1800)")
