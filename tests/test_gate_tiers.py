@@ -630,3 +630,15 @@ def test_allocations_after_the_tiers_count_only_what_the_instructions_tier_did_n
     assert kinds(fake)["allocations"] == 6  # 1 a side by the tier, then 2 more a side
     _, fake, notes = gate_with(Side_(), Side_(), allocations=True, tiers=("structural", "time"))
     assert kinds(fake)["allocations"] == 2 and sum(n.startswith("allocations ") for n in notes) == 2
+
+
+def test_a_count_within_the_cases_margin_calls_for_no_attribution(gate_with):
+    """A build count +1.1 % is beyond the registry's 1 % but inside the case's margin: the instructions tier settles
+    "unchanged", and the explanation's row of that count is not a change either, so no attribution (before, the row
+    said "regressed" and the gate took 8 processes of stacks and calls after an A/A gate of a jax library)."""
+    outcome, fake, _ = gate_with(Side_(), Side_(build=5_055_000))
+    (case,) = outcome.cases
+    assert case.tier == "instructions" and case.verdict.verdict == "unchanged" and outcome.exit_code() == 0
+    row = next(r for r in case.changes if r.metric == "instructions_build")
+    assert row.verdict.verdict == "inconclusive" and "by the instructions tier: not a change" in row.verdict.reason
+    assert not case.regressed_anything() and case.attribution is None

@@ -534,10 +534,11 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
     outcomes = []
     for st in states:
         b, h = st.complete()
-        changes = _steady_changes(st.case, writers, [r for r in explains[caches[st.case.id]].rows
-                                                     if r.case == st.case.id and r.verdict.verdict != "unchanged"])
-        failures = policy.failure_test(st)
         trail = trails[st.case.id]
+        changes = policy.within_margins(_steady_changes(st.case, writers, [
+            r for r in explains[caches[st.case.id]].rows if r.case == st.case.id and r.verdict.verdict != "unchanged"]),
+            trail)
+        failures = policy.failure_test(st)
         figure, context, guards = None, [], []
         broken = policy.broken_verdict(st, settings)
         if trail.settled:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["CaseState", "brief", "broken_verdict", "combined_verdict", "count_context", "evidence_figure",
            "failure_test", "failure_verdict", "geometric_mean", "guards_of", "leading", "metric_verdict",
            "not_settled_verdict", "settled_and_screened", "stop_after_pair", "time_context", "value", "verdict_words",
-           "with_failures", "with_not_split"]
+           "with_failures", "with_not_split", "within_margins"]
 
 
 @dataclass
@@ -315,3 +315,25 @@ def evidence_figure(tier: str, e: dict) -> Figure:
                                                                  else f"({source})")
     return Figure(e["metric"], tier, e.get("base"), e.get("head"), e.get("ratio"), e.get("ci_low"), e.get("ci_high"),
                   statistic, n)
+
+
+def within_margins(changes: list, trail: "tiers.CaseTrail") -> list:
+    """The explanation's compared rows (``compare.compare_results``, judged by each metric's registry threshold)
+    made ``inconclusive`` where the count tier judged the same count within the case's own margin: a build count
+    +1.1 % beyond the registry's 1 % but inside the case's ±4.5 % is no change. Before, such a row called for
+    attribution: 8 processes of sampled stacks and calls (22 s) after an A/A gate of a jax library settled
+    "unchanged" by that very count (2026-12-07)."""
+    judged = {e["metric"]: e for step in trail.steps if step.tier == tiers.INSTRUCTIONS for e in step.evidence}
+    out = []
+    for row in changes:
+        e = judged.get(row.metric)
+        if e is not None and row.compared_as == "counter" and row.verdict.verdict in ("regressed", "improved") \
+                and e.get("verdict") not in ("regressed", "improved"):
+            margin = e.get("margin")
+            within = f"within the case's margin (±{fmt.percent(margin)})" if margin else "not beyond the case's margin"
+            row = replace(row, verdict=replace(row.verdict, verdict="inconclusive",
+                                               reason=f"{row.verdict.reason}; {within} by the instructions tier: "
+                                                      "not a change"))
+        out.append(row)
+    return out
+
