@@ -684,3 +684,25 @@ def test_an_accepted_regression_stays_accepted_when_the_shards_merge(sharded_gat
     assert "Accepted, so not failing:" in doc["passing_means"] and "Ada" in summary
     assert "Unused Ttfg-Accept trailer(s): 'nothing/* * matches nothing'" in doc["passing_means"]
     assert summary.count("Unused Ttfg-Accept trailer(s)") == 1
+
+
+def test_the_merged_gate_keeps_the_shards_source_record(sharded_gates, tmp_path):
+    """Every shard gates one base and head, so their source records agree and the merge keeps it; shards that
+    disagree keep none."""
+    import shutil
+
+    _, dirs, _ = sharded_gates
+    record = {"proven": False, "why": "README.md changed and is not a Python file", "files": []}
+    copies = []
+    for d in dirs:
+        copy = tmp_path / "copies" / d.name
+        shutil.copytree(d, copy)
+        doc = json.loads((copy / "gate.json").read_text())
+        doc["source"] = record
+        (copy / "gate.json").write_text(json.dumps(doc))
+        copies.append(copy)
+    assert merge_gates([load_shard(d) for d in copies]).doc.outcome.source == record
+    doc = json.loads((copies[0] / "gate.json").read_text())
+    doc["source"] = {**record, "why": "pyproject.toml changed and is not a Python file"}
+    (copies[0] / "gate.json").write_text(json.dumps(doc))
+    assert merge_gates([load_shard(d) for d in copies]).doc.outcome.source is None

@@ -239,11 +239,19 @@ def merge_gates(shards: list[GateShard], force: bool = False) -> MergedGate:
         outcome = GateOutcome(first.base, first.head, settings, cases, skipped,
                               max((e.elapsed_s or 0.0 for e in table), default=0.0), {},
                               fingerprint=None if any(n.startswith("--force") for n in notes) else first.fingerprint,
-                              acceptances=merged_acceptances([s.doc for s in finished]))
+                              acceptances=merged_acceptances([s.doc for s in finished]),
+                              source=_merged_source([s.doc for s in finished]))
     expectations = ({"rows": expectation_rows, "failures": sum(1 for r in expectation_rows if _failing(r))}
                     if expectation_rows else None)
     doc = GateDocument(outcome, code, expectations, merged=MergedShards(count, shards[0].shard.partition, table, notes))
     return MergedGate(doc, merged_sides, notes)
+
+
+def _merged_source(docs: list[GateDocument]) -> dict | None:
+    """What the shards' source tier read (``decide/source_proof.py``): one base and head, so one record; None when
+    no shard asked, or when they disagree (then no shard's record stands for the merge)."""
+    records = [d.outcome.source for d in docs if d.outcome.source is not None]
+    return records[0] if records and all(r == records[0] for r in records) else None
 
 
 def merged_acceptances(docs: list[GateDocument]) -> list[dict]:
