@@ -114,26 +114,7 @@ class _BisectReader(_Reader):
             self.value(f.get("line"), f"{at}.line", "count")
             self.value(self.key(f, "delta", f"{at}."), f"{at}.delta", "number", optional=False)
             self.text(f.get("unit"), f"{at}.unit", optional=True)
-        for i, c in enumerate(self.seq(raw.get("calls") or [], f"{where}.calls")):  # absent before issue 41
-            at = f"{where}.calls[{i}]"
-            c = self.obj(c, at)
-            self.text(self.key(c, "fn", f"{at}."), f"{at}.fn")
-            self.text(self.key(c, "file", f"{at}."), f"{at}.file")
-            self.value(c.get("line"), f"{at}.line", "count")
-            for k in ("base", "head"):
-                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
-            self.word(c.get("code") or "framework", f"{at}.code", ("project", "framework"))
-        for i, c in enumerate(self.seq(raw.get("lines") or [], f"{where}.lines")):
-            at = f"{where}.lines[{i}]"
-            c = self.obj(c, at)
-            self.word(self.key(c, "kind", f"{at}."), f"{at}.kind", ("jaxpr_eqns", "fx_nodes", "graph_break"))
-            for k in ("file", "fn"):
-                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
-            self.value(c.get("line"), f"{at}.line", "count")
-            for k in ("base", "head"):
-                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
-            self.word(c.get("code") or "framework", f"{at}.code", ("project", "framework"))
-            self.text(c.get("reason"), f"{at}.reason", optional=True)
+        self.calls_and_lines(raw, where)  # absent before issue 41
 
     def comparison(self, raw: Any, where: str) -> None:
         raw = self.obj(raw, where)

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonfile
-from .attribution_record import CODE_KINDS
 from .format import ResultsError, describe, strict_json
 from .gate_document import GateDocument
 from .gate_outcome import FORMAT, VERDICTS, VERSION
@@ -244,32 +243,8 @@ class _GateReader(_Reader):
             for i, note in enumerate(self.seq(raw.get(k, []), f"{where}.{k}")):
                 self.text(note, f"{where}.{k}[{i}]")
         self.text(raw.get("calls_note"), f"{where}.calls_note", optional=True)
-        for i, c in enumerate(self.seq(raw.get("calls") or [], f"{where}.calls")):  # absent before call counts
-            at = f"{where}.calls[{i}]"
-            c = self.obj(c, at)
-            for k in ("fn", "file"):
-                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
-            self.value(c.get("line"), f"{at}.line", "count")
-            for k in ("base", "head"):
-                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
-            if c.get("code") is not None and c["code"] not in CODE_KINDS:
-                raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
         self.text(raw.get("lines_note"), f"{where}.lines_note", optional=True)
-        from ..engines.source_lines import KINDS
-
-        for i, c in enumerate(self.seq(raw.get("lines") or [], f"{where}.lines")):  # absent before line counts
-            at = f"{where}.lines[{i}]"
-            c = self.obj(c, at)
-            for k in ("kind", "file", "fn"):
-                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
-            if c["kind"] not in KINDS:
-                raise self.expect(f"{at}.kind", "one of " + ", ".join(KINDS), c["kind"])
-            self.value(c.get("line"), f"{at}.line", "count")
-            for k in ("base", "head"):
-                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
-            self.text(c.get("reason"), f"{at}.reason", optional=True)
-            if c.get("code") is not None and c["code"] not in CODE_KINDS:
-                raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
+        self.calls_and_lines(raw, where)
 
     def shards(self, data: dict) -> None:
         """A merged gate's own fields (``ttfg merge gate``)."""

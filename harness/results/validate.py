@@ -123,6 +123,31 @@ class _Reader:
                 raise self.fail(f"{at}.{extra[0]}", f"not a field of {what}")
             yield at, raw
 
+    def calls_and_lines(self, raw: dict, where: str) -> None:
+        """An attribution's ``calls`` (Python call counts per function) and ``lines`` (compiled code per source
+        line), each absent before it was recorded: read alike in gate.json and bisect.json."""
+        from ..engines.source_lines import KINDS as LINE_KINDS
+        from .attribution_record import CODE_KINDS
+
+        def counted(c: dict, at: str, names: tuple[str, ...]) -> None:
+            for k in names:
+                self.text(self.key(c, k, f"{at}."), f"{at}.{k}")
+            self.value(c.get("line"), f"{at}.line", "count")
+            for k in ("base", "head"):
+                self.value(self.key(c, k, f"{at}."), f"{at}.{k}", "count", optional=False)
+            if c.get("code") is not None and c["code"] not in CODE_KINDS:
+                raise self.expect(f"{at}.code", "one of " + ", ".join(CODE_KINDS), c["code"])
+
+        for i, c in enumerate(self.seq(raw.get("calls") or [], f"{where}.calls")):
+            counted(self.obj(c, f"{where}.calls[{i}]"), f"{where}.calls[{i}]", ("fn", "file"))
+        for i, c in enumerate(self.seq(raw.get("lines") or [], f"{where}.lines")):
+            at = f"{where}.lines[{i}]"
+            c = self.obj(c, at)
+            counted(c, at, ("kind", "file", "fn"))
+            if c["kind"] not in LINE_KINDS:
+                raise self.expect(f"{at}.kind", "one of " + ", ".join(LINE_KINDS), c["kind"])
+            self.text(c.get("reason"), f"{at}.reason", optional=True)
+
     def functions(self, value: Any, where: str, unit: str = "count") -> list | None:
         """A list of ``{"fn", "file", "line", "incl", "self"}``: text, text or null, line or null,
         and inclusive and self counts (``unit`` "count") or seconds >= 0 (``unit`` "seconds0")."""
