@@ -41,6 +41,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _repository(repo: Path):
+    """``(git, commit)`` for the scratch repository ``repo``: ``git(*args)`` its output, ``commit(message, texts)``
+    the files written, everything staged and committed, its hash."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bad-inputs", "-c", "user.email=b@example.com",
+                               *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    def commit(message: str, texts: dict[str, str]) -> str:
+        for name, text in texts.items():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+        git("add", "-A")
+        git("commit", "-q", "-m", message)
+        return git("rev-parse", "HEAD")
+
+    return git, commit
+
+
+def _deep(plain: dict[str, str]) -> dict[str, str]:
+    """lablib's pyproject.toml and plugin (of ``plain``, the flat layout's files) declaring a second model,
+    ``lablib_deep``."""
+    return {"pyproject.toml": plain["pyproject.toml"].replace(
+                'lablib_mlp = "lablib.ttfg_plugin:build_mlp"',
+                'lablib_mlp = "lablib.ttfg_plugin:build_mlp"\nlablib_deep = "lablib.ttfg_plugin:build_deep"'),
+            "lablib/ttfg_plugin.py": plain["lablib/ttfg_plugin.py"]
+            + "\n\ndef build_deep() -> ModelSpec:\n    return build_mlp(5)\n"}
+
+
 def files(d: Path) -> dict:
     """The scratch repository, its branches and the folder its first commit is installed in."""
     sys.path.insert(0, str(ROOT))
@@ -49,16 +78,7 @@ def files(d: Path) -> dict:
     repo = d / "lablib"
     repo.mkdir()
 
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bad-inputs", "-c", "user.email=b@example.com",
-                               *args], check=True, capture_output=True, text=True).stdout.strip()
-
-    def commit(message: str, texts: dict[str, str]) -> None:
-        for name, text in texts.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-        git("add", "-A")
-        git("commit", "-q", "-m", message)
+    git, commit = _repository(repo)
 
     git("init", "-q", "-b", "main")
     commit("first", _files("flat", "autograd==1.7.0"))
@@ -78,11 +98,7 @@ def files(d: Path) -> dict:
     git("rm", "-q", "lablib/extra.py")
     commit("the extra module deleted", {"lablib/ttfg_plugin.py": plugin_text})
     git("checkout", "-q", "-b", "deep", "main")
-    pyproject = (repo / "pyproject.toml").read_text().replace(
-        'lablib_mlp = "lablib.ttfg_plugin:build_mlp"',
-        'lablib_mlp = "lablib.ttfg_plugin:build_mlp"\nlablib_deep = "lablib.ttfg_plugin:build_deep"')
-    plugin = (repo / "lablib" / "ttfg_plugin.py").read_text() + "\n\ndef build_deep() -> ModelSpec:\n    return build_mlp(5)\n"
-    commit("a deeper model, named in ttfg.toml", {"pyproject.toml": pyproject, "lablib/ttfg_plugin.py": plugin,
+    commit("a deeper model, named in ttfg.toml", {**_deep(_files("flat", "autograd==1.7.0")),
                                                   "ttfg.toml": 'models = ["lablib_mlp", "lablib_deep"]\n'
                                                                'backends = ["lablib.autograd"]\n'})
     git("checkout", "-q", "main")
@@ -125,25 +141,11 @@ def _history(d: Path) -> dict:
     repo = d / "lablib-history"
     repo.mkdir()
 
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=bad-inputs", "-c", "user.email=b@example.com",
-                               *args], check=True, capture_output=True, text=True).stdout.strip()
-
-    def commit(message: str, texts: dict[str, str]) -> str:
-        for name, text in texts.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-        git("add", "-A")
-        git("commit", "-q", "-m", message)
-        return git("rev-parse", "HEAD")
+    git, commit = _repository(repo)
 
     git("init", "-q", "-b", "main")
     plain = _files("flat", "autograd==1.7.0")
-    deep = {"pyproject.toml": plain["pyproject.toml"].replace(
-                'lablib_mlp = "lablib.ttfg_plugin:build_mlp"',
-                'lablib_mlp = "lablib.ttfg_plugin:build_mlp"\nlablib_deep = "lablib.ttfg_plugin:build_deep"'),
-            "lablib/ttfg_plugin.py": plain["lablib/ttfg_plugin.py"]
-            + "\n\ndef build_deep() -> ModelSpec:\n    return build_mlp(5)\n"}
+    deep = _deep(plain)
     shas = [commit("first, with lablib_deep", {**plain, **deep})]
     shas += [commit(f"notes {i}", {"NOTES.md": f"{i}\n"}) for i in range(2, 6)]
     shas.append(commit("lablib_deep removed", {name: plain[name] for name in deep}))
