@@ -49,27 +49,14 @@ def changes(repo, base: str, head: str) -> list[Change]:
 
 
 def content(repo, commit: str, path: str) -> bytes:
-    """The bytes ``path`` holds at ``commit`` (a blob: ``git cat-file blob``).
+    """The bytes ``path`` holds at ``commit`` (``git cat-file blob``).
 
     Raises
     ------
     provision.worktrees.GitError
         When the path holds no blob there.
     """
-    import subprocess
-
-    from .target import tool_environ
-    from .worktrees import GitError
-
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:{path}"], capture_output=True,
-                             timeout=120, env=tool_environ(None))
-    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"git cat-file blob {commit}:{path}: {exc}") from None
-    if out.returncode != 0:
-        raise GitError(f"git cat-file blob {commit}:{path} failed in {repo}: "
-                       f"{out.stderr.decode(errors='replace').strip()}")
-    return out.stdout
+    return git(repo, "cat-file", "blob", f"{commit}:{path}", binary=True).stdout
 
 
 __all__ = ["Change", "FILE_MODES", "changes", "content"]

@@ -29,24 +29,26 @@ class GitError(TtfgError):
 
 
 def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120, input: str | None = None,
-        env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+        env: Mapping[str, str] | None = None, binary: bool = False) -> subprocess.CompletedProcess:
     """Run ``git -C repo ARGS``, the one way ttfg runs git; raise :class:`GitError` with git's message on failure.
 
     Each caller keeps what it needs: ``timeout`` (a tree's archive may take longer than a
     ``rev-parse``), ``input`` (``cat-file --batch-check`` reads commits on stdin), and ``env``,
     variables added to git's environment (``target.tool_environ``: a snapshot's own index and
     author). ``check=False`` returns git's answer whatever its exit status; git that cannot run
-    at all (not installed, past its timeout) is a :class:`GitError` either way.
+    at all (not installed, past its timeout) is a :class:`GitError` either way. ``binary``: the output as
+    bytes (a file's content, ``cat-file blob``), not text.
     """
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout,
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, timeout=timeout,
                              input=input, env=tool_environ(env))
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args)} took over {timeout:g} s in {repo}") from None
     if check and out.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed in {repo}: {out.stderr.strip() or out.stdout.strip()}")
+        said = (out.stderr.strip() or out.stdout.strip()) if not binary else out.stderr.decode(errors="replace").strip()
+        raise GitError(f"git {' '.join(args)} failed in {repo}: {said}")
     return out
 
 
