@@ -134,17 +134,22 @@ def _new_state(case: Case, settings: GateSettings) -> CaseState:
                      {m: {"base": [], "head": []} for m in settings.guard}, not_split=unsplit)
 
 
+def _test_anew(st: CaseState, tests: dict) -> None:
+    """The case's sequential tests replaced by ``tests``, each given the complete pairs already taken."""
+    st.tests = tests
+    for m, test in tests.items():
+        for b, h in zip(*st.complete(m)):
+            if not test.done():
+                test.add(b, h)
+
+
 def _screen(st: CaseState, settings: GateSettings, names: tuple[str, ...]) -> None:
     """After the count tier settled the case: test only ``names`` (what the counts did not cover), in one look
     at ``min_pairs`` pairs (a screen for gross regressions), counting the pairs already taken. When no count could
     cover any of them (``time_screen.short_applies``), a short screen looks first and only escalates to this one
     when a pair looks slow (:func:`_look_short`)."""
-    st.tests = _new_tests(settings, names, max_pairs=settings.min_pairs)
+    _test_anew(st, _new_tests(settings, names, max_pairs=settings.min_pairs))
     st.screened = True
-    for m, test in st.tests.items():
-        for b, h in zip(*st.complete(m)):
-            if not test.done():
-                test.add(b, h)
     if time_screen.short_applies(names):
         st.short = names
         _look_short(st, settings)
@@ -166,11 +171,7 @@ def _look_short(st: CaseState, settings: GateSettings) -> None:
         st.stop = DECIDED
         return
     most = time_screen.escalated_pairs(settings.min_pairs, settings.max_pairs)
-    st.tests = _new_tests(settings, names, max_pairs=most, **time_screen.escalated_looks(settings.min_pairs, most))
-    for m, test in st.tests.items():
-        for b, h in zip(*st.complete(m)):
-            if not test.done():
-                test.add(b, h)
+    _test_anew(st, _new_tests(settings, names, max_pairs=most, **time_screen.escalated_looks(settings.min_pairs, most)))
 
 
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,

@@ -24,10 +24,8 @@ SOURCE = "source"
 
 
 def source_step(proof, pair: dict, structural: list[TierStep]) -> TierStep:
-    """The tier's finding for one case: ``proof`` (``source_proof.SourceProof``), the case's first timing pair
-    (``{role: Sample}``) and the structural steps read from it."""
-    if not proof.proven:
-        return TierStep(SOURCE, False, "inconclusive", f"the code is not shown the same: {proof.why}")
+    """The tier's finding for one case under a proven ``proof`` (``source_proof.SourceProof``), from the case's first
+    timing pair (``{role: Sample}``) and the structural steps read from it."""
     failed = [role for role in ("base", "head") if pair.get(role) is None or not pair[role].ok]
     if failed:
         return TierStep(SOURCE, False, "inconclusive", f"{proof.why}, but the {' and '.join(failed)} side's first "
