@@ -347,8 +347,8 @@ def measured_path(request: GateRequest, base: Revision, head: Revision, sides: d
     provides it, in a process of its own (``measure/coverage.py``; both sides, so a module the head deletes that
     the base ran counts). The head is traced first; when every changed code file ran on it and none of its traces
     failed, the base is not traced: a base trace can only add files that ran, and there is none left to add (on a
-    comment-only pull request of jax.jit resnet15 that trace was a process of resnet15 on the critical path); None when base and head are one commit (an upgrade gate) or a side has no install (a
-    test's fake sides)."""
+    comment-only pull request of jax.jit resnet15 that trace was a process of resnet15 on the critical path). None
+    when base and head are one commit (an upgrade gate) or a side has no install (a test's fake sides)."""
     from ..measure import coverage
     from ..measure.sides import provides
     from ..provision.worktrees import git
