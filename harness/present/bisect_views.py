@@ -73,16 +73,14 @@ def counts_text(e: dict) -> str:
     return "; count processes: " + ", ".join(parts)
 
 
-#: Whose code a Python function called more is, in a culprit's lines (the gate's words).
-_CODE_WORDS = {"project": "your code", "framework": "the frameworks' code"}
-
-
 def _calls_line(code: str, calls: list[dict]) -> str | None:
     """``Python functions called more in your code: _scale_step (mylab/ops.py:4) +20,000``; None without any."""
     mine = [c for c in calls if c.get("code", "framework") == code]
     if not mine:
         return None
-    return (f"Python functions called more in {_CODE_WORDS[code]}: "
+    from .attribution_views import CODE_WORDS  # the gate's words for whose code it is
+
+    return (f"Python functions called more in {CODE_WORDS[code]}: "
             + ", ".join(f"{c['fn']} ({c['file']}{':' + str(c['line']) if c.get('line') else ''}) "
                         f"+{fmt.count(c['head'] - c['base'])}" for c in mine))
 
