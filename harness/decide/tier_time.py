@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from .. import metrics
+from .tier_source import SOURCE
 from .tier_step import CaseTrail, TierContext, TierStep
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def uncounted_guards(guard: tuple[str, ...], step: TierStep) -> tuple[str, ...]:
     on both sides, or one that was evidence only: a phase under ``count_margins.PHASE_FLOOR`` that moved). The
     import is never counted, so it is always among them. A source step (``tier_source.py``) leaves none: the head
     runs the base's program, every phase of it."""
-    if step.tier == "source":
+    if step.tier == SOURCE:
         return ()
     counted = {e["metric"] for e in step.evidence if e.get("n_base") and e.get("n_head") and not e.get("evidence_only")}
     return tuple(m for m in guard if metrics.get(m).counted_by not in counted)

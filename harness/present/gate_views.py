@@ -452,10 +452,7 @@ def phase_lines(attribution: Attribution, top: int = TOP_PHASES, findings: bool 
     phases were counted (deterministic), else by time (paired medians); see ``Attribution.largest_phase``.
     ``findings``: only the changes that may be shown as where it went (``PhaseDelta.finding``), inside the gated
     metric (a build phase's +638 instructions was once "where" a first gradient's +25,000,000 went)."""
-    from ..engines.base import GRADIENT_PHASES
-    from ..results.attribution_record import PHASES
-
-    inside = PHASES if attribution.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+    inside = attribution.phases_inside()
     phases = [p for p in attribution.phases if p.delta is not None
               and (not findings or (p.finding and p.phase in inside))]
     if any(p.instructions_delta for p in phases):

@@ -260,6 +260,11 @@ class Attribution:
         """The ``top`` functions of ``code`` (one of :data:`CODE_KINDS`) whose call count grew most."""
         return sorted((c for c in self.calls if c.code == code and c.delta > 0), key=lambda c: -c.delta)[:top]
 
+    def phases_inside(self) -> tuple[str, ...]:
+        """The phases the gated metric holds: every phase for one that spans the process (``process_ttfg_s``,
+        ``cpu_s``), else the first gradient's (trace, lower, compile, execute)."""
+        return PHASES if self.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+
     def largest_phase(self) -> PhaseDelta | None:
         """The phase inside the metric that changed most: by its counted instructions when the phases were
         counted, else by its time in absolute seconds (same sign as the total).
@@ -269,7 +274,7 @@ class Attribution:
         1.147x, had its compile phase "move most" by 10 ms of noise). The first gradient holds trace,
         lower, compile and execute; import and build count only for a metric that spans the process
         (``process_ttfg_s``), else their noise would "explain" a first gradient they are not part of."""
-        inside = PHASES if self.metric in ("process_ttfg_s", "cpu_s") else GRADIENT_PHASES
+        inside = self.phases_inside()
         counted = [p for p in self.phases if p.instructions_delta and p.phase in inside]
         if counted:
             return max(counted, key=lambda p: abs(p.instructions_delta))
