@@ -3,11 +3,12 @@
 Why: ``ttfg gate`` keeps the base counts it takes (``results/count_store.py``), and a second gate of the same base
 uses them once the head's fresh count agrees (``decide/stored_baseline.py``). This script measures what that is
 worth and checks it costs nothing in power: it clones this repository (``git clone --local``, at the current
-commit) into a temporary folder, commits two changes to ``harness/engines/jax_jit.py`` off the same base (``--change
-code``, the default: an unused constant, code that moves no count; ``--change comment``: a comment, which the source
-tier settles with one pair a side, nothing counted), and gates them one after the other with an empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a
-fresh ``python -m ttfg gate`` process of a frozen copy of the base's ttfg, as CI would. With ``--regression 5`` it then gates the held-out Python-work
-trace regression of ``gate_injections.py`` sized to 5 % of the base's first gradient, with the store present, and
+commit) into a temporary folder, commits two changes to ``harness/engines/jax_jit.py`` off the same base
+(``--change code``, the default: an unused constant, code that moves no count; ``--change comment``: a comment,
+which the source tier settles with one pair a side, nothing counted), and gates them one after the other with an
+empty count store of its own (``TTFG_COUNT_STORE_DIR``), each in a fresh ``python -m ttfg gate`` process of a
+frozen copy of the base's ttfg, as CI would. With ``--regression 5`` it then gates the held-out Python-work trace
+regression of ``gate_injections.py`` sized to 5 % of the base's first gradient, with the store present, and
 reports whether it is still caught; ``--no-store-too`` first gates the second pull request without the store
 (``--no-count-store``), for the cost at the same load.
 
@@ -16,8 +17,8 @@ reports whether it is still caught; ``--no-store-too`` first gates the second pu
 
 Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record and ``cost`` from
 gate.json, the store's size after it, and ``timeline``: each line the gate printed with the second it came at (where
-the wall time went). Exit codes: 0 done (both pull requests' gates passed, a regression asked for was
-caught), 1 otherwise, 2 bad input or a broken run.
+the wall time went). Exit codes: 0 done (both pull requests' gates passed, a regression asked for was caught),
+1 otherwise, 2 bad input or a broken run.
 """
 
 from __future__ import annotations
