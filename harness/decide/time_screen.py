@@ -15,9 +15,11 @@ it. The rule (:func:`short_applies`, :func:`judge`):
 2. If any of those pairs' heads is slower than its base by more than :data:`SLOWDOWN` on any
    screened timing, or a pair lacks one (a failed process), the screen **escalates**: a sequential
    test of the screened timings with two looks, at ``--min-pairs`` pairs and at :func:`escalated_pairs`
-   (three times as many), alpha split evenly (:func:`escalated_looks`; the short screen's pairs counted). It used to be one look at ``--min-pairs``
-   pairs, which missed +0.4 s at the import of a Haiku library (one gate in three, 2026-12-06): a
-   pair that looked slow is worth the pairs that show whether it is. A slowdown beyond the threshold
+   (three times as many), alpha split evenly (:func:`escalated_looks`; the short screen's pairs
+   counted). It used to be one look at ``--min-pairs`` pairs, which missed +0.4 s at the import of
+   a Haiku and of a torch library in one run of each (2026-12-06; their imports took 1.1-2.3 s, and
+   one commit's imports varied by up to 25 %): a pair that looked slow is worth the pairs that show
+   whether it is. A slowdown beyond the threshold
    is tested at least as well as before, and one inside it that the full screen could have found is
    one the two pairs both had to hide.
 3. Otherwise the case keeps the count tier's verdict, and the screen says so, with the pairs' ratios.
