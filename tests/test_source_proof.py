@@ -68,6 +68,25 @@ def test_any_change_the_syntax_tree_keeps_is_not_proven(head, said):
     assert not proof.proven and said in proof.why and "src/lab/ops.py" in proof.why
 
 
+TYPED = 'def scale(x, factor):\n    # type: (Tensor, float) -> Tensor\n    return x * factor\n'
+
+
+@pytest.mark.parametrize("head, said", [
+    (TYPED.replace("(Tensor, float)", "(Tensor, int)"), "type comments changed"),  # another TorchScript signature
+    (TYPED.replace("    # type: (Tensor, float) -> Tensor\n", ""), "type comments changed"),
+    (TYPED.replace("x * factor\n", "x * factor  # type: ignore[operator]\n"), None),  # a checker's, not code
+    (TYPED.replace("(Tensor, float)", "(Tensor,  float)").replace("    return", "    # why\n    return"),
+     "type comments changed"),
+    (TYPED + "S = '# type: int'  \n", "syntax tree differs"),  # a string, not a comment
+    (TYPED + "\n# a comment\n", None),
+], ids=["signature", "removed", "type ignore", "respaced", "in a string", "other comment"])
+def test_type_comments_are_code_to_torchscript(head, said):
+    """``ast`` drops type comments, TorchScript reads them from the source: changing one is a change of code."""
+    proof = prove_texts(TYPED, head)
+    assert proof.proven is (said is None), proof.why
+    assert said is None or said in proof.why
+
+
 @pytest.mark.parametrize("kwargs, said", [
     ({"path": "README.md"}, "README.md changed and is not a Python file"),
     ({"path": "pyproject.toml"}, "not a Python file"),

@@ -11,6 +11,8 @@ which must give a first gradient with equal structural counters, so a gate never
 What the tree keeps, and so breaks the proof (the gate then measures as usual): any other file (``README.md``,
 ``pyproject.toml``, a lock, a C source, a submodule), an added, deleted or renamed file, a docstring (it is
 ``__doc__`` at run time), a string or number, an import, a decorator, a name, a syntax error on either side.
+A type comment (``# type: (Tensor) -> Tensor``) is a comment to ``ast`` but code to TorchScript, which reads it
+from the source: each file's type comments are compared as well (:func:`_type_comments`), ``# type: ignore`` aside.
 What it cannot see: a program that reads its own source text or line numbers (``inspect.getsource``, a
 traceback parsed at run time); for such a program leave this tier out (``--tiers structural,instructions,time``).
 """
@@ -18,6 +20,9 @@ traceback parsed at run time); for such a program leave this tier out (``--tiers
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -45,9 +50,21 @@ class SourceProof:
         return {"proven": self.proven, "why": self.why, "files": list(self.files)}
 
 
-def _tree(data: bytes, path: str) -> str:
-    """The syntax tree of a Python file's bytes, without positions (the encoding cookie is honoured by ``ast``)."""
-    return ast.dump(ast.parse(data, filename=path), include_attributes=False)
+#: A type comment that is read as code (TorchScript's signatures and annotations); ``# type: ignore`` only silences a
+#: type checker.
+_TYPE_COMMENT = re.compile(r"#\s*type:(?!\s*ignore\b)")
+
+
+def _type_comments(data: bytes) -> list[str]:
+    """A file's type comments, in order, as written (tokenized: a ``# type:`` inside a string is no comment)."""
+    tokens = tokenize.tokenize(io.BytesIO(data).readline)
+    return [t.string.strip() for t in tokens if t.type == tokenize.COMMENT and _TYPE_COMMENT.match(t.string)]
+
+
+def _tree(data: bytes, path: str) -> tuple[str, list[str]]:
+    """The syntax tree of a Python file's bytes, without positions (the encoding cookie is honoured by ``ast``), and
+    its type comments."""
+    return ast.dump(ast.parse(data, filename=path), include_attributes=False), _type_comments(data)
 
 
 def _short(files: Iterable[str], limit: int = 5) -> str:
@@ -88,11 +105,13 @@ def prove(changes: "list[Change]", read: Callable[[str, str], bytes], same_envir
     for c in changes:
         try:
             trees = [_tree(read(role, c.path), c.path) for role in ("base", "head")]
-        except (SyntaxError, ValueError, RecursionError) as exc:
+        except (SyntaxError, ValueError, RecursionError, tokenize.TokenError) as exc:
             return SourceProof(False, f"{c.path} does not parse on both sides ({type(exc).__name__}: {exc})")
-        if trees[0] != trees[1]:
+        if trees[0][0] != trees[1][0]:
             return SourceProof(False, f"{c.path}'s code changed (its syntax tree differs, not only its comments "
                                       "and layout)")
+        if trees[0][1] != trees[1][1]:
+            return SourceProof(False, f"{c.path}'s type comments changed (TorchScript reads them as code)")
     files = tuple(c.path for c in changes)
     return SourceProof(True, f"the changed files differ in comments and layout only (equal syntax trees: "
                              f"{_short(files)}), in one environment", files)
