@@ -11,6 +11,10 @@ merged (a merge commit or a squash of an unmoved base has the same tree) it is t
 fallback: an entry of another commit, environment or machine is not looked for, and one that fails
 its checks is set aside and said.
 
+The same store keeps each side's first timing process's structural counters (kind ``structural``, no time): when
+the head runs the base's program (the source tier's proof), the base's stored first process stands in for the
+base's, once the head's own first process gave its structural counters, every one equal (``decide/stored_first.py``).
+
 What each case's ``baseline`` record says (``gate.json``, ``summary.md``, the terminal): ``stored`` (from which run,
 how it was verified, the kinds counted now anyway), ``counted`` (why: none stored, refused, under other conditions,
 the head disagreed), ``off`` (``--no-count-store``), or ``none`` (no count was taken: an earlier tier settled it).
@@ -24,7 +28,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
 
 from ..provision.worktrees import GitError, git
-from ..results.count_store import CountStore, Entry, EntryKey
+from ..results.count_store import STRUCTURAL, CountStore, Entry, EntryKey
 from .bisect_counts import conditions, reusable, steady_record
 
 if TYPE_CHECKING:
@@ -117,6 +121,46 @@ class GateBaseline:
         if not found:
             self.counted(case, "; ".join(missing + aside) or "no count kind to store")
         return found
+
+    def first(self, case: "Case") -> "Sample | None":
+        """The base's stored first process (its structural counters), or None (none stored, refused: said in a note
+        and recorded; the base then runs as without a store)."""
+        if self.unreusable:
+            return None
+        key, what = self._key(case, STRUCTURAL, 0)
+        got = self.store.get(key, what)
+        if got.entry is None:
+            if got.refused:
+                self.note(got.refused)
+            return None
+        with self.lock:
+            self.found_from[case.id] = got.entry.from_words()
+        return got.entry.sample
+
+    def first_used(self, case: "Case", agreed: str) -> None:
+        """The base's stored first process stood in for the base's (the head's agreed, ``agreed`` says how)."""
+        record = {"status": STORED, "from": self.found_from.get(case.id) or "the count store", "kinds": [STRUCTURAL],
+                  "verified": agreed}
+        with self.lock:
+            self.records[case.id] = record
+            self.used_samples += 1
+            if record["from"] not in self.used_from:
+                self.used_from.append(record["from"])
+        self.note(f"{case.id}: the base's first process (structural counters) stored by {record['from']}, used: "
+                  f"{agreed}")
+
+    def keep_first(self, case: "Case", role: str, sample: "Sample") -> None:
+        """Keep a side's first cold timing process's structural counters for the next gate (nothing timed; one
+        without counters shows nothing and is not kept); a store that cannot be written is said, never an error."""
+        unreusable = self.unreusable if role == "base" else self.head_unreusable
+        if role not in self.sides or unreusable or not sample.ok or sample.cache != "cold" or not sample.counters:
+            return
+        key, what = self._key(case, STRUCTURAL, 0, role)
+        try:
+            self.store.put(Entry(key, what, sample, dict(self.origin)))
+        except OSError as exc:
+            self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): the first "
+                      "process not kept")
 
     def used(self, case: "Case", stored: "dict[str, list[Sample]]", agreed: str) -> None:
         for samples in stored.values():

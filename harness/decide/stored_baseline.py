@@ -60,6 +60,15 @@ class Baseline(Protocol):
     def record(self, case_id: str) -> dict:
         """``gate.json``'s ``baseline`` of one case."""
 
+    def first(self, case: "Case") -> "Sample | None":
+        """The base's stored first timing process (its structural counters only, ``stored_first.py``), or None."""
+
+    def first_used(self, case: "Case", agreed: str) -> None:
+        """The stored first process stood in for the base's."""
+
+    def keep_first(self, case: "Case", role: str, sample: "Sample") -> None:
+        """A side's fresh first timing process, its structural counters kept for the next gate."""
+
     #: Adds a stored sample used to the base's results file (the gate sets it to the base writer's ``append``).
     append: "Callable[[str, Sample], None]"
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
+from .stored_first import SOURCE, first_pair
 from .tier_step import CaseTrail, TierContext, TierStep
 from .tier_structural import STRUCTURAL, structural_step
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
 
-SOURCE = "source"
 
 
 def source_step(proof, pair: dict, structural: list[TierStep]) -> TierStep:
@@ -62,7 +62,7 @@ class SourceTier:
             pair = trail.first_pair
             structural = [s for s in trail.steps if s.tier == STRUCTURAL]
             if pair is None:  # the structural tier did not run: this tier takes the pair and reads its counters
-                pair = trail.first_pair = ctx.take_pair(case)
+                pair = trail.first_pair = first_pair(case, ctx)
                 structural = [structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect,
                                               ctx.strict)]
             yield case, source_step(ctx.source, pair, structural)

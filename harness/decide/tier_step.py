@@ -118,7 +118,8 @@ class TierContext:
 
     #: One interleaved timing pair of a case (the structural tier reads its counters; it is the time tier's first).
     take_pair: TakePair
-    #: One count sample of a kind for a case on a side; base and head of one kind and round run at the same time.
+    #: One sample of a kind for a case on a side (a count; base and head of one kind and round run at the same time),
+    #: or the head's lone first timing process (``stored_first.py``).
     take_sample: TakeSample
     #: The selected tiers' names, in run order (``--tiers``).
     selected: tuple[str, ...] = ()

@@ -178,11 +178,12 @@ class StructuralTier:
     def run(self, cases: "list[Case]", trails: "dict[str, CaseTrail]",
             ctx: TierContext) -> "Iterator[tuple[Case, TierStep]]":
         from .. import engines
+        from .stored_first import first_pair
 
         for case in cases:
             if trails[case.id].settled:
                 continue
-            pair = trails[case.id].first_pair = ctx.take_pair(case)
+            pair = trails[case.id].first_pair = first_pair(case, ctx)
             yield case, structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect, ctx.strict)
             declared = engines.facts(case.backend).caches  # a plugin's own first, then every framework's the probe reads
             cached = cache_step(pair.get("base"), pair.get("head"),

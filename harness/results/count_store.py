@@ -26,6 +26,11 @@ sample field by field. An entry that fails any check is named, moved aside to
 file renamed over the target). Timing is never stored: the wall-time fields of a count
 sample are emptied before it is written.
 
+Beside the counts, kind ``structural``: what a side's first timing process showed that is no
+time, its structural counters and the runtimes it loaded (:func:`structural`), so that a pull
+request whose head runs its base's program (the source tier) runs its own side alone
+(``decide/stored_first.py``). Its sample is a timing sample with every timed field empty.
+
 Bounded: ``TTFG_COUNT_STORE_MAX_MB`` (default 128) caps the folder; after a write the
 entries least recently written or used go first. ``ttfg env prune --counts`` empties it,
 or removes what is older than ``--older-than``.
@@ -59,8 +64,13 @@ ENV_DIR, ENV_MAX_MB = "TTFG_COUNT_STORE_DIR", "TTFG_COUNT_STORE_MAX_MB"
 DEFAULT_MAX_MB = 128
 #: A count sample with its top functions is tens of kilobytes; anything near this is no entry.
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
-#: The sample kinds a store keeps: counts only, never timing.
-KINDS = ("instructions", "allocations")
+#: The entries' kinds: the count kinds, and ``structural`` (a first timing process's counters, nothing timed).
+STRUCTURAL = "structural"
+KINDS = ("instructions", "allocations", STRUCTURAL)
+#: The kind of sample each entry kind holds.
+SAMPLE_KINDS = {"instructions": "instructions", "allocations": "allocations", STRUCTURAL: "timing"}
+#: What a ``structural`` entry keeps of its timing sample (besides the fields every sample has).
+STRUCTURAL_FIELDS = ("counters", "runtimes")
 #: A count sample's fields that are time (of a process slowed by valgrind or memray: the registry's timings of
 #: the kinds kept, and the process's wall time) or its stderr: never stored.
 TIME_FIELDS = ("process_wall_s", "stderr_tail",
@@ -112,7 +122,7 @@ class Entry:
 
     def to_json(self) -> dict:
         return {"key": self.key.to_json(), "conditions": self.conditions.to_json(), "origin": dict(self.origin),
-                "sample": self.sample.to_json()}
+                "sample": _sample_json(self.sample, self.key.kind)}
 
     def from_words(self) -> str:
         """``the gate of 1a2b3c4d5e at 2026-12-06T16:40Z``: where a reused count came from."""
@@ -136,6 +146,41 @@ class Lookup:
 def stripped(sample: Sample) -> Sample:
     """``sample`` without its wall-time fields (:data:`TIME_FIELDS`): what the store keeps."""
     return replace(sample, **{name: None for name in TIME_FIELDS}, pair=None, pair_position=None)
+
+
+def structural(sample: Sample) -> Sample:
+    """What the store keeps of a good timing sample: its structural counters and the runtimes its process loaded,
+    no time, no error text (a timing sample in memory only: with no times it is no sample of a results file)."""
+    return Sample("timing", ok=True, index=sample.index, cache=sample.cache, started_at=sample.started_at,
+                  counters=dict(sample.counters or {}), runtimes=sample.runtimes)
+
+
+def _sample_json(sample: Sample, kind: str) -> dict:
+    if kind != STRUCTURAL:
+        return sample.to_json()
+    out = {k: getattr(sample, k) for k in ("kind", "ok", "index", "cache", "started_at", "counters")}
+    out["runtimes"] = sample.runtimes.to_json() if sample.runtimes is not None else None
+    return out
+
+
+def _structural_from_json(reader: _Reader, raw: Any, where: str) -> Sample:
+    """A ``structural`` entry's sample: the common fields and :data:`STRUCTURAL_FIELDS`, nothing else."""
+    raw = reader.obj(raw, where)
+    allowed = ("kind", "ok", "index", "cache", "started_at", *STRUCTURAL_FIELDS)
+    extra = sorted(set(raw) - set(allowed))
+    if extra:
+        raise reader.fail(f"{where}.{extra[0]}", "not kept by a structural entry (its counters and runtimes only)")
+    if raw.get("kind") != "timing" or raw.get("ok") is not True:
+        raise reader.fail(f"{where}.kind", "expected a good timing sample")
+    index = raw.get("index")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise reader.fail(f"{where}.index", "expected a count")
+    counters = reader.counters(raw.get("counters"), f"{where}.counters")
+    if not counters:
+        raise reader.fail(f"{where}.counters", "a structural entry without counters shows nothing")
+    return Sample("timing", ok=True, index=index, cache=reader.text(raw.get("cache"), f"{where}.cache"),
+                  started_at=reader.text(raw.get("started_at"), f"{where}.started_at"), counters=counters,
+                  runtimes=reader.runtimes(raw.get("runtimes"), f"{where}.runtimes"))
 
 
 def folder(cache_root: Path) -> Path:
@@ -213,12 +258,16 @@ def entry_from_json(doc: Any, path: Path, wanted: EntryKey | None = None) -> Ent
     origin = body.get("origin")
     if not isinstance(origin, dict) or not all(isinstance(v, str) for v in origin.values()):
         raise CorruptEntry("'entry.origin' must be an object of strings")
+    if key.kind not in KINDS:
+        raise CorruptEntry(f"kind {key.kind!r} is none the store keeps ({', '.join(KINDS)})")
     try:
-        sample = _Reader(path).sample(body.get("sample"), "entry.sample")
+        reader = _Reader(path)
+        sample = (_structural_from_json(reader, body.get("sample"), "entry.sample") if key.kind == STRUCTURAL
+                  else reader.sample(body.get("sample"), "entry.sample"))
     except ResultsError as exc:
         raise CorruptEntry(str(exc).removeprefix(f"{path}: ")) from None
-    if sample.kind != key.kind or not sample.ok or key.kind not in KINDS:
-        raise CorruptEntry(f"expected a good {key.kind} count sample")
+    if sample.kind != SAMPLE_KINDS[key.kind] or not sample.ok:
+        raise CorruptEntry(f"expected a good {SAMPLE_KINDS[key.kind]} sample")
     if any(getattr(sample, name) is not None for name in TIME_FIELDS):
         raise CorruptEntry("it holds wall time, which the store never keeps")
     return Entry(key, conditions, sample, dict(origin))
@@ -312,12 +361,16 @@ class CountStore:
         OSError
             When the folder cannot be written.
         """
-        if entry.key.kind not in KINDS or entry.sample.kind != entry.key.kind or not entry.sample.ok:
-            raise UsageError(f"the count store keeps good count samples ({', '.join(KINDS)}), not a "
-                             f"{'good' if entry.sample.ok else 'failed'} {entry.sample.kind} sample")
+        if entry.key.kind not in KINDS or entry.sample.kind != SAMPLE_KINDS[entry.key.kind] or not entry.sample.ok:
+            raise UsageError(f"the count store keeps good count samples and first processes' structural counters "
+                             f"({', '.join(KINDS)}), not a {'good' if entry.sample.ok else 'failed'} "
+                             f"{entry.sample.kind} sample as {entry.key.kind!r}")
         if entry.conditions.digest != entry.key.conditions:
             raise UsageError("an entry's conditions must digest to its key's")
-        entry = replace(entry, sample=stripped(entry.sample))
+        kept = structural(entry.sample) if entry.key.kind == STRUCTURAL else stripped(entry.sample)
+        entry = replace(entry, sample=kept)
+        if entry.key.kind == STRUCTURAL and not entry.sample.counters:
+            raise UsageError("a first process without structural counters shows nothing to keep")
         body = strict_json(entry.to_json())
         doc = {"format": FORMAT, "version": VERSION, "sha256": _sha(body), "entry": body}
         self.entries.mkdir(parents=True, exist_ok=True)
@@ -378,4 +431,4 @@ class CountStore:
 
 
 __all__ = ["CorruptEntry", "CountStore", "DEFAULT_MAX_MB", "ENV_DIR", "ENV_MAX_MB", "Entry", "EntryKey", "KINDS",
-           "Lookup", "entry_from_json", "folder", "max_bytes", "stripped"]
+           "Lookup", "SAMPLE_KINDS", "STRUCTURAL", "entry_from_json", "folder", "max_bytes", "stripped", "structural"]
