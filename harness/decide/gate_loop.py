@@ -564,6 +564,7 @@ def _outcomes(states: list[CaseState], writers: dict[str, ResultsWriter], settin
         if held is not None:
             verdict, stop = held, HEAD_FAILING
         good, failed_any, errors = unmeasured.good_counts({r: w.results for r, w in writers.items()}, st.case.id)
+        good["base"] += trail.base_stored  # the base's first process, from the count store (stored_first.py)
         errors = {**errors, **st.first_error}
         never = unmeasured.held_verdict(verdict, stop, good, failed_any, errors)  # whatever the tiers and budget
         if never is not None:

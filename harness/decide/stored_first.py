@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tier_step import TierContext
+from .tier_step import CaseTrail, TierContext
 
 if TYPE_CHECKING:
     from ..measure.cases import Case
@@ -30,17 +30,18 @@ if TYPE_CHECKING:
 SOURCE = "source"
 
 
-def first_pair(case: "Case", ctx: TierContext) -> "dict[str, Sample]":
-    """The case's first pair: the base's stored first process and the head's fresh one, where the source tier can
-    use them (:func:`_stored_pair`), else a fresh pair (``ctx.take_pair``), both sides' first processes then kept
-    for the next gate."""
+def first_pair(case: "Case", trail: CaseTrail, ctx: TierContext) -> "dict[str, Sample]":
+    """The case's first pair, kept on its ``trail``: the base's stored first process and the head's fresh one, where
+    the source tier can use them (:func:`_stored_pair`; ``trail.base_stored``), else a fresh pair
+    (``ctx.take_pair``), both sides' first processes then kept for the next gate."""
     pair = _stored_pair(case, ctx)
-    if pair is not None:
-        return pair
-    pair = ctx.take_pair(case)
-    if ctx.baseline is not None:
-        for role, sample in pair.items():
-            ctx.baseline.keep_first(case, role, sample)
+    trail.base_stored = pair is not None
+    if pair is None:
+        pair = ctx.take_pair(case)
+        if ctx.baseline is not None:
+            for role, sample in pair.items():
+                ctx.baseline.keep_first(case, role, sample)
+    trail.first_pair = pair
     return pair
 
 

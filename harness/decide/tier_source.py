@@ -62,7 +62,7 @@ class SourceTier:
             pair = trail.first_pair
             structural = [s for s in trail.steps if s.tier == STRUCTURAL]
             if pair is None:  # the structural tier did not run: this tier takes the pair and reads its counters
-                pair = trail.first_pair = first_pair(case, ctx)
+                pair = first_pair(case, trail, ctx)
                 structural = [structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect,
                                               ctx.strict)]
             yield case, source_step(ctx.source, pair, structural)

@@ -58,6 +58,9 @@ class CaseTrail:
     settled: Settlement | None = None
     #: The case's first timing pair (``{role: Sample}``), kept by the tier that took it for the tiers after it.
     first_pair: "dict[str, Sample] | None" = None
+    #: The first pair's base came from the count store (``stored_first.py``): a good base process no results file
+    #: of this gate holds.
+    base_stored: bool = False
 
     @property
     def tier(self) -> str | None:

@@ -183,7 +183,7 @@ class StructuralTier:
         for case in cases:
             if trails[case.id].settled:
                 continue
-            pair = trails[case.id].first_pair = first_pair(case, ctx)
+            pair = first_pair(case, trails[case.id], ctx)
             yield case, structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect, ctx.strict)
             declared = engines.facts(case.backend).caches  # a plugin's own first, then every framework's the probe reads
             cached = cache_step(pair.get("base"), pair.get("head"),

@@ -1,0 +1,201 @@
+"""The base's stored first process (``decide/stored_first.py``): a pull request whose head runs its base's program
+runs its own side alone, once the head's structural counters equal the stored base's.
+
+The real gate loop, tiers and count store, a fake sampler (``tests/test_gate_tiers.py``). A first gate under a
+source proof keeps both sides' first processes' structural counters; a second gate of the same base runs the head's
+first process alone. Every hostile store (edited, resealed with other counters, another machine or environment)
+and every head that moved gives the verdict and reason of the same gate without a store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ttfg.app.gate_baseline import GateBaseline
+from ttfg.decide import tiers
+from ttfg.decide.gate_loop import run_gate
+from ttfg.decide.gate_settings import GateSettings
+from ttfg.decide.source_proof import SourceProof
+from ttfg.measure import fact_keys
+from ttfg.measure import instructions as counting
+from ttfg.measure.cases import select
+from ttfg.results import count_store as cs
+from ttfg.results.model import Sample
+from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
+from tests.test_gate_tiers import MODEL, FakeSampler, Side_, timing
+
+PROVEN = SourceProof(True, "the changed files differ in comments and layout only (equal syntax trees: "
+                           "src/lab/ops.py), in one environment", ("src/lab/ops.py",))
+
+
+@pytest.fixture
+def gate(sides, tmp_path, monkeypatch):  # noqa: F811
+    """A gate of scripted sides under ``proof`` over the count store in ``tmp_path/counts`` (``store_on=False``:
+    --no-count-store): ``(outcome, [(role, kind) of every process], notes)``."""
+    store = cs.CountStore(tmp_path / "counts", limit=10 * 1024 * 1024)
+    monkeypatch.setattr(counting, "availability", lambda: (True, "callgrind"))
+
+    def run(base: Side_, head: Side_, proof=PROVEN, store_on=True, out="out", **settings):
+        fake = FakeSampler(sides, {"base": base, "head": head})
+        notes: list[str] = []
+        cases, skipped = select([MODEL], ["autograd"], None, check_availability=False)
+        settings = GateSettings(**{"tiers": tiers.DEFAULT_TIERS, "profiles": 0, **settings})
+        baseline = GateBaseline(store, sides["base"], settings.run, sides["head"].revision.commit,
+                                note=notes.append, head=sides["head"]) if store_on else None
+        outcome = run_gate(cases, skipped, sides["base"], sides["head"], settings, tmp_path / out,
+                           on_note=notes.append, sampler=fake, clock=fake.monotonic, baseline=baseline, source=proof)
+        return outcome, [(role, kind) for _, role, kind in fake.calls], notes
+
+    run.store = store
+    return run
+
+
+def _structural_entries(store) -> list:
+    return [p for p in store.entries.glob("*.json") if json.loads(p.read_text())["entry"]["key"]["kind"] ==
+            cs.STRUCTURAL]
+
+
+def test_a_second_proven_gate_of_one_base_runs_the_head_alone_and_says_the_base_was_stored(gate, tmp_path):
+    first, ran, _ = gate(Side_(), Side_())
+    assert sorted(ran) == [("base", "timing"), ("head", "timing")]
+    (case,) = first.cases
+    assert case.tier == "source" and case.baseline["status"] == "none"
+    assert len(_structural_entries(gate.store)) == 2  # the base's and the head's (the next base, once merged)
+    second, ran, notes = gate(Side_(), Side_(), out="out2")
+    assert ran == [("head", "timing")]  # the pull request's own side, and nothing else
+    (case,) = second.cases
+    assert second.exit_code() == 0 and case.tier == "source" and case.verdict.verdict == "unchanged"
+    assert case.baseline["status"] == "stored" and case.baseline["kinds"] == [cs.STRUCTURAL]
+    assert case.baseline["from"].startswith("the gate of ")
+    assert case.baseline["verified"] == ("the head's first process gave a first gradient with the stored base's "
+                                         "structural counters, all 1 equal")
+    assert case.good == {"base": 1, "head": 1} and case.cost["structural"]["processes"] == 1 and set(case.cost) == {"structural"}
+    assert any("the base's first process (structural counters) stored by the gate of" in n for n in notes)
+    from ttfg.present.gate_views import baseline_words, gate_markdown
+
+    assert baseline_words(case.baseline).startswith("stored, verified: from the gate of ")
+    assert "stored, verified" in gate_markdown(second)
+    # no time is kept, and the base's results file holds no sample it did not run
+    for path in _structural_entries(gate.store):
+        sample = json.loads(path.read_text())["entry"]["sample"]
+        assert set(sample) == {"kind", "ok", "index", "cache", "started_at", "counters", "runtimes"}
+    from ttfg.results.io import load
+
+    base = load(tmp_path / "out2" / "base.json").case(case.case)
+    assert base is None or not base.samples
+
+
+def test_a_head_whose_counters_moved_runs_the_base_afresh_and_decides_as_without_a_store(gate):
+    gate(Side_(), Side_())
+    moved = Side_(counters={"autograd_nodes": 101})
+    with_store, ran, notes = gate(Side_(), moved, out="out2")
+    without, _, _ = gate(Side_(), moved, store_on=False, out="out3")
+    (case,), (plain,) = with_store.cases, without.cases
+    assert ran[:3] == [("head", "timing"), ("base", "timing"), ("head", "timing")]  # then a fresh pair
+    assert any("stored first process not used (the head's structural counters differ from the stored base's: "
+               "autograd_nodes 100 -> 101)" in n for n in notes)
+    assert (case.verdict.verdict, case.verdict.reason, case.tier) == (plain.verdict.verdict, plain.verdict.reason,
+                                                                      plain.tier)
+    assert case.tier != "source"
+
+
+def test_a_head_whose_first_process_failed_is_not_vouched_for_by_the_store(gate, monkeypatch):
+    gate(Side_(), Side_())
+    real = FakeSampler.__call__
+
+    def head_fails_once(self, case, kind, cache, index, run):
+        sample = real(self, case, kind, cache, index, run)
+        role = self.role[str(run.target.source)]
+        if role == "head" and kind == "timing" and sum(1 for c in self.calls if c[1:] == ("head", "timing")) == 1:
+            return Sample("timing", ok=False, index=index, error="Traceback: ImportError: lab")
+        return sample
+
+    monkeypatch.setattr(FakeSampler, "__call__", head_fails_once)
+    outcome, ran, notes = gate(Side_(), Side_(), out="out2")
+    assert ran[:3] == [("head", "timing"), ("base", "timing"), ("head", "timing")]
+    assert any("the head's first process failed (Traceback: ImportError: lab)" in n for n in notes)
+    assert outcome.cases[0].baseline.get("kinds") != [cs.STRUCTURAL]
+
+
+def _other_env(key):
+    from dataclasses import replace
+
+    return replace(key, environment=key.environment + "-other")
+
+
+def _resealed(path, old: str, new: str) -> None:
+    doc = json.loads(path.read_text())
+    doc["entry"] = json.loads(json.dumps(doc["entry"]).replace(old, new))
+    doc["sha256"] = cs._sha(doc["entry"])
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("hostile", ["edited", "resealed", "machine", "environment"])
+def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(gate, monkeypatch, hostile):
+    """Issue 42's hostile stores, for the first process: the counters edited to another value (the SHA-256 refuses
+    it), edited with the digest computed again (the head's counters disagree), another CPU model, another
+    environment digest (not found under the exact key): the base runs afresh, and the verdict, its reason and the
+    exit code are those of ``--no-count-store``."""
+    gate(Side_(), Side_())
+    if hostile in ("edited", "resealed"):
+        for path in _structural_entries(gate.store):
+            if hostile == "edited":
+                path.write_text(path.read_text().replace('"autograd_nodes": 100', '"autograd_nodes": 99'))
+            else:
+                _resealed(path, '"autograd_nodes": 100', '"autograd_nodes": 99')
+    elif hostile == "machine":
+        monkeypatch.setattr(fact_keys, "machine", lambda host=False: {"cpu": "Another CPU model",
+                                                                      "cpu_count": os.cpu_count(), "flags": "x"})
+    else:
+        real = fact_keys.key
+        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
+            real(case, env, run, counted, measured)))
+    with_store, ran, notes = gate(Side_(), Side_(), out="out2")
+    without, _, _ = gate(Side_(), Side_(), store_on=False, out="out3")
+    (case,), (plain,) = with_store.cases, without.cases
+    assert ("base", "timing") in ran and case.baseline["status"] != "stored"
+    assert (case.verdict.verdict, case.verdict.reason, case.tier, with_store.exit_code()) == \
+        (plain.verdict.verdict, plain.verdict.reason, plain.tier, without.exit_code())
+    if hostile == "edited":
+        assert any("SHA-256 does not match" in n for n in notes) and list(gate.store.corrupt.iterdir())
+    if hostile == "resealed":
+        assert any("autograd_nodes 99 -> 100" in n for n in notes)
+
+
+@pytest.mark.parametrize("proof, settings", [
+    (SourceProof(False, "README.md changed and is not a Python file"), {}),
+    (None, {}),
+    (PROVEN, {"tiers": ("structural", "instructions", "time")}),  # the source tier left out: it settles nothing
+], ids=["not proven", "not asked", "source tier not selected"])
+def test_without_a_proof_the_source_tier_can_use_the_store_never_stands_in(gate, proof, settings):
+    gate(Side_(), Side_())
+    outcome, ran, _ = gate(Side_(), Side_(), proof=proof, out="out2", **settings)
+    assert ("base", "timing") in ran and outcome.cases[0].baseline.get("kinds") != [cs.STRUCTURAL]
+
+
+def test_the_source_tier_alone_uses_the_stored_first_process_too(gate):
+    gate(Side_(), Side_(), tiers=("source", "instructions", "time"))
+    outcome, ran, _ = gate(Side_(), Side_(), out="out2", tiers=("source", "instructions", "time"))
+    assert ran == [("head", "timing")] and outcome.cases[0].tier == "source" and outcome.exit_code() == 0
+
+
+def test_the_store_keeps_no_time_of_a_first_process_and_refuses_an_entry_that_holds_one(tmp_path):
+    from ttfg.errors import UsageError
+    from tests.test_count_store import conditions
+
+    store, facts = cs.CountStore(tmp_path / "counts"), conditions()
+    key = cs.EntryKey("tree:" + "a" * 40, "jax.jit:resnet15", cs.STRUCTURAL, "cold", 0, facts.digest)
+    path = store.put(cs.Entry(key, facts, timing(0, 1.5, {"hlo_ops": 370}), {"run": "gate"}))
+    got = store.get(key, facts).entry.sample
+    assert got.kind == "timing" and got.counters == {"hlo_ops": 370}
+    assert got.first_grad_s is None and got.import_s is None and got.process_wall_s is None
+    _resealed(path, '"counters"', '"first_grad_s": 1.5, "counters"')  # a time written in, its digest made to match
+    refused = store.get(key, facts)
+    assert refused.entry is None and "not kept by a structural entry" in refused.refused
+    with pytest.raises(UsageError, match="without structural counters"):
+        store.put(cs.Entry(key, facts, timing(0, 1.5, {}), {"run": "gate"}))
+    with pytest.raises(UsageError, match="instructions sample as 'structural'"):
+        store.put(cs.Entry(key, facts, Sample("instructions", ok=True, instructions=5), {"run": "gate"}))
