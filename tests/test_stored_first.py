@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ttfg.app.gate_baseline import GateBaseline
+from ttfg.app.gate_baseline import GateBaseline, sources
 from ttfg.decide import tiers
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
@@ -58,14 +58,19 @@ def _structural_entries(store) -> list:
             cs.STRUCTURAL]
 
 
-def test_a_second_proven_gate_of_one_base_runs_the_head_alone_and_says_the_base_was_stored(gate, tmp_path):
+def test_a_second_proven_gate_of_one_base_runs_the_head_alone_and_says_the_base_was_stored(gate, sides,  # noqa: F811
+                                                                                          tmp_path):
     first, ran, _ = gate(Side_(), Side_())
     assert sorted(ran) == [("base", "timing"), ("head", "timing")]
     (case,) = first.cases
     assert case.tier == "source" and case.baseline["status"] == "none"
     assert len(_structural_entries(gate.store)) == 2  # the base's and the head's (the next base, once merged)
+    head_entry = next(p for p in _structural_entries(gate.store)
+                      if json.loads(p.read_text())["entry"]["key"]["sources"] == sources(sides["head"]))
+    head_entry.unlink()
     second, ran, notes = gate(Side_(), Side_(), out="out2")
     assert ran == [("head", "timing")]  # the pull request's own side, and nothing else
+    assert head_entry.is_file()  # the head's fresh first process kept: once merged, it is the next base
     (case,) = second.cases
     assert second.exit_code() == 0 and case.tier == "source" and case.verdict.verdict == "unchanged"
     assert case.baseline["status"] == "stored" and case.baseline["kinds"] == [cs.STRUCTURAL]
@@ -77,7 +82,10 @@ def test_a_second_proven_gate_of_one_base_runs_the_head_alone_and_says_the_base_
     from ttfg.present.gate_views import baseline_words, gate_markdown
 
     assert baseline_words(case.baseline).startswith("stored, verified: from the gate of ")
-    assert "stored, verified" in gate_markdown(second)
+    text = gate_markdown(second)
+    assert "stored, verified" in text and "the head's first process gave its first gradient with the base's " \
+        "structural counters (the base's first process stored by an earlier gate of the same base" in text
+    assert "against the base's stored one (1 structural counters equal)" in case.verdict.reason
     # no time is kept, and the base's results file holds no sample it did not run
     for path in _structural_entries(gate.store):
         sample = json.loads(path.read_text())["entry"]["sample"]

@@ -33,13 +33,15 @@ SOURCE = "source"
 def first_pair(case: "Case", trail: CaseTrail, ctx: TierContext) -> "dict[str, Sample]":
     """The case's first pair, kept on its ``trail``: the base's stored first process and the head's fresh one, where
     the source tier can use them (:func:`_stored_pair`; ``trail.base_stored``), else a fresh pair
-    (``ctx.take_pair``), both sides' first processes then kept for the next gate."""
+    (``ctx.take_pair``); the fresh first processes are kept for the next gate (the head's: once merged, its tree is
+    the next pull request's base)."""
     pair = _stored_pair(case, ctx)
     trail.base_stored = pair is not None
     if pair is None:
         pair = ctx.take_pair(case)
-        if ctx.baseline is not None:
-            for role, sample in pair.items():
+    if ctx.baseline is not None:
+        for role, sample in pair.items():
+            if not (role == "base" and trail.base_stored):
                 ctx.baseline.keep_first(case, role, sample)
     trail.first_pair = pair
     return pair

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 
 
-def source_step(proof, pair: dict, structural: list[TierStep]) -> TierStep:
+def source_step(proof, pair: dict, structural: list[TierStep], base_stored: bool = False) -> TierStep:
     """The tier's finding for one case under a proven ``proof`` (``source_proof.SourceProof``), from the case's first
-    timing pair (``{role: Sample}``) and the structural steps read from it."""
+    timing pair (``{role: Sample}``; ``base_stored``: its base is the count store's, ``stored_first.py``) and the
+    structural steps read from it."""
     failed = [role for role in ("base", "head") if pair.get(role) is None or not pair[role].ok]
     if failed:
         return TierStep(SOURCE, False, "inconclusive", f"{proof.why}, but the {' and '.join(failed)} side's first "
@@ -38,8 +39,10 @@ def source_step(proof, pair: dict, structural: list[TierStep]) -> TierStep:
     seen = (f"{len(counters.evidence)} structural counters equal" if counters is not None
             else "no structural counters to compare")
     evidence = [{**e, "evidence_only": True} for e in (counters.evidence if counters is not None else [])]
-    return TierStep(SOURCE, True, "unchanged", f"the head runs the base's program: {proof.why}; one process a side "
-                    f"gave its first gradient ({seen}), so no count or timing is taken", evidence)
+    ran = ("the head's first process gave its first gradient against the base's stored one" if base_stored else
+           "one process a side gave its first gradient")
+    return TierStep(SOURCE, True, "unchanged", f"the head runs the base's program: {proof.why}; {ran} ({seen}), so no "
+                    "count or timing is taken", evidence)
 
 
 class SourceTier:
@@ -65,7 +68,7 @@ class SourceTier:
                 pair = first_pair(case, trail, ctx)
                 structural = [structural_step(pair.get("base"), pair.get("head"), ctx.across_envs, ctx.min_effect,
                                               ctx.strict)]
-            yield case, source_step(ctx.source, pair, structural)
+            yield case, source_step(ctx.source, pair, structural, trail.base_stored)
 
 
 __all__ = ["SOURCE", "SourceTier", "source_step"]

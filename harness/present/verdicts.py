@@ -92,10 +92,14 @@ def passing_means(outcome, check=None) -> str:
     sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
                                 str(check.path) if check is not None else None, s.guard, s.tiers)
     proven = [c for c in outcome.cases if c.tier == "source"]
+    stored = sum(1 for c in proven if (c.baseline or {}).get("kinds") == ["structural"])
+    ran = ("one process a side gave its first gradient with equal structural counters" if not stored else
+           "the head's first process gave its first gradient with the base's structural counters (the base's first "
+           f"process{'' if stored == len(proven) else f', for {stored} of them,'} stored by an earlier gate of the "
+           "same base: the count store)")
     source = (f"{'Every case was' if len(proven) == len(outcome.cases) else f'{len(proven)} case(s) were'} settled by "
               "the source tier: every changed file is Python with the base's syntax tree (comments and layout only), "
-              "in one environment, and one process a side gave its first gradient with equal structural counters; "
-              "nothing was counted or timed for it." if proven else "")
+              f"in one environment, and {ran}; nothing was counted or timed for it." if proven else "")
     notes = [n for n in (source, acceptance_note(outcome.cases, outcome.acceptances), evidence_note(outcome.cases)) if n]
     return " ".join([sentence, *notes])
 
