@@ -207,3 +207,24 @@ def test_the_store_keeps_no_time_of_a_first_process_and_refuses_an_entry_that_ho
         store.put(cs.Entry(key, facts, timing(0, 1.5, {}), {"run": "gate"}))
     with pytest.raises(UsageError, match="instructions sample as 'structural'"):
         store.put(cs.Entry(key, facts, Sample("instructions", ok=True, instructions=5), {"run": "gate"}))
+
+
+def test_explain_of_such_a_gate_says_the_base_came_from_the_store_not_that_every_counter_changed(gate, tmp_path):
+    """base.json holds no base sample of a case settled on the stored first process: compared as files, every
+    counter would read "absent -> N"; read with its gate.json, the case says where its base came from."""
+    from types import SimpleNamespace
+
+    from ttfg.app.explain import explain
+    from ttfg.present.attribution_views import attribution_markdown, headline
+
+    gate(Side_(), Side_())
+    second, _, _ = gate(Side_(), Side_(), out="out2")
+    files = (tmp_path / "out2" / "base.json", tmp_path / "out2" / "head.json")
+    (bare,) = explain(*files, None, "first_grad_s", "cold", 5).attributions
+    assert "counters changed: autograd_nodes – -> 100" in headline(bare)  # what a reader without the gate sees
+    (found,) = explain(*files, None, "first_grad_s", "cold", 5, SimpleNamespace(outcome=second)).attributions
+    said = headline(found)
+    assert said.startswith(f"{found.case}: the gate ran no base process: the base's first process came from the "
+                           "count store (the gate of ") and "counters changed" not in said
+    text = attribution_markdown(found)
+    assert text.count("the gate ran no base process") == 1 and "| phase |" not in text

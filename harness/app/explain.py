@@ -85,8 +85,11 @@ class Explained:
     attributions: list
 
 
-def explain(base_path: Path, head_path: Path, case: str | None, metric: str, cache: str, top: int) -> Explained:
-    """Where the change of ``metric`` between the two results files went, per case (``case``: an id or a glob).
+def explain(base_path: Path, head_path: Path, case: str | None, metric: str, cache: str, top: int,
+            gate: GateDocument | None = None) -> Explained:
+    """Where the change of ``metric`` between the two results files went, per case (``case``: an id or a glob);
+    ``gate``: the document of the gate that wrote them, whose cases settled on the base's stored first process
+    (``decide/stored_first.py``) have no base sample to compare: each is said in a note, not read as "absent".
 
     Raises
     ------
@@ -102,7 +105,23 @@ def explain(base_path: Path, head_path: Path, case: str | None, metric: str, cac
         raise UsageError(f"--metric {metric} is a counter; explain a timing (counters are always listed)")
     base, head = record.load(base_path), record.load(head_path)
     found = attribute_results(base, head, case, metric=metric, cache=cache, top=top)
-    return Explained(base_path, head_path, metric, found)
+    return Explained(base_path, head_path, metric, [_stored_base(a, gate) for a in found])
+
+
+def _stored_base(found, gate: GateDocument | None):
+    """``found`` (an ``Attribution``), or, for a case the gate settled with the base's stored first process, one that
+    says so: base.json holds no base sample of it, and a comparison with nothing would list every counter as
+    changed."""
+    outcome = gate.outcome if gate is not None else None
+    record = next((c.baseline for c in outcome.cases if c.case == found.case), None) if outcome else None
+    if not record or record.get("status") != "stored" or record.get("kinds") != ["structural"]:
+        return found
+    from ..results.attribution_record import Attribution
+
+    return Attribution(found.case, found.metric, False, None, notes=[
+        f"the gate ran no base process: the base's first process came from the count store ({record.get('from')}); "
+        f"{record.get('verified')}; the head runs the base's program (the source tier), so there is nothing to "
+        "attribute"])
 
 
 __all__ = ["Explained", "explain", "resolve_inputs"]

@@ -58,7 +58,7 @@ def cmd_explain(args) -> int:
     else:
         not_an_input(args.output, "--output", [base_path, head_path, *args.paths])
     metric = args.metric or (gate_doc.outcome.settings.metric if gate_doc is not None else "first_grad_s")
-    found = explain(base_path, head_path, case, metric, args.cache, args.top).attributions
+    found = explain(base_path, head_path, case, metric, args.cache, args.top, gate_doc).attributions
     if profile_format:
         return _write_profiles(args, found, base_path, head_path)
     if args.format == "json":

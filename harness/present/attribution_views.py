@@ -116,6 +116,8 @@ def headline(a: Attribution) -> str:
     """One sentence: the total change, the phase that carried it, counters, the function to look at."""
     parts = []
     t = a.total
+    if t is None and not a.phases and not a.counters and a.notes:  # nothing measured to compare: the note says why
+        return f"{a.case}: {a.notes[0]}"
     if t is not None and t.delta is not None:
         label = metrics.get(a.metric).brief
         how = fmt.plural(t.n, "pair") if t.paired else f"{fmt.plural(t.n, 'sample')} each"
@@ -241,7 +243,8 @@ def print_attribution(console, a: Attribution, internals: bool = False) -> None:
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
     how = "paired by the gate's pairs" if a.paired else "medians of the two files' samples"
-    console.print(_rich_table(f"{a.case}: phases ({how}; 95 % intervals, descriptive)", header, rows))
+    if rows:
+        console.print(_rich_table(f"{a.case}: phases ({how}; 95 % intervals, descriptive)", header, rows))
     if a.counters:
         console.print(_rich_table(f"{a.case}: counters", COUNTER_HEADER, counter_rows(a)))
     if a.calls:
@@ -262,7 +265,10 @@ def print_attribution(console, a: Attribution, internals: bool = False) -> None:
                                       ["function", "incl. change", "self change", "incl. head"], rows))
         if not internals and (note := hidden_note(a, unit)):
             left_out.append(note)
+    said = headline(a)
     for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n] + left_out:
+        if note in said:
+            continue
         console.print(Text.assemble(("note", "yellow"), f": {note}"), highlight=False)
 
 
@@ -277,7 +283,7 @@ def attribution_markdown(a: Attribution, open_: bool = True, internals: bool = F
         header, rows = header[:5], [r[:5] for r in rows]
     lines = [f"**Where it went**: {md(headline(a))}", "",
              f"<details{' open' if open_ else ''}><summary>{md(a.case)}: phases, counters, functions</summary>", ""]
-    lines += table(header, rows) + [""]
+    lines += table(header, rows) + [""] if rows else []
     changed = counter_rows(a, changed_only=True)
     if changed:
         lines += table(COUNTER_HEADER, changed) + [""]
@@ -298,8 +304,9 @@ def attribution_markdown(a: Attribution, open_: bool = True, internals: bool = F
             lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in rows]) + [""]
         if not internals and (note := hidden_note(a, unit)):
             left_out.append(note)
+    said = headline(a)
     lines += [f"> {md(note)}" for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]
-              + left_out]
+              + left_out if note not in said]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
