@@ -123,8 +123,8 @@ class GateBaseline:
         return found
 
     def first(self, case: "Case") -> "Sample | None":
-        """The base's stored first process (its structural counters), or None (none stored, refused: said in a note
-        and recorded; the base then runs as without a store)."""
+        """The base's stored first process (its structural counters), or None (none stored, or refused: said in a
+        note); the base then runs as without a store."""
         if self.unreusable:
             return None
         key, what = self._key(case, STRUCTURAL, 0)

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..measure.cases import Case
 
 
-
 def source_step(proof, pair: dict, structural: list[TierStep], base_stored: bool = False) -> TierStep:
     """The tier's finding for one case under a proven ``proof`` (``source_proof.SourceProof``), from the case's first
     timing pair (``{role: Sample}``; ``base_stored``: its base is the count store's, ``stored_first.py``) and the

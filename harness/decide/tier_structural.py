@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .. import fmt, metrics
 from ..errors import UsageError
+from .stored_first import first_pair
 from .tier_step import CaseTrail, TierContext, TierStep, metric_evidence
 
 if TYPE_CHECKING:
@@ -178,7 +179,6 @@ class StructuralTier:
     def run(self, cases: "list[Case]", trails: "dict[str, CaseTrail]",
             ctx: TierContext) -> "Iterator[tuple[Case, TierStep]]":
         from .. import engines
-        from .stored_first import first_pair
 
         for case in cases:
             if trails[case.id].settled:
