@@ -31,7 +31,8 @@ The files (templates in ``templates/``, rendered with Jinja2), at the repository
   pull-request filter over every dependency declaration (``declarations``), the trend on
   the default branch (``default_branch``);
 - ``.gitignore`` lines for ``.ttfg/runs/`` (the config's ``output``: results kept in ``.ttfg/`` for the
-  reason the suites are), ``runs/``, ``.asv/`` and ``reports/``, those it lacks;
+  reason the suites are), ``runs/``, ``.asv/``, ``reports/`` and ``.ttfg-counts/`` (the workflows' count
+  store), those it lacks;
 - when the project declares no ttfg plugin: a starter for the framework it declares, in its
   package, with its entry point appended to its ``pyproject.toml``. By default a function case
   (``ttfg_cases.py``: ``case()`` returns the library's own loss-and-gradient call and its
@@ -196,8 +197,9 @@ def plan(setup: Setup) -> tuple[list[Planned], list[str]]:
 
 
 #: The folders ttfg writes results to; the repository should not track them (``runs/`` and ``reports/``: the
-#: workflows' own paths, which CI writes after the project is installed).
-IGNORED = (f"{OUTPUT}/", "runs/", ".asv/", "reports/")
+#: workflows' own paths, which CI writes after the project is installed; ``.ttfg-counts/``: the count store the
+#: workflows keep in the workspace, and a local gate given it: a commit that added it would change the tree).
+IGNORED = (f"{OUTPUT}/", "runs/", ".asv/", "reports/", ".ttfg-counts/")
 
 
 def _gitignore(repo: Path) -> Planned | None:
@@ -207,7 +209,7 @@ def _gitignore(repo: Path) -> Planned | None:
     missing = [line for line in IGNORED if line.strip("/") not in present]
     if not missing:
         return None
-    text = "# ttfg's results, asv's environments and history, reports (written by `ttfg init`)\n" + \
+    text = "# ttfg's results, asv's environments and history, reports, the count store (written by `ttfg init`)\n" + \
         "".join(f"{line}\n" for line in missing)
     return Planned(".gitignore", text, f"ignores {', '.join(missing)}", mode="append" if path.exists() else "new")
 
