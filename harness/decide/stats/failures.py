@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
 
 from ...results.verdict import FailureTest
 from .verdicts import _fmt_p
@@ -37,6 +36,8 @@ def compare_failures(base_failed: int, base_total: int, head_failed: int, head_t
     bf, bt, hf, ht = int(base_failed), int(base_total), int(head_failed), int(head_total)
     if bt == 0 or ht == 0:
         return FailureTest(bf, bt, hf, ht, math.nan, False, "no processes on one side")
+    from scipy import stats  # here: scipy.stats takes 0.5 s to import, and most gates see no failure to test
+
     table = [[hf, ht - hf], [bf, bt - bf]]
     p = float(stats.fisher_exact(table, alternative="greater").pvalue)
     never = hf == ht and bf < bt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from .verdicts import _exp
 
@@ -103,6 +103,8 @@ def sd_interval(sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """
     if n < 2 or not math.isfinite(sd):
         return math.nan, math.nan
+    from scipy import stats  # here: scipy.stats takes 0.5 s to import, and a gate's budget check needs none of it
+
     df = n - 1
     tail = (1 - level) / 2
     return (sd * math.sqrt(df / stats.chi2.ppf(1 - tail, df)), sd * math.sqrt(df / stats.chi2.ppf(tail, df)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ... import fmt
 from .paired import detectable_effect
@@ -96,6 +96,8 @@ def compare_unpaired(base, head, min_effect=0.05, alpha=0.01) -> Verdict:
     ValueError
         On zero, negative or infinite times.
     """
+    from scipy import stats  # here: scipy.stats takes 0.5 s to import, and most commands never compare unpaired
+
     _check_level(alpha, min_effect)
     b = _timings(base, "base")
     h = _timings(head, "head")
@@ -171,6 +173,8 @@ def compare_segments(before, after, min_effect=0.05, alpha=0.01) -> Verdict:
     The verdict follows :func:`decide` (``regressed``: after is slower). Fewer than two
     commits on a side: inconclusive.
     """
+    from scipy import stats  # here: scipy.stats takes 0.5 s to import, and most commands never compare unpaired
+
     _check_level(alpha, min_effect)
     sides = []
     for what, stretch in (("before", before), ("after", after)):
