@@ -63,3 +63,15 @@ def test_failures_are_evidence():
     assert not stats.compare_failures(3, 4, 0, 4).regressed       # base worse: not head's regression
     assert not stats.compare_failures(2, 4, 2, 4).regressed
     assert stats.compare_failures(0, 4, 3, 4).to_json()["p_value"] == pytest.approx(1 / 14)
+
+
+
+@pytest.mark.parametrize("base_failed, base_total, head_total", [(0, 4, 4), (3, 4, 4), (1, 60, 60), (5, 5, 3), (0, 1, 9)])
+def test_a_head_that_never_failed_has_fishers_p_of_one_without_running_the_test(base_failed, base_total, head_total):
+    """No head failure: P(head failures >= 0) = 1, which scipy's one-sided Fisher test gives too (the gate skips
+    importing scipy.stats for it)."""
+    from scipy.stats import fisher_exact
+
+    found = stats.compare_failures(base_failed, base_total, 0, head_total)
+    table = [[0, head_total], [base_failed, base_total - base_failed]]
+    assert found.p_value == fisher_exact(table, alternative="greater").pvalue == 1.0 and not found.regressed
