@@ -134,6 +134,18 @@ def _other_env(key):
     return replace(key, environment=key.environment + "-other")
 
 
+def move_conditions(monkeypatch, part: str) -> None:
+    """Every key taken from here on is another machine's (``machine``: another CPU model) or another environment's
+    (``environment``: another digest)."""
+    if part == "machine":
+        monkeypatch.setattr(fact_keys, "machine", lambda host=False: {"cpu": "Another CPU model",
+                                                                      "cpu_count": os.cpu_count(), "flags": "x"})
+    else:
+        real = fact_keys.key
+        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
+            real(case, env, run, counted, measured)))
+
+
 def test_the_agreement_check_names_the_metric_that_moved_and_a_failed_head():
     margin = {"instructions": Margin(0.02)}
     base = {"instructions": [count("instructions", 0, 1_000_000_000)]}
@@ -283,13 +295,8 @@ def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(g
     if hostile == "edited":
         for path in gate.store.entries.glob("*.json"):
             path.write_text(path.read_text().replace('"instructions": 10000000', '"instructions": 10400000'))
-    elif hostile == "machine":
-        monkeypatch.setattr(fact_keys, "machine", lambda host=False: {"cpu": "Another CPU model",
-                                                                      "cpu_count": os.cpu_count(), "flags": "x"})
     else:
-        real = fact_keys.key
-        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
-            real(case, env, run, counted, measured)))
+        move_conditions(monkeypatch, hostile)
     with_store, counted, _ = gate(Side_(), Side_(instructions=10_400_000), out="out2")
     without, _, _ = gate(Side_(), Side_(instructions=10_400_000), store_on=False, out="out3")
     (case,), (plain,) = with_store.cases, without.cases

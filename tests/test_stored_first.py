@@ -10,7 +10,6 @@ and every head that moved gives the verdict and reason of the same gate without 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -19,11 +18,11 @@ from ttfg.decide import tiers
 from ttfg.decide.gate_loop import run_gate
 from ttfg.decide.gate_settings import GateSettings
 from ttfg.decide.source_proof import SourceProof
-from ttfg.measure import fact_keys
 from ttfg.measure import instructions as counting
 from ttfg.measure.cases import select
 from ttfg.results import count_store as cs
 from ttfg.results.model import Sample
+from tests.test_gate_baseline import _resealed, move_conditions
 from tests.test_gate_policy import sides  # noqa: F401  (the fixture: base and head folders)
 from tests.test_gate_tiers import MODEL, FakeSampler, Side_, timing
 
@@ -128,19 +127,6 @@ def test_a_head_whose_first_process_failed_is_not_vouched_for_by_the_store(gate,
     assert outcome.cases[0].baseline.get("kinds") != [cs.STRUCTURAL]
 
 
-def _other_env(key):
-    from dataclasses import replace
-
-    return replace(key, environment=key.environment + "-other")
-
-
-def _resealed(path, old: str, new: str) -> None:
-    doc = json.loads(path.read_text())
-    doc["entry"] = json.loads(json.dumps(doc["entry"]).replace(old, new))
-    doc["sha256"] = cs._sha(doc["entry"])
-    path.write_text(json.dumps(doc))
-
-
 @pytest.mark.parametrize("hostile", ["edited", "resealed", "machine", "environment"])
 def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(gate, monkeypatch, hostile):
     """Issue 42's hostile stores, for the first process: the counters edited to another value (the SHA-256 refuses
@@ -154,13 +140,8 @@ def test_each_hostile_store_gives_the_verdict_and_reason_of_a_gate_without_one(g
                 path.write_text(path.read_text().replace('"autograd_nodes": 100', '"autograd_nodes": 99'))
             else:
                 _resealed(path, '"autograd_nodes": 100', '"autograd_nodes": 99')
-    elif hostile == "machine":
-        monkeypatch.setattr(fact_keys, "machine", lambda host=False: {"cpu": "Another CPU model",
-                                                                      "cpu_count": os.cpu_count(), "flags": "x"})
     else:
-        real = fact_keys.key
-        monkeypatch.setattr(fact_keys, "key", lambda case, env, run, counted, measured=None: _other_env(
-            real(case, env, run, counted, measured)))
+        move_conditions(monkeypatch, hostile)
     with_store, ran, notes = gate(Side_(), Side_(), out="out2")
     without, _, _ = gate(Side_(), Side_(), store_on=False, out="out3")
     (case,), (plain,) = with_store.cases, without.cases
