@@ -209,3 +209,19 @@ def test_explain_of_such_a_gate_says_the_base_came_from_the_store_not_that_every
                            "count store (the gate of ") and "counters changed" not in said
     text = attribution_markdown(found)
     assert text.count("the gate ran no base process") == 1 and "| phase |" not in text
+
+
+def test_the_report_of_such_a_gate_says_it_too(gate, tmp_path):
+    """The HTML report's "where it went" of a gate's folder reads the same gate outcome (``app/report.py``)."""
+    from types import SimpleNamespace
+
+    from ttfg.app.report import gate_attributions
+    from ttfg.present.attribution_views import attribution_context
+    from ttfg.results.record import load
+
+    gate(Side_(), Side_())
+    second, _, _ = gate(Side_(), Side_(), out="out2")
+    runs = [load(tmp_path / "out2" / f"{role}.json") for role in ("base", "head")]
+    (found,) = gate_attributions(runs, SimpleNamespace(outcome=second)).attributions
+    drawn = attribution_context(found)
+    assert "the gate ran no base process" in drawn["headline"] and not drawn["notes"] and not drawn["counter_rows"]

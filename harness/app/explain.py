@@ -105,14 +105,14 @@ def explain(base_path: Path, head_path: Path, case: str | None, metric: str, cac
         raise UsageError(f"--metric {metric} is a counter; explain a timing (counters are always listed)")
     base, head = record.load(base_path), record.load(head_path)
     found = attribute_results(base, head, case, metric=metric, cache=cache, top=top)
-    return Explained(base_path, head_path, metric, [_stored_base(a, gate) for a in found])
-
-
-def _stored_base(found, gate: GateDocument | None):
-    """``found`` (an ``Attribution``), or, for a case the gate settled with the base's stored first process, one that
-    says so: base.json holds no base sample of it, and a comparison with nothing would list every counter as
-    changed."""
     outcome = gate.outcome if gate is not None else None
+    return Explained(base_path, head_path, metric, [stored_base_said(a, outcome) for a in found])
+
+
+def stored_base_said(found, outcome):
+    """``found`` (an ``Attribution``), or, for a case the gate (its ``GateOutcome``, or None) settled with the base's
+    stored first process, one that says so: base.json holds no base sample of it, and a comparison with nothing
+    would list every counter as changed (``ttfg explain`` and the report of a gate's folder)."""
     record = next((c.baseline for c in outcome.cases if c.case == found.case), None) if outcome else None
     if not record or record.get("status") != "stored" or record.get("kinds") != ["structural"]:
         return found
@@ -124,4 +124,4 @@ def _stored_base(found, gate: GateDocument | None):
         "attribute"])
 
 
-__all__ = ["Explained", "explain", "resolve_inputs"]
+__all__ = ["Explained", "explain", "resolve_inputs", "stored_base_said"]

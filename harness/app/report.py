@@ -189,6 +189,7 @@ def gate_attributions(runs: list, gate: GateDocument | None = None) -> GateAttri
     from .. import metrics
     from ..decide.attribution import attribute_results
     from ..present.report_sections import GateAttributions
+    from .explain import stored_base_said
 
     pair = gate_pair(runs)
     if pair is None:
@@ -198,12 +199,13 @@ def gate_attributions(runs: list, gate: GateDocument | None = None) -> GateAttri
     metric = (base.gate.settings or {}).get("metric")
     if not isinstance(metric, str) or metric not in metrics.METRICS or metrics.get(metric).deterministic:
         metric = "first_grad_s"
-    held = {}
+    held, outcome = {}, None
     if gate is not None and (gate.outcome.base.commit, gate.outcome.head.commit) == (base.gate.commit,
                                                                                      head.gate.commit):
-        held = gate.outcome.attributions
+        held, outcome = gate.outcome.attributions, gate.outcome
     try:
-        return GateAttributions(*labels, attribute_results(base, head, metric=metric, held=held))
+        found = attribute_results(base, head, metric=metric, held=held)
+        return GateAttributions(*labels, [stored_base_said(a, outcome) for a in found])
     except UsageError as exc:
         return GateAttributions(*labels, note=str(exc))
 

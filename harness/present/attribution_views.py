@@ -321,13 +321,15 @@ def attribution_context(a: Attribution) -> dict:
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
-    return {"case": a.case, "headline": headline(a), "phase_header": header, "phase_rows": rows,
+    said = headline(a)
+    notes = a.function_notes + a.notes + [n for u in a.units() if (n := hidden_note(a, u))]
+    return {"case": a.case, "headline": said, "phase_header": header, "phase_rows": rows,
             "counter_header": COUNTER_HEADER, "counter_rows": counter_rows(a),
             "function_header": FUNCTION_HEADER,
             "function_tables": [{"title": function_title(a, u), "rows": rows} for u in a.units()
                                 if (rows := function_rows(a, u))],
             "lines_header": LINES_HEADER, "lines_rows": lines_rows(a), "icicles": icicles(a),
-            "notes": a.function_notes + a.notes + [n for u in a.units() if (n := hidden_note(a, u))]}
+            "notes": [n for n in notes if n not in said]}
 
 
 __all__ = ["LINES_HEADER", "lines_rows", "source_line_lines", "CALLS_HEADER", "CODE_WORDS", "attribution_context", "attribution_markdown", "calls_lines", "calls_rows",
