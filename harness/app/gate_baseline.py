@@ -139,43 +139,34 @@ class GateBaseline:
 
     def first_used(self, case: "Case", agreed: str) -> None:
         """The base's stored first process stood in for the base's (the head's agreed, ``agreed`` says how)."""
-        record = {"status": STORED, "from": self.found_from.get(case.id) or "the count store", "kinds": [STRUCTURAL],
-                  "verified": agreed}
-        with self.lock:
-            self.records[case.id] = record
-            self.used_samples += 1
-            if record["from"] not in self.used_from:
-                self.used_from.append(record["from"])
-        self.note(f"{case.id}: the base's first process (structural counters) stored by {record['from']}, used: "
-                  f"{agreed}")
+        self._used(case, [STRUCTURAL], 1, agreed, f"the base's first process ({STRUCTURAL} counters)")
 
     def keep_first(self, case: "Case", role: str, sample: "Sample") -> None:
         """Keep a side's first cold timing process's structural counters for the next gate (nothing timed; one
         without counters shows nothing and is not kept); a store that cannot be written is said, never an error."""
-        unreusable = self.unreusable if role == "base" else self.head_unreusable
-        if role not in self.sides or unreusable or not sample.ok or sample.cache != "cold" or not sample.counters:
-            return
-        key, what = self._key(case, STRUCTURAL, 0, role)
-        try:
-            self.store.put(Entry(key, what, sample, dict(self.origin)))
-        except OSError as exc:
-            self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): the first "
-                      "process not kept")
+        if sample.cache == "cold" and sample.counters:
+            self._put(case, STRUCTURAL, 0, sample, role, "the first process")
 
     def used(self, case: "Case", stored: "dict[str, list[Sample]]", agreed: str) -> None:
         for samples in stored.values():
             for sample in samples:
                 self.append(case.id, replace(sample))
-        record = {"status": STORED, "from": self.found_from.get(case.id) or "the count store",
-                  "kinds": sorted(stored), "verified": agreed}
-        if self.aside.get(case.id):
+        kinds = sorted(stored)
+        self._used(case, kinds, sum(len(samples) for samples in stored.values()), agreed,
+                   f"base counts ({', '.join(kinds)})")
+
+    def _used(self, case: "Case", kinds: list[str], samples: int, agreed: str, what: str) -> None:
+        """The stored ``samples`` of ``kinds`` decided for the base: the case's record, the run's account, a note."""
+        record = {"status": STORED, "from": self.found_from.get(case.id) or "the count store", "kinds": kinds,
+                  "verified": agreed}
+        if self.aside.get(case.id) and kinds != [STRUCTURAL]:
             record["counted_now"] = list(self.aside[case.id])
         with self.lock:
             self.records[case.id] = record
-            self.used_samples += sum(len(samples) for samples in stored.values())
+            self.used_samples += samples
             if record["from"] not in self.used_from:
                 self.used_from.append(record["from"])
-        self.note(f"{case.id}: base counts ({', '.join(sorted(stored))}) stored by {record['from']}, used: {agreed}")
+        self.note(f"{case.id}: {what} stored by {record['from']}, used: {agreed}")
 
     def counted(self, case: "Case", why: str) -> None:
         with self.lock:
@@ -184,20 +175,24 @@ class GateBaseline:
     def keep(self, case: "Case", kind: str, index: int, sample: "Sample", role: str = "base") -> None:
         """Keep a fresh count of a side for the next gate (a good, steady count of a kind this backend repeats); a
         store that cannot be written is said, never an error."""
-        unreusable = self.unreusable if role == "base" else self.head_unreusable
-        if role not in self.sides or unreusable or not sample.ok or not reusable(case.backend, kind) \
-                or not steady_record(sample):
-            return
-        key, what = self._key(case, kind, index, role)
-        try:
-            self.store.put(Entry(key, what, sample, dict(self.origin)))
-        except OSError as exc:
-            self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): base counts "
-                      "not kept")
-            return
-        if role == "base":
+        if reusable(case.backend, kind) and steady_record(sample) and self._put(case, kind, index, sample, role,
+                                                                                "base counts") and role == "base":
             with self.lock:
                 self.kept[case.id] = self.kept.get(case.id, 0) + 1
+
+    def _put(self, case: "Case", kind: str, index: int, sample: "Sample", role: str, what: str) -> bool:
+        """``sample`` of ``role`` filed under its key, when that side is kept and the sample is good; whether it was.
+        A store that cannot be written is said (``what`` not kept), never an error."""
+        unreusable = self.unreusable if role == "base" else self.head_unreusable
+        if role not in self.sides or unreusable or not sample.ok:
+            return False
+        key, facts = self._key(case, kind, index, role)
+        try:
+            self.store.put(Entry(key, facts, sample, dict(self.origin)))
+        except OSError as exc:
+            self.note(f"the count store {self.store.root} cannot be written ({exc.strerror or exc}): {what} not kept")
+            return False
+        return True
 
     def record(self, case_id: str) -> dict:
         """``gate.json``'s ``baseline`` of one case (see the module's docstring)."""
