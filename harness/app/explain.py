@@ -113,11 +113,12 @@ def stored_base_said(found, outcome):
     """``found`` (an ``Attribution``), or, for a case the gate (its ``GateOutcome``, or None) settled with the base's
     stored first process, one that says so: base.json holds no base sample of it, and a comparison with nothing
     would list every counter as changed (``ttfg explain`` and the report of a gate's folder)."""
-    record = next((c.baseline for c in outcome.cases if c.case == found.case), None) if outcome else None
-    if not record or record.get("status") != "stored" or record.get("kinds") != ["structural"]:
+    case = next((c for c in outcome.cases if c.case == found.case), None) if outcome else None
+    if case is None or not case.base_first_stored:
         return found
     from ..results.attribution_record import Attribution
 
+    record = case.baseline
     return Attribution(found.case, found.metric, False, None, notes=[
         f"the gate ran no base process: the base's first process came from the count store ({record.get('from')}); "
         f"{record.get('verified')}; the head runs the base's program (the source tier), so there is nothing to "

@@ -92,7 +92,7 @@ def passing_means(outcome, check=None) -> str:
     sentence = passing_sentence(s.metric, s.min_effect, s.alpha, detect,
                                 str(check.path) if check is not None else None, s.guard, s.tiers)
     proven = [c for c in outcome.cases if c.tier == "source"]
-    stored = sum(1 for c in proven if (c.baseline or {}).get("kinds") == ["structural"])
+    stored = sum(1 for c in proven if c.base_first_stored)
     ran = ("one process a side gave its first gradient with equal structural counters" if not stored else
            "the head's first process gave its first gradient with the base's structural counters (the base's first "
            f"process{'' if stored == len(proven) else f', for {stored} of them,'} stored by an earlier gate of the "

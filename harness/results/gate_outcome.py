@@ -22,6 +22,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from .attribution_record import Attribution
+from .count_store import STRUCTURAL
 from .model import Fingerprint, Results, ShardSection
 from .validate import fingerprint_from_json, shard_from_json
 from .verdict import VERDICTS, FailureTest, Row, Summary, Verdict
@@ -301,6 +302,13 @@ class CaseOutcome:
     #: "verified"}``, ``{"status": "counted" | "off" | "none", "why"}``, with ``kept`` (counts written to the count
     #: store); None in older files.
     baseline: dict | None = None
+
+    @property
+    def base_first_stored(self) -> bool:
+        """The base's first process was the count store's (``decide/stored_first.py``): no base process ran, and the
+        base's results file holds no sample of the case."""
+        record = self.baseline or {}
+        return record.get("status") == "stored" and record.get("kinds") == [STRUCTURAL]
 
     @property
     def metric(self) -> str | None:
