@@ -336,4 +336,3 @@ def within_margins(changes: list, trail: "tiers.CaseTrail") -> list:
                                                       "not a change"))
         out.append(row)
     return out
-

@@ -238,7 +238,8 @@ def print_attribution(console, a: Attribution, internals: bool = False) -> None:
     """The headline, then the phase and counter tables, the Python call counts and model lines (the user's own
     source, deterministic), then the function tables (``internals``: the interpreter's code kept), on a rich
     console."""
-    console.print(Text.assemble(("where it went", "bold"), f" {headline(a)}"), highlight=False)
+    said = headline(a)
+    console.print(Text.assemble(("where it went", "bold"), f" {said}"), highlight=False)
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
@@ -265,7 +266,6 @@ def print_attribution(console, a: Attribution, internals: bool = False) -> None:
                                       ["function", "incl. change", "self change", "incl. head"], rows))
         if not internals and (note := hidden_note(a, unit)):
             left_out.append(note)
-    said = headline(a)
     for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n] + left_out:
         if note in said:
             continue
@@ -281,7 +281,8 @@ def attribution_markdown(a: Attribution, open_: bool = True, internals: bool = F
     header, rows = PHASE_HEADER, phase_rows(a)
     if not _has_instructions(a):
         header, rows = header[:5], [r[:5] for r in rows]
-    lines = [f"**Where it went**: {md(headline(a))}", "",
+    said = headline(a)
+    lines = [f"**Where it went**: {md(said)}", "",
              f"<details{' open' if open_ else ''}><summary>{md(a.case)}: phases, counters, functions</summary>", ""]
     lines += table(header, rows) + [""] if rows else []
     changed = counter_rows(a, changed_only=True)
@@ -304,7 +305,6 @@ def attribution_markdown(a: Attribution, open_: bool = True, internals: bool = F
             lines += table(FUNCTION_HEADER, [[md_code(r[0]), md_code(r[1]), *r[2:]] for r in rows]) + [""]
         if not internals and (note := hidden_note(a, unit)):
             left_out.append(note)
-    said = headline(a)
     lines += [f"> {md(note)}" for note in a.function_notes + a.notes + [n for n in (a.calls_note, a.lines_note) if n]
               + left_out if note not in said]
     lines += ["", "</details>", ""]
