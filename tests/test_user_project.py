@@ -28,8 +28,8 @@ def mylab(tmp_path_factory):
     return make_mylab(tmp_path_factory.mktemp("user"))
 
 
-def gate(mylab, *args, timeout=600):
-    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
+def gate(mylab, *args, timeout=600, **more_env):
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")} | more_env
     return subprocess.run([str(mylab["python"]), "-m", "ttfg", "gate", *args], cwd=mylab["repo"], env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -97,6 +97,55 @@ def test_a_comment_only_change_is_unchanged(mylab, tmp_path):
     said = " ".join(out.stdout.split())
     assert "source: proven" in said and "not counted: the head runs the base's program" in said
     assert "decided by the source tier" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_second_comment_only_gate_of_one_base_never_checks_the_base_out(mylab, tmp_path):
+    """Issue 42: the first comment-only gate keeps the base's first process in the count store; the second runs the
+    head's alone and never checks out, installs or locates the base (its stored first process stood in). A store
+    whose base entry was resealed with another counter: the head disagrees, and the base is checked out in the middle
+    of the gate and run afresh, with the verdict of a gate without a store."""
+    from ttfg.results import count_store as cs
+
+    store = tmp_path / "counts"
+    args = ("--base", mylab["first"], "--head", mylab["comment"], "--model", "mylab_mlp", "--backend",
+            "mylab.autograd")
+    first = gate(mylab, *args, "--out-dir", str(tmp_path / "one"), TTFG_COUNT_STORE_DIR=str(store))
+    assert first.returncode == 0, first.stdout + first.stderr
+    said = " ".join(first.stdout.split())
+    assert "not checked out yet" in said and "checking " in said and "out now" in said  # none stored: opened
+    second = gate(mylab, *args, "--out-dir", str(tmp_path / "two"), TTFG_COUNT_STORE_DIR=str(store))
+    assert second.returncode == 0, second.stdout + second.stderr
+    said = " ".join(second.stdout.split())
+    assert "not checked out yet" in said
+    assert "out now" not in said and "base: mylab at" not in said, said  # never checked out nor installed
+    case = json.loads((tmp_path / "two" / "gate.json").read_text())["cases"][0]
+    assert case["verdict"]["verdict"] == "unchanged" and case["tier"] == "source", case
+    assert case["baseline"]["status"] == "stored", case["baseline"]
+    side = record.load(tmp_path / "two" / "base.json").environment["side"]
+    assert side["deferred"] and side["install"] is None and side["imports"] is None
+    tree = git(mylab["repo"], "rev-parse", f"{mylab['first']}^{{tree}}").strip()
+    resealed = 0
+    for path in (store / "entries").glob("*.json"):
+        doc = json.loads(path.read_text())
+        if doc["entry"]["key"]["kind"] == cs.STRUCTURAL and doc["entry"]["key"]["sources"] == f"tree:{tree}":
+            counters = doc["entry"]["sample"]["counters"]
+            name = sorted(counters)[0]
+            counters[name] += 1
+            doc["sha256"] = cs._sha(doc["entry"])
+            path.write_text(json.dumps(doc))
+            resealed += 1
+    assert resealed == 1
+    third = gate(mylab, *args, "--out-dir", str(tmp_path / "three"), TTFG_COUNT_STORE_DIR=str(store))
+    assert third.returncode == 0, third.stdout + third.stderr
+    said = " ".join(third.stdout.split())
+    assert f"stored first process not used (the head's structural counters differ from the stored base's: {name}" \
+        in said and "out now" in said and "base: mylab at" in said, said
+    case = json.loads((tmp_path / "three" / "gate.json").read_text())["cases"][0]
+    assert case["verdict"]["verdict"] == "unchanged" and case["tier"] == "source", case
+    side = record.load(tmp_path / "three" / "base.json").environment["side"]
+    assert "deferred" not in side and side["install"]["commit"] == mylab["first"], side
+    assert record.load(tmp_path / "three" / "base.json").environment["git"]["commit"] == mylab["first"]
 
 
 def test_uncommitted_edits_anywhere_in_the_project_are_refused(mylab, tmp_path):

@@ -89,7 +89,7 @@ def conditions(side: "Side", case: "Case", run: "RunSettings") -> FactKey:
     """Everything besides the commit, the kind and the index that makes a count sample of ``side`` what it is: the
     one key of every stored fact (``measure/fact_keys.py``), for a count."""
     return fact_keys.key(case, side.env, run, counted=True,
-                         measured=side.installed.project if side.installed is not None else None)
+                         measured=side.measured_project)
 
 
 def origin_label(folder: Path, out_dir: Path) -> str:

@@ -29,7 +29,7 @@ from ..decide.gate_settings import GateSettings, checked_guard, checked_tiers, r
 from ..decide.tiers import DEFAULT_TIERS, strict_counters
 from ..files import append_step_summary, replace_together
 from ..measure.runner import run_sample
-from ..measure.sides import EnvPlan, Side, SideOpener
+from ..measure.sides import EnvPlan, Side, SideOpener, environments_differ
 from ..provision.worktrees import Revision, pruned_note, repo_root, revisions
 from ..results.gate_outcome import GateOutcome
 
@@ -156,17 +156,26 @@ def _run_both(request: GateRequest, events: GateEvents, opener: SideOpener, samp
 
 
 def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "EnvPlan", events: GateEvents,
-                opener: SideOpener):
+                opener: SideOpener, defer_base: bool = False):
     """Both sides of the gate, checked out, installed, located and shown to import different code (a context
     manager: ``opener.open``, the one way sides are opened), each in the environment ``plan`` chose.
+
+    ``defer_base``: the head runs the base's program (the source tier's proof) and the count store is on, so the
+    base's stored first process may stand in for the base's: the base is checked out and installed only when one of
+    its processes must run (``SideOpener.open(defer=...)``; on a fresh runner that is 1.5-2.5 s of a comment-only
+    gate's 5).
 
     Raises
     ------
     SameCode, InstallError
-        Before any sample, naming the files or the build log.
+        Before any sample of a side, naming the files or the build log.
     """
+    if defer_base:
+        events.note(f"base: {base.short} not checked out yet: the head runs the base's program (source tier), and "
+                    "the base's stored first process may stand in for it; checked out if a base process must run")
     return opener.open(request.repo, {"base": base, "head": head}, request.cases, request.settings.run,
-                       plan.requests, on_note=events.note, project_dir=request.project_dir)
+                       plan.requests, on_note=events.note, project_dir=request.project_dir,
+                       defer=("base",) if defer_base else ())
 
 
 def _raise_interrupt(signum, frame):
@@ -230,10 +239,17 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
         events.warning(plan.same_packages)
     settings = request.settings
     floor, why_no_floor, budget_warnings = None, "", []
+    # One environment request for both sides is one environment: the proof needs no side opened, and when it holds
+    # with the count store on, the base's checkout can wait for a base process (none, when its first is stored).
+    one_env = plan.requests["base"] == plan.requests["head"]
+    proof = _source_proof(request, base_rev, head_rev, True, events) if one_env else None
+    defer_base = store is not None and proof is not None and proof.proven
     try:
-        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener) as sides:
+        with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener,
+                                                  defer_base) as sides:
             floor, why_no_floor, budget_warnings = _budget_check(request, sides, events)
-            proof = _source_proof(request, base_rev, head_rev, sides, events)
+            if not one_env:
+                proof = _source_proof(request, base_rev, head_rev, not environments_differ(sides), events)
             path = None if proof is not None and proof.proven else measured_path(request, base_rev, head_rev, sides,
                                                                                 events)
             cases, new, removed = _split_cases(request.cases, sides, events)
@@ -325,17 +341,16 @@ def _measure_new(case: "Case", head: Side, settings: GateSettings, events: GateE
             "error": error}
 
 
-def _source_proof(request: GateRequest, base: Revision, head: Revision, sides: dict[str, Side],
+def _source_proof(request: GateRequest, base: Revision, head: Revision, one_environment: bool,
                   events: GateEvents):
-    """Whether the head runs the base's program (``decide/source_proof.py``), for the source tier; None when that
-    tier is not selected or the sides are one commit (an upgrade gate: the packages differ, not the code). When
-    proven, the measured path is not traced: there is no changed code for it to look for."""
+    """Whether the head runs the base's program (``decide/source_proof.py``) in ``one_environment``, for the source
+    tier; None when that tier is not selected or the sides are one commit (an upgrade gate: the packages differ,
+    not the code). When proven, the measured path is not traced: there is no changed code for it to look for."""
     from ..decide import source_proof, tiers
-    from ..measure.sides import environments_differ
 
     if tiers.SOURCE not in request.settings.tiers or base.commit == head.commit:
         return None
-    proof = source_proof.between(request.repo, base.commit, head.commit, not environments_differ(sides))
+    proof = source_proof.between(request.repo, base.commit, head.commit, one_environment)
     events.note(f"source: {'proven' if proof.proven else 'not proven'}: {proof.why}"
                 + ("; the measured path is not traced" if proof.proven else ""))
     return proof

@@ -58,12 +58,12 @@ class GateBaseline:
     def __init__(self, store: CountStore, base: "Side", run: "RunSettings", head_commit: str,
                  append: Callable[[str, "Sample"], None] | None = None, note: Callable[[str], None] | None = None,
                  head: "Side | None" = None, run_name: str = "gate"):
-        self.store, self.base, self.run = store, base, base.run_settings(run)
+        self.store, self.base, self.run = store, base, base.run_settings(run, opening=False)
         #: Each side kept: its run settings and sources (the head's counts are kept too: a head is measured from
         #: its commit, and once merged its tree is the next pull request's base).
         self.sides = {"base": (base, self.run)}
         if head is not None:
-            self.sides["head"] = (head, head.run_settings(run))
+            self.sides["head"] = (head, head.run_settings(run, opening=False))
         self.append = append or (lambda case_id, sample: None)
         self.note = note or (lambda text: None)
         self.origin = {"run": run_name, "commit": head_commit,

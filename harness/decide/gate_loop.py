@@ -77,7 +77,7 @@ from ..measure.cases import Case, Skipped
 from ..measure.runner import RunSettings, new_results, run_sample
 from ..measure.sides import Side, environments_differ
 from ..results.gate_outcome import BASE_BROKEN, BUDGET, COUNT_BROKEN, DECIDED, HEAD_BROKEN, HEAD_FAILING, NOT_SETTLED, CaseOutcome, GateOutcome, RevisionData, SettingsData, SkipData
-from ..results.model import GateSection, Sample, ShardSection
+from ..results.model import GateSection, Results, Sample, ShardSection
 from ..results.writer import ResultsWriter
 
 if TYPE_CHECKING:
@@ -177,16 +177,25 @@ def _look_short(st: CaseState, settings: GateSettings) -> None:
 def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: GateSettings,
             out: Path, shard: ShardSection | None = None) -> ResultsWriter:
     """One side's results file: this side's source and git state, and the gate section."""
-    from ..measure import metadata
-
-    results = new_results(cases, skipped, side.run_settings(settings.run),
+    results = new_results(cases, skipped, side.run_settings(settings.run, opening=False),
                           envs={side.env.name: side.env} if side.env else None)
-    results.environment["git"] = metadata.git_state(side.tree)
-    results.environment["side"] = side.to_json()
+    _record_side(results, side, settings)
     rev = side.revision
     results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
     results.shard = shard
     return ResultsWriter(results, out)
+
+
+def _record_side(results: Results, side: Side, settings: GateSettings) -> None:
+    """What a side's results file says of it: where it ran and its git state. Said again when the gate ends: a
+    deferred side (``SideOpener.open(defer=...)``) is checked out only at its first process, if any."""
+    from ..measure import metadata
+
+    results.settings = side.run_settings(settings.run, opening=False).to_json()
+    # a deferred side's tree is the repository until it is opened: its revision is what it will check out
+    results.environment["git"] = ({"commit": side.revision.commit, "branch": None, "dirty": False} if side.deferred
+                                  else metadata.git_state(side.tree))
+    results.environment["side"] = side.to_json()
 
 
 def known_caches(backend: str) -> "tuple[tuple[PersistentCache, ...], tuple[PersistentCache, ...]]":
@@ -469,7 +478,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
                 outcome.cost = case_cost(outcome.case, writers)
         finished = True
     finally:
-        for writer in writers.values():
+        for role, writer in writers.items():
+            if writer.results.environment.get("side", {}).get("deferred") and not sides[role].deferred:
+                _record_side(writer.results, sides[role], settings)  # opened by a process of the gate
             writer.finish(finished)
         if warm_root is not None:
             shutil.rmtree(warm_root, ignore_errors=True)

@@ -345,7 +345,7 @@ def keys_of(cases, run, sides=None, envs=None) -> "dict[str, list[FactKey]]":
     from ..provision.target import ProbeTarget
 
     if sides is not None:
-        return {c.id: [fact_keys.key(c, s.env, s.run_settings(run), counted=False) for s in sides.values()]
+        return {c.id: [fact_keys.key(c, s.env, s.run_settings(run, opening=False), counted=False) for s in sides.values()]
                 for c in cases}
     out = {}
     for c in cases:

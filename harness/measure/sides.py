@@ -22,16 +22,23 @@ Sides are opened one way, by a :class:`SideOpener` (``open``: built, checked out
 located and checked, in that order): the gate, each comparison of a bisect, each
 ``regressions --confirm`` re-run and each release of a sweep take one, and their tests pass
 one whose sides are plain folders instead of replacing the use cases' functions.
+
+A side may be *deferred* (``open(defer=...)``): its environment is built, but it is checked out,
+installed, located and checked only when its first process is about to start (:meth:`Side.open`,
+which :meth:`Side.run_settings` calls). The gate defers the base of a pull request proven to run
+the base's program: the base's stored first process usually stands in for it, and then its
+worktree, install and location (1.5-2.5 s of a 5 s gate on a fresh runner) were work for nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping
 
 from ..provision import environments
 from ..provision.environments import Environment, Request
@@ -52,6 +59,11 @@ class SameCode(TtfgError):
     """Base and head would import the same files in the same environment: one thing measured twice."""
 
 
+#: Held while a deferred side is opened: two threads of the count tier may ask for it at once. Reentrant: opening a
+#: side locates it, which asks for its run settings.
+_OPENING = threading.RLock()
+
+
 @dataclass
 class Side:
     """One side of a comparison: which revision, checked out where, installed where, run in which environment."""
@@ -67,6 +79,34 @@ class Side:
     #: The second import root of a built environment: the running ttfg mapped as a folder (a gate side whose
     #: project is not ttfg), or a release sweep's plugins as installed here (its first root is ttfg).
     ttfg_overlay: Path | None = None
+    #: The measured project's distribution name while the side is not installed (a deferred side's is its
+    #: sibling's: :meth:`SideOpener.open`); the install's once there is one.
+    project: str | None = None
+    #: Opens a deferred side (:meth:`open`); None once the side is open.
+    pending: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def measured_project(self) -> str | None:
+        """The measured project's distribution name: its install's, or a deferred side's (:attr:`project`)."""
+        return self.installed.project if self.installed is not None else self.project
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the side is not checked out yet (no process of it has run)."""
+        return self.pending is not None
+
+    def open(self) -> "Side":
+        """This side, ready for a process: a deferred side is checked out, installed, located and checked now, once
+        (a failure is raised here, as :meth:`SideOpener.open` raises it for a side opened at once)."""
+        with _OPENING:
+            pending, self.pending = self.pending, None
+            if pending is not None:
+                pending()
+        return self
+
+    def become(self, other: "Side") -> None:
+        """Take ``other``'s checkout and install (a deferred side, opened)."""
+        self.tree, self.installed, self.ttfg_overlay = other.tree, other.installed, other.ttfg_overlay
 
     @property
     def python(self) -> str:
@@ -89,8 +129,12 @@ class Side:
         a built environment ttfg's overlay after it (the parent's path would leak its packages in)."""
         return ProbeTarget.of(self.env, source=self.source, overlay=self.ttfg_overlay)
 
-    def run_settings(self, run: "RunSettings") -> "RunSettings":
-        """``run`` for this side's probes: the same sampling, this side's target."""
+    def run_settings(self, run: "RunSettings", *, opening: bool = True) -> "RunSettings":
+        """``run`` for this side's probes: the same sampling, this side's target. Every process of a side takes its
+        settings here, so a deferred side is opened first; ``opening=False`` is for what only keys a fact by the
+        side (its interpreter and environment, the same before and after it is opened) or records it."""
+        if opening:
+            self.open()
         return replace(run, target=self.target)
 
     def to_json(self) -> dict:
@@ -98,7 +142,8 @@ class Side:
         return {"role": self.role, "tree": str(self.tree), "python": self.python,
                 "env": self.env.name if self.env else None,
                 "install": self.installed.to_json() if self.installed else None,
-                "imports": self.whence.to_json() if self.whence else None}
+                "imports": self.whence.to_json() if self.whence else None,
+                **({"deferred": True} if self.deferred else {})}
 
 
 def build_environments(requests: Mapping[str, Request], on_note: Callable[[str], None]) -> dict[str, Environment]:
@@ -121,14 +166,16 @@ def build_environments(requests: Mapping[str, Request], on_note: Callable[[str],
 @contextmanager
 def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[str, Request] | None = None,
              on_note: Callable[[str], None] | None = None, prefix: str = "ttfg-gate-",
-             project_dir: str = "") -> Iterator[dict[str, Side]]:
+             project_dir: str = "", defer: Collection[str] = ()) -> Iterator[dict[str, Side]]:
     """Build each side's environment, check each revision out and install its project; yields ``{role: Side}``.
 
     ``requests`` (default: the current interpreter for every side) names each side's
     environment; ``project_dir`` is the project's folder inside the repository (the config's
     ``install-path``; the root by default). Environments are built first: they take longest, and a bad one should
     fail before anything is checked out. The worktrees are removed on exit (normal, error,
-    Ctrl-C); installs and environments stay in the cache for the next gate.
+    Ctrl-C); installs and environments stay in the cache for the next gate. A role in ``defer`` gets its
+    environment now and its checkout and install when :meth:`Side.open` first asks (its ``tree`` is the repository
+    until then, and its :attr:`Side.project` the other sides' project).
 
     Raises
     ------
@@ -139,17 +186,28 @@ def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[st
     requests = requests or {role: Request(environments.CURRENT, None, "this interpreter") for role in revisions}
     envs = build_environments(requests, note)
     with ExitStack() as stack:
-        trees = stack.enter_context(worktrees(repo, revisions, prefix=prefix))
-        sides = {}
-        for role, rev in revisions.items():
-            installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role, folder=project_dir)
-            note(f"{role}: {installed.project} at {rev.short} "
-                 + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
-                 + f" ({installed.root})")
-            env = envs[role]
-            sides[role] = Side(role, rev, trees[role], installed, env,
-                               ttfg_overlay=ttfg_overlay(not env.current, installed.packages))
-        yield sides
+        def check_out(roles: list[str]) -> dict[str, Side]:
+            trees = stack.enter_context(worktrees(repo, {r: revisions[r] for r in roles}, prefix=prefix)) \
+                if roles else {}
+            out = {}
+            for role in roles:
+                rev = revisions[role]
+                installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role,
+                                    folder=project_dir)
+                note(f"{role}: {installed.project} at {rev.short} "
+                     + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
+                     + f" ({installed.root})")
+                env = envs[role]
+                out[role] = Side(role, rev, trees[role], installed, env,
+                                 ttfg_overlay=ttfg_overlay(not env.current, installed.packages))
+            return out
+
+        sides = check_out([role for role in revisions if role not in defer])
+        project = next((s.installed.project for s in sides.values() if s.installed is not None), None)
+        for role in defer:
+            sides[role] = Side(role, revisions[role], Path(repo), env=envs[role], project=project,
+                               pending=lambda role=role: sides[role].become(check_out([role])[role]))
+        yield {role: sides[role] for role in revisions}
 
 
 #: How a revision gate chooses its sides' environments (``--envs``).
@@ -451,20 +509,43 @@ class SideOpener:
     @contextmanager
     def open(self, repo: Path, revisions: Mapping[str, Revision], cases: list["Case"], run: "RunSettings",
              requests: Mapping[str, Request] | None = None, *, on_note: Callable[[str], None] | None = None,
-             prefix: str = "ttfg-gate-", project_dir: str = "") -> Iterator[dict[str, Side]]:
+             prefix: str = "ttfg-gate-", project_dir: str = "",
+             defer: Collection[str] = ()) -> Iterator[dict[str, Side]]:
         """The sides of one comparison, ready for their first sample: built, checked out and installed
         (:func:`prepared`, its worktrees named by ``prefix`` and removed on exit), asked where they import from
         (:func:`locate`) and shown to import different code (:func:`check_distinct`).
 
+        A role in ``defer`` is built now and the rest when its first process is about to start (:meth:`Side.open`):
+        checked out, installed, located, and checked against the other sides then. The caller vouches that it is a
+        revision of the same project as the others, built from the same files (the gate defers a base only under the
+        source tier's proof: no file but Python files with the base's syntax trees changed).
+
         Raises
         ------
         SameCode, InstallError, EnvError
-            Before any sample, naming the side and the files or the build log.
+            Before any sample of the side, naming the side and the files or the build log.
         """
-        with prepared(repo, revisions, requests, on_note=on_note, prefix=prefix, project_dir=project_dir) as sides:
-            locate(sides, cases, run)
-            check_distinct(sides, cases)
+        note = on_note or (lambda text: None)
+        with prepared(repo, revisions, requests, on_note=note, prefix=prefix, project_dir=project_dir,
+                      defer=defer) as sides:
+            now = {role: side for role, side in sides.items() if not side.deferred}
+            locate(now, cases, run)
+            check_distinct(now, cases)
+            for side in sides.values():
+                if side.deferred:
+                    side.pending = self._opening(side, side.pending, sides, cases, run, note)
             yield sides
+
+    @staticmethod
+    def _opening(side: Side, check_out: Callable[[], None], sides: Mapping[str, Side], cases: list["Case"],
+                 run: "RunSettings", note: Callable[[str], None]) -> Callable[[], None]:
+        """What opens a deferred side: its checkout and install, then its location and the checks of :meth:`open`."""
+        def opening() -> None:
+            note(f"{side.role}: a process of the {side.role} side is needed: checking {side.revision.short} out now")
+            check_out()
+            locate({side.role: side}, cases, run)
+            check_distinct(sides, cases)
+        return opening
 
     def environment(self, revision: Revision, request: Request, cases: list["Case"], run: "RunSettings",
                     source: Path, overlay: Path | None, on_note: Callable[[str], None] | None = None) -> Side:
