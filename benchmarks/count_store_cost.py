@@ -14,6 +14,7 @@ without the store (``--no-count-store``), for the cost at the same load.
 
     python benchmarks/count_store_cost.py                        # jax.jit resnet15, default tiers
     python benchmarks/count_store_cost.py --regression 5 --out runs/count_store.json
+    python benchmarks/count_store_cost.py --change comment --fresh-cache   # as on fresh CI runners
 
 Per gate: exit code, wall time, the load average before and after, each case's ``baseline`` record and ``cost`` from
 gate.json, the store's size after it, and ``timeline``: each line the gate printed with the second it came at (where
@@ -97,6 +98,8 @@ def _gate(clone: Path, base: str, head: str, out: Path, args, store: Path, extra
            args.model, "--backend", args.backend, "--out-dir", str(out), *extra,
            *(["--budget", args.budget] if args.budget else [])]
     env = {**power._env(clone.parent / "tool"), "TTFG_COUNT_STORE_DIR": str(store)}
+    if args.fresh_cache:  # a fresh runner: nothing installed or calibrated; the store is the CI cache's
+        env["TTFG_CACHE_DIR"] = str(out.parent / f"cache-{out.name}")
     row = _run_stamped(cmd, clone, env, args.limit)
     row["command"] = "ttfg " + " ".join(cmd[3:])
     gate_json = out / "gate.json"
@@ -132,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-store-too", action="store_true",
                    help="also gate a third pull request off the same base with --no-count-store, for the cost at the "
                         "same load")
+    p.add_argument("--fresh-cache", action="store_true",
+                   help="give each gate an empty ttfg cache folder (TTFG_CACHE_DIR), as on a fresh CI runner whose "
+                        "count store alone is restored: both sides are installed in every gate that checks them out "
+                        "(default: one cache, so the base is installed by the first gate only)")
     p.add_argument("--change", choices=sorted(CHANGES), default="code",
                    help="what each pull request changes: code that moves no count (default: the counts decide and "
                         "the store is read) or a comment (the source tier settles it: nothing counted or stored)")
@@ -140,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ttfg-count-store-"))
     doc = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "uptime": power._uptime(),
-           "model": args.model, "backend": args.backend, "change": args.change, "gates": []}
+           "model": args.model, "backend": args.backend, "change": args.change, "fresh_cache": args.fresh_cache,
+           "gates": []}
     try:
         clone = work / "repo"
         power._git(ROOT, "clone", "--quiet", "--local", "--no-hardlinks", str(ROOT), str(clone))
