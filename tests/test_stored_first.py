@@ -225,3 +225,32 @@ def test_the_report_of_such_a_gate_says_it_too(gate, tmp_path):
     (found,) = gate_attributions(runs, SimpleNamespace(outcome=second)).attributions
     drawn = attribution_context(found)
     assert "the gate ran no base process" in drawn["headline"] and not drawn["notes"] and not drawn["counter_rows"]
+
+
+def test_a_deferred_base_is_opened_only_when_a_base_process_must_run(gate, sides, tmp_path):  # noqa: F811
+    """The gate defers a proven pull request's base (``SideOpener.open(defer=...)``): a second gate whose head agrees
+    with the stored first process never opens it, and base.json says so; a head that moved opens it for the fresh
+    pair, and base.json then describes the opened side; a base that fails to open ends the gate with that error,
+    no verdict written."""
+    from ttfg.provision.sources import InstallError
+    from ttfg.results.io import load
+
+    gate(Side_(), Side_())
+    opened: list[str] = []
+    sides["base"].pending = lambda: opened.append("base")
+    _, ran, _ = gate(Side_(), Side_(), out="out2")
+    assert ran == [("head", "timing")] and opened == [] and sides["base"].deferred
+    assert load(tmp_path / "out2" / "base.json").environment["side"]["deferred"] is True
+    assert load(tmp_path / "out2" / "base.json").environment["git"]["commit"] == sides["base"].revision.commit
+    moved = Side_(counters={"autograd_nodes": 101})
+    _, ran, _ = gate(Side_(), moved, out="out3")
+    assert opened == ["base"] and not sides["base"].deferred and ("base", "timing") in ran
+    assert "deferred" not in load(tmp_path / "out3" / "base.json").environment["side"]
+
+    def broken():
+        raise InstallError("base (aaaaaaaaaa): the build failed")
+
+    sides["base"].pending = broken
+    with pytest.raises(InstallError, match="the build failed"):
+        gate(Side_(), moved, out="out4")
+    assert not (tmp_path / "out4" / "gate.json").exists() and not sides["base"].deferred
