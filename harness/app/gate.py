@@ -162,8 +162,8 @@ def build_sides(request: GateRequest, base: Revision, head: Revision, plan: "Env
 
     ``defer_base``: the head runs the base's program (the source tier's proof) and the count store is on, so the
     base's stored first process may stand in for the base's: the base is checked out and installed only when one of
-    its processes must run (``SideOpener.open(defer=...)``; on a fresh runner that is 1.5-2.5 s of a comment-only
-    gate's 5).
+    its processes must run (``SideOpener.open(defer=...)``; on a fresh runner, where both sides were installed in
+    every gate, a second comment-only gate then takes 0.56-0.60x of the first: docs/measurements.md).
 
     Raises
     ------

@@ -312,7 +312,8 @@ def for_sides(case: "Case", sides, run: "RunSettings", store: "FactFile | None" 
     from .. import engines
     from ..measure import fact_keys
 
-    keys = [fact_keys.key(case, side.env, side.run_settings(run, opening=False), counted=True) for side in sides.values()]
+    keys = [fact_keys.key(case, side.env, side.run_settings(run, opening=False), counted=True)
+            for side in sides.values()]
     return margins_for(load() if store is None else store, keys, COUNT_METRICS, engines.runs_on(case.backend))
 
 

@@ -345,8 +345,8 @@ def keys_of(cases, run, sides=None, envs=None) -> "dict[str, list[FactKey]]":
     from ..provision.target import ProbeTarget
 
     if sides is not None:
-        return {c.id: [fact_keys.key(c, s.env, s.run_settings(run, opening=False), counted=False) for s in sides.values()]
-                for c in cases}
+        return {c.id: [fact_keys.key(c, s.env, s.run_settings(run, opening=False), counted=False)
+                       for s in sides.values()] for c in cases}
     out = {}
     for c in cases:
         env = (envs or {}).get(c.env) if c.env else None

@@ -27,7 +27,8 @@ A side may be *deferred* (``open(defer=...)``): its environment is built, but it
 installed, located and checked only when its first process is about to start (:meth:`Side.open`,
 which :meth:`Side.run_settings` calls). The gate defers the base of a pull request proven to run
 the base's program: the base's stored first process usually stands in for it, and then its
-worktree, install and location (1.5-2.5 s of a 5 s gate on a fresh runner) were work for nothing.
+worktree, install and location were work for nothing (on fresh runners a second comment-only gate
+of jax.jit resnet15 took 4.5-4.8 s, its first 7.8-8.5 s: docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class Side:
     def open(self) -> "Side":
         """This side, ready for a process: a deferred side is checked out, installed, located and checked now, once
         (a failure is raised here, as :meth:`SideOpener.open` raises it for a side opened at once)."""
+        if self.pending is None:  # open already: no lock to wait for while another side is being opened
+            return self
         with _OPENING:
             pending, self.pending = self.pending, None
             if pending is not None:
