@@ -188,7 +188,12 @@ def test_gate_warns_with_the_budget_it_would_need():
     assert default["sd"] == noise.DEFAULT_SD and "no stored calibration" in default["sd_source"]
     assert default["pairs"] == 60 and default["needed_budget_s"] is None
     (line,) = noise_views.budget_warning_lines([default], "first_grad_s", 0.02, 600.0)
-    assert "default SD" in line and "pairs (--max-pairs" in line
+    assert "default SD" in line and "pairs (--max-pairs" in line and line.startswith("warning: ")
+    # Under the source tier's proof the time tier runs only for a case whose first pair disagrees: a note of what it
+    # could detect if it ran, not a warning on every comment-only pull request.
+    (note,) = noise_views.budget_warning_lines([default], "first_grad_s", 0.02, 600.0, proven=True)
+    assert note.startswith("if the time tier runs (the source tier's proof holds") and "warning" not in note
+    assert note.split("): ", 1)[1] == line.removeprefix("warning: ")
 
 
 def test_doctor_calibrate_stores_what_run_and_gate_read(monkeypatch, capsys, private_user_cache):

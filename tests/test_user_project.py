@@ -119,6 +119,7 @@ def test_a_second_comment_only_gate_of_one_base_never_checks_the_base_out(mylab,
     said = " ".join(second.stdout.split())
     assert "not checked out yet" in said
     assert "out now" not in said and "base: mylab at" not in said, said  # never checked out nor installed
+    assert "warning" not in said.lower(), said  # the time tier's budget is a note under the proof
     case = json.loads((tmp_path / "two" / "gate.json").read_text())["cases"][0]
     assert case["verdict"]["verdict"] == "unchanged" and case["tier"] == "source", case
     assert case["baseline"]["status"] == "stored", case["baseline"]

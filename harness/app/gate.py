@@ -247,9 +247,10 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
     try:
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener,
                                                   defer_base) as sides:
-            floor, why_no_floor, budget_warnings = _budget_check(request, sides, events)
             if not one_env:
                 proof = _source_proof(request, base_rev, head_rev, not environments_differ(sides), events)
+            floor, why_no_floor, budget_warnings = _budget_check(request, sides, events,
+                                                                 proof is not None and proof.proven)
             path = None if proof is not None and proof.proven else measured_path(request, base_rev, head_rev, sides,
                                                                                 events)
             cases, new, removed = _split_cases(request.cases, sides, events)
@@ -419,8 +420,9 @@ def _accept(outcome: GateOutcome, repo: Path, base: str, head: str, events: Gate
                            + (a.problem or "it matched no regression"))
 
 
-def _budget_check(request: GateRequest, sides: dict[str, Side], events: GateEvents):
-    """Before any sampling: warn when --min-effect is below what the budget can detect here.
+def _budget_check(request: GateRequest, sides: dict[str, Side], events: GateEvents, proven: bool = False):
+    """Before any sampling: warn when --min-effect is below what the budget can detect here (a note, not a warning,
+    when the source tier's proof holds: the time tier then runs only for a case whose first pair disagrees).
 
     Returns the stored calibration of the cases calibrated under both sides' keys (or None), why the others have
     none, and the warnings' facts (for gate.json).
@@ -432,8 +434,8 @@ def _budget_check(request: GateRequest, sides: dict[str, Side], events: GateEven
     floor, why_not = noise.stored(noise.keys_of(request.cases, s.run, sides))
     warnings = noise.budget_warning([c.id for c in request.cases], s.metric, s.min_effect, s.budget_s,
                                     s.max_pairs, floor, why_not, alpha=s.guard_alpha)
-    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s, s.tiers):
-        events.warning(line)
+    for line in budget_warning_lines(warnings, s.metric, s.min_effect, s.budget_s, s.tiers, proven):
+        (events.note if proven else events.warning)(line)
     return floor, why_not, warnings
 
 

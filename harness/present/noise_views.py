@@ -105,11 +105,13 @@ def report_rows(floor, metric: str = "first_grad_s") -> list[dict]:
 
 
 def budget_warning_lines(warnings: list[dict], metric: str, min_effect: float, budget_s: float,
-                         tiers=("time",)) -> list[str]:
+                         tiers=("time",), proven: bool = False) -> list[str]:
     """The gate's warning before it starts, one line per case, with the budget that would do.
 
     It speaks of the time tier alone, and says so: with the deterministic tiers before it, most
-    cases are decided by counts and never spend the budget.
+    cases are decided by counts and never spend the budget. ``proven``: the source tier's proof holds (the head
+    runs the base's program), so the time tier runs only for a case whose first pair disagrees; the lines are then
+    notes of what it could detect if it ran, not warnings (the gate prints them as notes).
     """
     counts = [t for t in tiers if t in ("structural", "instructions")]
     scope = (f"; the {' and '.join(counts)} tier{'s' if len(counts) > 1 else ''} before it decide most cases "
@@ -119,7 +121,9 @@ def budget_warning_lines(warnings: list[dict], metric: str, min_effect: float, b
         sees = (("could detect only changes over 100 %" if w["effect"] > 1 else f"could detect >= {_effect(w['effect'])}")
                 if w["effect"] is not None
                 else "buys fewer than 2 pairs and could detect nothing")
-        text = (f"warning: {w['case']}: the time tier alone, at log-ratio SD {w['sd']:.3f} ({w['sd_source']}), "
+        lead = "if the time tier runs (the source tier's proof holds: only for a case whose first pair disagrees): " \
+            if proven else "warning: "
+        text = (f"{lead}{w['case']}: the time tier alone, at log-ratio SD {w['sd']:.3f} ({w['sd_source']}), "
                 f"{sees} of {metric} in a {fmt.seconds(budget_s)} budget (about {w['pairs']} pairs), above "
                 f"--min-effect {fmt.percent(min_effect)}{scope}. ")
         if w["needed_pairs"] is None:
