@@ -239,12 +239,13 @@ def run(request: GateRequest, events: GateEvents | None = None, opener: SideOpen
         events.warning(plan.same_packages)
     settings = request.settings
     floor, why_no_floor, budget_warnings = None, "", []
-    # One environment request for both sides is one environment: the proof needs no side opened, and when it holds
-    # with the count store on, the base's checkout can wait for a base process (none, when its first is stored).
     one_env = plan.requests["base"] == plan.requests["head"]
-    proof = _source_proof(request, base_rev, head_rev, True, events) if one_env else None
-    defer_base = store is not None and proof is not None and proof.proven
     try:
+        # One environment request for both sides is one environment: the proof needs no side opened, and when it
+        # holds with the count store on, the base's checkout can wait for a base process (none, when its first
+        # process is stored).
+        proof = _source_proof(request, base_rev, head_rev, True, events) if one_env else None
+        defer_base = store is not None and proof is not None and proof.proven
         with _sigterm_as_interrupt(), build_sides(request, base_rev, head_rev, plan, events, opener,
                                                   defer_base) as sides:
             if not one_env:
