@@ -179,19 +179,18 @@ def _writer(cases: list[Case], skipped: list[Skipped], side: Side, settings: Gat
     """One side's results file: this side's source and git state, and the gate section."""
     results = new_results(cases, skipped, side.run_settings(settings.run, opening=False),
                           envs={side.env.name: side.env} if side.env else None)
-    _record_side(results, side, settings)
+    _record_side(results, side)
     rev = side.revision
     results.gate = GateSection(side.role, rev.name, rev.commit, rev.subject, settings.to_json())
     results.shard = shard
     return ResultsWriter(results, out)
 
 
-def _record_side(results: Results, side: Side, settings: GateSettings) -> None:
-    """What a side's results file says of it: where it ran and its git state. Said again when the gate ends: a
-    deferred side (``SideOpener.open(defer=...)``) is checked out only at its first process, if any."""
+def _record_side(results: Results, side: Side) -> None:
+    """What a side's results file says of its checkout and install, and its git state. Said again when the gate ends
+    for a deferred side (``SideOpener.open(defer=...)``) that a process of the gate opened."""
     from ..measure import metadata
 
-    results.settings = side.run_settings(settings.run, opening=False).to_json()
     # a deferred side's tree is the repository until it is opened: its revision is what it will check out
     results.environment["git"] = ({"commit": side.revision.commit, "branch": None, "dirty": False} if side.deferred
                                   else metadata.git_state(side.tree))
@@ -480,7 +479,9 @@ def run_gate(cases: list[Case], skipped: list[Skipped], base: Side, head: Side, 
     finally:
         for role, writer in writers.items():
             if writer.results.environment.get("side", {}).get("deferred") and not sides[role].deferred:
-                _record_side(writer.results, sides[role], settings)  # opened by a process of the gate
+                # opened by a process of the gate: its probes' target is now its install
+                writer.results.settings = sides[role].run_settings(settings.run, opening=False).to_json()
+                _record_side(writer.results, sides[role])
             writer.finish(finished)
         if warm_root is not None:
             shutil.rmtree(warm_root, ignore_errors=True)

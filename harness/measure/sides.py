@@ -107,10 +107,6 @@ class Side:
                 pending()
         return self
 
-    def become(self, other: "Side") -> None:
-        """Take ``other``'s checkout and install (a deferred side, opened)."""
-        self.tree, self.installed, self.ttfg_overlay = other.tree, other.installed, other.ttfg_overlay
-
     @property
     def python(self) -> str:
         return self.env.python if self.env is not None else sys.executable
@@ -189,28 +185,29 @@ def prepared(repo: Path, revisions: Mapping[str, Revision], requests: Mapping[st
     requests = requests or {role: Request(environments.CURRENT, None, "this interpreter") for role in revisions}
     envs = build_environments(requests, note)
     with ExitStack() as stack:
-        def check_out(roles: list[str]) -> dict[str, Side]:
-            trees = stack.enter_context(worktrees(repo, {r: revisions[r] for r in roles}, prefix=prefix)) \
-                if roles else {}
-            out = {}
-            for role in roles:
-                rev = revisions[role]
-                installed = install(trees[role] / project_dir, rev.commit, sys.executable, what=role,
-                                    folder=project_dir)
-                note(f"{role}: {installed.project} at {rev.short} "
-                     + (f"installed in {installed.seconds:.1f} s" if not installed.cached else "from the cache")
-                     + f" ({installed.root})")
-                env = envs[role]
-                out[role] = Side(role, rev, trees[role], installed, env,
-                                 ttfg_overlay=ttfg_overlay(not env.current, installed.packages))
-            return out
+        sides = {role: Side(role, rev, Path(repo), env=envs[role]) for role, rev in revisions.items()}
 
-        sides = check_out([role for role in revisions if role not in defer])
-        project = next((s.installed.project for s in sides.values() if s.installed is not None), None)
+        def check_out(roles: list[str]) -> None:
+            """Check ``roles`` out and install them, filling their sides in (removed with the others on exit)."""
+            trees = stack.enter_context(worktrees(repo, {r: revisions[r] for r in roles}, prefix=prefix))
+            for role in roles:
+                side, rev = sides[role], revisions[role]
+                side.tree = trees[role]
+                side.installed = install(side.tree / project_dir, rev.commit, sys.executable, what=role,
+                                         folder=project_dir)
+                note(f"{role}: {side.installed.project} at {rev.short} "
+                     + (f"installed in {side.installed.seconds:.1f} s" if not side.installed.cached
+                        else "from the cache") + f" ({side.installed.root})")
+                side.ttfg_overlay = ttfg_overlay(not side.env.current, side.installed.packages)
+
+        now = [role for role in revisions if role not in defer]
+        if now:
+            check_out(now)
+        project = next((sides[role].installed.project for role in now), None)
         for role in defer:
-            sides[role] = Side(role, revisions[role], Path(repo), env=envs[role], project=project,
-                               pending=lambda role=role: sides[role].become(check_out([role])[role]))
-        yield {role: sides[role] for role in revisions}
+            sides[role].project = project
+            sides[role].pending = lambda role=role: check_out([role])
+        yield sides
 
 
 #: How a revision gate chooses its sides' environments (``--envs``).
